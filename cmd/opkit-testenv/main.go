@@ -1,0 +1,94 @@
+// Command opkit-testenv runs a local control plane (kube-apiserver and etcd,
+// from pkg/testenv) until interrupted, and writes a kubeconfig for it.
+//
+//	opkit-testenv [--kubeconfig PATH] [--crds DIR]...
+//
+// 'make run' starts it. Ctrl-C (SIGINT) or SIGTERM stops the control plane
+// and removes its data.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
+)
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "opkit-testenv: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("opkit-testenv", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", filepath.Join("bin", "run", "kubeconfig"), "where to write the kubeconfig for the control plane")
+	var crds stringList
+	fs.Var(&crds, "crds", "directory of CRD manifests to install (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(*kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out, "Starting kube-apiserver and etcd...")
+	env, err := testenv.Start(testenv.Options{CRDDirs: crds})
+	if err != nil {
+		return err
+	}
+	err = serve(ctx, env, path, out)
+	fmt.Fprintln(out, "Stopping the control plane...")
+	return errors.Join(err, env.Stop(), removeIfExists(path))
+}
+
+func serve(ctx context.Context, env *testenv.Environment, kubeconfig string, out io.Writer) error {
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	v, err := env.Client().Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("ask the API server its version: %w", err)
+	}
+	ns, err := env.Client().CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	fmt.Fprintf(out, `
+Control plane %s is running at %s (%d namespaces).
+Kubeconfig: %s
+
+Try, in another terminal:
+  kubectl --kubeconfig %s get namespaces
+
+Press Ctrl-C to stop it.
+`, v.GitVersion, env.Config().Host, len(ns.Items), kubeconfig, kubeconfig)
+	<-ctx.Done()
+	return nil
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove kubeconfig: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,13 @@
+// Package opkit is a Go SDK for writing Kubernetes operators.
+//
+// An operator built on opkit is a Manager that owns a shared informer cache
+// and starts Sources. Sources turn informer events into keys on rate-limited,
+// de-duplicating work queues; Reconciler workers drain the queues and read
+// cluster state through typed Listers that hand out cached objects without
+// copying them. Operators run as in-cluster pods and are tested against a real
+// kube-apiserver and etcd started by package testenv.
+//
+// Each layer is a package of its own, usable without the others:
+//
+//   - pkg/testenv: a local control plane for tests and development.
+package opkit

@@ -1,0 +1,97 @@
+package testenv
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFindBinaries(t *testing.T) {
+	root := t.TempDir()
+	write := func(t *testing.T, path string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(root, "go.mod"), 0o644)
+	for _, dir := range []string{"bin/k8s/1.37.1", "explicit", "assets"} {
+		write(t, filepath.Join(root, dir, "kube-apiserver"), 0o755)
+		write(t, filepath.Join(root, dir, "etcd"), 0o755)
+	}
+	write(t, filepath.Join(root, "noexec", "kube-apiserver"), 0o644)
+	write(t, filepath.Join(root, "noexec", "etcd"), 0o755)
+	workDir := filepath.Join(root, "pkg", "deep")
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name, dir, assets, workDir, version string
+		wantDir                             string
+		wantErr                             []string
+	}{
+		{name: "module root", workDir: workDir, version: "1.37.1", wantDir: "bin/k8s/1.37.1"},
+		{name: "assets win over module root", assets: filepath.Join(root, "assets"), workDir: workDir, version: "1.37.1", wantDir: "assets"},
+		{name: "explicit wins over assets", dir: filepath.Join(root, "explicit"), assets: filepath.Join(root, "assets"), workDir: workDir, version: "1.37.1", wantDir: "explicit"},
+		{name: "version not built", workDir: workDir, version: "1.36.3",
+			wantErr: []string{"bin/k8s/1.36.3/kube-apiserver", "make envtest", "hack/setup-envtest.sh", "the module root"}},
+		{name: "assets empty", assets: filepath.Join(root, "nothing"), workDir: workDir, version: "1.37.1",
+			wantErr: []string{"nothing/kube-apiserver", "KUBEBUILDER_ASSETS", "make envtest"}},
+		{name: "not executable", dir: filepath.Join(root, "noexec"), workDir: workDir, version: "1.37.1",
+			wantErr: []string{"noexec/kube-apiserver is not an executable file", "Options.BinaryDir"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := findBinaries(tt.dir, tt.assets, tt.workDir, tt.version)
+			if len(tt.wantErr) > 0 {
+				if !errors.Is(err, ErrBinariesMissing) {
+					t.Fatalf("err = %v, want ErrBinariesMissing", err)
+				}
+				for _, s := range tt.wantErr {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not mention %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := binaries{
+				apiServer: filepath.Join(root, tt.wantDir, "kube-apiserver"),
+				etcd:      filepath.Join(root, tt.wantDir, "etcd"),
+			}
+			if got != want {
+				t.Errorf("findBinaries = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestFindBinariesNoModule(t *testing.T) {
+	_, err := findBinaries("", "", "/", "1.37.1")
+	if err == nil || !strings.Contains(err.Error(), "KUBEBUILDER_ASSETS") {
+		t.Fatalf("err = %v, want an error that suggests KUBEBUILDER_ASSETS", err)
+	}
+}
+
+func TestNamespacePrefix(t *testing.T) {
+	tests := map[string]string{
+		"TestFoo":                      "testfoo-",
+		"TestFoo/sub_case#01":          "testfoo-sub-case-01-",
+		"///":                          "test-",
+		strings.Repeat("a", 100):       strings.Repeat("a", 56) + "-",
+		strings.Repeat("a", 55) + "/b": strings.Repeat("a", 55) + "-",
+	}
+	for in, want := range tests {
+		if got := namespacePrefix(in); got != want {
+			t.Errorf("namespacePrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

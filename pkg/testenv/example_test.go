@@ -1,0 +1,38 @@
+package testenv_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
+)
+
+// A missing control plane is reported with the command that builds it, and
+// errors.Is tells it apart from other start failures.
+func ExampleStart_missingBinaries() {
+	_, err := testenv.Start(testenv.Options{BinaryDir: filepath.Join("testdata", "no-binaries")})
+	fmt.Println(errors.Is(err, testenv.ErrBinariesMissing))
+	// Output: true
+}
+
+var env *testenv.Environment
+
+// One control plane serves a whole test package: start it from TestMain.
+func ExampleMain() {
+	// In a _test.go file:
+	_ = func(m *testing.M) { // func TestMain(m *testing.M)
+		testenv.Main(m, testenv.Options{CRDDirs: []string{"../../config/crd"}}, func(e *testenv.Environment) { env = e })
+	}
+}
+
+// Each test gets a namespace of its own, deleted when it ends.
+func ExampleEnvironment_Namespace() {
+	_ = func(t *testing.T) { // func TestSomething(t *testing.T)
+		ns := env.Namespace(t)
+		_, _ = env.Client().CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	}
+}

@@ -1,0 +1,124 @@
+package testenv
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+// env is the control plane shared by every test in this package.
+var env *Environment
+
+func TestMain(m *testing.M) {
+	Main(m, Options{CRDDirs: []string{"testdata/crds"}}, func(e *Environment) { env = e })
+}
+
+func TestConfigMapRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	cms := env.Client().CoreV1().ConfigMaps(ns)
+
+	created, err := cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "greeting"},
+		Data:       map[string]string{"hello": "world"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ConfigMap: %v", err)
+	}
+	got, err := cms.Get(ctx, "greeting", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get ConfigMap: %v", err)
+	}
+	if diff := cmp.Diff(map[string]string{"hello": "world"}, got.Data); diff != "" {
+		t.Errorf("read back data (-want +got):\n%s", diff)
+	}
+
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch ConfigMaps: %v", err)
+	}
+	defer w.Stop()
+	got.Data["hello"] = "opkit"
+	if _, err := cms.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update ConfigMap: %v", err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if ev.Type != watch.Modified || !ok || cm.Data["hello"] != "opkit" {
+			t.Fatalf("watch event = %s %#v, want Modified with hello=opkit", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		// A generous bound: an event that never arrives must fail the test
+		// rather than hang it. It measures nothing.
+		t.Fatal("no watch event for the update")
+	}
+}
+
+func TestCRDInstalled(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "testenv.opkit.dev", Version: "v1", Resource: "widgets"}
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "testenv.opkit.dev/v1",
+		"kind":       "Widget",
+		"metadata":   map[string]any{"name": "w"},
+		"spec":       map[string]any{"size": int64(3)},
+	}}
+	if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Widget: %v", err)
+	}
+	got, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, "w", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get Widget: %v", err)
+	}
+	if size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size"); size != 3 {
+		t.Errorf("spec.size = %d, want 3", size)
+	}
+}
+
+func TestNamespaceIsolated(t *testing.T) {
+	var first string
+	t.Run("a", func(t *testing.T) {
+		first = env.Namespace(t)
+		if _, err := env.Client().CoreV1().Namespaces().Get(t.Context(), first, metav1.GetOptions{}); err != nil {
+			t.Fatalf("get own namespace: %v", err)
+		}
+	})
+	t.Run("b", func(t *testing.T) {
+		second := env.Namespace(t)
+		if second == first {
+			t.Fatalf("two tests got the same namespace %q", first)
+		}
+	})
+	// After its test ended, the first namespace is being deleted (it stays
+	// Terminating: there is no namespace controller) or gone.
+	ns, err := env.Client().CoreV1().Namespaces().Get(t.Context(), first, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		t.Fatal(err)
+	case ns.DeletionTimestamp == nil:
+		t.Errorf("namespace %s was not deleted after its test", first)
+	}
+}
+
+func TestStartBadCRDDir(t *testing.T) {
+	_, err := Start(Options{CRDDirs: []string{"testdata/no-such-dir"}})
+	if err == nil || !strings.Contains(err.Error(), `CRD path "testdata/no-such-dir"`) {
+		t.Fatalf("Start with a missing CRD directory: err = %v, want one naming the path", err)
+	}
+}
