@@ -3,8 +3,8 @@
 //
 //	opkit-testenv [--kubeconfig PATH] [--crds DIR]...
 //
-// 'make run' starts it. Ctrl-C (SIGINT) or SIGTERM stops the control plane
-// and removes its data.
+// 'make run' starts it. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the control
+// plane and removes its data and the kubeconfig.
 package main
 
 import (
@@ -30,8 +30,12 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) stops cleanly too, and a closed stdout
+	// (say, 'make run | tee' interrupted) must not kill the program with
+	// SIGPIPE before it has stopped the control plane.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	signal.Ignore(syscall.SIGPIPE)
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "opkit-testenv: %v\n", err)
 		os.Exit(1)

@@ -52,6 +52,7 @@ type Environment struct {
 	env    *envtest.Environment
 	config *rest.Config
 	client kubernetes.Interface
+	record string // the record of started processes that Stop removes
 }
 
 // Start starts etcd and kube-apiserver, waits until the API server serves the
@@ -79,6 +80,7 @@ func Start(opts Options) (*Environment, error) {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
 
+	reapOrphans()
 	env := &envtest.Environment{
 		CRDDirectoryPaths:        crdDirs,
 		ErrorIfCRDPathMissing:    true,
@@ -103,13 +105,22 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: create client: %w", errors.Join(err, env.Stop()))
 	}
-	return &Environment{env: env, config: cfg, client: client}, nil
+	// Without a record an orphan is not reaped later: worth a stop, as the
+	// record can only fail to be written when the temp directory is broken.
+	record, err := recordChildren(bins.apiServer, bins.etcd)
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: record its processes: %w", errors.Join(err, env.Stop()))
+	}
+	return &Environment{env: env, config: cfg, client: client, record: record}, nil
 }
 
 // Stop stops kube-apiserver and etcd and removes their data.
 func (e *Environment) Stop() error {
 	if err := e.env.Stop(); err != nil {
 		return fmt.Errorf("stop control plane: %w", err)
+	}
+	if e.record != "" {
+		_ = os.Remove(e.record)
 	}
 	return nil
 }
