@@ -1,0 +1,113 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opkit-dev/opkit/pkg/queue"
+)
+
+// WorkQueueSubsystem is the subsystem of the queue metrics.
+const WorkQueueSubsystem = "workqueue"
+
+// QueueMetrics is a queue.MetricsProvider that records into Prometheus
+// collectors. One QueueMetrics serves any number of queues, told apart by the
+// name label (the queue's Options.Name).
+type QueueMetrics struct {
+	depth                   *prometheus.GaugeVec
+	adds                    *prometheus.CounterVec
+	latency                 *prometheus.HistogramVec
+	workDuration            *prometheus.HistogramVec
+	unfinished              *prometheus.GaugeVec
+	longestRunningProcessor *prometheus.GaugeVec
+	retries                 *prometheus.CounterVec
+}
+
+var _ queue.MetricsProvider = (*QueueMetrics)(nil)
+
+// NewQueueMetrics creates the queue metrics and registers them with reg.
+func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
+	// Buckets from 10ns to 1000s, as client-go and controller-runtime use.
+	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
+	m := &QueueMetrics{
+		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: WorkQueueSubsystem, Name: "depth",
+			Help: "Current depth of workqueue by workqueue and priority",
+		}, []string{"name", "priority"}),
+		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: WorkQueueSubsystem, Name: "adds_total",
+			Help: "Total number of adds handled by workqueue",
+		}, []string{"name"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: WorkQueueSubsystem, Name: "queue_duration_seconds",
+			Help:    "How long in seconds an item stays in workqueue before being requested",
+			Buckets: buckets,
+		}, []string{"name"}),
+		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: WorkQueueSubsystem, Name: "work_duration_seconds",
+			Help:    "How long in seconds processing an item from workqueue takes.",
+			Buckets: buckets,
+		}, []string{"name"}),
+		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: WorkQueueSubsystem, Name: "unfinished_work_seconds",
+			Help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. " +
+				"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+		}, []string{"name"}),
+		longestRunningProcessor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: WorkQueueSubsystem, Name: "longest_running_processor_seconds",
+			Help: "How many seconds has the longest running processor for workqueue been running.",
+		}, []string{"name"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: WorkQueueSubsystem, Name: "retries_total",
+			Help: "Total number of items added to the workqueue with a delay (rate-limited retries and delayed adds)",
+		}, []string{"name"}),
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunningProcessor, m.retries} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("register queue metrics: %w", err)
+	}
+	return m, nil
+}
+
+// NewDepthMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewDepthMetric(name string, priority int) queue.GaugeMetric {
+	return m.depth.WithLabelValues(name, strconv.Itoa(priority))
+}
+
+// NewAddsMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewAddsMetric(name string) queue.CounterMetric {
+	return m.adds.WithLabelValues(name)
+}
+
+// NewLatencyMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewLatencyMetric(name string) queue.HistogramMetric {
+	return m.latency.WithLabelValues(name)
+}
+
+// NewWorkDurationMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewWorkDurationMetric(name string) queue.HistogramMetric {
+	return m.workDuration.WithLabelValues(name)
+}
+
+// NewUnfinishedWorkSecondsMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewUnfinishedWorkSecondsMetric(name string) queue.SettableGaugeMetric {
+	return m.unfinished.WithLabelValues(name)
+}
+
+// NewLongestRunningProcessorSecondsMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewLongestRunningProcessorSecondsMetric(name string) queue.SettableGaugeMetric {
+	return m.longestRunningProcessor.WithLabelValues(name)
+}
+
+// NewRetriesMetric implements queue.MetricsProvider.
+func (m *QueueMetrics) NewRetriesMetric(name string) queue.CounterMetric {
+	return m.retries.WithLabelValues(name)
+}

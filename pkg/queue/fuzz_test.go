@@ -1,0 +1,238 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// checkInvariants verifies the queue's structure: every key in items is in
+// exactly one of the ready set, the waiting heap and the processing list,
+// once; the counts agree.
+func (q *Queue[K]) checkInvariants() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	where := map[K]string{}
+	place := func(k K, in string) error {
+		if prev, ok := where[k]; ok {
+			return fmt.Errorf("key %v is in %s and in %s", k, prev, in)
+		}
+		where[k] = in
+		if n := q.items[k]; n == nil {
+			return fmt.Errorf("key %v in %s but not in items", k, in)
+		}
+		return nil
+	}
+	ages := 0
+	for n := q.ready.oldest; n != nil; n = n.newer {
+		ages++
+		if n.state != stateReady {
+			return fmt.Errorf("key %v in the age list in state %d", n.key, n.state)
+		}
+		if err := place(n.key, "ready"); err != nil {
+			return err
+		}
+	}
+	fifo := 0
+	for _, b := range q.ready.buckets {
+		inBucket := 0
+		if t := b.ring; t != nil {
+			for {
+				for n := t.head; n != nil; n = n.next {
+					inBucket++
+					if n.priority != b.priority || n.tenantQueue != t {
+						return fmt.Errorf("key %v filed under the wrong bucket or tenant", n.key)
+					}
+				}
+				if t = t.next; t == b.ring {
+					break
+				}
+			}
+		}
+		if inBucket != b.n {
+			return fmt.Errorf("bucket %d counts %d, holds %d", b.priority, b.n, inBucket)
+		}
+		fifo += inBucket
+	}
+	if ages != q.ready.n || fifo != q.ready.n {
+		return fmt.Errorf("ready counts %d, age list holds %d, tenant FIFOs hold %d", q.ready.n, ages, fifo)
+	}
+	for i, n := range q.waiting {
+		if n.heapIndex != i || n.state != stateWaiting {
+			return fmt.Errorf("waiting key %v at %d has index %d, state %d", n.key, i, n.heapIndex, n.state)
+		}
+		if err := place(n.key, "waiting"); err != nil {
+			return err
+		}
+	}
+	inFlight := 0
+	for n := q.processing; n != nil; n = n.next {
+		inFlight++
+		if err := place(n.key, "processing"); err != nil {
+			return err
+		}
+	}
+	if inFlight != q.inFlight || len(where) != len(q.items) {
+		return fmt.Errorf("inFlight %d, processing list %d; items %d, placed %d", q.inFlight, inFlight, len(q.items), len(where))
+	}
+	return nil
+}
+
+// FuzzQueue drives random sequences of operations from several producers and
+// workers and checks that no key is queued twice, no key is held by two
+// workers at once, and nothing is lost through a shutdown with drain.
+func FuzzQueue(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+	f.Add([]byte("the quick brown fox jumps over the lazy dog, again and again"))
+	f.Add([]byte{6, 6, 6, 6, 12, 12, 12, 18, 18, 24, 30, 36, 42, 255, 254, 253})
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 4096 {
+			t.Skip("long inputs add time, not coverage")
+		}
+		q := New(Options[int]{
+			Tenant:      func(k int) string { return fmt.Sprint(k % 3) },
+			MaxWait:     time.Millisecond,
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond),
+		})
+		h := newHarness(q)
+		const producers, workers = 3, 3
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() { h.work(t, w) })
+		}
+		var pg sync.WaitGroup
+		for p := range producers {
+			pg.Go(func() {
+				for i := p; i < len(ops); i += producers {
+					h.do(ops[i])
+				}
+			})
+		}
+		pg.Wait()
+		if err := q.checkInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		h.shutDown()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := q.ShutDownWithDrain(ctx); err != nil {
+			t.Fatalf("drain: %v", err)
+		}
+		wg.Wait()
+		if err := q.checkInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		h.checkNothingLost(t)
+	})
+}
+
+// harness records what the fuzzed producers and workers did. seq orders adds
+// and hand-outs: an add numbered after a key's last hand-out must have left
+// the key in the queue.
+type harness struct {
+	q   *Queue[int]
+	seq atomic.Int64
+	// adding is held (read) across noting and making an add, and (write) by
+	// shutDown, so every add is wholly before or after the shutdown; adds
+	// after it are ignored by design and not checked.
+	adding  sync.RWMutex
+	shut    bool
+	mu      sync.Mutex
+	lastAdd map[int]int64
+	lastGet map[int]int64
+	busy    map[int]int
+	reAdds  map[int]int
+}
+
+func newHarness(q *Queue[int]) *harness {
+	return &harness{q: q, lastAdd: map[int]int64{}, lastGet: map[int]int64{}, busy: map[int]int{}, reAdds: map[int]int{}}
+}
+
+const fuzzKeys = 8
+
+func (h *harness) shutDown() {
+	h.adding.Lock()
+	defer h.adding.Unlock()
+	h.q.ShutDown()
+	h.shut = true
+}
+
+func (h *harness) do(b byte) {
+	k := int(b/7) % fuzzKeys
+	h.adding.RLock()
+	defer h.adding.RUnlock()
+	if !h.shut {
+		h.noteAdd(k)
+	}
+	switch b % 7 {
+	case 0, 1:
+		h.q.Add(k)
+	case 2:
+		h.q.AddAfter(k, time.Duration(b%4)*time.Millisecond)
+	case 3:
+		h.q.AddRateLimited(k)
+	case 4:
+		h.q.AddWithOpts(AddOpts{Priority: int(b%3) - 1}, k)
+	case 5:
+		h.q.AddWithOpts(AddOpts{Priority: LowPriority, After: time.Duration(b%3) * time.Millisecond}, k)
+	case 6:
+		h.q.Forget(k)
+		h.q.Add(k)
+	}
+}
+
+func (h *harness) noteAdd(k int) {
+	s := h.seq.Add(1)
+	h.mu.Lock()
+	h.lastAdd[k] = max(h.lastAdd[k], s)
+	h.mu.Unlock()
+}
+
+func (h *harness) work(t *testing.T, w int) {
+	for {
+		k, _, shutdown := h.q.Get()
+		if shutdown {
+			return
+		}
+		s := h.seq.Add(1)
+		h.mu.Lock()
+		h.lastGet[k] = s
+		if other, ok := h.busy[k]; ok {
+			t.Errorf("key %d handed to worker %d while worker %d has it", k, w, other)
+		}
+		h.busy[k] = w
+		reAdd := h.reAdds[k] < 2 && k%2 == 0
+		if reAdd {
+			h.reAdds[k]++
+		}
+		h.mu.Unlock()
+		if reAdd {
+			h.adding.RLock()
+			if !h.shut {
+				h.noteAdd(k)
+			}
+			h.q.Add(k) // while processing
+			h.adding.RUnlock()
+		}
+		h.mu.Lock()
+		delete(h.busy, k)
+		h.mu.Unlock()
+		h.q.Done(k)
+	}
+}
+
+func (h *harness) checkNothingLost(t *testing.T) {
+	h.q.mu.Lock()
+	defer h.q.mu.Unlock()
+	for k, added := range h.lastAdd {
+		if added > h.lastGet[k] && h.q.items[k] == nil {
+			t.Errorf("key %d added (seq %d) after its last hand-out (seq %d) is gone", k, added, h.lastGet[k])
+		}
+	}
+}

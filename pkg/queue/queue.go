@@ -1,0 +1,431 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Priorities for common cases. Any int is a valid priority; higher is served
+// first.
+const (
+	// NormalPriority is the priority of Add, and of AddWithOpts with a zero
+	// AddOpts.Priority.
+	NormalPriority = 0
+	// LowPriority is for work nobody waits on, such as the events of an
+	// informer's initial list or of a resync.
+	LowPriority = -100
+)
+
+// DefaultMaxWait is Options.MaxWait's default.
+const DefaultMaxWait = 10 * time.Second
+
+// Options configure New. The zero value is valid.
+type Options[K comparable] struct {
+	// Name names the queue in its metrics. Defaults to "".
+	Name string
+
+	// RateLimiter decides the delay of AddRateLimited and of AddOpts with
+	// RateLimited set. Defaults to per-item exponential backoff: 5ms for the
+	// first retry of a key, doubling with each retry, at most 1000s; Forget
+	// resets a key to 5ms.
+	RateLimiter workqueue.TypedRateLimiter[K]
+
+	// Tenant, when set, turns on fairness: ready keys of one priority are
+	// handed out round-robin across tenants (one key per tenant per turn),
+	// first in, first out within a tenant. A typical tenant is the namespace.
+	// It is called once for each key the queue does not hold yet, under the
+	// queue's lock, so it must be fast and must not call the queue. Defaults
+	// to nil: first in, first out within a priority.
+	Tenant func(K) string
+
+	// MaxWait bounds starvation. Once the oldest ready key has been ready
+	// for MaxWait, at least every other Get hands out the oldest such key,
+	// whatever the priorities and tenants of the others. A key that has been
+	// ready for MaxWait behind n older such keys is therefore handed out
+	// within 2(n+1) Gets. Defaults to DefaultMaxWait; negative turns aging
+	// off, so that priorities are strict.
+	MaxWait time.Duration
+
+	// Metrics, when set, receives the queue's measurements. Defaults to none.
+	Metrics MetricsProvider
+
+	// Clock tells time. Defaults to the system clock. Tests may also run the
+	// queue inside a testing/synctest bubble with the default clock.
+	Clock Clock
+}
+
+// AddOpts configure AddWithOpts.
+type AddOpts struct {
+	// After delays the add: the key becomes ready no earlier than After from
+	// now. Zero or negative means now.
+	After time.Duration
+	// RateLimited delays the add by the rate limiter's delay for the key, or
+	// by After if that is longer.
+	RateLimited bool
+	// Priority of the key; higher is handed out first. A key queued at a
+	// lower priority is raised to this one; one queued higher stays higher.
+	Priority int
+}
+
+// Queue is a de-duplicating, rate-limited, priority work queue with aging and
+// optional fairness. See the package documentation for its contract. All
+// methods are safe for concurrent use.
+type Queue[K comparable] struct {
+	mu   sync.Mutex
+	cond sync.Cond // signalled when ready gains a node or shutdown starts
+
+	// items holds every key the queue knows: ready, waiting or processing.
+	// A key is in items if and only if its node is in exactly one of ready,
+	// waiting and processing.
+	items      map[K]*node[K]
+	ready      readySet[K]
+	waiting    waitHeap[K]
+	processing *node[K] // list of nodes handed out and not yet Done
+	inFlight   int
+	free       *node[K] // recycled nodes, linked by next
+	nFree      int
+
+	agedTurn     bool // the next Get serves the oldest overdue node, if any
+	shuttingDown bool
+	drained      chan struct{} // closed when shut down and inFlight is 0
+
+	opts    Options[K]
+	metrics queueMetrics
+	clock   Clock
+	nudge   chan struct{} // wakes the delay loop when the earliest wait changes
+	stop    chan struct{} // closed by ShutDown; stops background goroutines
+}
+
+// New returns a running queue. Its background goroutines end at ShutDown,
+// which the caller must call.
+func New[K comparable](opts Options[K]) *Queue[K] {
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[K](5*time.Millisecond, 1000*time.Second)
+	}
+	if opts.MaxWait == 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	q := &Queue[K]{
+		items: map[K]*node[K]{},
+		opts:  opts,
+		clock: opts.Clock,
+		nudge: make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}
+	q.cond.L = &q.mu
+	q.ready.fair = opts.Tenant != nil
+	if opts.Metrics != nil {
+		q.metrics = newQueueMetrics(opts.Name, opts.Metrics)
+		q.ready.newDepth = func(p int) GaugeMetric { return opts.Metrics.NewDepthMetric(opts.Name, p) }
+		go q.metricsLoop()
+	}
+	go q.delayLoop()
+	return q
+}
+
+// Add queues key now at NormalPriority.
+func (q *Queue[K]) Add(key K) {
+	q.add(key, NormalPriority, 0)
+}
+
+// AddAfter queues key at NormalPriority once d has passed. Of two delayed
+// adds of one key, the earlier wins.
+func (q *Queue[K]) AddAfter(key K, d time.Duration) {
+	q.add(key, NormalPriority, d)
+}
+
+// AddRateLimited queues key at NormalPriority after the rate limiter's delay
+// for it.
+func (q *Queue[K]) AddRateLimited(key K) {
+	q.add(key, NormalPriority, q.opts.RateLimiter.When(key))
+}
+
+// AddWithOpts queues keys as opts say.
+func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
+	for _, key := range keys {
+		d := opts.After
+		if opts.RateLimited {
+			d = max(d, q.opts.RateLimiter.When(key))
+		}
+		q.add(key, opts.Priority, d)
+	}
+}
+
+func (q *Queue[K]) add(key K, priority int, after time.Duration) {
+	if after > 0 {
+		q.metrics.retry()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	n := q.items[key]
+	if n == nil {
+		q.addNew(key, priority, after)
+		return
+	}
+	switch n.state {
+	case stateReady:
+		// Ready beats any delay; only the priority can go up.
+		if priority > n.priority {
+			q.ready.raise(n, priority)
+		}
+	case stateWaiting:
+		n.priority = max(n.priority, priority)
+		if after <= 0 {
+			q.waiting.remove(n)
+			q.makeReady(n, q.clock.Now())
+			return
+		}
+		if at := q.clock.Now().Add(after); at.Before(n.readyAt) {
+			n.readyAt = at
+			q.waiting.fix(n)
+			q.wakeDelayLoop(n)
+		}
+	case stateProcessing:
+		at := q.readyTime(after)
+		if !n.dirty {
+			n.dirty, n.dirtyPriority, n.dirtyAt = true, priority, at
+			q.metrics.add()
+			return
+		}
+		n.dirtyPriority = max(n.dirtyPriority, priority)
+		if at.Before(n.dirtyAt) {
+			n.dirtyAt = at
+		}
+	}
+}
+
+func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
+	n := q.newNode(key)
+	n.priority = priority
+	if q.opts.Tenant != nil {
+		n.tenant = q.opts.Tenant(key)
+	}
+	q.items[key] = n
+	q.metrics.add()
+	if after > 0 {
+		n.readyAt = q.clock.Now().Add(after)
+		q.waiting.push(n)
+		q.wakeDelayLoop(n)
+		return
+	}
+	q.makeReady(n, q.readyTime(0))
+}
+
+// readyTime is when an add with the given delay makes a key ready. Without
+// aging, metrics or a delay nothing reads the time, so none is taken.
+func (q *Queue[K]) readyTime(after time.Duration) time.Time {
+	if after <= 0 && q.opts.MaxWait < 0 && !q.metrics.on {
+		return time.Time{}
+	}
+	return q.clock.Now().Add(max(after, 0))
+}
+
+func (q *Queue[K]) makeReady(n *node[K], at time.Time) {
+	n.state, n.readyAt = stateReady, at
+	q.ready.push(n)
+	q.cond.Signal()
+}
+
+// Get blocks until a key is ready or the queue shuts down, and hands the key
+// out with its priority. The caller must call Done with the key when it has
+// finished with it; until then no other Get returns that key. After ShutDown,
+// Get returns shutdown true at once and hands out nothing more.
+func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.ready.n == 0 && !q.shuttingDown {
+		q.cond.Wait()
+	}
+	if q.shuttingDown {
+		var zero K
+		return zero, 0, true
+	}
+	n := q.pick()
+	q.ready.remove(n)
+	n.state = stateProcessing
+	q.linkProcessing(n)
+	if q.metrics.on {
+		n.startedAt = q.clock.Now()
+		q.metrics.get(n.startedAt.Sub(n.readyAt))
+	}
+	return n.key, n.priority, false
+}
+
+// pick chooses the node Get hands out: by priority and fairness, except that
+// every other Get serves the oldest node once it has been ready for MaxWait.
+func (q *Queue[K]) pick() *node[K] {
+	n := q.ready.next()
+	oldest := q.ready.oldest
+	if n == oldest || q.opts.MaxWait < 0 {
+		return n
+	}
+	if q.agedTurn && q.clock.Now().Sub(oldest.readyAt) >= q.opts.MaxWait {
+		q.agedTurn = false
+		return oldest
+	}
+	q.agedTurn = true
+	return n
+}
+
+// Done marks key as finished. If it was added again while being processed,
+// it is queued again now (or, for a delayed add, when its delay ends). Done
+// for a key that is not being processed does nothing.
+func (q *Queue[K]) Done(key K) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.items[key]
+	if n == nil || n.state != stateProcessing {
+		return
+	}
+	q.unlinkProcessing(n)
+	if q.metrics.on {
+		q.metrics.done(q.clock.Now().Sub(n.startedAt))
+	}
+	if q.inFlight == 0 && q.drained != nil {
+		close(q.drained)
+		q.drained = nil
+	}
+	if !n.dirty {
+		delete(q.items, key)
+		q.freeNode(n)
+		return
+	}
+	n.dirty, n.priority = false, n.dirtyPriority
+	now := q.readyTime(0)
+	if n.dirtyAt.After(now) {
+		n.state, n.readyAt = stateWaiting, n.dirtyAt
+		q.waiting.push(n)
+		q.wakeDelayLoop(n)
+		return
+	}
+	q.makeReady(n, now)
+}
+
+// Forget resets the rate limiter's backoff for key. It does not remove the
+// key from the queue.
+func (q *Queue[K]) Forget(key K) {
+	q.opts.RateLimiter.Forget(key)
+}
+
+// NumRequeues returns how many times the rate limiter has delayed key since
+// it was last forgotten.
+func (q *Queue[K]) NumRequeues(key K) int {
+	return q.opts.RateLimiter.NumRequeues(key)
+}
+
+// Len returns the number of keys ready to be handed out. Keys waiting for a
+// delay and keys being processed are not counted.
+func (q *Queue[K]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready.n
+}
+
+// ShutDown stops the queue: adds are ignored, blocked and later Gets return
+// shutdown, and delayed keys stay where they are. Keys being processed may
+// still be passed to Done. ShutDown may be called more than once.
+func (q *Queue[K]) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutDownLocked()
+}
+
+func (q *Queue[K]) shutDownLocked() {
+	if q.shuttingDown {
+		return
+	}
+	q.shuttingDown = true
+	close(q.stop)
+	q.cond.Broadcast()
+}
+
+// ShuttingDown reports whether ShutDown has been called.
+func (q *Queue[K]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+// ShutDownWithDrain shuts the queue down and waits until every key handed out
+// has been passed to Done, or until ctx ends. In the second case it returns
+// an error that wraps the context's cause and names what is still in flight.
+func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
+	q.mu.Lock()
+	q.shutDownLocked()
+	if q.inFlight == 0 {
+		q.mu.Unlock()
+		return nil
+	}
+	if q.drained == nil {
+		q.drained = make(chan struct{})
+	}
+	drained := q.drained
+	q.mu.Unlock()
+
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return fmt.Errorf("drain queue %q: %d keys still in flight (first: %v): %w",
+			q.opts.Name, q.inFlight, q.processing.key, context.Cause(ctx))
+	}
+}
+
+func (q *Queue[K]) linkProcessing(n *node[K]) {
+	n.prev, n.next = nil, q.processing
+	if q.processing != nil {
+		q.processing.prev = n
+	}
+	q.processing = n
+	q.inFlight++
+}
+
+func (q *Queue[K]) unlinkProcessing(n *node[K]) {
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		q.processing = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	}
+	n.prev, n.next = nil, nil
+	q.inFlight--
+}
+
+func (q *Queue[K]) newNode(key K) *node[K] {
+	n := q.free
+	if n == nil {
+		return &node[K]{key: key}
+	}
+	q.free = n.next
+	q.nFree--
+	n.next = nil
+	n.key = key
+	return n
+}
+
+// maxFree bounds the recycled nodes, so a burst of keys does not pin its
+// memory after it has drained.
+const maxFree = 4096
+
+func (q *Queue[K]) freeNode(n *node[K]) {
+	if q.nFree >= maxFree {
+		return
+	}
+	*n = node[K]{next: q.free}
+	q.free = n
+	q.nFree++
+}

@@ -1,0 +1,269 @@
+package queue
+
+import "time"
+
+// node is the queue's record of one key. A node is in exactly one of three
+// places, given by state: the ready set, the waiting heap, or the processing
+// list. Nodes are recycled through Queue.free, so steady-state traffic
+// allocates nothing.
+type node[K comparable] struct {
+	key      K
+	state    state
+	priority int
+	tenant   string
+
+	// readyAt is when the node became ready (stateReady) or becomes ready
+	// (stateWaiting); startedAt is when it was handed out (stateProcessing).
+	readyAt   time.Time
+	startedAt time.Time
+
+	// A key added while it is being processed is marked dirty; Done queues it
+	// again with the highest priority and the earliest time it was added with.
+	dirty         bool
+	dirtyPriority int
+	dirtyAt       time.Time
+
+	heapIndex int // in Queue.waiting, when stateWaiting
+
+	// prev and next link the node into its tenant's FIFO (stateReady) or the
+	// processing list (stateProcessing); older and newer link it into the
+	// ready set's age list (stateReady).
+	prev, next   *node[K]
+	older, newer *node[K]
+	tenantQueue  *tenantQueue[K]
+}
+
+type state uint8
+
+const (
+	stateReady state = iota + 1
+	stateWaiting
+	stateProcessing
+)
+
+// tenantQueue is one tenant's FIFO of ready nodes at one priority. A non-empty
+// tenantQueue is in its bucket's ring; an empty one is in no ring.
+type tenantQueue[K comparable] struct {
+	name       string
+	head, tail *node[K]
+	prev, next *tenantQueue[K] // ring of the bucket's non-empty tenants
+	bucket     *bucket[K]
+}
+
+// bucket holds the ready nodes of one priority. ring is the tenant served
+// next; tenants are served round-robin, one node each.
+type bucket[K comparable] struct {
+	priority int
+	n        int
+	ring     *tenantQueue[K]
+	tenants  map[string]*tenantQueue[K] // nil when fairness is off
+	single   tenantQueue[K]             // the only tenant when fairness is off
+	depth    GaugeMetric
+}
+
+// readySet holds ready nodes by priority, then tenant, then age, and also in
+// one list ordered by the time they became ready, so the oldest is found in
+// O(1) for aging.
+//
+// Invariant: a node is in a tenant FIFO if and only if it is in the age list,
+// and n counts them.
+type readySet[K comparable] struct {
+	buckets     []*bucket[K] // sorted by priority, highest first
+	oldest      *node[K]
+	newest      *node[K]
+	n           int
+	fair        bool
+	freeTenants *tenantQueue[K] // recycled tenantQueues, linked by next
+	newDepth    func(priority int) GaugeMetric
+}
+
+// push appends n, which has priority and tenant set, to the back of its
+// tenant's FIFO and of the age list.
+func (r *readySet[K]) push(n *node[K]) {
+	r.link(n)
+	n.older, n.newer = r.newest, nil
+	if r.newest != nil {
+		r.newest.newer = n
+	} else {
+		r.oldest = n
+	}
+	r.newest = n
+	r.n++
+}
+
+// remove takes n out of the ready set.
+func (r *readySet[K]) remove(n *node[K]) {
+	r.unlink(n)
+	if n.older != nil {
+		n.older.newer = n.newer
+	} else {
+		r.oldest = n.newer
+	}
+	if n.newer != nil {
+		n.newer.older = n.older
+	} else {
+		r.newest = n.older
+	}
+	n.older, n.newer = nil, nil
+	r.n--
+}
+
+// raise moves n to a higher priority, keeping its place in the age list.
+func (r *readySet[K]) raise(n *node[K], priority int) {
+	r.unlink(n)
+	n.priority = priority
+	r.link(n)
+}
+
+// next returns the node that priority and fairness choose: the head of the
+// next tenant in the highest non-empty bucket. The set must not be empty.
+func (r *readySet[K]) next() *node[K] {
+	for _, b := range r.buckets {
+		if b.n > 0 {
+			return b.ring.head
+		}
+	}
+	panic("queue: next on an empty ready set")
+}
+
+// link appends n to its tenant's FIFO in the bucket of n.priority.
+func (r *readySet[K]) link(n *node[K]) {
+	b := r.bucket(n.priority)
+	t := &b.single
+	if r.fair {
+		t = b.tenants[n.tenant]
+		if t == nil {
+			t = r.newTenant(b, n.tenant)
+		}
+	}
+	n.tenantQueue = t
+	n.prev, n.next = t.tail, nil
+	if t.tail != nil {
+		t.tail.next = n
+	} else {
+		t.head = n
+		// A tenant that was empty joins the ring just behind the tenant
+		// served next: it waits at most one turn of every other tenant.
+		if b.ring == nil {
+			t.prev, t.next = t, t
+			b.ring = t
+		} else {
+			t.prev, t.next = b.ring.prev, b.ring
+			b.ring.prev.next = t
+			b.ring.prev = t
+		}
+	}
+	t.tail = n
+	b.n++
+	if b.depth != nil {
+		b.depth.Inc()
+	}
+}
+
+// unlink takes n out of its tenant's FIFO. When n was the head of the tenant
+// served next, the ring moves on: that tenant has had its turn.
+func (r *readySet[K]) unlink(n *node[K]) {
+	t := n.tenantQueue
+	b := t.bucket
+	wasTurn := b.ring == t && t.head == n
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		t.head = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	} else {
+		t.tail = n.prev
+	}
+	n.prev, n.next, n.tenantQueue = nil, nil, nil
+	b.n--
+	if b.depth != nil {
+		b.depth.Dec()
+	}
+	switch {
+	case t.head == nil:
+		r.dropTenant(b, t)
+	case wasTurn:
+		b.ring = t.next
+	}
+}
+
+// dropTenant takes an emptied tenant out of its bucket's ring and, with
+// fairness on, recycles it.
+func (r *readySet[K]) dropTenant(b *bucket[K], t *tenantQueue[K]) {
+	if t.next == t {
+		b.ring = nil
+	} else {
+		t.prev.next = t.next
+		t.next.prev = t.prev
+		if b.ring == t {
+			b.ring = t.next
+		}
+	}
+	t.prev, t.next = nil, nil
+	if r.fair {
+		delete(b.tenants, t.name)
+		*t = tenantQueue[K]{next: r.freeTenants}
+		r.freeTenants = t
+	}
+}
+
+func (r *readySet[K]) newTenant(b *bucket[K], name string) *tenantQueue[K] {
+	t := r.freeTenants
+	if t != nil {
+		r.freeTenants = t.next
+		t.next = nil
+	} else {
+		t = &tenantQueue[K]{}
+	}
+	t.name, t.bucket = name, b
+	b.tenants[name] = t
+	return t
+}
+
+// maxEmptyBuckets is how many buckets the ready set keeps in all before it
+// drops empty ones: most queues see a few distinct priorities, and keeping
+// their buckets saves an allocation each time one empties and fills again.
+const maxEmptyBuckets = 16
+
+// bucket returns the bucket of priority p, creating it if needed.
+func (r *readySet[K]) bucket(p int) *bucket[K] {
+	i := 0
+	for ; i < len(r.buckets); i++ {
+		if b := r.buckets[i]; b.priority == p {
+			return b
+		} else if b.priority < p {
+			break
+		}
+	}
+	if len(r.buckets) >= maxEmptyBuckets && r.pruneEmptyBuckets() {
+		return r.bucket(p) // the insertion index has changed
+	}
+	b := &bucket[K]{priority: p}
+	b.single.bucket = b
+	if r.fair {
+		b.tenants = map[string]*tenantQueue[K]{}
+	}
+	if r.newDepth != nil {
+		b.depth = r.newDepth(p)
+	}
+	r.buckets = append(r.buckets, nil)
+	copy(r.buckets[i+1:], r.buckets[i:])
+	r.buckets[i] = b
+	return b
+}
+
+// pruneEmptyBuckets drops empty buckets and reports whether it dropped any.
+func (r *readySet[K]) pruneEmptyBuckets() bool {
+	n := len(r.buckets)
+	kept := r.buckets[:0]
+	for _, b := range r.buckets {
+		if b.n > 0 {
+			kept = append(kept, b)
+		}
+	}
+	clear(r.buckets[len(kept):])
+	r.buckets = kept
+	return len(kept) < n
+}
