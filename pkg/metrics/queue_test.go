@@ -1,0 +1,64 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/opkit-dev/opkit/pkg/queue"
+)
+
+func TestQueueMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewQueueMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue.New(queue.Options[string]{Name: "mirrors", Metrics: m})
+	defer q.ShutDown()
+	q.Add("a")
+	q.AddWithOpts(queue.AddOpts{Priority: queue.LowPriority}, "b")
+	q.AddAfter("c", 1e12)
+	k, _, _ := q.Get()
+	q.Done(k)
+
+	want := `
+# HELP workqueue_adds_total Total number of adds handled by workqueue
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{name="mirrors"} 3
+# HELP workqueue_depth Current depth of workqueue by workqueue and priority
+# TYPE workqueue_depth gauge
+workqueue_depth{name="mirrors",priority="-100"} 1
+workqueue_depth{name="mirrors",priority="0"} 0
+# HELP workqueue_retries_total Total number of items added to the workqueue with a delay (rate-limited retries and delayed adds)
+# TYPE workqueue_retries_total counter
+workqueue_retries_total{name="mirrors"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"workqueue_adds_total", "workqueue_depth", "workqueue_retries_total"); err != nil {
+		t.Error(err)
+	}
+	for name, want := range map[string]int{
+		"workqueue_queue_duration_seconds":            1,
+		"workqueue_work_duration_seconds":             1,
+		"workqueue_unfinished_work_seconds":           1,
+		"workqueue_longest_running_processor_seconds": 1,
+	} {
+		if got, err := testutil.GatherAndCount(reg, name); err != nil || got != want {
+			t.Errorf("%s: %d series (err %v), want %d", name, got, err, want)
+		}
+	}
+}
+
+func TestQueueMetricsRegisterTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewQueueMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewQueueMetrics(reg)
+	if err == nil || !strings.Contains(err.Error(), "register queue metrics") {
+		t.Fatalf("second registration: err = %v, want a registration error", err)
+	}
+}
