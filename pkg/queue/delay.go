@@ -44,7 +44,7 @@ func (h *waitHeap[K]) fixAt(i int) {
 	}
 }
 
-func (h waitHeap[K]) less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
+func (h waitHeap[K]) less(i, j int) bool { return h[i].readyAt < h[j].readyAt }
 
 func (h waitHeap[K]) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -122,14 +122,14 @@ func (q *Queue[K]) promoteDue() (wait time.Duration, ok bool) {
 	if len(q.waiting) == 0 {
 		return 0, false
 	}
-	now := q.clock.Now()
-	for len(q.waiting) > 0 && !q.waiting[0].readyAt.After(now) {
+	now := q.now()
+	for len(q.waiting) > 0 && q.waiting[0].readyAt <= now {
 		q.makeReady(q.waiting.pop(), now)
 	}
 	if len(q.waiting) == 0 {
 		return 0, false
 	}
-	return q.waiting[0].readyAt.Sub(now), true
+	return time.Duration(q.waiting[0].readyAt - now), true
 }
 
 // sleep waits for the timer, a nudge or ShutDown; it returns false at

@@ -147,3 +147,21 @@ func TestAgingOff(t *testing.T) {
 		}
 	})
 }
+
+// Tenants that come and go do not pile up: idle ones are swept once there
+// are more than maxIdleTenants.
+func TestIdleTenantsSwept(t *testing.T) {
+	q := newQueue(t, Options[string]{Tenant: tenantOf})
+	for i := range 3 * maxIdleTenants {
+		q.Add(fmt.Sprintf("ns-%d/x", i))
+		k, _ := mustGet(t, q)
+		q.Done(k)
+	}
+	b := q.ready.buckets[0]
+	if n := len(b.tenants); n > maxIdleTenants+1 {
+		t.Errorf("bucket holds %d tenants, want at most %d", n, maxIdleTenants+1)
+	}
+	if err := q.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -54,6 +54,15 @@ func (q *Queue[K]) checkInvariants() error {
 				}
 			}
 		}
+		idle := 0
+		for _, t := range b.tenants {
+			if t.head == nil {
+				idle++
+			}
+		}
+		if idle != b.idle {
+			return fmt.Errorf("bucket %d counts %d idle tenants, holds %d", b.priority, b.idle, idle)
+		}
 		if inBucket != b.n {
 			return fmt.Errorf("bucket %d counts %d, holds %d", b.priority, b.n, inBucket)
 		}

@@ -122,10 +122,10 @@ func (q *Queue[K]) sleepUntil(c <-chan time.Time) bool {
 func (q *Queue[K]) updateUnfinishedWork() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := q.clock.Now()
+	now := q.now()
 	var total, longest time.Duration
 	for n := q.processing; n != nil; n = n.next {
-		d := now.Sub(n.startedAt)
+		d := time.Duration(now - n.startedAt)
 		total += d
 		longest = max(longest, d)
 	}

@@ -86,18 +86,21 @@ type Queue[K comparable] struct {
 	waiting    waitHeap[K]
 	processing *node[K] // list of nodes handed out and not yet Done
 	inFlight   int
-	free       *node[K] // recycled nodes, linked by next
-	nFree      int
+	// nodes recycles nodes: steady traffic allocates none, and after a burst
+	// the garbage collector reclaims what is no longer reused.
+	nodes sync.Pool
 
 	agedTurn     bool // the next Get serves the oldest overdue node, if any
 	shuttingDown bool
 	drained      chan struct{} // closed when shut down and inFlight is 0
 
-	opts    Options[K]
-	metrics queueMetrics
-	clock   Clock
-	nudge   chan struct{} // wakes the delay loop when the earliest wait changes
-	stop    chan struct{} // closed by ShutDown; stops background goroutines
+	opts        Options[K]
+	metrics     queueMetrics
+	clock       Clock
+	systemClock bool          // clock is the system clock: read it by time.Since
+	start       time.Time     // the clock's reading at New
+	nudge       chan struct{} // wakes the delay loop when the earliest wait changes
+	stop        chan struct{} // closed by ShutDown; stops background goroutines
 }
 
 // New returns a running queue. Its background goroutines end at ShutDown,
@@ -109,15 +112,18 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	if opts.MaxWait == 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
+	_, systemClock := opts.Clock.(realClock)
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock, systemClock = realClock{}, true
 	}
 	q := &Queue[K]{
-		items: map[K]*node[K]{},
-		opts:  opts,
-		clock: opts.Clock,
-		nudge: make(chan struct{}, 1),
-		stop:  make(chan struct{}),
+		items:       map[K]*node[K]{},
+		opts:        opts,
+		clock:       opts.Clock,
+		start:       opts.Clock.Now(),
+		systemClock: systemClock,
+		nudge:       make(chan struct{}, 1),
+		stop:        make(chan struct{}),
 	}
 	q.cond.L = &q.mu
 	q.ready.fair = opts.Tenant != nil
@@ -182,10 +188,10 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 		n.priority = max(n.priority, priority)
 		if after <= 0 {
 			q.waiting.remove(n)
-			q.makeReady(n, q.clock.Now())
+			q.makeReady(n, q.now())
 			return
 		}
-		if at := q.clock.Now().Add(after); at.Before(n.readyAt) {
+		if at := q.now() + int64(after); at < n.readyAt {
 			n.readyAt = at
 			q.waiting.fix(n)
 			q.wakeDelayLoop(n)
@@ -198,7 +204,7 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 			return
 		}
 		n.dirtyPriority = max(n.dirtyPriority, priority)
-		if at.Before(n.dirtyAt) {
+		if at < n.dirtyAt {
 			n.dirtyAt = at
 		}
 	}
@@ -213,7 +219,7 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 	q.items[key] = n
 	q.metrics.add()
 	if after > 0 {
-		n.readyAt = q.clock.Now().Add(after)
+		n.readyAt = q.now() + int64(after)
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
 		return
@@ -223,14 +229,24 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 
 // readyTime is when an add with the given delay makes a key ready. Without
 // aging, metrics or a delay nothing reads the time, so none is taken.
-func (q *Queue[K]) readyTime(after time.Duration) time.Time {
+func (q *Queue[K]) readyTime(after time.Duration) int64 {
 	if after <= 0 && q.opts.MaxWait < 0 && !q.metrics.on {
-		return time.Time{}
+		return 0 // the queue's start: never later than now
 	}
-	return q.clock.Now().Add(max(after, 0))
+	return q.now() + int64(max(after, 0))
 }
 
-func (q *Queue[K]) makeReady(n *node[K], at time.Time) {
+// now reads the queue's clock as nanoseconds since New. With the system
+// clock that is one monotonic clock read (time.Since), about half the cost
+// of time.Now, which also reads the wall clock.
+func (q *Queue[K]) now() int64 {
+	if q.systemClock {
+		return int64(time.Since(q.start))
+	}
+	return int64(q.clock.Now().Sub(q.start))
+}
+
+func (q *Queue[K]) makeReady(n *node[K], at int64) {
 	n.state, n.readyAt = stateReady, at
 	q.ready.push(n)
 	q.cond.Signal()
@@ -255,8 +271,8 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	n.state = stateProcessing
 	q.linkProcessing(n)
 	if q.metrics.on {
-		n.startedAt = q.clock.Now()
-		q.metrics.get(n.startedAt.Sub(n.readyAt))
+		n.startedAt = q.now()
+		q.metrics.get(time.Duration(n.startedAt - n.readyAt))
 	}
 	return n.key, n.priority, false
 }
@@ -269,7 +285,7 @@ func (q *Queue[K]) pick() *node[K] {
 	if n == oldest || q.opts.MaxWait < 0 {
 		return n
 	}
-	if q.agedTurn && q.clock.Now().Sub(oldest.readyAt) >= q.opts.MaxWait {
+	if q.agedTurn && q.now()-oldest.readyAt >= int64(q.opts.MaxWait) {
 		q.agedTurn = false
 		return oldest
 	}
@@ -289,7 +305,7 @@ func (q *Queue[K]) Done(key K) {
 	}
 	q.unlinkProcessing(n)
 	if q.metrics.on {
-		q.metrics.done(q.clock.Now().Sub(n.startedAt))
+		q.metrics.done(time.Duration(q.now() - n.startedAt))
 	}
 	if q.inFlight == 0 && q.drained != nil {
 		close(q.drained)
@@ -302,7 +318,7 @@ func (q *Queue[K]) Done(key K) {
 	}
 	n.dirty, n.priority = false, n.dirtyPriority
 	now := q.readyTime(0)
-	if n.dirtyAt.After(now) {
+	if n.dirtyAt > now {
 		n.state, n.readyAt = stateWaiting, n.dirtyAt
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
@@ -406,26 +422,15 @@ func (q *Queue[K]) unlinkProcessing(n *node[K]) {
 }
 
 func (q *Queue[K]) newNode(key K) *node[K] {
-	n := q.free
+	n, _ := q.nodes.Get().(*node[K])
 	if n == nil {
-		return &node[K]{key: key}
+		n = &node[K]{}
 	}
-	q.free = n.next
-	q.nFree--
-	n.next = nil
 	n.key = key
 	return n
 }
 
-// maxFree bounds the recycled nodes, so a burst of keys does not pin its
-// memory after it has drained.
-const maxFree = 4096
-
 func (q *Queue[K]) freeNode(n *node[K]) {
-	if q.nFree >= maxFree {
-		return
-	}
-	*n = node[K]{next: q.free}
-	q.free = n
-	q.nFree++
+	*n = node[K]{}
+	q.nodes.Put(n)
 }

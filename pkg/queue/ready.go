@@ -1,7 +1,5 @@
 package queue
 
-import "time"
-
 // node is the queue's record of one key. A node is in exactly one of three
 // places, given by state: the ready set, the waiting heap, or the processing
 // list. Nodes are recycled through Queue.free, so steady-state traffic
@@ -14,14 +12,15 @@ type node[K comparable] struct {
 
 	// readyAt is when the node became ready (stateReady) or becomes ready
 	// (stateWaiting); startedAt is when it was handed out (stateProcessing).
-	readyAt   time.Time
-	startedAt time.Time
+	// Times are Queue.now readings: monotonic nanoseconds.
+	readyAt   int64
+	startedAt int64
 
 	// A key added while it is being processed is marked dirty; Done queues it
 	// again with the highest priority and the earliest time it was added with.
 	dirty         bool
 	dirtyPriority int
-	dirtyAt       time.Time
+	dirtyAt       int64
 
 	heapIndex int // in Queue.waiting, when stateWaiting
 
@@ -42,7 +41,9 @@ const (
 )
 
 // tenantQueue is one tenant's FIFO of ready nodes at one priority. A non-empty
-// tenantQueue is in its bucket's ring; an empty one is in no ring.
+// tenantQueue is in its bucket's ring; an empty (idle) one is in no ring, and
+// stays in the bucket's map until a sweep, so a tenant whose line keeps
+// emptying and filling costs no map writes.
 type tenantQueue[K comparable] struct {
 	name       string
 	head, tail *node[K]
@@ -57,6 +58,7 @@ type bucket[K comparable] struct {
 	n        int
 	ring     *tenantQueue[K]
 	tenants  map[string]*tenantQueue[K] // nil when fairness is off
+	idle     int                        // empty tenants in tenants
 	single   tenantQueue[K]             // the only tenant when fairness is off
 	depth    GaugeMetric
 }
@@ -68,13 +70,12 @@ type bucket[K comparable] struct {
 // Invariant: a node is in a tenant FIFO if and only if it is in the age list,
 // and n counts them.
 type readySet[K comparable] struct {
-	buckets     []*bucket[K] // sorted by priority, highest first
-	oldest      *node[K]
-	newest      *node[K]
-	n           int
-	fair        bool
-	freeTenants *tenantQueue[K] // recycled tenantQueues, linked by next
-	newDepth    func(priority int) GaugeMetric
+	buckets  []*bucket[K] // sorted by priority, highest first
+	oldest   *node[K]
+	newest   *node[K]
+	n        int
+	fair     bool
+	newDepth func(priority int) GaugeMetric
 }
 
 // push appends n, which has priority and tenant set, to the back of its
@@ -132,8 +133,11 @@ func (r *readySet[K]) link(n *node[K]) {
 	t := &b.single
 	if r.fair {
 		t = b.tenants[n.tenant]
-		if t == nil {
-			t = r.newTenant(b, n.tenant)
+		switch {
+		case t == nil:
+			t = newTenant(b, n.tenant)
+		case t.head == nil:
+			b.idle--
 		}
 	}
 	n.tenantQueue = t
@@ -189,8 +193,8 @@ func (r *readySet[K]) unlink(n *node[K]) {
 	}
 }
 
-// dropTenant takes an emptied tenant out of its bucket's ring and, with
-// fairness on, recycles it.
+// dropTenant takes an emptied tenant out of its bucket's ring; it stays in
+// the map, idle.
 func (r *readySet[K]) dropTenant(b *bucket[K], t *tenantQueue[K]) {
 	if t.next == t {
 		b.ring = nil
@@ -203,21 +207,25 @@ func (r *readySet[K]) dropTenant(b *bucket[K], t *tenantQueue[K]) {
 	}
 	t.prev, t.next = nil, nil
 	if r.fair {
-		delete(b.tenants, t.name)
-		*t = tenantQueue[K]{next: r.freeTenants}
-		r.freeTenants = t
+		b.idle++
 	}
 }
 
-func (r *readySet[K]) newTenant(b *bucket[K], name string) *tenantQueue[K] {
-	t := r.freeTenants
-	if t != nil {
-		r.freeTenants = t.next
-		t.next = nil
-	} else {
-		t = &tenantQueue[K]{}
+// maxIdleTenants is how many idle tenants a bucket keeps before a new tenant
+// sweeps them out: enough for the namespaces of most clusters, few enough
+// that tenants which come and go do not pile up.
+const maxIdleTenants = 1024
+
+func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
+	if b.idle > maxIdleTenants {
+		for name, t := range b.tenants {
+			if t.head == nil {
+				delete(b.tenants, name)
+			}
+		}
+		b.idle = 0
 	}
-	t.name, t.bucket = name, b
+	t := &tenantQueue[K]{name: name, bucket: b}
 	b.tenants[name] = t
 	return t
 }
