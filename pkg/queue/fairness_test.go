@@ -165,3 +165,42 @@ func TestIdleTenantsSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A key added to an empty queue while a worker is parked is not stamped with
+// the time (the worker takes it at once). If another key overtakes it, its
+// age is taken at the next Get, and it still ages out from there.
+func TestAgingUnstampedKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t, Options[string]{MaxWait: 30 * time.Second})
+		q.mu.Lock()
+		q.parked++ // as if a worker were parked in Get
+		q.mu.Unlock()
+		q.AddWithOpts(AddOpts{Priority: LowPriority}, "bg/starving")
+		q.mu.Lock()
+		q.parked--
+		if got := q.items["bg/starving"].readyAt; got != unstamped {
+			t.Fatalf("readyAt = %d, want unstamped", got)
+		}
+		q.mu.Unlock()
+
+		start := time.Now()
+		for i := 0; ; i++ {
+			for q.Len() < 3 {
+				q.AddWithOpts(AddOpts{Priority: 10}, fmt.Sprintf("fg/%d", i))
+				i++
+			}
+			k, _ := mustGet(t, q)
+			q.Done(k)
+			if k == "bg/starving" {
+				break
+			}
+			if waited := time.Since(start); waited > 30*time.Second+200*time.Millisecond {
+				t.Fatalf("unstamped key still queued after %v", waited)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if waited := time.Since(start); waited < 30*time.Second {
+			t.Errorf("unstamped key handed out after %v, before MaxWait: it must not seem older than it is", waited)
+		}
+	})
+}

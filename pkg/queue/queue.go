@@ -86,11 +86,15 @@ type Queue[K comparable] struct {
 	waiting    waitHeap[K]
 	processing *node[K] // list of nodes handed out and not yet Done
 	inFlight   int
-	// nodes recycles nodes: steady traffic allocates none, and after a burst
-	// the garbage collector reclaims what is no longer reused.
+	// free and nodes recycle nodes, so steady traffic allocates none: free is
+	// a short list that costs next to nothing; nodes takes the overflow of a
+	// burst, which the garbage collector reclaims if it is not reused.
+	free  *node[K]
+	nFree int
 	nodes sync.Pool
 
 	agedTurn     bool // the next Get serves the oldest overdue node, if any
+	parked       int  // Gets waiting for a ready node
 	shuttingDown bool
 	drained      chan struct{} // closed when shut down and inFlight is 0
 
@@ -224,8 +228,19 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 		q.wakeDelayLoop(n)
 		return
 	}
-	q.makeReady(n, q.readyTime(0))
+	at := unstamped
+	if q.ready.n > 0 || q.parked == 0 || q.metrics.on {
+		at = q.readyTime(0)
+	}
+	q.makeReady(n, at)
 }
+
+// unstamped is the readyAt of a node added to an empty ready set while a
+// worker was parked in Get: that worker takes it at once, so reading the
+// clock for it would almost always be wasted. If its age is needed after
+// all, pick stamps it then, so it can only seem younger than it is and
+// priorities stay strict.
+const unstamped int64 = -1 << 63
 
 // readyTime is when an add with the given delay makes a key ready. Without
 // aging, metrics or a delay nothing reads the time, so none is taken.
@@ -260,7 +275,9 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.ready.n == 0 && !q.shuttingDown {
+		q.parked++
 		q.cond.Wait()
+		q.parked--
 	}
 	if q.shuttingDown {
 		var zero K
@@ -285,9 +302,15 @@ func (q *Queue[K]) pick() *node[K] {
 	if n == oldest || q.opts.MaxWait < 0 {
 		return n
 	}
-	if q.agedTurn && q.now()-oldest.readyAt >= int64(q.opts.MaxWait) {
-		q.agedTurn = false
-		return oldest
+	if q.agedTurn {
+		now := q.now()
+		if oldest.readyAt == unstamped {
+			oldest.readyAt = now
+		}
+		if now-oldest.readyAt >= int64(q.opts.MaxWait) {
+			q.agedTurn = false
+			return oldest
+		}
 	}
 	q.agedTurn = true
 	return n
@@ -421,9 +444,15 @@ func (q *Queue[K]) unlinkProcessing(n *node[K]) {
 	q.inFlight--
 }
 
+// maxFree is the length of the short free list.
+const maxFree = 256
+
 func (q *Queue[K]) newNode(key K) *node[K] {
-	n, _ := q.nodes.Get().(*node[K])
-	if n == nil {
+	n := q.free
+	if n != nil {
+		q.free, q.nFree = n.next, q.nFree-1
+		n.next = nil
+	} else if n, _ = q.nodes.Get().(*node[K]); n == nil {
 		n = &node[K]{}
 	}
 	n.key = key
@@ -431,6 +460,12 @@ func (q *Queue[K]) newNode(key K) *node[K] {
 }
 
 func (q *Queue[K]) freeNode(n *node[K]) {
+	if q.nFree < maxFree {
+		*n = node[K]{next: q.free}
+		q.free = n
+		q.nFree++
+		return
+	}
 	*n = node[K]{}
 	q.nodes.Put(n)
 }
