@@ -53,6 +53,18 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 test: lint envtest ## Lint, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
+# Every row runs for BENCH_TIME, BENCH_COUNT times; benchtable takes the
+# medians. Rows of one workload run back to back, so their ratios hold up on
+# a noisy machine better than their absolute figures.
+BENCH_TIME  ?= 1s
+BENCH_COUNT ?= 3
+
+.PHONY: bench
+bench: ## Run the benchmarks side by side with the peers and print the ratios.
+	mkdir -p $(BIN)/bench
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(BENCH_COUNT) -timeout=30m ./pkg/queue/ \
+	  | tee $(BIN)/bench/queue.txt | $(GO) run ./hack/benchtable
+
 ##@ Build dependencies
 
 .PHONY: envtest
