@@ -2,15 +2,15 @@ package queue
 
 import "time"
 
-// waitHeap is a min-heap of waiting nodes by readyAt; each node knows its
+// waitHeap is a min-heap of waiting nodes by at; each node knows its
 // index.
 type waitHeap[K comparable] []*node[K]
 
 func (h *waitHeap[K]) push(n *node[K]) {
 	n.state = stateWaiting
-	n.heapIndex = len(*h)
+	n.heapIndex = int32(len(*h))
 	*h = append(*h, n)
-	h.up(n.heapIndex)
+	h.up(int(n.heapIndex))
 }
 
 // pop removes and returns the earliest node.
@@ -22,10 +22,10 @@ func (h *waitHeap[K]) pop() *node[K] {
 
 func (h *waitHeap[K]) remove(n *node[K]) {
 	s := *h
-	i, last := n.heapIndex, len(s)-1
+	i, last := int(n.heapIndex), len(s)-1
 	if i != last {
 		s[i] = s[last]
-		s[i].heapIndex = i
+		s[i].heapIndex = int32(i)
 	}
 	s[last] = nil
 	*h = s[:last]
@@ -35,8 +35,8 @@ func (h *waitHeap[K]) remove(n *node[K]) {
 	n.heapIndex = -1
 }
 
-// fix restores the heap after n.readyAt changed.
-func (h *waitHeap[K]) fix(n *node[K]) { h.fixAt(n.heapIndex) }
+// fix restores the heap after n.at changed.
+func (h *waitHeap[K]) fix(n *node[K]) { h.fixAt(int(n.heapIndex)) }
 
 func (h *waitHeap[K]) fixAt(i int) {
 	if !h.down(i) {
@@ -44,11 +44,11 @@ func (h *waitHeap[K]) fixAt(i int) {
 	}
 }
 
-func (h waitHeap[K]) less(i, j int) bool { return h[i].readyAt < h[j].readyAt }
+func (h waitHeap[K]) less(i, j int) bool { return h[i].at < h[j].at }
 
 func (h waitHeap[K]) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex, h[j].heapIndex = i, j
+	h[i].heapIndex, h[j].heapIndex = int32(i), int32(j)
 }
 
 func (h waitHeap[K]) up(i int) {
@@ -123,13 +123,13 @@ func (q *Queue[K]) promoteDue() (wait time.Duration, ok bool) {
 		return 0, false
 	}
 	now := q.now()
-	for len(q.waiting) > 0 && q.waiting[0].readyAt <= now {
+	for len(q.waiting) > 0 && q.waiting[0].at <= now {
 		q.makeReady(q.waiting.pop(), now)
 	}
 	if len(q.waiting) == 0 {
 		return 0, false
 	}
-	return time.Duration(q.waiting[0].readyAt - now), true
+	return time.Duration(q.waiting[0].at - now), true
 }
 
 // sleep waits for the timer, a nudge or ShutDown; it returns false at

@@ -178,8 +178,8 @@ func TestAgingUnstampedKey(t *testing.T) {
 		q.AddWithOpts(AddOpts{Priority: LowPriority}, "bg/starving")
 		q.mu.Lock()
 		q.parked--
-		if got := q.items["bg/starving"].readyAt; got != unstamped {
-			t.Fatalf("readyAt = %d, want unstamped", got)
+		if got := q.items["bg/starving"].at; got != unstamped {
+			t.Fatalf("at = %d, want unstamped", got)
 		}
 		q.mu.Unlock()
 

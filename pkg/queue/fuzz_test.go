@@ -72,7 +72,7 @@ func (q *Queue[K]) checkInvariants() error {
 		return fmt.Errorf("ready counts %d, age list holds %d, tenant FIFOs hold %d", q.ready.n, ages, fifo)
 	}
 	for i, n := range q.waiting {
-		if n.heapIndex != i || n.state != stateWaiting {
+		if int(n.heapIndex) != i || n.state != stateWaiting {
 			return fmt.Errorf("waiting key %v at %d has index %d, state %d", n.key, i, n.heapIndex, n.state)
 		}
 		if err := place(n.key, "waiting"); err != nil {

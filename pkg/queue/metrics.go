@@ -125,7 +125,7 @@ func (q *Queue[K]) updateUnfinishedWork() {
 	now := q.now()
 	var total, longest time.Duration
 	for n := q.processing; n != nil; n = n.next {
-		d := time.Duration(now - n.startedAt)
+		d := time.Duration(now - n.at)
 		total += d
 		longest = max(longest, d)
 	}

@@ -195,8 +195,8 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 			q.makeReady(n, q.now())
 			return
 		}
-		if at := q.now() + int64(after); at < n.readyAt {
-			n.readyAt = at
+		if at := q.now() + int64(after); at < n.at {
+			n.at = at
 			q.waiting.fix(n)
 			q.wakeDelayLoop(n)
 		}
@@ -223,7 +223,7 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 	q.items[key] = n
 	q.metrics.add()
 	if after > 0 {
-		n.readyAt = q.now() + int64(after)
+		n.at = q.now() + int64(after)
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
 		return
@@ -235,7 +235,7 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 	q.makeReady(n, at)
 }
 
-// unstamped is the readyAt of a node added to an empty ready set while a
+// unstamped is the at of a node added to an empty ready set while a
 // worker was parked in Get: that worker takes it at once, so reading the
 // clock for it would almost always be wasted. If its age is needed after
 // all, pick stamps it then, so it can only seem younger than it is and
@@ -262,7 +262,7 @@ func (q *Queue[K]) now() int64 {
 }
 
 func (q *Queue[K]) makeReady(n *node[K], at int64) {
-	n.state, n.readyAt = stateReady, at
+	n.state, n.at = stateReady, at
 	q.ready.push(n)
 	q.cond.Signal()
 }
@@ -288,8 +288,9 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	n.state = stateProcessing
 	q.linkProcessing(n)
 	if q.metrics.on {
-		n.startedAt = q.now()
-		q.metrics.get(time.Duration(n.startedAt - n.readyAt))
+		start := q.now()
+		q.metrics.get(time.Duration(start - n.at))
+		n.at = start
 	}
 	return n.key, n.priority, false
 }
@@ -304,10 +305,10 @@ func (q *Queue[K]) pick() *node[K] {
 	}
 	if q.agedTurn {
 		now := q.now()
-		if oldest.readyAt == unstamped {
-			oldest.readyAt = now
+		if oldest.at == unstamped {
+			oldest.at = now
 		}
-		if now-oldest.readyAt >= int64(q.opts.MaxWait) {
+		if now-oldest.at >= int64(q.opts.MaxWait) {
 			q.agedTurn = false
 			return oldest
 		}
@@ -328,7 +329,7 @@ func (q *Queue[K]) Done(key K) {
 	}
 	q.unlinkProcessing(n)
 	if q.metrics.on {
-		q.metrics.done(time.Duration(q.now() - n.startedAt))
+		q.metrics.done(time.Duration(q.now() - n.at))
 	}
 	if q.inFlight == 0 && q.drained != nil {
 		close(q.drained)
@@ -342,7 +343,7 @@ func (q *Queue[K]) Done(key K) {
 	n.dirty, n.priority = false, n.dirtyPriority
 	now := q.readyTime(0)
 	if n.dirtyAt > now {
-		n.state, n.readyAt = stateWaiting, n.dirtyAt
+		n.state, n.at = stateWaiting, n.dirtyAt
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
 		return
