@@ -29,7 +29,7 @@ func (q *Queue[K]) checkInvariants() error {
 		return nil
 	}
 	ages := 0
-	for n := q.ready.oldest; n != nil; n = n.newer {
+	for n := q.ready.age.head; n != nil; n = n.links[ageSlot].next {
 		ages++
 		if n.state != stateReady {
 			return fmt.Errorf("key %v in the age list in state %d", n.key, n.state)
@@ -43,7 +43,7 @@ func (q *Queue[K]) checkInvariants() error {
 		inBucket := 0
 		if t := b.ring; t != nil {
 			for {
-				for n := t.head; n != nil; n = n.next {
+				for n := t.line.head; n != nil; n = n.links[lineSlot].next {
 					inBucket++
 					if n.priority != b.priority || n.tenantQueue != t {
 						return fmt.Errorf("key %v filed under the wrong bucket or tenant", n.key)
@@ -56,7 +56,7 @@ func (q *Queue[K]) checkInvariants() error {
 		}
 		idle := 0
 		for _, t := range b.tenants {
-			if t.head == nil {
+			if t.line.head == nil {
 				idle++
 			}
 		}
@@ -80,7 +80,7 @@ func (q *Queue[K]) checkInvariants() error {
 		}
 	}
 	inFlight := 0
-	for n := q.processing; n != nil; n = n.next {
+	for n := q.processing.head; n != nil; n = n.links[lineSlot].next {
 		inFlight++
 		if err := place(n.key, "processing"); err != nil {
 			return err

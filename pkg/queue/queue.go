@@ -84,7 +84,7 @@ type Queue[K comparable] struct {
 	items      map[K]*node[K]
 	ready      readySet[K]
 	waiting    waitHeap[K]
-	processing *node[K] // list of nodes handed out and not yet Done
+	processing list[K] // nodes handed out and not yet Done, oldest first
 	inFlight   int
 	// free and nodes recycle nodes, so steady traffic allocates none: free is
 	// a short list that costs next to nothing; nodes takes the overflow of a
@@ -299,7 +299,7 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 // every other Get serves the oldest node once it has been ready for MaxWait.
 func (q *Queue[K]) pick() *node[K] {
 	n := q.ready.next()
-	oldest := q.ready.oldest
+	oldest := q.ready.age.head
 	if n == oldest || q.opts.MaxWait < 0 {
 		return n
 	}
@@ -419,29 +419,17 @@ func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		return fmt.Errorf("drain queue %q: %d keys still in flight (first: %v): %w",
-			q.opts.Name, q.inFlight, q.processing.key, context.Cause(ctx))
+			q.opts.Name, q.inFlight, q.processing.head.key, context.Cause(ctx))
 	}
 }
 
 func (q *Queue[K]) linkProcessing(n *node[K]) {
-	n.prev, n.next = nil, q.processing
-	if q.processing != nil {
-		q.processing.prev = n
-	}
-	q.processing = n
+	q.processing.pushBack(n, lineSlot)
 	q.inFlight++
 }
 
 func (q *Queue[K]) unlinkProcessing(n *node[K]) {
-	if n.prev != nil {
-		n.prev.next = n.next
-	} else {
-		q.processing = n.next
-	}
-	if n.next != nil {
-		n.next.prev = n.prev
-	}
-	n.prev, n.next = nil, nil
+	q.processing.remove(n, lineSlot)
 	q.inFlight--
 }
 
@@ -451,8 +439,8 @@ const maxFree = 256
 func (q *Queue[K]) newNode(key K) *node[K] {
 	n := q.free
 	if n != nil {
-		q.free, q.nFree = n.next, q.nFree-1
-		n.next = nil
+		q.free, q.nFree = n.links[lineSlot].next, q.nFree-1
+		n.links[lineSlot].next = nil
 	} else if n, _ = q.nodes.Get().(*node[K]); n == nil {
 		n = &node[K]{}
 	}
@@ -462,7 +450,8 @@ func (q *Queue[K]) newNode(key K) *node[K] {
 
 func (q *Queue[K]) freeNode(n *node[K]) {
 	if q.nFree < maxFree {
-		*n = node[K]{next: q.free}
+		*n = node[K]{}
+		n.links[lineSlot].next = q.free
 		q.free = n
 		q.nFree++
 		return

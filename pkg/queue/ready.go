@@ -27,12 +27,8 @@ type node[K comparable] struct {
 	state     state
 	dirty     bool
 
-	// prev and next link the node into its tenant's FIFO (stateReady) or the
-	// processing list (stateProcessing); older and newer link it into the
-	// ready set's age list (stateReady).
-	prev, next   *node[K]
-	older, newer *node[K]
-	tenantQueue  *tenantQueue[K]
+	links       [2]link[K] // see lineSlot and ageSlot
+	tenantQueue *tenantQueue[K]
 }
 
 type state uint8
@@ -49,7 +45,7 @@ const (
 // emptying and filling costs no map writes.
 type tenantQueue[K comparable] struct {
 	name       string
-	head, tail *node[K]
+	line       list[K]         // first in, first out
 	prev, next *tenantQueue[K] // ring of the bucket's non-empty tenants
 	bucket     *bucket[K]
 }
@@ -74,8 +70,7 @@ type bucket[K comparable] struct {
 // and n counts them.
 type readySet[K comparable] struct {
 	buckets  []*bucket[K] // sorted by priority, highest first
-	oldest   *node[K]
-	newest   *node[K]
+	age      list[K]      // ready nodes, oldest first
 	n        int
 	fair     bool
 	newDepth func(priority int) GaugeMetric
@@ -85,30 +80,14 @@ type readySet[K comparable] struct {
 // tenant's FIFO and of the age list.
 func (r *readySet[K]) push(n *node[K]) {
 	r.link(n)
-	n.older, n.newer = r.newest, nil
-	if r.newest != nil {
-		r.newest.newer = n
-	} else {
-		r.oldest = n
-	}
-	r.newest = n
+	r.age.pushBack(n, ageSlot)
 	r.n++
 }
 
 // remove takes n out of the ready set.
 func (r *readySet[K]) remove(n *node[K]) {
 	r.unlink(n)
-	if n.older != nil {
-		n.older.newer = n.newer
-	} else {
-		r.oldest = n.newer
-	}
-	if n.newer != nil {
-		n.newer.older = n.older
-	} else {
-		r.newest = n.older
-	}
-	n.older, n.newer = nil, nil
+	r.age.remove(n, ageSlot)
 	r.n--
 }
 
@@ -124,7 +103,7 @@ func (r *readySet[K]) raise(n *node[K], priority int) {
 func (r *readySet[K]) next() *node[K] {
 	for _, b := range r.buckets {
 		if b.n > 0 {
-			return b.ring.head
+			return b.ring.line.head
 		}
 	}
 	panic("queue: next on an empty ready set")
@@ -139,16 +118,12 @@ func (r *readySet[K]) link(n *node[K]) {
 		switch {
 		case t == nil:
 			t = newTenant(b, n.tenant)
-		case t.head == nil:
+		case t.line.head == nil:
 			b.idle--
 		}
 	}
 	n.tenantQueue = t
-	n.prev, n.next = t.tail, nil
-	if t.tail != nil {
-		t.tail.next = n
-	} else {
-		t.head = n
+	if t.line.head == nil {
 		// A tenant that was empty joins the ring just behind the tenant
 		// served next: it waits at most one turn of every other tenant.
 		if b.ring == nil {
@@ -160,7 +135,7 @@ func (r *readySet[K]) link(n *node[K]) {
 			b.ring.prev = t
 		}
 	}
-	t.tail = n
+	t.line.pushBack(n, lineSlot)
 	b.n++
 	if b.depth != nil {
 		b.depth.Inc()
@@ -172,24 +147,15 @@ func (r *readySet[K]) link(n *node[K]) {
 func (r *readySet[K]) unlink(n *node[K]) {
 	t := n.tenantQueue
 	b := t.bucket
-	wasTurn := b.ring == t && t.head == n
-	if n.prev != nil {
-		n.prev.next = n.next
-	} else {
-		t.head = n.next
-	}
-	if n.next != nil {
-		n.next.prev = n.prev
-	} else {
-		t.tail = n.prev
-	}
-	n.prev, n.next, n.tenantQueue = nil, nil, nil
+	wasTurn := b.ring == t && t.line.head == n
+	t.line.remove(n, lineSlot)
+	n.tenantQueue = nil
 	b.n--
 	if b.depth != nil {
 		b.depth.Dec()
 	}
 	switch {
-	case t.head == nil:
+	case t.line.head == nil:
 		r.dropTenant(b, t)
 	case wasTurn:
 		b.ring = t.next
@@ -222,7 +188,7 @@ const maxIdleTenants = 1024
 func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
 	if b.idle > maxIdleTenants {
 		for name, t := range b.tenants {
-			if t.head == nil {
+			if t.line.head == nil {
 				delete(b.tenants, name)
 			}
 		}
