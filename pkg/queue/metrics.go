@@ -80,22 +80,6 @@ func newQueueMetrics(name string, p MetricsProvider) queueMetrics {
 	}
 }
 
-func (m *queueMetrics) add() {
-	if m.on {
-		m.adds.Inc()
-	}
-}
-
-func (m *queueMetrics) retry() {
-	if m.on {
-		m.retries.Inc()
-	}
-}
-
-func (m *queueMetrics) get(waited time.Duration) { m.latency.Observe(waited.Seconds()) }
-
-func (m *queueMetrics) done(worked time.Duration) { m.workDuration.Observe(worked.Seconds()) }
-
 // metricsLoop updates the in-flight gauges every UnfinishedWorkUpdatePeriod
 // until ShutDown.
 func (q *Queue[K]) metricsLoop() {

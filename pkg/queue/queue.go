@@ -169,18 +169,32 @@ func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
 }
 
 func (q *Queue[K]) add(key K, priority int, after time.Duration) {
-	if after > 0 {
-		q.metrics.retry()
-	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	counted := q.addLocked(key, priority, after)
+	q.mu.Unlock()
+	// Metrics are updated outside the lock: their atomics contend across
+	// cores, and the lock should be held for the queue's own work only.
+	if q.metrics.on {
+		if after > 0 {
+			q.metrics.retries.Inc()
+		}
+		if counted {
+			q.metrics.adds.Inc()
+		}
+	}
+}
+
+// addLocked does the work of add and reports whether the add counts in
+// workqueue_adds_total: whether it queued the key or marked it to be queued
+// again after Done.
+func (q *Queue[K]) addLocked(key K, priority int, after time.Duration) (counted bool) {
 	if q.shuttingDown {
-		return
+		return false
 	}
 	n := q.items[key]
 	if n == nil {
 		q.addNew(key, priority, after)
-		return
+		return true
 	}
 	switch n.state {
 	case stateReady:
@@ -204,14 +218,14 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 		at := q.readyTime(after)
 		if !n.dirty {
 			n.dirty, n.dirtyPriority, n.dirtyAt = true, priority, at
-			q.metrics.add()
-			return
+			return true
 		}
 		n.dirtyPriority = max(n.dirtyPriority, priority)
 		if at < n.dirtyAt {
 			n.dirtyAt = at
 		}
 	}
+	return false
 }
 
 func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
@@ -221,7 +235,6 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 		n.tenant = q.opts.Tenant(key)
 	}
 	q.items[key] = n
-	q.metrics.add()
 	if after > 0 {
 		n.at = q.now() + int64(after)
 		q.waiting.push(n)
@@ -273,26 +286,31 @@ func (q *Queue[K]) makeReady(n *node[K], at int64) {
 // Get returns shutdown true at once and hands out nothing more.
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	for q.ready.n == 0 && !q.shuttingDown {
 		q.parked++
 		q.cond.Wait()
 		q.parked--
 	}
 	if q.shuttingDown {
-		var zero K
-		return zero, 0, true
+		q.mu.Unlock()
+		return key, 0, true
 	}
 	n := q.pick()
 	q.ready.remove(n)
 	n.state = stateProcessing
 	q.linkProcessing(n)
+	var waited time.Duration
 	if q.metrics.on {
 		start := q.now()
-		q.metrics.get(time.Duration(start - n.at))
+		waited = time.Duration(start - n.at)
 		n.at = start
 	}
-	return n.key, n.priority, false
+	key, priority = n.key, n.priority
+	q.mu.Unlock()
+	if q.metrics.on {
+		q.metrics.latency.Observe(waited.Seconds())
+	}
+	return key, priority, false
 }
 
 // pick chooses the node Get hands out: by priority and fairness, except that
@@ -322,14 +340,23 @@ func (q *Queue[K]) pick() *node[K] {
 // for a key that is not being processed does nothing.
 func (q *Queue[K]) Done(key K) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	worked, ok := q.doneLocked(key)
+	q.mu.Unlock()
+	if ok && q.metrics.on {
+		q.metrics.workDuration.Observe(worked.Seconds())
+	}
+}
+
+// doneLocked does the work of Done and reports how long the key was being
+// processed (with metrics on), or false if it was not being processed.
+func (q *Queue[K]) doneLocked(key K) (worked time.Duration, ok bool) {
 	n := q.items[key]
 	if n == nil || n.state != stateProcessing {
-		return
+		return 0, false
 	}
 	q.unlinkProcessing(n)
 	if q.metrics.on {
-		q.metrics.done(time.Duration(q.now() - n.at))
+		worked = time.Duration(q.now() - n.at)
 	}
 	if q.inFlight == 0 && q.drained != nil {
 		close(q.drained)
@@ -338,7 +365,7 @@ func (q *Queue[K]) Done(key K) {
 	if !n.dirty {
 		delete(q.items, key)
 		q.freeNode(n)
-		return
+		return worked, true
 	}
 	n.dirty, n.priority = false, n.dirtyPriority
 	now := q.readyTime(0)
@@ -346,9 +373,10 @@ func (q *Queue[K]) Done(key K) {
 		n.state, n.at = stateWaiting, n.dirtyAt
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
-		return
+		return worked, true
 	}
 	q.makeReady(n, now)
+	return worked, true
 }
 
 // Forget resets the rate limiter's backoff for key. It does not remove the
