@@ -85,61 +85,80 @@ func (h waitHeap[K]) down(i int) bool {
 // wakeDelayLoop tells the delay loop to look again if n is now the earliest
 // waiting node.
 func (q *Queue[K]) wakeDelayLoop(n *node[K]) {
-	if n.heapIndex != 0 {
-		return
+	if n.heapIndex == 0 {
+		q.nudgeDelayLoop()
 	}
+}
+
+// nudgeDelayLoop tells the delay loop to look again.
+func (q *Queue[K]) nudgeDelayLoop() {
 	select {
 	case q.nudge <- struct{}{}:
 	default:
 	}
 }
 
-// delayLoop moves waiting nodes to the ready set when their time comes. It
-// ends at ShutDown.
+// delayLoop moves waiting nodes to the ready set when their time comes and,
+// while keys are ready, refreshes the stamp every tick. It ends at ShutDown.
 func (q *Queue[K]) delayLoop() {
+	timedOut := false
 	for {
-		wait, ok := q.promoteDue()
-		if !ok {
-			if !q.sleep(nil) {
-				return
-			}
-			continue
+		wait, ok := q.advance(timedOut)
+		var timer <-chan time.Time
+		var t Timer
+		if ok {
+			t = q.clock.NewTimer(wait)
+			timer = t.C()
 		}
-		t := q.clock.NewTimer(wait)
-		more := q.sleep(t.C())
-		t.Stop()
+		var more bool
+		timedOut, more = q.sleep(timer)
+		if t != nil {
+			t.Stop()
+		}
 		if !more {
 			return
 		}
 	}
 }
 
-// promoteDue makes every due waiting node ready and returns how long until
-// the next one is due (ok false when none waits).
-func (q *Queue[K]) promoteDue() (wait time.Duration, ok bool) {
+// advance makes every due waiting node ready, refreshes the stamp, and
+// returns how long the delay loop may sleep: until the next node is due or,
+// while the stamp ticks, one tick (ok false when nothing needs it to wake).
+// The stamp stops ticking when a tick finds no key ready (timedOut: the loop
+// woke because its timer fired, not because it was nudged); the next add
+// restarts it. So a queue that keeps emptying wakes the loop at most once a
+// tick, and an idle one not at all.
+func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.waiting) == 0 {
+	if len(q.waiting) == 0 && !q.ticking {
 		return 0, false
 	}
-	now := q.now()
+	now := q.readClock()
 	for len(q.waiting) > 0 && q.waiting[0].at <= now {
 		q.makeReady(q.waiting.pop(), now)
 	}
-	if len(q.waiting) == 0 {
-		return 0, false
+	if len(q.waiting) > 0 {
+		wait, ok = time.Duration(q.waiting[0].at-now), true
 	}
-	return time.Duration(q.waiting[0].at - now), true
+	if timedOut && q.ready.n == 0 {
+		q.ticking = false
+	}
+	if q.ticking && (!ok || q.tick < wait) {
+		wait, ok = q.tick, true
+	}
+	return wait, ok
 }
 
-// sleep waits for the timer, a nudge or ShutDown; it returns false at
-// ShutDown.
-func (q *Queue[K]) sleep(timer <-chan time.Time) bool {
+// sleep waits for the timer (nil: none), a nudge or ShutDown. It reports
+// whether the timer fired, and false for more at ShutDown.
+func (q *Queue[K]) sleep(timer <-chan time.Time) (timedOut, more bool) {
 	select {
 	case <-timer:
+		return true, true
 	case <-q.nudge:
+		return false, true
 	case <-q.stop:
-		return false
+		return false, false
 	}
-	return true
 }

@@ -17,7 +17,10 @@
 //   - Starvation-free: once a key has been ready for Options.MaxWait (default
 //     10s), at least every other Get serves the oldest such key, so under any
 //     stream of higher-priority work it is handed out within 2(n+1) Gets,
-//     where n is the number of keys that were ready before it.
+//     where n is the number of keys that were ready before it. Ages are
+//     told to within MaxWait/16, late rather than early, by a clock reading
+//     refreshed every MaxWait/32 while keys are ready, so Add and Get read
+//     no clock unless metrics are on.
 //   - Fair (optional): a tenant with a backlog delays another tenant's key by
 //     at most one key per other tenant at the same priority.
 //   - Rate-limited: AddRateLimited delays a key by a

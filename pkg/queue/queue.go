@@ -48,6 +48,12 @@ type Options[K comparable] struct {
 	// ready for MaxWait behind n older such keys is therefore handed out
 	// within 2(n+1) Gets. Defaults to DefaultMaxWait; negative turns aging
 	// off, so that priorities are strict.
+	//
+	// Ages are told by a clock reading the queue refreshes every MaxWait/32
+	// while keys are ready, not by a reading per key, which would cost more
+	// than the rest of an Add. A key is therefore aged no earlier than
+	// MaxWait after it became ready and, unless the process is starved of
+	// CPU, no later than MaxWait/16 after that.
 	MaxWait time.Duration
 
 	// Metrics, when set, receives the queue's measurements. Defaults to none.
@@ -93,8 +99,12 @@ type Queue[K comparable] struct {
 	nFree int
 	nodes sync.Pool
 
-	agedTurn     bool // the next Get serves the oldest overdue node, if any
-	parked       int  // Gets waiting for a ready node
+	agedTurn bool // the next Get serves the oldest overdue node, if any
+	// stamp is a recent reading of the clock, for aging. While ticking, the
+	// delay loop refreshes it every tick, so it is at most one tick old.
+	stamp        int64
+	ticking      bool
+	tick         time.Duration // MaxWait/32; zero with aging off
 	shuttingDown bool
 	drained      chan struct{} // closed when shut down and inFlight is 0
 
@@ -116,6 +126,10 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	if opts.MaxWait == 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
+	var tick time.Duration
+	if opts.MaxWait > 0 {
+		tick = max(opts.MaxWait/32, 1)
+	}
 	_, systemClock := opts.Clock.(realClock)
 	if opts.Clock == nil {
 		opts.Clock, systemClock = realClock{}, true
@@ -126,6 +140,7 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 		clock:       opts.Clock,
 		start:       opts.Clock.Now(),
 		systemClock: systemClock,
+		tick:        tick,
 		nudge:       make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 	}
@@ -206,10 +221,10 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration) (counted 
 		n.priority = max(n.priority, priority)
 		if after <= 0 {
 			q.waiting.remove(n)
-			q.makeReady(n, q.now())
+			q.makeReady(n, q.readyTime(0))
 			return
 		}
-		if at := q.now() + int64(after); at < n.at {
+		if at := q.readClock() + int64(after); at < n.at {
 			n.at = at
 			q.waiting.fix(n)
 			q.wakeDelayLoop(n)
@@ -236,32 +251,44 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 	}
 	q.items[key] = n
 	if after > 0 {
-		n.at = q.now() + int64(after)
+		n.at = q.readClock() + int64(after)
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
 		return
 	}
-	at := unstamped
-	if q.ready.n > 0 || q.parked == 0 || q.metrics.on {
-		at = q.readyTime(0)
-	}
-	q.makeReady(n, at)
+	q.makeReady(n, q.readyTime(0))
 }
 
-// unstamped is the at of a node added to an empty ready set while a
-// worker was parked in Get: that worker takes it at once, so reading the
-// clock for it would almost always be wasted. If its age is needed after
-// all, pick stamps it then, so it can only seem younger than it is and
-// priorities stay strict.
-const unstamped int64 = -1 << 63
-
-// readyTime is when an add with the given delay makes a key ready. Without
-// aging, metrics or a delay nothing reads the time, so none is taken.
+// readyTime is when an add with the given delay makes a key ready. Delays
+// and metrics read the clock; aging makes do with the stamp; without either
+// nothing reads the time.
 func (q *Queue[K]) readyTime(after time.Duration) int64 {
-	if after <= 0 && q.opts.MaxWait < 0 && !q.metrics.on {
+	switch {
+	case after > 0 || q.metrics.on:
+		return q.readClock() + int64(max(after, 0))
+	case q.tick == 0:
 		return 0 // the queue's start: never later than now
+	default:
+		return q.stampNow()
 	}
-	return q.now() + int64(max(after, 0))
+}
+
+// readClock reads the clock, and refreshes the stamp with the reading.
+func (q *Queue[K]) readClock() int64 {
+	now := q.now()
+	q.stamp = max(q.stamp, now)
+	return now
+}
+
+// stampNow returns the stamp, at most one tick old. If the delay loop is not
+// refreshing it, it reads the clock and sets the loop ticking.
+func (q *Queue[K]) stampNow() int64 {
+	if !q.ticking {
+		q.readClock()
+		q.ticking = true
+		q.nudgeDelayLoop()
+	}
+	return q.stamp
 }
 
 // now reads the queue's clock as nanoseconds since New. With the system
@@ -287,9 +314,7 @@ func (q *Queue[K]) makeReady(n *node[K], at int64) {
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	for q.ready.n == 0 && !q.shuttingDown {
-		q.parked++
 		q.cond.Wait()
-		q.parked--
 	}
 	if q.shuttingDown {
 		q.mu.Unlock()
@@ -301,7 +326,7 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	q.linkProcessing(n)
 	var waited time.Duration
 	if q.metrics.on {
-		start := q.now()
+		start := q.readClock()
 		waited = time.Duration(start - n.at)
 		n.at = start
 	}
@@ -322,11 +347,10 @@ func (q *Queue[K]) pick() *node[K] {
 		return n
 	}
 	if q.agedTurn {
-		now := q.now()
-		if oldest.at == unstamped {
-			oldest.at = now
-		}
-		if now-oldest.at >= int64(q.opts.MaxWait) {
+		// The stamp is up to a tick behind the clock, and so may oldest.at
+		// be: waiting for MaxWait and a tick by the stamp means waiting for
+		// at least MaxWait by the clock.
+		if q.stampNow()-oldest.at >= int64(q.opts.MaxWait+q.tick) {
 			q.agedTurn = false
 			return oldest
 		}
@@ -356,7 +380,7 @@ func (q *Queue[K]) doneLocked(key K) (worked time.Duration, ok bool) {
 	}
 	q.unlinkProcessing(n)
 	if q.metrics.on {
-		worked = time.Duration(q.now() - n.at)
+		worked = time.Duration(q.readClock() - n.at)
 	}
 	if q.inFlight == 0 && q.drained != nil {
 		close(q.drained)
