@@ -1,0 +1,235 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/go-logr/logr"
+)
+
+// Errors a caller can test for with errors.Is.
+var (
+	// ErrNotRegistered: a type was read that no For, Metadata or
+	// Unstructured call registered. The cache never starts an informer on
+	// a read.
+	ErrNotRegistered = errors.New("type not registered with the cache")
+	// ErrNotInstalled: the API server does not serve the type yet, usually
+	// because its CRD is not installed. The cache keeps looking, and syncs
+	// the type once it appears.
+	ErrNotInstalled = errors.New("type not installed in the cluster")
+	// ErrNotSynced: WaitForSync gave up before every type synced.
+	ErrNotSynced = errors.New("cache not synced")
+	// ErrRemoved: the type's informers were removed with Lister.Remove.
+	ErrRemoved = errors.New("type removed from the cache")
+	// ErrStarted: an index was added after the type's informer started.
+	ErrStarted = errors.New("cache already started")
+)
+
+// Cache keeps one client-go SharedIndexInformer per cached type and scope
+// (namespace, selectors, form), and hands out typed Listers over them. Its
+// methods are safe for concurrent use.
+type Cache struct {
+	cfg        *rest.Config
+	opts       Options
+	codecs     serializer.CodecFactory
+	paramCodec runtime.ParameterCodec
+	metrics    *metrics
+	log        logr.Logger
+
+	mu   sync.Mutex
+	regs []*registration // in registration order
+	// run starts a registration's informers; nil until Start, which binds
+	// it to its context.
+	run func(*registration)
+}
+
+// New returns a cache for the cluster cfg points at. Nothing is listed or
+// watched until Start.
+func New(cfg *rest.Config, opts Options) (*Cache, error) {
+	if cfg == nil {
+		return nil, errors.New("cache: New needs a *rest.Config: pass the manager's, or one from clientcmd or rest.InClusterConfig")
+	}
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("cache: invalid options: %w", err)
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	if opts.CRDPollInterval == 0 {
+		opts.CRDPollInterval = DefaultCRDPollInterval
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	cfg = rest.CopyConfig(cfg)
+	if opts.HTTPClient == nil {
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cache: build HTTP client: %w", err)
+		}
+		opts.HTTPClient = hc
+	}
+	if opts.Mapper == nil {
+		m, err := apiutil.NewDynamicRESTMapper(cfg, opts.HTTPClient)
+		if err != nil {
+			return nil, fmt.Errorf("cache: build REST mapper: %w", err)
+		}
+		opts.Mapper = m
+	}
+	c := &Cache{
+		cfg:        cfg,
+		opts:       opts,
+		codecs:     serializer.NewCodecFactory(opts.Scheme),
+		paramCodec: runtime.NewParameterCodec(opts.Scheme),
+		log:        opts.Logger,
+	}
+	m, err := newMetrics(opts.Registerer, c)
+	if err != nil {
+		return nil, fmt.Errorf("cache: register metrics: %w", err)
+	}
+	c.metrics = m
+	return c, nil
+}
+
+// Start starts an informer for every registered type, and for every type
+// registered later, and returns at once. They run until ctx ends. Start may
+// be called once.
+func (c *Cache) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.run != nil {
+		return fmt.Errorf("cache: Start called twice: %w", ErrStarted)
+	}
+	c.run = func(r *registration) { go r.run(ctx) }
+	for _, r := range c.regs {
+		c.run(r)
+	}
+	return nil
+}
+
+// WaitForSync blocks until every registered type has synced (its informers
+// have listed everything once), or ctx ends. Then it returns an error that
+// wraps ErrNotSynced and the context's cause, and names each type not
+// synced and why: not installed, forbidden, or still listing.
+func (c *Cache) WaitForSync(ctx context.Context) error {
+	c.mu.Lock()
+	regs := slices.Clone(c.regs)
+	c.mu.Unlock()
+	for _, r := range regs {
+		select {
+		case <-r.syncedCh:
+		case <-r.removedCh:
+		case <-ctx.Done():
+			return c.notSyncedError(context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+func (c *Cache) notSyncedError(cause error) error {
+	var errs []error
+	for _, s := range c.Status() {
+		if s.Synced {
+			continue
+		}
+		why := "still listing"
+		if s.Err != nil {
+			why = s.Err.Error()
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", s.describe(), why))
+	}
+	return fmt.Errorf("cache: wait for sync: %w (%d types): %w: %w", ErrNotSynced, len(errs), errors.Join(errs...), cause)
+}
+
+// TypeStatus is the state of one registered type.
+type TypeStatus struct {
+	GVK schema.GroupVersionKind
+	// Form is "typed", "metadata" or "unstructured".
+	Form string
+	// Namespaces the type is cached in; empty for every namespace.
+	Namespaces []string
+	// Selector is the label and field selector, if any.
+	Selector string
+	// Installed reports whether the API server serves the type.
+	Installed bool
+	// Synced reports whether every informer of the type has synced.
+	Synced bool
+	// Err is the latest error from listing or watching the type (or from
+	// looking it up), nil once a list or watch succeeds after it.
+	Err error
+}
+
+func (s TypeStatus) describe() string {
+	d := fmt.Sprintf("%s (%s)", s.GVK, s.Form)
+	if len(s.Namespaces) > 0 {
+		d += " in namespaces " + strings.Join(s.Namespaces, ",")
+	}
+	if s.Selector != "" {
+		d += " selecting " + s.Selector
+	}
+	return d
+}
+
+// Status returns the state of every registered type, in registration order.
+func (c *Cache) Status() []TypeStatus {
+	c.mu.Lock()
+	regs := slices.Clone(c.regs)
+	c.mu.Unlock()
+	out := make([]TypeStatus, 0, len(regs))
+	for _, r := range regs {
+		out = append(out, r.status())
+	}
+	return out
+}
+
+// register returns the registration for key, creating it with newReg if
+// there is none. A registration made after Start is started at once.
+func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registration) (*registration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.regs {
+		if r.key != key || r.isRemoved() {
+			continue
+		}
+		if opts.Transform != nil || r.ownTransform {
+			return nil, fmt.Errorf("cache: %s is already registered with these namespaces and selectors, and one of the two registrations has its own Transform: reuse the Lister the first returned", key.gvk)
+		}
+		return r, nil
+	}
+	r := newReg()
+	c.regs = append(c.regs, r)
+	c.metrics.registered(r)
+	if c.run != nil {
+		c.run(r)
+	}
+	return r, nil
+}
+
+func (c *Cache) unregister(r *registration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.regs = slices.DeleteFunc(c.regs, func(x *registration) bool { return x == r })
+}
+
+func (c *Cache) registered(key func(regKey) bool) []*registration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*registration
+	for _, r := range c.regs {
+		if key(r.key) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,292 @@
+package cache
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Object is what the cache holds: a Kubernetes object with metadata, such
+// as *corev1.Pod.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Lister reads one registered type from the cache.
+//
+// Every object it returns is the cached object itself, not a copy, shared
+// with every other reader: callers must not modify it. To change an object,
+// DeepCopy it first. Tests run with a mutation detector that fails a test
+// which modifies a cached object (see the package documentation).
+//
+// Its methods are safe for concurrent use. Reads before the type has synced
+// see whatever has been listed so far; wait with Cache.WaitForSync.
+type Lister[T Object] struct {
+	reg *registration
+}
+
+// For registers the Go type T (a pointer type in the cache's scheme, such as
+// *corev1.Pod) and returns its Lister. Registering the same type with the
+// same namespaces, selectors and stripping again returns a Lister over the
+// same informers.
+func For[T Object](c *Cache, opts TypeOptions) (*Lister[T], error) {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("cache: For[%v]: the type must be a pointer, such as *corev1.Pod", t)
+	}
+	example := reflect.New(t.Elem()).Interface().(T)
+	if _, ok := any(example).(*metav1.PartialObjectMetadata); ok {
+		return nil, fmt.Errorf("cache: For[%v]: use Metadata, which takes the GroupVersionKind", t)
+	}
+	if _, ok := any(example).(*unstructured.Unstructured); ok {
+		return nil, fmt.Errorf("cache: For[%v]: use Unstructured, which takes the GroupVersionKind", t)
+	}
+	gvk, err := apiutil.GVKForObject(example, c.opts.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("cache: For[%v]: %w: add the type to Options.Scheme", t, err)
+	}
+	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(T) }
+	return register[T](c, gvk, typed, opts, newObject)
+}
+
+// Metadata registers the kind gvk in metadata-only form, which caches only
+// each object's metadata (a fraction of the memory), and returns its Lister.
+func Metadata(c *Cache, gvk schema.GroupVersionKind, opts TypeOptions) (*Lister[*metav1.PartialObjectMetadata], error) {
+	newObject := func() runtime.Object {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m
+	}
+	return register[*metav1.PartialObjectMetadata](c, gvk, metadataOnly, opts, newObject)
+}
+
+// Unstructured registers the kind gvk in unstructured form, for types with
+// no Go type, and returns its Lister.
+func Unstructured(c *Cache, gvk schema.GroupVersionKind, opts TypeOptions) (*Lister[*unstructured.Unstructured], error) {
+	newObject := func() runtime.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+	return register[*unstructured.Unstructured](c, gvk, unstructuredForm, opts, newObject)
+}
+
+func register[T Object](c *Cache, gvk schema.GroupVersionKind, f form, opts TypeOptions, newObject func() runtime.Object) (*Lister[T], error) {
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("cache: register %q: the GroupVersionKind needs a version and a kind", gvk)
+	}
+	if err := validateNamespaces("TypeOptions.Namespaces", opts.Namespaces); err != nil {
+		return nil, fmt.Errorf("cache: register %s: %w", gvk, err)
+	}
+	own := opts.Transform != nil
+	if !own {
+		opts.Transform = c.opts.Transform
+	}
+	if len(opts.Namespaces) == 0 {
+		opts.Namespaces = c.opts.Namespaces
+	}
+	opts.Namespaces = slices.Sorted(slices.Values(opts.Namespaces))
+	key := regKey{
+		gvk:        gvk,
+		form:       f,
+		namespaces: strings.Join(opts.Namespaces, ","),
+		selector:   selectorString(opts),
+		keepMF:     opts.KeepManagedFields,
+		keepLA:     opts.KeepLastApplied,
+	}
+	r, err := c.register(key, opts, func() *registration {
+		r := newRegistration(c, key, opts, newObject)
+		r.ownTransform = own
+		return r
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Lister[T]{reg: r}, nil
+}
+
+func selectorString(opts TypeOptions) string {
+	var parts []string
+	if s := opts.LabelSelector; s != nil && !s.Empty() {
+		parts = append(parts, "labels "+s.String())
+	}
+	if s := opts.FieldSelector; s != nil && !s.Empty() {
+		parts = append(parts, "fields "+s.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Lookup returns a Lister for the Go type T if exactly one registration
+// caches it in typed form. It never registers anything: a type nobody
+// registered is an error that wraps ErrNotRegistered.
+func Lookup[T Object](c *Cache) (*Lister[T], error) {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("cache: Lookup[%v]: the type must be a pointer, such as *corev1.Pod", t)
+	}
+	gvk, err := apiutil.GVKForObject(reflect.New(t.Elem()).Interface().(T), c.opts.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("cache: Lookup[%v]: %w", t, err)
+	}
+	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == typed })
+	switch len(regs) {
+	case 0:
+		return nil, fmt.Errorf("cache: read %v (%s): %w: register it with cache.For[%v] before Start", t, gvk, ErrNotRegistered, t)
+	case 1:
+		return &Lister[T]{reg: regs[0]}, nil
+	default:
+		return nil, fmt.Errorf("cache: Lookup[%v]: %d registrations cache %s with different namespaces or selectors: use the Lister that For returned", t, len(regs), gvk)
+	}
+}
+
+// GroupVersionKind returns the kind the Lister reads.
+func (l *Lister[T]) GroupVersionKind() schema.GroupVersionKind { return l.reg.key.gvk }
+
+// HasSynced reports whether every informer of the type has synced.
+func (l *Lister[T]) HasSynced() bool { return l.reg.synced.Load() }
+
+// Informers returns the type's informers (one per cached namespace, or one
+// for all), or nil before the API server has been found to serve the type.
+// Event sources add their handlers to them.
+func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {
+	v := l.reg.view.Load()
+	if v == nil {
+		return nil
+	}
+	out := make([]toolscache.SharedIndexInformer, len(v.informers))
+	for i, inf := range v.informers {
+		out[i] = inf.informer
+	}
+	return out
+}
+
+// Get returns the cached object namespace/name (namespace empty for a
+// cluster-scoped type), or an error for which apierrors.IsNotFound is true
+// if the cache does not hold it. It does not copy and does not allocate.
+func (l *Lister[T]) Get(namespace, name string) (T, error) {
+	var zero T
+	v, err := l.reg.readable()
+	if err != nil {
+		return zero, err
+	}
+	ix, err := v.indexerFor(l.reg.key.gvk, namespace)
+	if err != nil {
+		return zero, err
+	}
+	obj, ok, err := getByKey(ix, namespace, name)
+	if err != nil {
+		return zero, fmt.Errorf("cache: get %s %s/%s: %w", l.reg.key.gvk.Kind, namespace, name, err)
+	}
+	if !ok {
+		return zero, apierrors.NewNotFound(v.resource.GroupResource(), name)
+	}
+	return obj.(T), nil
+}
+
+// keyBuffers hold the store keys Get builds, so that building one does not
+// allocate.
+var keyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getByKey looks up namespace/name, the key client-go's informers store
+// objects under. The key is built in a pooled buffer and viewed as a string
+// without a copy: the indexer only uses it for a map lookup, and the buffer
+// is not reused until the lookup has returned.
+func getByKey(ix toolscache.Indexer, namespace, name string) (any, bool, error) {
+	if namespace == "" {
+		return ix.GetByKey(name)
+	}
+	bp := keyBuffers.Get().(*[]byte)
+	b := append(append(append((*bp)[:0], namespace...), '/'), name...)
+	obj, ok, err := ix.GetByKey(unsafe.String(unsafe.SliceData(b), len(b)))
+	*bp = b
+	keyBuffers.Put(bp)
+	return obj, ok, err
+}
+
+// List returns the cached objects in namespace (every cached namespace when
+// empty) that selector matches (every one when nil).
+func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error) {
+	v, err := l.reg.readable()
+	if err != nil {
+		return nil, err
+	}
+	var items []any
+	switch {
+	case namespace == "":
+		for _, i := range v.informers {
+			items = append(items, i.indexer.List()...)
+		}
+	default:
+		ix, err := v.indexerFor(l.reg.key.gvk, namespace)
+		if err != nil {
+			return nil, err
+		}
+		if items, err = ix.ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
+			return nil, fmt.Errorf("cache: list %s in %s: %w", l.reg.key.gvk.Kind, namespace, err)
+		}
+	}
+	return filter[T](items, selector), nil
+}
+
+// ByIndex returns the cached objects whose index named index (see AddIndex)
+// holds value, in every cached namespace.
+func (l *Lister[T]) ByIndex(index, value string) ([]T, error) {
+	v, err := l.reg.readable()
+	if err != nil {
+		return nil, err
+	}
+	var items []any
+	for _, i := range v.informers {
+		got, err := i.indexer.ByIndex(index, value)
+		if err != nil {
+			return nil, fmt.Errorf("cache: %s by index %q: %w: add the index with AddIndex before Start", l.reg.key.gvk.Kind, index, err)
+		}
+		items = append(items, got...)
+	}
+	return filter[T](items, nil), nil
+}
+
+func filter[T Object](items []any, selector labels.Selector) []T {
+	everything := selector == nil || selector.Empty()
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		obj := it.(T)
+		if everything || selector.Matches(labels.Set(obj.GetLabels())) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// AddIndex registers an index named name: fn returns the values an object is
+// found under with ByIndex. Indexes must be added before the type's
+// informers start; afterwards AddIndex returns an error wrapping ErrStarted.
+func (l *Lister[T]) AddIndex(name string, fn func(T) []string) error {
+	if name == "" || name == toolscache.NamespaceIndex {
+		return fmt.Errorf("cache: add index %q: choose another name", name)
+	}
+	return l.reg.addIndex(name, func(obj any) ([]string, error) {
+		o, ok := obj.(T)
+		if !ok {
+			return nil, fmt.Errorf("index %q: got %T, want %T", name, obj, o)
+		}
+		return fn(o), nil
+	})
+}
+
+// Remove stops the type's informers and drops what they cached. Reads
+// through any Lister of the registration then fail with ErrRemoved.
+func (l *Lister[T]) Remove() { l.reg.remove() }

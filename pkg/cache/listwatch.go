@@ -1,0 +1,195 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// listWatchFactory returns a function that makes the ListWatch of one
+// namespace ("" for every namespace, or a cluster-scoped type).
+func (c *Cache) listWatchFactory(gvk schema.GroupVersionKind, f form, mapping *meta.RESTMapping) (func(ns string) *toolscache.ListWatch, error) {
+	switch f {
+	case metadataOnly:
+		return c.metadataListWatch(gvk, mapping)
+	case unstructuredForm:
+		return c.dynamicListWatch(mapping)
+	default:
+		return c.typedListWatch(gvk, mapping)
+	}
+}
+
+// typedListWatch lists and watches through a REST client for the type,
+// which speaks protobuf to the API server for the built-in types and JSON
+// for custom resources.
+func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
+	client, err := apiutil.RESTClientForGVK(gvk, false, false, c.cfg, c.codecs, c.opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("make REST client for %s: %w", gvk, err)
+	}
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	listObj, err := c.opts.Scheme.New(listGVK)
+	if err != nil {
+		return nil, fmt.Errorf("make %s: %w", listGVK, err)
+	}
+	resource := mapping.Resource.Resource
+	return func(ns string) *toolscache.ListWatch {
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				res := listObj.DeepCopyObject()
+				err := client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Do(ctx).Into(res)
+				return res, err
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Watch(ctx)
+			},
+		}
+	}, nil
+}
+
+func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.NegotiatedSerializer = nil
+	client, err := metadata.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("make metadata client: %w", err)
+	}
+	resources := client.Resource(mapping.Resource)
+	return func(ns string) *toolscache.ListWatch {
+		ri := resources.Namespace(ns)
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				list, err := ri.List(ctx, opts)
+				if list != nil {
+					// The metadata client leaves the kind of each item empty.
+					for i := range list.Items {
+						list.Items[i].SetGroupVersionKind(gvk)
+					}
+				}
+				return list, err
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				w, err := ri.Watch(ctx, opts)
+				if err != nil {
+					return nil, err
+				}
+				return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+					if e.Object != nil {
+						e.Object.GetObjectKind().SetGroupVersionKind(gvk)
+					}
+					return e, true
+				}), nil
+			},
+		}
+	}, nil
+}
+
+func (c *Cache) dynamicListWatch(mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.NegotiatedSerializer = nil
+	client, err := dynamic.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("make dynamic client: %w", err)
+	}
+	resources := client.Resource(mapping.Resource)
+	return func(ns string) *toolscache.ListWatch {
+		ri := resources.Namespace(ns)
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return ri.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return ri.Watch(ctx, opts)
+			},
+		}
+	}, nil
+}
+
+// instrument applies the registration's selectors and watch bookmarks to a
+// ListWatch, counts lists and watches, and records their errors in a form
+// that names the resource, the namespace and the verb.
+func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscache.ListWatch {
+	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	var lists, watches atomic.Int64
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			r.applySelectors(&opts)
+			if lists.Add(1) > 1 || r.synced.Load() {
+				r.c.metrics.relist(r)
+			}
+			obj, err := list(ctx, opts)
+			r.recordListWatch("list", ns, err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			r.applySelectors(&opts)
+			opts.AllowWatchBookmarks = true
+			if watches.Add(1) > 1 {
+				r.c.metrics.watchRestart(r)
+				if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+					r.c.metrics.relist(r) // a streaming list replaces the list
+				}
+			}
+			w, err := watchFn(ctx, opts)
+			r.recordListWatch("watch", ns, err)
+			return w, err
+		},
+	}
+}
+
+func (r *registration) applySelectors(opts *metav1.ListOptions) {
+	if s := r.opts.LabelSelector; s != nil && !s.Empty() {
+		opts.LabelSelector = s.String()
+	}
+	if s := r.opts.FieldSelector; s != nil && !s.Empty() {
+		opts.FieldSelector = s.String()
+	}
+}
+
+// recordListWatch keeps the latest list or watch error for Status, with a
+// message that says what to do about the common ones.
+func (r *registration) recordListWatch(verb, ns string, err error) {
+	if err == nil {
+		r.mu.Lock()
+		if r.err == listWatchError {
+			r.err, r.lastErr = noError, nil
+		}
+		r.mu.Unlock()
+		return
+	}
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return // the reflector relists; nothing for a person to do
+	}
+	v := r.view.Load()
+	what := r.key.gvk.String()
+	if v != nil {
+		what = v.resource.GroupResource().String()
+	}
+	where := ""
+	if ns != "" {
+		where = " in namespace " + ns
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		err = fmt.Errorf("%s %s%s: forbidden: give the operator's service account an RBAC rule allowing %q on %q%s: %w",
+			verb, what, where, verb, what, where, err)
+	case apierrors.IsNotFound(err):
+		err = fmt.Errorf("%s %s%s: not found: is the type's CRD still installed? %w", verb, what, where, err)
+	default:
+		err = fmt.Errorf("%s %s%s: %w", verb, what, where, err)
+	}
+	r.setErr(listWatchError, err)
+	r.c.log.V(1).Info("List or watch failed", "gvk", r.key.gvk.String(), "verb", verb, "namespace", ns, "error", err.Error())
+}

@@ -1,0 +1,120 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Options configure New. The zero value is valid.
+type Options struct {
+	// Scheme maps Go types to kinds and decodes typed objects. Defaults to
+	// client-go's kubernetes scheme, which holds every built-in type.
+	Scheme *runtime.Scheme
+
+	// Mapper maps kinds to resources. Defaults to controller-runtime's
+	// discovery-backed dynamic mapper, which learns of a CRD installed
+	// after start.
+	Mapper meta.RESTMapper
+
+	// HTTPClient carries every request. Defaults to rest.HTTPClientFor of
+	// the config passed to New.
+	HTTPClient *http.Client
+
+	// Namespaces are where namespaced types are cached unless a type's
+	// TypeOptions.Namespaces says otherwise. Defaults to every namespace.
+	Namespaces []string
+
+	// Transform runs on every object as it enters the cache, after the
+	// stripping that TypeOptions describes. It may modify the object it is
+	// given, which nothing else holds yet. Defaults to none.
+	Transform toolscache.TransformFunc
+
+	// ResyncPeriod makes every informer hand each cached object to its
+	// handlers again at this interval. Defaults to 0: no resyncs, since
+	// level-triggered reconcilers rarely need them.
+	ResyncPeriod time.Duration
+
+	// CRDPollInterval is how often a type whose CRD is not installed is
+	// looked up again. Defaults to DefaultCRDPollInterval.
+	CRDPollInterval time.Duration
+
+	// Registerer receives the cache's metrics (see NewMetrics for their
+	// names). Defaults to none: no metrics are kept.
+	Registerer prometheus.Registerer
+
+	// Logger logs informer lifecycle events. Defaults to logr.Discard().
+	Logger logr.Logger
+}
+
+// DefaultCRDPollInterval is Options.CRDPollInterval's default.
+const DefaultCRDPollInterval = 2 * time.Second
+
+// TypeOptions configure one cached type. The zero value caches every object
+// of the type in Options.Namespaces, stripped of managed fields and of the
+// last-applied-configuration annotation.
+type TypeOptions struct {
+	// Namespaces are where objects of a namespaced type are cached.
+	// Defaults to Options.Namespaces. Ignored for cluster-scoped types.
+	Namespaces []string
+
+	// LabelSelector and FieldSelector limit which objects the API server
+	// sends. Default to everything.
+	LabelSelector labels.Selector
+	FieldSelector fields.Selector
+
+	// Transform runs on each object as it enters the cache, after the
+	// stripping below, instead of Options.Transform. Defaults to
+	// Options.Transform.
+	Transform toolscache.TransformFunc
+
+	// KeepManagedFields keeps metadata.managedFields, which the cache drops
+	// by default: server-side apply's bookkeeping, often a third of an
+	// object, read by almost no reconciler. Defaults to false.
+	KeepManagedFields bool
+
+	// KeepLastApplied keeps the kubectl.kubernetes.io/last-applied-configuration
+	// annotation, which the cache drops by default: kubectl apply stores a
+	// whole second copy of the object in it. Defaults to false.
+	KeepLastApplied bool
+}
+
+// LastAppliedAnnotation is the annotation that kubectl's client-side apply
+// stores the applied object in.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ResyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("Options.ResyncPeriod is %v: it must be 0 (no resyncs) or positive", o.ResyncPeriod))
+	}
+	if o.CRDPollInterval < 0 {
+		errs = append(errs, fmt.Errorf("Options.CRDPollInterval is %v: it must be 0 (the default) or positive", o.CRDPollInterval))
+	}
+	if err := validateNamespaces("Options.Namespaces", o.Namespaces); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func validateNamespaces(field string, namespaces []string) error {
+	for i, ns := range namespaces {
+		if ns == "" {
+			return fmt.Errorf("%s[%d] is empty: leave %s empty to cache every namespace", field, i, field)
+		}
+		if slices.Contains(namespaces[:i], ns) {
+			return fmt.Errorf("%s lists %q twice", field, ns)
+		}
+	}
+	return nil
+}

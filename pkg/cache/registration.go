@@ -1,0 +1,329 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// form is how a type's objects are decoded and cached.
+type form uint8
+
+const (
+	typed            form = iota // the scheme's Go type, protobuf for built-in types
+	metadataOnly                 // *metav1.PartialObjectMetadata
+	unstructuredForm             // *unstructured.Unstructured
+)
+
+func (f form) String() string {
+	return [...]string{"typed", "metadata", "unstructured"}[f]
+}
+
+// regKey identifies a registration: one set of informers per key.
+type regKey struct {
+	gvk        schema.GroupVersionKind
+	form       form
+	namespaces string // sorted, comma-separated; "" for every namespace
+	selector   string // labels and fields
+	keepMF     bool
+	keepLA     bool
+}
+
+// registration is one registered type and scope: the informers that cache
+// it, one per namespace (or one for every namespace), once the API server
+// is found to serve the type.
+type registration struct {
+	c            *Cache
+	key          regKey
+	namespaces   []string
+	opts         TypeOptions
+	ownTransform bool
+	newObject    func() runtime.Object // the informer's example object
+
+	syncedCh  chan struct{} // closed once every informer has synced
+	removedCh chan struct{} // closed by remove
+
+	mu       sync.Mutex
+	indexers toolscache.Indexers
+	started  bool // the informers exist; no more indexers
+	cancel   context.CancelFunc
+	removed  bool
+	lastErr  error
+	err      errorKind
+
+	view   atomic.Pointer[view] // nil until the informers exist
+	synced atomic.Bool
+}
+
+// errorKind says what lastErr is about, for Status.
+type errorKind uint8
+
+const (
+	noError errorKind = iota
+	lookupError
+	notInstalled
+	listWatchError
+)
+
+func newRegistration(c *Cache, key regKey, opts TypeOptions, newObject func() runtime.Object) *registration {
+	r := &registration{
+		c:          c,
+		key:        key,
+		opts:       opts,
+		namespaces: opts.Namespaces,
+		newObject:  newObject,
+		syncedCh:   make(chan struct{}),
+		removedCh:  make(chan struct{}),
+		indexers:   toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+	}
+	r.ownTransform = opts.Transform != nil
+	return r
+}
+
+// run looks the type up until the API server serves it, then starts its
+// informers and waits for them to sync. It returns when they have synced or
+// ctx ends; the informers run until ctx ends or the type is removed.
+func (r *registration) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	if !r.setCancel(cancel) {
+		cancel()
+		return
+	}
+	start := time.Now()
+	mapping, err := r.waitForMapping(ctx)
+	if err != nil {
+		return
+	}
+	v, err := r.newView(mapping)
+	if err != nil {
+		if !r.isRemoved() {
+			r.setErr(lookupError, err)
+			r.c.log.Error(err, "Cannot cache type", "gvk", r.key.gvk.String())
+		}
+		return
+	}
+	for _, i := range v.informers {
+		go i.informer.RunWithContext(ctx)
+	}
+	synced := make([]toolscache.InformerSynced, len(v.informers))
+	for i, inf := range v.informers {
+		synced[i] = inf.informer.HasSynced
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	r.synced.Store(true)
+	close(r.syncedCh)
+	r.c.metrics.synced(r, time.Since(start))
+	r.c.log.V(1).Info("Cache synced", "gvk", r.key.gvk.String(), "form", r.key.form.String(), "seconds", time.Since(start).Seconds())
+}
+
+// waitForMapping returns the type's REST mapping, looking again every
+// CRDPollInterval while the API server does not serve the type.
+func (r *registration) waitForMapping(ctx context.Context) (*meta.RESTMapping, error) {
+	logged := false
+	for {
+		m, err := r.c.opts.Mapper.RESTMapping(r.key.gvk.GroupKind(), r.key.gvk.Version)
+		if err == nil {
+			if logged {
+				r.c.log.Info("Type now installed; caching it", "gvk", r.key.gvk.String())
+			}
+			r.setErr(noError, nil)
+			return m, nil
+		}
+		if meta.IsNoMatchError(err) {
+			r.setErr(notInstalled, fmt.Errorf("%s is not served by the API server (is its CRD installed?); the cache looks again every %v: %w: %w",
+				r.key.gvk, r.c.opts.CRDPollInterval, ErrNotInstalled, err))
+		} else {
+			r.setErr(lookupError, fmt.Errorf("look up %s: %w", r.key.gvk, err))
+		}
+		if !logged {
+			r.c.log.Info("Type not installed yet; waiting for it", "gvk", r.key.gvk.String(), "error", err.Error())
+			logged = true
+		}
+		t := time.NewTimer(r.c.opts.CRDPollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// newView makes the informers, one per namespace the type is cached in, or
+// one for every namespace or a cluster-scoped type, and stores them in
+// r.view unless the type has been removed.
+func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := &view{
+		resource:   mapping.Resource,
+		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+	}
+	namespaces := []string{""}
+	if v.namespaced && len(r.namespaces) > 0 {
+		namespaces = r.namespaces
+		v.byNamespace = map[string]*nsInformer{}
+	}
+	lwf, err := r.c.listWatchFactory(r.key.gvk, r.key.form, mapping)
+	if err != nil {
+		return nil, err
+	}
+	transform := ingestTransform(r.opts, r.opts.Transform)
+	for _, ns := range namespaces {
+		lw := r.instrument(lwf(ns), ns)
+		inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
+			ResyncPeriod:      r.c.opts.ResyncPeriod,
+			Indexers:          r.indexers,
+			ObjectDescription: r.key.gvk.String(),
+		})
+		if transform != nil {
+			if err := inf.SetTransform(transform); err != nil {
+				return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
+			}
+		}
+		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer()}
+		v.informers = append(v.informers, i)
+		if v.byNamespace != nil {
+			v.byNamespace[ns] = i
+		}
+	}
+	if r.removed {
+		return nil, ErrRemoved
+	}
+	r.started = true
+	r.view.Store(v)
+	return v, nil
+}
+
+func (r *registration) setCancel(cancel context.CancelFunc) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.removed {
+		return false
+	}
+	r.cancel = cancel
+	return true
+}
+
+func (r *registration) setErr(kind errorKind, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.err, r.lastErr = kind, err
+}
+
+func (r *registration) isRemoved() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removed
+}
+
+// remove stops the informers and forgets the type.
+func (r *registration) remove() {
+	r.mu.Lock()
+	if r.removed {
+		r.mu.Unlock()
+		return
+	}
+	r.removed = true
+	r.view.Store(nil)
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	close(r.removedCh)
+	r.c.unregister(r)
+	r.c.metrics.forget(r)
+}
+
+func (r *registration) addIndex(name string, fn toolscache.IndexFunc) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return fmt.Errorf("cache: add index %q to %s: its informers have started; add indexes before Start: %w", name, r.key.gvk, ErrStarted)
+	}
+	if _, ok := r.indexers[name]; ok {
+		return fmt.Errorf("cache: add index %q to %s: an index of that name exists", name, r.key.gvk)
+	}
+	r.indexers[name] = fn
+	return nil
+}
+
+func (r *registration) status() TypeStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return TypeStatus{
+		GVK:        r.key.gvk,
+		Form:       r.key.form.String(),
+		Namespaces: slices.Clone(r.namespaces),
+		Selector:   r.key.selector,
+		Installed:  r.view.Load() != nil,
+		Synced:     r.synced.Load(),
+		Err:        r.lastErr,
+	}
+}
+
+// readable returns the view, or why the type cannot be read.
+func (r *registration) readable() (*view, error) {
+	if v := r.view.Load(); v != nil {
+		return v, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.removed:
+		return nil, fmt.Errorf("cache: read %s: %w", r.key.gvk, ErrRemoved)
+	case r.err == notInstalled:
+		return nil, fmt.Errorf("cache: read %s: %w", r.key.gvk, r.lastErr)
+	default:
+		return nil, fmt.Errorf("cache: read %s: not started: call Start and WaitForSync before reading: %w", r.key.gvk, ErrNotSynced)
+	}
+}
+
+// view is a registration's informers, fixed once made.
+type view struct {
+	resource    schema.GroupVersionResource
+	namespaced  bool
+	informers   []*nsInformer
+	byNamespace map[string]*nsInformer // nil when one informer covers every namespace
+}
+
+type nsInformer struct {
+	namespace string // "" for every namespace
+	informer  toolscache.SharedIndexInformer
+	indexer   toolscache.Indexer
+}
+
+// indexerFor returns the indexer that holds objects of namespace.
+func (v *view) indexerFor(gvk schema.GroupVersionKind, namespace string) (toolscache.Indexer, error) {
+	if v.namespaced && namespace == "" {
+		return nil, fmt.Errorf("cache: %s is namespaced: read it with a namespace", gvk)
+	}
+	if !v.namespaced && namespace != "" {
+		return nil, fmt.Errorf("cache: %s is cluster-scoped: read it with an empty namespace, not %q", gvk, namespace)
+	}
+	if v.byNamespace == nil {
+		return v.informers[0].indexer, nil
+	}
+	if i := v.byNamespace[namespace]; i != nil {
+		return i.indexer, nil
+	}
+	cached := make([]string, 0, len(v.byNamespace))
+	for ns := range v.byNamespace {
+		cached = append(cached, ns)
+	}
+	slices.Sort(cached)
+	return nil, fmt.Errorf("cache: namespace %q of %s is not cached (cached: %s): add it to the type's TypeOptions.Namespaces",
+		namespace, gvk, strings.Join(cached, ", "))
+}

@@ -1,0 +1,52 @@
+package cache
+
+import (
+	"maps"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// ingestTransform strips what opts say to strip, then runs next. It is the
+// informer's transform: it runs once per object, before the object is stored
+// or handed to any handler, on an object nothing else holds yet.
+func ingestTransform(opts TypeOptions, next toolscache.TransformFunc) toolscache.TransformFunc {
+	if opts.KeepManagedFields && opts.KeepLastApplied && next == nil {
+		return nil
+	}
+	return func(obj any) (any, error) {
+		// Tombstones (DeletedFinalStateUnknown) and anything else without
+		// object metadata pass through.
+		if m, err := meta.Accessor(obj); err == nil {
+			if !opts.KeepManagedFields {
+				m.SetManagedFields(nil)
+			}
+			if !opts.KeepLastApplied {
+				dropLastApplied(m)
+			}
+		}
+		if next != nil {
+			return next(obj)
+		}
+		return obj, nil
+	}
+}
+
+func dropLastApplied(m interface {
+	GetAnnotations() map[string]string
+	SetAnnotations(map[string]string)
+}) {
+	a := m.GetAnnotations()
+	if _, ok := a[LastAppliedAnnotation]; !ok {
+		return
+	}
+	if len(a) == 1 {
+		m.SetAnnotations(nil)
+		return
+	}
+	// Unstructured objects hand out a copy; typed ones their own map, which
+	// was decoded for this object alone. Either way, set it back.
+	a = maps.Clone(a)
+	delete(a, LastAppliedAnnotation)
+	m.SetAnnotations(a)
+}
