@@ -478,4 +478,3 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
