@@ -104,7 +104,10 @@ func createConfigMaps(t *testing.T, ns string) {
 func TestTypedListerStripsAndShares(t *testing.T) {
 	// Registered first, so it runs after the cleanup that stops the cache.
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() {
+		// Idle HTTP/2 connections of the clients stay open for reuse.
+		goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+	})
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
@@ -476,5 +479,73 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %v", d)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// After the initial list, the watch keeps every form up to date: creations,
+// updates and deletions show through the Lister.
+func TestWatchKeepsFormsCurrent(t *testing.T) {
+	ns := env.Namespace(t)
+	c := newCache(t, cache.Options{Namespaces: []string{ns}})
+	typedL, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaL, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsL, err := cache.Unstructured(c, configMapGVK, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	labelOf := map[string]func() string{
+		"typed": func() string {
+			o, err := typedL.Get(ns, "live")
+			if err != nil {
+				return err.Error()
+			}
+			return o.Labels["v"]
+		},
+		"metadata": func() string {
+			o, err := metaL.Get(ns, "live")
+			if err != nil {
+				return err.Error()
+			}
+			return o.Labels["v"]
+		},
+		"unstructured": func() string {
+			o, err := unsL.Get(ns, "live")
+			if err != nil {
+				return err.Error()
+			}
+			return o.GetLabels()["v"]
+		},
+	}
+	waitAll := func(want string) {
+		t.Helper()
+		for form, get := range labelOf {
+			waitFor(t, 10*time.Second, func() bool { return get() == want })
+			_ = form
+		}
+	}
+	cl := writeClient(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns, Labels: map[string]string{"v": "1"}}}
+	if err := cl.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	waitAll("1")
+	cm.Labels["v"] = "2"
+	if err := cl.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	waitAll("2")
+	if err := cl.Delete(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	for form, get := range labelOf {
+		waitFor(t, 10*time.Second, func() bool { return strings.Contains(get(), "not found") })
+		_ = form
 	}
 }

@@ -135,6 +135,9 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			r.applySelectors(&opts)
+			// A REST client's Watch does not set watch=true itself; without
+			// it the API server answers with a list.
+			opts.Watch = true
 			opts.AllowWatchBookmarks = true
 			if watches.Add(1) > 1 {
 				r.c.metrics.watchRestart(r)
