@@ -93,4 +93,3 @@ func TestCRDInstalledAfterStart(t *testing.T) {
 		t.Errorf("status after install = %+v", st)
 	}
 }
-
