@@ -17,7 +17,11 @@ import (
 // opts, hands it to setup (which typically stores it in a package variable),
 // runs the tests, stops the control plane and exits with the tests' code. If
 // the control plane cannot start, Main prints why and exits with code 1
-// without running any test. Call it from TestMain:
+// without running any test.
+//
+// Main also turns on client-go's cache mutation detector (see
+// MutationDetectorEnv) unless the variable is set, so that a test which
+// modifies an object it read from a cache fails. Call it from TestMain:
 //
 //	var env *testenv.Environment
 //
@@ -29,6 +33,10 @@ func Main(m *testing.M, opts Options, setup func(*Environment)) {
 }
 
 func run(m *testing.M, opts Options, setup func(*Environment)) int {
+	if err := ensureMutationDetector(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
 	start := time.Now()
 	env, err := Start(opts)
 	if err != nil {
