@@ -549,3 +549,21 @@ func TestWatchKeepsFormsCurrent(t *testing.T) {
 		_ = form
 	}
 }
+
+func TestGetDoesNotAllocate(t *testing.T) {
+	ns := env.Namespace(t)
+	createConfigMaps(t, ns)
+	c := newCache(t, cache.Options{})
+	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := cms.Get(ns, "csa"); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Get allocates %v times, want 0", n)
+	}
+}
