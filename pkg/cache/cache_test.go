@@ -92,7 +92,8 @@ func createConfigMaps(t *testing.T, ns string) {
 		"metadata": map[string]any{"name": "ssa", "namespace": ns, "labels": map[string]any{"app": "b"}},
 		"data":     map[string]any{"k": "v"},
 	}}
-	if err := cl.Patch(ctx, ssa, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with unstructured is the plain SSA path
+	//lint:ignore SA1019 a patch of type apply is what kubectl's server-side apply sends
+	if err := cl.Patch(ctx, ssa, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns}}

@@ -178,13 +178,19 @@ func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {
 // if the cache does not hold it. It does not copy and does not allocate.
 func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	var zero T
-	v, err := l.reg.readable()
-	if err != nil {
-		return zero, err
-	}
-	ix, err := v.indexerFor(l.reg.key.gvk, namespace)
-	if err != nil {
-		return zero, err
+	v := l.reg.view.Load()
+	var ix toolscache.Indexer
+	if v != nil && len(v.informers) == 1 && v.namespaced == (namespace != "") &&
+		(v.byNamespace == nil || v.informers[0].namespace == namespace) {
+		ix = v.informers[0].indexer // the common cases, kept short
+	} else {
+		var err error
+		if v, err = l.reg.readable(); err != nil {
+			return zero, err
+		}
+		if ix, err = v.indexerFor(l.reg.key.gvk, namespace); err != nil {
+			return zero, err
+		}
 	}
 	obj, ok, err := getByKey(ix, namespace, name)
 	if err != nil {
