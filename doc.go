@@ -10,6 +10,8 @@
 // Each layer is a package of its own, usable without the others:
 //
 //   - pkg/queue: the generic, fair, priority work queue with aging.
+//   - pkg/cache: the shared informer cache, stripped on ingest, read through
+//     typed Listers that do not copy.
 //   - pkg/metrics: Prometheus implementations of opkit's metric interfaces,
 //     recording into a registry passed in.
 //   - pkg/testenv: a local control plane for tests and development.

@@ -1,7 +1,7 @@
-// Command benchtable reads the output of pkg/queue's benchmarks on standard
-// input and prints, for each workload, opkit's time per item beside its
-// peers', the ratios of their times to opkit's, and whether each ratio meets
-// its target. With several -count runs it takes each row's median.
+// Command benchtable reads the output of pkg/queue's and pkg/cache's
+// benchmarks on standard input and prints, for each workload, opkit's
+// figures beside its peers', their ratios, and whether each ratio meets its
+// target. With several -count runs it takes each row's median.
 //
 // Usage:
 //
@@ -72,7 +72,16 @@ func main() {
 	if len(order) == 0 {
 		fatal(fmt.Errorf("no benchmark results on standard input"))
 	}
-	printTable(os.Stdout, res, order)
+	queueOrder := slices.DeleteFunc(slices.Clone(order), isCacheWorkload)
+	if len(queueOrder) > 0 {
+		printTable(os.Stdout, res, queueOrder)
+	}
+	if len(queueOrder) < len(order) {
+		if len(queueOrder) > 0 {
+			fmt.Println()
+		}
+		printCacheTable(os.Stdout, res)
+	}
 }
 
 func fatal(err error) {

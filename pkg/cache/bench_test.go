@@ -38,6 +38,9 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/go-logr/logr"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
@@ -66,6 +69,7 @@ func skipWithMutationDetector(b *testing.B) {
 
 // benchObjectsOnce creates the benchmark's objects once per process.
 var benchObjectsOnce = sync.OnceValue(func() error {
+	crlog.SetLogger(logr.Discard()) // controller-runtime's cache logs through it
 	cl, err := client.New(benchConfig(), client.Options{})
 	if err != nil {
 		return err
