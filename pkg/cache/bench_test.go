@@ -155,6 +155,7 @@ func benchConfigMap(ns string, i int) *corev1.ConfigMap {
 			Annotations: map[string]string{"owner": "team-payments"},
 		},
 		Data: map[string]string{
+			"INSTANCE":     fmt.Sprintf("settings-%05d", i), // no two alike
 			"LOG_LEVEL":    "info",
 			"DATABASE_URL": fmt.Sprintf("postgres://shop-%d.db.svc:5432/shop?sslmode=require", i%7),
 			"FEATURES":     "checkout-v2,inventory-sync,price-alerts",

@@ -12,6 +12,12 @@
 //     does must opt out per type with TypeOptions.KeepManagedFields or
 //     TypeOptions.KeepLastApplied. Transforms of your own run after the
 //     stripping.
+//   - Compact: objects of one informer share what they have in common.
+//     Equal label, annotation, node-selector and resource maps are one map,
+//     and repeated strings (namespaces, label keys and values, images, owner
+//     names) one string; the replicas of a workload repeat nearly all but
+//     their names. Sharing cannot be seen by a reader that does not modify
+//     what it reads, which no reader may.
 //   - Zero-copy: Lister.Get, List and ByIndex return the cached objects, not
 //     copies; Get allocates nothing. Callers must not modify what they get:
 //     DeepCopy first. Tests run through testenv.Main have client-go's

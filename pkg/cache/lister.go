@@ -240,7 +240,9 @@ func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error
 		if err != nil {
 			return nil, err
 		}
-		if items, err = ix.ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
+		if v.byNamespace != nil {
+			items = ix.List() // the informer of this namespace alone
+		} else if items, err = ix.ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
 			return nil, fmt.Errorf("cache: list %s in %s: %w", l.reg.key.gvk.Kind, namespace, err)
 		}
 	}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -179,18 +180,23 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	transform := ingestTransform(r.opts, r.opts.Transform)
 	for _, ns := range namespaces {
+		transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
 		lw := r.instrument(lwf(ns), ns)
+		indexers := r.indexers
+		if ns != "" || !v.namespaced {
+			// Every object of this informer is in one namespace, or in
+			// none: an index by namespace would only cost memory.
+			indexers = maps.Clone(indexers)
+			delete(indexers, toolscache.NamespaceIndex)
+		}
 		inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
 			ResyncPeriod:      r.c.opts.ResyncPeriod,
-			Indexers:          r.indexers,
+			Indexers:          indexers,
 			ObjectDescription: r.key.gvk.String(),
 		})
-		if transform != nil {
-			if err := inf.SetTransform(transform); err != nil {
-				return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
-			}
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 		}
 		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer()}
 		v.informers = append(v.informers, i)

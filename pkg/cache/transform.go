@@ -7,13 +7,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// ingestTransform strips what opts say to strip, then runs next. It is the
-// informer's transform: it runs once per object, before the object is stored
-// or handed to any handler, on an object nothing else holds yet.
-func ingestTransform(opts TypeOptions, next toolscache.TransformFunc) toolscache.TransformFunc {
-	if opts.KeepManagedFields && opts.KeepLastApplied && next == nil {
-		return nil
-	}
+// ingestTransform strips what opts say to strip, runs next, and then
+// shares what the object has in common with others through c. It is an
+// informer's transform: it runs once per object, before the object is
+// stored or handed to any handler, on an object nothing else holds yet.
+func ingestTransform(opts TypeOptions, next toolscache.TransformFunc, c *compactor) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		// Tombstones (DeletedFinalStateUnknown) and anything else without
 		// object metadata pass through.
@@ -26,8 +24,12 @@ func ingestTransform(opts TypeOptions, next toolscache.TransformFunc) toolscache
 			}
 		}
 		if next != nil {
-			return next(obj)
+			var err error
+			if obj, err = next(obj); err != nil {
+				return nil, err
+			}
 		}
+		c.compact(obj)
 		return obj, nil
 	}
 }
