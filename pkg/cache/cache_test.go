@@ -3,6 +3,8 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -566,5 +568,52 @@ func TestGetDoesNotAllocate(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("Get allocates %v times, want 0", n)
+	}
+}
+
+// Lists of a namespace are remembered until the store changes: a change
+// shows in the next List, and the caller's slice is its own.
+func TestListSeesChangesAndOwnsItsSlice(t *testing.T) {
+	ns := env.Namespace(t)
+	createConfigMaps(t, ns)
+	for _, scoped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("scoped=%v", scoped), func(t *testing.T) {
+			opts := cache.Options{}
+			if scoped {
+				opts.Namespaces = []string{ns}
+			}
+			c := newCache(t, opts)
+			cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start(t, c)
+			first, err := cms.List(ns, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(first)
+			first[0] = nil // the caller's slice
+			again, _ := cms.List(ns, nil)
+			if len(again) != n || slices.Contains(again, nil) {
+				t.Fatalf("second List = %d objects (nil among them: %v), want %d", len(again), slices.Contains(again, nil), n)
+			}
+			name := fmt.Sprintf("added-%v", scoped)
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+			if err := writeClient(t).Create(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, func() bool {
+				got, _ := cms.List(ns, nil)
+				return slices.Contains(names(got), name)
+			})
+			if err := writeClient(t).Delete(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, func() bool {
+				got, _ := cms.List(ns, nil)
+				return !slices.Contains(names(got), name)
+			})
+		})
 	}
 }

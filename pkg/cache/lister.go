@@ -223,30 +223,53 @@ func getByKey(ix toolscache.Indexer, namespace, name string) (any, bool, error) 
 }
 
 // List returns the cached objects in namespace (every cached namespace when
-// empty) that selector matches (every one when nil).
+// empty) that selector matches (every one when nil). The slice is the
+// caller's; the objects in it are the cache's.
+//
+// The objects of a namespace are remembered until the store changes, so
+// that repeated Lists of a namespace cost a copy of the slice.
 func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error) {
 	v, err := l.reg.readable()
 	if err != nil {
 		return nil, err
 	}
-	var items []any
-	switch {
-	case namespace == "":
+	var found []T
+	if namespace == "" {
+		var items []any
 		for _, i := range v.informers {
 			items = append(items, i.indexer.List()...)
 		}
-	default:
+		found = filter[T](items, nil)
+	} else {
 		ix, err := v.indexerFor(l.reg.key.gvk, namespace)
 		if err != nil {
 			return nil, err
 		}
+		i := v.informers[0]
 		if v.byNamespace != nil {
-			items = ix.List() // the informer of this namespace alone
-		} else if items, err = ix.ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
+			i = v.byNamespace[namespace]
+		}
+		if found, err = listNamespace[T](i.snapshots, ix, namespace, v.byNamespace != nil); err != nil {
 			return nil, fmt.Errorf("cache: list %s in %s: %w", l.reg.key.gvk.Kind, namespace, err)
 		}
+		if selector == nil || selector.Empty() {
+			return slices.Clone(found), nil
+		}
 	}
-	return filter[T](items, selector), nil
+	return match(found, selector), nil
+}
+
+func match[T Object](objs []T, selector labels.Selector) []T {
+	if selector == nil || selector.Empty() {
+		return objs
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if selector.Matches(labels.Set(o.GetLabels())) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // ByIndex returns the cached objects whose index named index (see AddIndex)

@@ -183,11 +183,12 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	for _, ns := range namespaces {
 		transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
 		lw := r.instrument(lwf(ns), ns)
-		indexers := r.indexers
+		snaps := newSnapshots()
+		indexers := maps.Clone(r.indexers)
+		indexers[versionIndex] = snaps.indexFunc
 		if ns != "" || !v.namespaced {
 			// Every object of this informer is in one namespace, or in
 			// none: an index by namespace would only cost memory.
-			indexers = maps.Clone(indexers)
 			delete(indexers, toolscache.NamespaceIndex)
 		}
 		inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
@@ -198,7 +199,7 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 		}
-		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer()}
+		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps}
 		v.informers = append(v.informers, i)
 		if v.byNamespace != nil {
 			v.byNamespace[ns] = i
@@ -309,6 +310,7 @@ type nsInformer struct {
 	namespace string // "" for every namespace
 	informer  toolscache.SharedIndexInformer
 	indexer   toolscache.Indexer
+	snapshots *snapshots // of namespace Lists
 }
 
 // indexerFor returns the indexer that holds objects of namespace.
