@@ -53,14 +53,14 @@ type recordingTransport struct {
 
 func (r recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
-	*r.urls = append(*r.urls, req.Method+" "+req.URL.RequestURI())
+	*r.urls = append(*r.urls, req.Method+" "+req.URL.RequestURI()+" accept="+req.Header.Get("Accept"))
 	r.mu.Unlock()
 	return r.next.RoundTrip(req)
 }
 
 // With client-go's WatchListClient on (its default since 1.35) and a 1.37
 // API server, an informer syncs by a streaming list: one watch with
-// sendInitialEvents=true, and no list.
+// sendInitialEvents=true, and no list. A built-in type speaks protobuf.
 func TestStreamingListInEffect(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
@@ -86,6 +86,9 @@ func TestStreamingListInEffect(t *testing.T) {
 		switch {
 		case strings.Contains(u, "watch=true") && strings.Contains(u, "sendInitialEvents=true"):
 			streams++
+			if !strings.Contains(u, "accept=application/vnd.kubernetes.protobuf") {
+				t.Errorf("a built-in type watched without protobuf: %s", u)
+			}
 			if !strings.Contains(u, "allowWatchBookmarks=true") {
 				t.Errorf("watch without bookmarks: %s", u)
 			}
