@@ -61,6 +61,10 @@ type registration struct {
 	lastErr  error
 	err      errorKind
 
+	// handlers are added to the informers when they are made, or at once
+	// if they exist.
+	handlers []*HandlerRegistration
+
 	view   atomic.Pointer[view] // nil until the informers exist
 	synced atomic.Bool
 }
@@ -207,6 +211,11 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	}
 	if r.removed {
 		return nil, ErrRemoved
+	}
+	for _, h := range r.handlers {
+		if err := h.attach(v); err != nil {
+			return nil, err
+		}
 	}
 	r.started = true
 	r.view.Store(v)

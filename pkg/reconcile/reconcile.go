@@ -1,0 +1,119 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Request names the object to reconcile: its namespace (empty for a
+// cluster-scoped object) and name. It is the key type of most controllers.
+type Request struct {
+	Namespace string
+	Name      string
+}
+
+// String returns "namespace/name", or "name" for a cluster-scoped object,
+// as kubectl and client-go's cache keys spell it.
+func (r Request) String() string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+// Reconciler brings the world in line with the object that key names.
+//
+// It may be called from several goroutines at once, but never for the same
+// key at once. ctx carries the controller's logger (logr.FromContextOrDiscard)
+// with the key and a reconcile ID, and ends at the controller's per-reconcile
+// timeout or shutdown.
+type Reconciler[K comparable] interface {
+	Reconcile(ctx context.Context, key K) (Result, error)
+}
+
+// Func adapts a function to a Reconciler.
+type Func[K comparable] func(ctx context.Context, key K) (Result, error)
+
+var _ Reconciler[Request] = Func[Request](nil)
+
+// Reconcile calls f.
+func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return f(ctx, key) }
+
+// Result says what happens to a key after a Reconcile that returned no
+// error. Build it with Done or RequeueAfter; the zero value is Done().
+type Result struct {
+	after       time.Duration // with requeue: the delay; <= 0: the rate limiter's
+	requeue     bool
+	priority    int
+	hasPriority bool
+}
+
+// Done reports that the object is in line with its spec: the key is
+// forgotten (its retry backoff reset) until an event queues it again.
+func Done() Result { return Result{} }
+
+// RequeueAfter asks for the key to be reconciled again once d has passed,
+// for work that waits on something no event announces (an external system,
+// a clock). Its retry backoff is reset, as for Done. A d of zero or less
+// requeues after the controller's per-key backoff instead, so a reconciler
+// cannot loop hot.
+func RequeueAfter(d time.Duration) Result { return Result{after: d, requeue: true} }
+
+// WithPriority returns r with the requeue at priority p (see package queue:
+// higher is served first). Without it the requeue keeps the priority the key
+// was handed out with. It means nothing on Done.
+func (r Result) WithPriority(p int) Result {
+	r.priority, r.hasPriority = p, true
+	return r
+}
+
+// IsDone reports whether r asks for no requeue.
+func (r Result) IsDone() bool { return !r.requeue }
+
+// Requeue reports whether r asks for a requeue, and after how long: a
+// positive delay, or zero for the controller's per-key backoff.
+func (r Result) Requeue() (after time.Duration, ok bool) {
+	if !r.requeue {
+		return 0, false
+	}
+	return max(r.after, 0), true
+}
+
+// Priority returns the priority set by WithPriority, if any.
+func (r Result) Priority() (p int, ok bool) { return r.priority, r.hasPriority }
+
+// String describes r, for logs.
+func (r Result) String() string {
+	s := "done"
+	if after, ok := r.Requeue(); ok {
+		s = "requeue with backoff"
+		if after > 0 {
+			s = "requeue after " + after.String()
+		}
+	}
+	if p, ok := r.Priority(); ok && r.requeue {
+		s += fmt.Sprintf(" at priority %d", p)
+	}
+	return s
+}
+
+// ErrTerminal is what errors.Is finds in an error made by Terminal.
+var ErrTerminal = errors.New("terminal error")
+
+// Terminal wraps err to say that retrying will not help: the input is wrong
+// and only a change to the object (which queues it again) can fix it. The
+// controller logs and counts it and does not retry. Terminal(nil) is nil.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return terminalError{err}
+}
+
+type terminalError struct{ err error }
+
+func (e terminalError) Error() string        { return "terminal error: " + e.err.Error() }
+func (e terminalError) Unwrap() error        { return e.err }
+func (e terminalError) Is(target error) bool { return target == ErrTerminal }
