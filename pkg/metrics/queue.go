@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +27,8 @@ type QueueMetrics struct {
 var _ queue.MetricsProvider = (*QueueMetrics)(nil)
 
 // NewQueueMetrics creates the queue metrics and registers them with reg.
+// Called again with the same registry, it returns metrics that share the
+// collectors registered first, so each queue or controller may call it.
 func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 	// Buckets from 10ns to 1000s, as client-go and controller-runtime use.
 	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
@@ -66,13 +66,15 @@ func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 		}, []string{"name"}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunningProcessor, m.retries} {
-		if err := reg.Register(c); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("register queue metrics: %w", err)
+	share(reg, &errs, &m.depth)
+	share(reg, &errs, &m.adds)
+	share(reg, &errs, &m.latency)
+	share(reg, &errs, &m.workDuration)
+	share(reg, &errs, &m.unfinished)
+	share(reg, &errs, &m.longestRunningProcessor)
+	share(reg, &errs, &m.retries)
+	if err := joinErrs("queue", errs); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opkit-dev/opkit/pkg/metrics"
+	"github.com/opkit-dev/opkit/pkg/queue"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+// Errors a caller can test for with errors.Is.
+var (
+	// ErrNoSources: Start was called on a controller with no sources, which
+	// would never reconcile anything.
+	ErrNoSources = errors.New("controller has no sources")
+	// ErrStarted: Start was called twice, or Watch after Start.
+	ErrStarted = errors.New("controller already started")
+	// ErrNotSynced: a source did not deliver its initial keys within
+	// Options.CacheSyncTimeout.
+	ErrNotSynced = errors.New("sources not synced")
+	// ErrReconcileTimeout is the cause of a reconcile context that
+	// Options.ReconcileTimeout ended.
+	ErrReconcileTimeout = errors.New("reconcile timed out")
+	// ErrShutdown is the cause of a reconcile context canceled because the
+	// controller stopped and its drain timeout passed.
+	ErrShutdown = errors.New("controller shut down")
+)
+
+// Controller runs a Reconciler over the keys its sources put on its queue,
+// with a pool of workers. Its methods are safe for concurrent use.
+type Controller[K comparable] struct {
+	name       string
+	reconciler reconcile.Reconciler[K]
+	opts       Options[K]
+	queue      *queue.Queue[K]
+	metrics    metrics.Reconciles
+	log        logr.Logger
+
+	mu      sync.Mutex
+	sources []source.Source[K]
+	started bool
+}
+
+// New returns a controller named name (it labels the controller's logs and
+// metrics) that reconciles with r. Add sources with Watch, then Start it.
+func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) (*Controller[K], error) {
+	if !validName.MatchString(name) {
+		return nil, fmt.Errorf("controller: New: name %q: use letters, digits, '-', '_' and '.', starting and ending with a letter or digit", name)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("controller %q: New: the Reconciler is nil", name)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("controller %q: invalid options: %w", name, err)
+	}
+	opts = opts.withDefaults()
+	reg := opts.Registerer
+	if reg == nil {
+		// Reconcile metrics cost an atomic add each; keeping them in a
+		// registry nobody reads is simpler than checking for none.
+		reg = prometheus.NewRegistry()
+	}
+	cm, err := metrics.NewControllerMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: %w", name, err)
+	}
+	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant}
+	if opts.Registerer != nil {
+		qm, err := metrics.NewQueueMetrics(opts.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("controller %q: %w", name, err)
+		}
+		qopts.Metrics = qm
+	}
+	return &Controller[K]{
+		name:       name,
+		reconciler: r,
+		opts:       opts,
+		queue:      queue.New(qopts),
+		metrics:    cm.For(name, opts.MaxConcurrentReconciles),
+		log:        opts.Logger.WithValues("controller", name),
+	}, nil
+}
+
+// Name returns the controller's name.
+func (c *Controller[K]) Name() string { return c.name }
+
+// Queue returns the controller's queue, for sources started by hand and for
+// tests. Keys added to it are reconciled once the controller has started.
+func (c *Controller[K]) Queue() *queue.Queue[K] { return c.queue }
+
+// Watch adds a source, which Start starts. It must be called before Start.
+func (c *Controller[K]) Watch(src source.Source[K]) error {
+	if src == nil {
+		return fmt.Errorf("controller %q: Watch: the source is nil", c.name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return fmt.Errorf("controller %q: Watch after Start: %w", c.name, ErrStarted)
+	}
+	c.sources = append(c.sources, src)
+	return nil
+}
+
+// Start starts the sources, waits for them to sync (at most
+// Options.CacheSyncTimeout), then reconciles with
+// Options.MaxConcurrentReconciles workers until ctx ends. Then it stops
+// handing out keys, waits up to Options.DrainTimeout for the reconciles in
+// flight, and returns nil; or an error if the drain timed out, a source
+// failed to start or sync, or the controller has no sources or was started
+// before. Keys still queued at the end are dropped: the sources queue them
+// again after a restart.
+func (c *Controller[K]) Start(ctx context.Context) error {
+	sources, err := c.markStarted()
+	if err != nil {
+		return err
+	}
+	defer c.queue.ShutDown()
+	for _, src := range sources {
+		if err := src.Start(ctx, c.queue); err != nil {
+			return fmt.Errorf("controller %q: start source %s: %w", c.name, describe(src), err)
+		}
+	}
+	if err := c.waitForSync(ctx, sources); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	c.log.Info("Starting workers", "workers", c.opts.MaxConcurrentReconciles)
+	return c.run(ctx)
+}
+
+func (c *Controller[K]) markStarted() ([]source.Source[K], error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return nil, fmt.Errorf("controller %q: Start called twice: %w", c.name, ErrStarted)
+	}
+	if len(c.sources) == 0 {
+		return nil, fmt.Errorf("controller %q: %w: add one with Watch before Start", c.name, ErrNoSources)
+	}
+	c.started = true
+	return c.sources, nil
+}
+
+// waitForSync waits for every source that has an initial set of keys, and
+// names each that has not delivered it by the timeout. It returns nil if
+// ctx ends first: that is a stop, not a failure.
+func (c *Controller[K]) waitForSync(ctx context.Context, sources []source.Source[K]) error {
+	cause := fmt.Errorf("%w within %v (Options.CacheSyncTimeout)", ErrNotSynced, c.opts.CacheSyncTimeout)
+	syncCtx, cancel := context.WithTimeoutCause(ctx, c.opts.CacheSyncTimeout, cause)
+	defer cancel()
+	var errs []error
+	for _, src := range sources {
+		if s, ok := src.(source.Syncing); ok {
+			if err := s.WaitForSync(syncCtx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("controller %q: wait for sources to sync: %w", c.name, errors.Join(errs...))
+}
+
+// run reconciles until ctx ends, then drains.
+func (c *Controller[K]) run(ctx context.Context) error {
+	// Reconciles outlive ctx by up to the drain timeout, so that a stop
+	// does not cut short the work in flight.
+	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopWork(ErrShutdown)
+	var wg sync.WaitGroup
+	for range c.opts.MaxConcurrentReconciles {
+		wg.Go(func() {
+			for c.processNext(workCtx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.log.Info("Stopping workers; waiting for reconciles in flight", "timeout", c.opts.DrainTimeout)
+	drainCtx, cancel := context.WithTimeoutCause(context.Background(), c.opts.DrainTimeout,
+		fmt.Errorf("controller %q: reconciles still running after Options.DrainTimeout (%v)", c.name, c.opts.DrainTimeout))
+	defer cancel()
+	if err := c.queue.ShutDownWithDrain(drainCtx); err != nil {
+		// The workers end when their reconciles return; their contexts are
+		// canceled on return.
+		return fmt.Errorf("controller %q: drain: %w", c.name, err)
+	}
+	wg.Wait()
+	c.log.Info("All workers finished")
+	return nil
+}
+
+// describe names a source in errors.
+func describe(src any) string {
+	if s, ok := src.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", src)
+}

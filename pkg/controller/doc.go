@@ -1,0 +1,37 @@
+// Package controller runs a Reconciler over the keys its sources queue, with
+// a pool of workers.
+//
+// Its contract:
+//
+//   - One key, one worker: a key is never reconciled by two workers at once;
+//     different keys are reconciled in parallel, up to
+//     Options.MaxConcurrentReconciles.
+//   - Every outcome handled: on Done the key is forgotten (its backoff
+//     reset); on RequeueAfter(d) it is queued again after d; on an error it
+//     is retried after the rate limiter's per-key backoff, unless the error
+//     is terminal (reconcile.Terminal), which is logged and counted but not
+//     retried. Done is always called, so a key is never stuck.
+//   - Panics recovered: a panicking reconciler is recovered, logged with its
+//     stack, counted and retried with backoff, unless Options.CrashOnPanic.
+//   - Bounded: Options.ReconcileTimeout ends a reconcile's context with a
+//     cause wrapping ErrReconcileTimeout, and counts it.
+//   - Synced before working: Start waits for every source's initial keys
+//     (at most Options.CacheSyncTimeout; the error names each source not
+//     synced) before the first reconcile.
+//   - Graceful: when Start's context ends, no new key is handed out, the
+//     reconciles in flight get Options.DrainTimeout to finish with their
+//     contexts live, and Start returns nil.
+//   - Traceable: each reconcile's context carries the logger, with the
+//     controller's name, the key (namespace and name for a
+//     reconcile.Request) and a reconcile ID (see ReconcileID).
+//   - Observable: with Options.Registerer, controller-runtime's reconcile
+//     metrics (controller_runtime_reconcile_total{controller,result},
+//     controller_runtime_reconcile_errors_total, ..._terminal_reconcile_errors_total,
+//     ..._reconcile_panics_total, ..._reconcile_time_seconds,
+//     ..._reconcile_timeouts_total, ..._max_concurrent_reconciles,
+//     ..._active_workers) and client-go's workqueue metrics, with the same
+//     names, labels and meanings, so existing dashboards and alerts work.
+//   - Misuse is an error: a controller with no sources, started twice, or
+//     watching after Start returns ErrNoSources or ErrStarted; invalid
+//     Options fail New with a message naming the field.
+package controller

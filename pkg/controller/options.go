@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// Defaults of Options.
+const (
+	DefaultCacheSyncTimeout = 2 * time.Minute
+	DefaultDrainTimeout     = 30 * time.Second
+)
+
+// Options configure New. The zero value is valid.
+type Options[K comparable] struct {
+	// MaxConcurrentReconciles is how many keys are reconciled at once, each
+	// by its own worker; one key is never reconciled by two at once.
+	// Defaults to 1.
+	MaxConcurrentReconciles int
+
+	// RateLimiter decides how long a key waits before it is retried after
+	// an error, or requeued by reconcile.RequeueAfter(0). Defaults to the
+	// queue's: per-key exponential backoff from 5ms, doubling with each
+	// retry, at most 1000s, reset when a reconcile of the key succeeds.
+	RateLimiter workqueue.TypedRateLimiter[K]
+
+	// ReconcileTimeout ends the context of a reconcile that runs longer,
+	// with a cause that wraps ErrReconcileTimeout; such reconciles are
+	// counted. Defaults to 0: no timeout.
+	ReconcileTimeout time.Duration
+
+	// CrashOnPanic makes a panicking reconciler crash the process, after
+	// the panic is counted. Defaults to false: the panic is recovered,
+	// logged with its stack, counted and retried with backoff, like an
+	// error.
+	CrashOnPanic bool
+
+	// CacheSyncTimeout bounds how long Start waits for its sources' initial
+	// lists before it gives up with an error naming the sources not synced
+	// (usually a missing CRD or RBAC rule). Defaults to
+	// DefaultCacheSyncTimeout.
+	CacheSyncTimeout time.Duration
+
+	// DrainTimeout bounds how long Start, once its context ends, waits for
+	// the reconciles in flight to finish; then their contexts are canceled.
+	// Defaults to DefaultDrainTimeout.
+	DrainTimeout time.Duration
+
+	// Tenant turns on fairness in the controller's queue: keys of one
+	// priority are served round-robin across tenants, so a tenant with a
+	// large backlog cannot delay another's keys. Defaults to the namespace
+	// when K is reconcile.Request, and to no fairness otherwise.
+	Tenant func(K) string
+
+	// Logger is the controller's logger; each reconcile gets it with the
+	// controller's name, the key and a reconcile ID. Defaults to
+	// logr.Discard().
+	Logger logr.Logger
+
+	// Registerer receives the controller's metrics (see package metrics:
+	// controller-runtime's reconcile metrics and client-go's workqueue
+	// metrics, under their usual names). Several controllers may share
+	// one. Defaults to none.
+	Registerer prometheus.Registerer
+}
+
+// validName is what a controller's name may be: it labels metrics and logs.
+var validName = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`)
+
+func (o Options[K]) validate() error {
+	var errs []error
+	if o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, fmt.Errorf("Options.MaxConcurrentReconciles is %d: it must be 0 (the default, 1) or positive", o.MaxConcurrentReconciles))
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"ReconcileTimeout", o.ReconcileTimeout},
+		{"CacheSyncTimeout", o.CacheSyncTimeout},
+		{"DrainTimeout", o.DrainTimeout},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("Options.%s is %v: it must be 0 (the default) or positive", d.field, d.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o Options[K]) withDefaults() Options[K] {
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = 1
+	}
+	if o.CacheSyncTimeout == 0 {
+		o.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.Tenant == nil {
+		// For reconcile.Request keys, func(reconcile.Request) string is
+		// func(K) string: asserted once here, not per key.
+		o.Tenant, _ = any(func(r reconcile.Request) string { return r.Namespace }).(func(K) string)
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return o
+}

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+
+	"github.com/opkit-dev/opkit/pkg/queue"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// processNext reconciles the next key, and reports false once the queue has
+// shut down.
+func (c *Controller[K]) processNext(ctx context.Context) bool {
+	key, priority, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	c.metrics.ActiveWorkers.Inc()
+	defer c.metrics.ActiveWorkers.Dec()
+	c.handle(ctx, key, priority)
+	return true
+}
+
+// handle reconciles key and acts on the outcome: forget it, requeue it, or
+// retry it with backoff. A requeue keeps the priority the key was handed
+// out with unless the Result sets one.
+func (c *Controller[K]) handle(ctx context.Context, key K, priority int) {
+	id := uuid.NewString()
+	log := c.log.WithValues(keyValues(key)...).WithValues("reconcileID", id)
+	ctx = logr.NewContext(context.WithValue(ctx, reconcileIDKey{}, id), log)
+
+	start := time.Now()
+	res, err := c.reconcile(ctx, key)
+	took := time.Since(start)
+	c.metrics.Time.Observe(took.Seconds())
+	if p, ok := res.Priority(); ok {
+		priority = p
+	}
+	after, requeue := res.Requeue()
+	switch {
+	case errors.Is(err, reconcile.ErrTerminal):
+		c.queue.Forget(key)
+		c.metrics.Error.Inc()
+		c.metrics.Errors.Inc()
+		c.metrics.Terminal.Inc()
+		log.Error(err, "Reconcile failed with a terminal error; not retrying until the object changes")
+	case err != nil:
+		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
+		c.metrics.Error.Inc()
+		c.metrics.Errors.Inc()
+		log.Error(err, "Reconcile failed; retrying with backoff", "retries", c.queue.NumRequeues(key))
+	case !requeue:
+		c.queue.Forget(key)
+		c.metrics.Success.Inc()
+		log.V(1).Info("Reconciled", "seconds", took.Seconds())
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddWithOpts(queue.AddOpts{After: after, Priority: priority}, key)
+		c.metrics.RequeueAfter.Inc()
+		log.V(1).Info("Reconciled; requeued", "after", after.String(), "seconds", took.Seconds())
+	default:
+		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
+		c.metrics.Requeue.Inc()
+		log.V(1).Info("Reconciled; requeued with backoff", "seconds", took.Seconds())
+	}
+	if err != nil && requeue {
+		log.V(1).Info("The reconciler returned both an error and a requeue; the requeue is ignored", "result", res.String())
+	}
+}
+
+// reconcile calls the reconciler under the per-reconcile timeout, turning a
+// panic into an error unless Options.CrashOnPanic is set.
+func (c *Controller[K]) reconcile(ctx context.Context, key K) (res reconcile.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.metrics.Panics.Inc()
+			if c.opts.CrashOnPanic {
+				panic(r)
+			}
+			logr.FromContextOrDiscard(ctx).Error(fmt.Errorf("%v", r), "Reconciler panicked; recovered, will retry with backoff", "stack", string(debug.Stack()))
+			res, err = reconcile.Done(), fmt.Errorf("reconciler panicked: %v [recovered]", r)
+		}
+	}()
+	if c.opts.ReconcileTimeout > 0 {
+		cause := fmt.Errorf("%w after %v (Options.ReconcileTimeout)", ErrReconcileTimeout, c.opts.ReconcileTimeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.ReconcileTimeout, cause)
+		defer func() {
+			// Counted only when this timeout, not a parent's cancel, ended it.
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(context.Cause(ctx), ErrReconcileTimeout) {
+				c.metrics.Timeouts.Inc()
+			}
+			cancel()
+		}()
+	}
+	return c.reconciler.Reconcile(ctx, key)
+}
