@@ -7,6 +7,12 @@
 //     (workqueue_depth, workqueue_adds_total, ...), so dashboards built for
 //     client-go and controller-runtime work unchanged. Depth carries a
 //     priority label, as controller-runtime's priority queue does.
-//   - A constructor that cannot register (say, a duplicate name) returns the
-//     error; nothing panics.
+//   - Controller metrics carry controller-runtime's names and meanings
+//     (controller_runtime_reconcile_total{controller,result}, ...), for the
+//     same reason.
+//   - Shared: constructors called again with one registry return metrics
+//     over the collectors registered first, so every queue and controller
+//     of a manager may call them; series are told apart by their labels.
+//   - A constructor that cannot register (say, a collector of the same name
+//     and another shape) returns the error; nothing panics.
 package metrics

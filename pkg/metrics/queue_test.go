@@ -52,13 +52,33 @@ workqueue_retries_total{name="mirrors"} 1
 	}
 }
 
-func TestQueueMetricsRegisterTwice(t *testing.T) {
+// Two queues built on one registry share its collectors; a collector of
+// the same name and another shape is an error.
+func TestQueueMetricsShareARegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := NewQueueMetrics(reg); err != nil {
+	m1, err := NewQueueMetrics(reg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := NewQueueMetrics(reg)
-	if err == nil || !strings.Contains(err.Error(), "register queue metrics") {
-		t.Fatalf("second registration: err = %v, want a registration error", err)
+	m2, err := NewQueueMetrics(reg)
+	if err != nil {
+		t.Fatalf("second NewQueueMetrics on one registry: %v", err)
+	}
+	m1.NewAddsMetric("a").Inc()
+	m2.NewAddsMetric("b").Inc()
+	m2.NewAddsMetric("b").Inc()
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP workqueue_adds_total Total number of adds handled by workqueue
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{name="a"} 1
+workqueue_adds_total{name="b"} 2
+`), "workqueue_adds_total"); err != nil {
+		t.Error(err)
+	}
+
+	other := prometheus.NewRegistry()
+	other.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "workqueue_depth", Help: "not a queue's"}))
+	if _, err := NewQueueMetrics(other); err == nil || !strings.Contains(err.Error(), "register queue metrics") {
+		t.Errorf("NewQueueMetrics beside a conflicting collector: err = %v, want a registration error", err)
 	}
 }
