@@ -31,6 +31,12 @@ var (
 	// ErrShutdown is the cause of a reconcile context canceled because the
 	// controller stopped and its drain timeout passed.
 	ErrShutdown = errors.New("controller shut down")
+	// ErrAbort, as the cause of Start's context (see
+	// context.WithCancelCause), stops the controller without a drain: the
+	// contexts of the reconciles in flight are canceled at once. A manager
+	// that loses its leader lease stops its controllers so, since another
+	// process may already be reconciling the same keys.
+	ErrAbort = errors.New("controller aborted")
 )
 
 // Controller runs a Reconciler over the keys its sources put on its queue,
@@ -114,7 +120,8 @@ func (c *Controller[K]) Watch(src source.Source[K]) error {
 // Options.CacheSyncTimeout), then reconciles with
 // Options.MaxConcurrentReconciles workers until ctx ends. Then it stops
 // handing out keys, waits up to Options.DrainTimeout for the reconciles in
-// flight, and returns nil; or an error if the drain timed out, a source
+// flight, and returns nil (at once, canceling the reconciles in flight, if
+// the context's cause wraps ErrAbort); or an error if the drain timed out, a source
 // failed to start or sync, or the controller has no sources or was started
 // before. Keys still queued at the end are dropped: the sources queue them
 // again after a restart.
@@ -187,6 +194,13 @@ func (c *Controller[K]) run(ctx context.Context) error {
 		})
 	}
 	<-ctx.Done()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrAbort) {
+		c.log.Info("Aborting: canceling the reconciles in flight", "cause", cause.Error())
+		stopWork(cause)
+		c.queue.ShutDown()
+		wg.Wait()
+		return nil
+	}
 	c.log.Info("Stopping workers; waiting for reconciles in flight", "timeout", c.opts.DrainTimeout)
 	drainCtx, cancel := context.WithTimeoutCause(context.Background(), c.opts.DrainTimeout,
 		fmt.Errorf("controller %q: reconciles still running after Options.DrainTimeout (%v)", c.name, c.opts.DrainTimeout))

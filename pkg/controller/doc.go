@@ -20,7 +20,8 @@
 //     synced) before the first reconcile.
 //   - Graceful: when Start's context ends, no new key is handed out, the
 //     reconciles in flight get Options.DrainTimeout to finish with their
-//     contexts live, and Start returns nil.
+//     contexts live, and Start returns nil. A context canceled with a cause
+//     wrapping ErrAbort (a lost leader lease) cancels them at once instead.
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key (namespace and name for a
 //     reconcile.Request) and a reconcile ID (see ReconcileID).

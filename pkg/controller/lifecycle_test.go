@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -174,6 +175,39 @@ func TestDrainTimeout(t *testing.T) {
 		}
 		if got := <-cause; !errors.Is(got, controller.ErrShutdown) {
 			t.Errorf("the reconcile's context ended with %v, want ErrShutdown", got)
+		}
+	})
+}
+
+// A stop whose cause wraps ErrAbort cancels the reconcile in flight at once.
+func TestAbort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cause := make(chan error, 1)
+		c, err := controller.New("c", reconcile.Func[reconcile.Request](func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return reconcile.Done(), nil
+		}), controller.Options[reconcile.Request]{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Watch(&keys{keys: []reconcile.Request{req("a")}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- c.Start(ctx) }()
+		synctest.Wait()
+		stopped := time.Now()
+		cancel(fmt.Errorf("%w: lease lost", controller.ErrAbort))
+		if err := <-errc; err != nil {
+			t.Errorf("Start = %v after an abort", err)
+		}
+		if d := time.Since(stopped); d != 0 {
+			t.Errorf("abort took %v, want no wait", d)
+		}
+		if got := <-cause; !errors.Is(got, controller.ErrAbort) {
+			t.Errorf("the reconcile's context ended with %v, want ErrAbort", got)
 		}
 	})
 }
