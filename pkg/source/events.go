@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	toolscache "k8s.io/client-go/tools/cache"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/queue"

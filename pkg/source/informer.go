@@ -61,4 +61,4 @@ type informerAttachment struct {
 }
 
 func (a informerAttachment) HasSynced() bool { return a.reg.HasSynced() }
-func (a informerAttachment) Remove() error  { return a.inf.RemoveEventHandler(a.reg) }
+func (a informerAttachment) Remove() error   { return a.inf.RemoveEventHandler(a.reg) }

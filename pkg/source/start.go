@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	toolscache "k8s.io/client-go/tools/cache"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/queue"
