@@ -1,0 +1,176 @@
+package source_test
+
+// The event path side by side with controller-runtime's, in one run so that
+// the ratio means something on a noisy machine. Each row is named
+// Benchmark<Workload>/<impl>, impl one of:
+//
+//   - opkit: an Informer source with EnqueueObject into a queue.Queue.
+//   - ctrlruntime: controller-runtime's source.Informer with
+//     handler.EnqueueRequestForObject into its priority queue.
+//
+// Both listen to the same kind of client-go SharedIndexInformer, fed by an
+// in-memory ListerWatcher, and both queues are drained by one worker (Get,
+// Done). Every row reports ns/event and allocs/event, the informer's own
+// work included; 'make bench' runs them and hack/benchtable prints the
+// ratios.
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/opkit-dev/opkit/pkg/queue"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+const (
+	benchUpdates    = 100_000 // watch updates per op
+	benchObjects    = 1_000   // distinct objects they update, round-robin
+	benchNamespaces = 10
+	sentinelNS      = "bench"
+	sentinelName    = "end" // updated last in every op; its key ends the op
+)
+
+// sink is one implementation under test: start attaches it to inf and
+// starts a worker that drains its queue and sends on seen whenever it gets
+// the sentinel's key. The returned function stops the worker and queue.
+type sink func(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) (stop func())
+
+func BenchmarkInformerUpdates(b *testing.B) {
+	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink) })
+	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink) })
+}
+
+func opkitSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
+	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
+	src := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]())
+	if err := src.Start(ctx, q); err != nil {
+		b.Fatal(err)
+	}
+	if err := src.WaitForSync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	sentinel := reconcile.Request{Namespace: sentinelNS, Name: sentinelName}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			k, _, shutdown := q.Get()
+			if shutdown {
+				return
+			}
+			if k == sentinel {
+				seen <- struct{}{}
+			}
+			q.Done(k)
+		}
+	})
+	return func() { q.ShutDown(); wg.Wait() }
+}
+
+func ctrlRuntimeSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
+	q := priorityqueue.New[ctrlreconcile.Request]("") // unnamed: no metrics, as opkit's
+	src := &ctrlsource.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}
+	if err := src.Start(ctx, q); err != nil {
+		b.Fatal(err)
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		b.Fatal("informer did not sync")
+	}
+	sentinel := ctrlreconcile.Request{}
+	sentinel.Namespace, sentinel.Name = sentinelNS, sentinelName
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			k, shutdown := q.Get()
+			if shutdown {
+				return
+			}
+			if k == sentinel {
+				seen <- struct{}{}
+			}
+			q.Done(k)
+		}
+	})
+	return func() { q.ShutDown(); wg.Wait() }
+}
+
+func benchInformer(b *testing.B, start sink) {
+	ns := make([]string, benchNamespaces)
+	for i := range ns {
+		ns[i] = "ns-" + strconv.Itoa(i)
+	}
+	names := make([]string, benchObjects)
+	initial := make([]corev1.ConfigMap, benchObjects+1)
+	for i := range benchObjects {
+		names[i] = "obj-" + strconv.Itoa(i)
+		initial[i] = *configMap(ns[i%benchNamespaces], names[i], 1)
+	}
+	initial[benchObjects] = *configMap(sentinelNS, sentinelName, 1)
+	lw := newFakeLW(initial, 1)
+
+	ctx, cancel := context.WithCancel(b.Context())
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	var wg sync.WaitGroup
+	wg.Go(func() { inf.RunWithContext(ctx) })
+	seen := make(chan struct{}, 1)
+	stop := start(b, ctx, inf, seen)
+	defer func() {
+		cancel()
+		wg.Wait()
+		lw.stop()
+		stop()
+	}()
+
+	// Two slabs of updates, used in turn: the informer holds the objects of
+	// the last op's slab, which the next op must not overwrite.
+	slabs := [2][]corev1.ConfigMap{make([]corev1.ConfigMap, benchUpdates+1), make([]corev1.ConfigMap, benchUpdates+1)}
+	for _, slab := range slabs {
+		for i := range benchUpdates {
+			j := i % benchObjects
+			slab[i].Namespace, slab[i].Name = ns[j%benchNamespaces], names[j]
+		}
+		slab[benchUpdates].Namespace, slab[benchUpdates].Name = sentinelNS, sentinelName
+	}
+
+	var mallocs uint64
+	var ms runtime.MemStats
+	b.ResetTimer()
+	for op := range b.N {
+		b.StopTimer()
+		slab := slabs[op%2]
+		base := (op + 1) * (benchUpdates + 1)
+		for i := range slab {
+			slab[i].ResourceVersion = strconv.Itoa(base + i)
+		}
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		b.StartTimer()
+
+		for i := range slab {
+			lw.events <- watch.Event{Type: watch.Modified, Object: &slab[i]}
+		}
+		<-seen
+
+		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs - before
+		b.StartTimer()
+	}
+	b.StopTimer()
+	events := float64(b.N) * (benchUpdates + 1)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+	b.ReportMetric(float64(mallocs)/events, "allocs/event")
+	b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+}
+

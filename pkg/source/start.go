@@ -1,0 +1,97 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/queue"
+)
+
+// errStarted is returned by a second Start of a source.
+var errStarted = errors.New("already started: a source may be started once")
+
+// syncPoll is how often WaitForSync looks at a handler registration that
+// has no channel to wait on.
+const syncPoll = 10 * time.Millisecond
+
+// attachment is a handler's registration with the informers it listens to.
+type attachment interface {
+	HasSynced() bool
+	Remove() error
+}
+
+// eventSource is what Kind and Informer share: starting once, attaching the
+// event handler, detaching it when the context ends, and waiting for the
+// initial list.
+type eventSource[T cache.Object, K comparable] struct {
+	name    string
+	handler Handler[T, K]
+	preds   []Predicate[T]
+	attach  func(toolscache.ResourceEventHandler) (attachment, error)
+
+	mu  sync.Mutex
+	att attachment // nil until Start has attached the handler
+	// started is set by the first Start, even one that fails.
+	started bool
+}
+
+func (s *eventSource[T, K]) start(ctx context.Context, q *queue.Queue[K]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.started:
+		return fmt.Errorf("start %s: %w", s.name, errStarted)
+	case q == nil:
+		return fmt.Errorf("start %s: the queue is nil", s.name)
+	case s.handler == nil:
+		return fmt.Errorf("start %s: the handler is nil", s.name)
+	}
+	s.started = true
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	h := &eventHandler[T, K]{name: s.name, q: q, handler: s.handler, preds: s.preds}
+	att, err := s.attach(h)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	s.att = att
+	context.AfterFunc(ctx, func() {
+		h.stopped.Store(true)
+		if err := att.Remove(); err != nil {
+			utilruntime.HandleError(fmt.Errorf("stop %s: %w", s.name, err))
+		}
+	})
+	return nil
+}
+
+func (s *eventSource[T, K]) waitForSync(ctx context.Context) error {
+	s.mu.Lock()
+	att := s.att
+	s.mu.Unlock()
+	if att == nil {
+		return fmt.Errorf("wait for %s to sync: not started", s.name)
+	}
+	if att.HasSynced() {
+		return nil
+	}
+	tick := time.NewTicker(syncPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to sync: %w", s.name, context.Cause(ctx))
+		case <-tick.C:
+			if att.HasSynced() {
+				return nil
+			}
+		}
+	}
+}
