@@ -1,0 +1,191 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+// Watch is one thing a controller built by NewController watches: its
+// primary type (For), a type it owns (Owns), or any other type with a
+// handler of your own (Watches).
+type Watch interface {
+	add(b *builder) error
+}
+
+// builder collects what NewController needs before any of it is built.
+type builder struct {
+	m       *Manager
+	name    string
+	primary *schema.GroupVersionKind
+	// build make the sources once the primary is known, in the order the
+	// watches were given.
+	build []func(b *builder) (source.Source[reconcile.Request], error)
+	opts  *controller.Options[reconcile.Request]
+}
+
+type watchFunc func(b *builder) error
+
+func (f watchFunc) add(b *builder) error { return f(b) }
+
+// For watches the controller's primary type T: each of its events queues
+// the object itself. A controller has exactly one For.
+func For[T cache.Object](preds ...source.Predicate[T]) Watch {
+	return watchFunc(func(b *builder) error {
+		if b.primary != nil {
+			return fmt.Errorf("two For watches (%v and %v): a controller has one primary type", *b.primary, reflect.TypeFor[T]())
+		}
+		gvk, err := gvkFor[T](b.m)
+		if err != nil {
+			return err
+		}
+		b.primary = &gvk
+		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+			return kind(b.m, source.EnqueueObject[T](), preds)
+		})
+		return nil
+	})
+}
+
+// Owns watches type T, whose objects the primary type controls through an
+// owner reference: each event queues the controlling owner if it is of the
+// primary type.
+func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
+	return watchFunc(func(b *builder) error {
+		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+			owner := b.primary.GroupKind()
+			clusterScoped := false
+			if mapping, err := b.m.mapper.RESTMapping(owner, b.primary.Version); err == nil {
+				clusterScoped = mapping.Scope.Name() == meta.RESTScopeNameRoot
+			}
+			return kind(b.m, source.EnqueueOwner[T](owner, source.OwnerOptions{ClusterScoped: clusterScoped}), preds)
+		})
+		return nil
+	})
+}
+
+// Watches watches type T with a handler of your own, such as
+// source.EnqueueMapped for objects related by a label or a field.
+func Watches[T cache.Object](h source.Handler[T, reconcile.Request], preds ...source.Predicate[T]) Watch {
+	return watchFunc(func(b *builder) error {
+		if h == nil {
+			return fmt.Errorf("Watches[%v]: the handler is nil", reflect.TypeFor[T]())
+		}
+		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+			return kind(b.m, h, preds)
+		})
+		return nil
+	})
+}
+
+// WatchSource adds a source of any kind, such as source.NewChannel for
+// events from outside the cluster.
+func WatchSource(src source.Source[reconcile.Request]) Watch {
+	return watchFunc(func(b *builder) error {
+		if src == nil {
+			return errors.New("WatchSource: the source is nil")
+		}
+		b.build = append(b.build, func(*builder) (source.Source[reconcile.Request], error) { return src, nil })
+		return nil
+	})
+}
+
+// WithOptions sets the controller's options. Defaults to the zero Options,
+// with the manager's logger, registry and shutdown timeout filled in.
+func WithOptions(opts controller.Options[reconcile.Request]) Watch {
+	return watchFunc(func(b *builder) error {
+		b.opts = &opts
+		return nil
+	})
+}
+
+// NewController builds the controller named name that reconciles the
+// primary type of its For watch with r, and adds it to the manager. Every
+// type it watches is registered with the cache, or reuses the registration
+// made with cache.For before, if there is exactly one.
+//
+//	manager.NewController(mgr, "mirror", r,
+//		manager.For[*v1alpha1.Mirror](source.GenerationChanged[*v1alpha1.Mirror]()),
+//		manager.Owns[*corev1.ConfigMap](),
+//		manager.Watches[*corev1.Namespace](source.EnqueueMapped(mirrorsOf)))
+func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Request], watches ...Watch) (*controller.Controller[reconcile.Request], error) {
+	b := &builder{m: m, name: name}
+	for _, w := range watches {
+		if err := w.add(b); err != nil {
+			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+		}
+	}
+	if b.primary == nil {
+		return nil, fmt.Errorf("manager: controller %q: no For watch: name the primary type with manager.For", name)
+	}
+	opts := controller.Options[reconcile.Request]{}
+	if b.opts != nil {
+		opts = *b.opts
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = m.log
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = m.registry
+	}
+	if opts.DrainTimeout == 0 {
+		opts.DrainTimeout = m.opts.ShutdownTimeout
+	}
+	c, err := controller.New(name, r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	for _, build := range b.build {
+		src, err := build(b)
+		if err != nil {
+			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+		}
+		if err := c.Watch(src); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
+	if err := m.Add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// kind returns a Kind source of T over the cache's Lister for it.
+func kind[T cache.Object](m *Manager, h source.Handler[T, reconcile.Request], preds []source.Predicate[T]) (source.Source[reconcile.Request], error) {
+	l, err := lister[T](m.cache)
+	if err != nil {
+		return nil, err
+	}
+	return source.NewKind(l, h, preds...), nil
+}
+
+// lister returns the one Lister that caches T, registering T with default
+// options if none does.
+func lister[T cache.Object](c *cache.Cache) (*cache.Lister[T], error) {
+	l, err := cache.Lookup[T](c)
+	if errors.Is(err, cache.ErrNotRegistered) {
+		return cache.For[T](c, cache.TypeOptions{})
+	}
+	return l, err
+}
+
+func gvkFor[T cache.Object](m *Manager) (schema.GroupVersionKind, error) {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Pointer {
+		return schema.GroupVersionKind{}, fmt.Errorf("For[%v]: the type must be a pointer, such as *corev1.ConfigMap", t)
+	}
+	gvk, err := apiutil.GVKForObject(reflect.New(t.Elem()).Interface().(T), m.scheme)
+	if err != nil {
+		return gvk, fmt.Errorf("For[%v]: %w: add the type to Options.Scheme", t, err)
+	}
+	return gvk, nil
+}

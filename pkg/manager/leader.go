@@ -1,0 +1,91 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaseNamespace returns the Lease's namespace: the option, or the pod's.
+func leaseNamespace(le LeaderElectionOptions) (string, error) {
+	if le.Namespace != "" {
+		return le.Namespace, nil
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return "", fmt.Errorf("Options.LeaderElection.Namespace is empty and this process is not in a pod (%w): set it", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// elect campaigns for the lease in the background; once elected it starts
+// the leader-only runnables. Losing the lease fails the run with
+// ErrLeaderLost.
+func (r *run) elect(leaderOnly []Runnable) error {
+	m := r.m
+	le := m.opts.LeaderElection
+	ns, err := leaseNamespace(le)
+	if err != nil {
+		return fmt.Errorf("manager: leader election: %w", err)
+	}
+	id := le.Identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = host + "_" + uuid.NewString()
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, le.Name,
+		m.clientset.CoreV1(), m.clientset.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return fmt.Errorf("manager: leader election lock: %w", err)
+	}
+	log := m.log.WithValues("lease", ns+"/"+le.Name, "identity", id)
+	var leading atomic.Bool
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: le.ReleaseOnCancel,
+		Name:            le.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {
+				leading.Store(true)
+				log.Info("Elected leader; starting leader-only runnables")
+				r.lead(leaderOnly)
+			},
+			OnStoppedLeading: func() {
+				if r.electCtx.Err() != nil {
+					if leading.Load() {
+						log.Info("Left leadership on shutdown", "released", le.ReleaseOnCancel)
+					}
+					return
+				}
+				r.fail(fmt.Errorf("manager: lease %s/%s: %w: leader-only work stopped; restart the process to campaign again", ns, le.Name, ErrLeaderLost))
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					log.Info("Another process leads", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("manager: leader election: %w", err)
+	}
+	log.Info("Campaigning for leadership")
+	r.elector = make(chan struct{})
+	go func() {
+		defer close(r.elector)
+		elector.Run(r.electCtx)
+	}()
+	return nil
+}

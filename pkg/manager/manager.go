@@ -1,0 +1,235 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/metrics"
+)
+
+// Errors a caller can test for with errors.Is.
+var (
+	// ErrStarted: Start was called twice, or Add after Start.
+	ErrStarted = errors.New("manager already started")
+	// ErrLeaderLost: the manager lost its leader lease; its leader-only
+	// runnables were stopped at once and Start returned.
+	ErrLeaderLost = errors.New("leader election lost")
+)
+
+// Manager builds the clients, cache and metrics registry of an operator
+// once, and runs its runnables: HTTP servers first, then the cache (waiting
+// for it to sync), then the runnables that need no lease, then, once
+// elected, the leader-only ones such as controllers. Its methods are safe
+// for concurrent use.
+type Manager struct {
+	opts      Options
+	config    *rest.Config
+	scheme    *runtime.Scheme
+	mapper    meta.RESTMapper
+	cache     *cache.Cache
+	client    client.Client
+	clientset kubernetes.Interface
+	registry  *prometheus.Registry
+	log       logr.Logger
+	broadcast events.EventBroadcaster
+	elected   chan struct{} // closed once leader-only runnables may run
+	health    *checks
+	ready     *checks
+	synced    atomic.Bool // the cache has synced once
+
+	mu        sync.Mutex
+	runnables []Runnable
+	started   bool
+	servers   []*server
+}
+
+// New returns a manager for the cluster cfg points at (see Config to find
+// it as kubectl and in-cluster pods do). Invalid options fail here, with a
+// message naming the field.
+func New(cfg *rest.Config, opts Options) (*Manager, error) {
+	if cfg == nil {
+		return nil, errors.New("manager: New needs a *rest.Config: use manager.Config, which looks where kubectl and in-cluster pods look")
+	}
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("manager: invalid options: %w", err)
+	}
+	opts = opts.withDefaults()
+	if opts.LeaderElection.Enabled {
+		if _, err := leaseNamespace(opts.LeaderElection); err != nil {
+			return nil, fmt.Errorf("manager: invalid options: %w", err)
+		}
+	}
+	m := &Manager{
+		opts:     opts,
+		scheme:   opts.Scheme,
+		registry: prometheus.NewRegistry(),
+		log:      opts.Logger,
+		elected:  make(chan struct{}),
+		health:   newChecks("healthz"),
+		ready:    newChecks("readyz"),
+	}
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rm, err := metrics.NewRESTClientMetrics(m.registry)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	m.config = rest.CopyConfig(cfg)
+	m.config.Wrap(rm.Wrap)
+	if err := m.buildClients(); err != nil {
+		return nil, err
+	}
+	m.health.add("ping", func(*http.Request) error { return nil })
+	m.ready.add("cache-sync", m.cacheSynced)
+	return m, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Scheme == nil {
+		o.Scheme = scheme.Scheme
+	}
+	if o.CacheSyncTimeout == 0 {
+		o.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.Metrics.BindAddress == "" {
+		o.Metrics.BindAddress = DefaultMetricsBindAddress
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	o.LeaderElection = o.LeaderElection.withDefaults()
+	return o
+}
+
+// buildClients makes the HTTP client, REST mapper, cache, write client,
+// clientset and event broadcaster, all sharing one HTTP client.
+func (m *Manager) buildClients() error {
+	hc, err := rest.HTTPClientFor(m.config)
+	if err != nil {
+		return fmt.Errorf("manager: build HTTP client: %w", err)
+	}
+	if m.mapper, err = apiutil.NewDynamicRESTMapper(m.config, hc); err != nil {
+		return fmt.Errorf("manager: build REST mapper: %w", err)
+	}
+	co := m.opts.Cache
+	co.Scheme, co.Mapper, co.HTTPClient = m.scheme, m.mapper, hc
+	if co.Registerer == nil {
+		co.Registerer = m.registry
+	}
+	if co.Logger.GetSink() == nil {
+		co.Logger = m.log.WithName("cache")
+	}
+	if m.cache, err = cache.New(m.config, co); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if m.client, err = client.New(m.config, client.Options{HTTPClient: hc, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
+		return fmt.Errorf("manager: build client: %w", err)
+	}
+	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
+		return fmt.Errorf("manager: build clientset: %w", err)
+	}
+	m.broadcast = events.NewBroadcaster(&events.EventSinkImpl{Interface: m.clientset.EventsV1()})
+	return nil
+}
+
+// Config returns the REST config the manager's clients use, its transport
+// instrumented for metrics.
+func (m *Manager) Config() *rest.Config { return m.config }
+
+// Scheme returns the scheme.
+func (m *Manager) Scheme() *runtime.Scheme { return m.scheme }
+
+// Cache returns the shared cache. Register types with cache.For before
+// Start.
+func (m *Manager) Cache() *cache.Cache { return m.cache }
+
+// Client returns the write client: uncached, speaking to the API server,
+// server-side apply included.
+func (m *Manager) Client() client.Client { return m.client }
+
+// Registry returns the metrics registry served at /metrics. Register your
+// own metrics with it.
+func (m *Manager) Registry() *prometheus.Registry { return m.registry }
+
+// Logger returns the manager's logger.
+func (m *Manager) Logger() logr.Logger { return m.log }
+
+// EventRecorder returns a recorder of events.k8s.io/v1 Events reported by
+// the controller named name. Events are sent while the manager runs.
+func (m *Manager) EventRecorder(name string) events.EventRecorder {
+	return m.broadcast.NewRecorder(m.scheme, name)
+}
+
+// Elected is closed once this process may run leader-only work: when it
+// wins the election, or at start without leader election.
+func (m *Manager) Elected() <-chan struct{} { return m.elected }
+
+// Add adds a runnable, which Start starts. It must be called before Start.
+func (m *Manager) Add(r Runnable) error {
+	if r == nil {
+		return errors.New("manager: Add: the runnable is nil")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return fmt.Errorf("manager: Add %s after Start: %w", named(r), ErrStarted)
+	}
+	m.runnables = append(m.runnables, r)
+	return nil
+}
+
+// AddHealthCheck adds a check to /healthz: the process is alive while every
+// check returns nil. It must be called before Start.
+func (m *Manager) AddHealthCheck(name string, check func(*http.Request) error) error {
+	return m.health.add(name, check)
+}
+
+// AddReadyCheck adds a check to /readyz, beside the cache's. It must be
+// called before Start.
+func (m *Manager) AddReadyCheck(name string, check func(*http.Request) error) error {
+	return m.ready.add(name, check)
+}
+
+func (m *Manager) setServers(s []*server) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.servers = s
+}
+
+// MetricsAddr returns the address /metrics is served on, such as
+// "127.0.0.1:39017" for a BindAddress of "127.0.0.1:0", or "" before Start
+// or when off.
+func (m *Manager) MetricsAddr() string { return m.addr("metrics") }
+
+// HealthProbeAddr returns the address /healthz and /readyz are served on,
+// or "" before Start or when off.
+func (m *Manager) HealthProbeAddr() string { return m.addr("health probes") }
+
+func (m *Manager) addr(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.servers {
+		if s.name == name {
+			return s.Addr().String()
+		}
+	}
+	return ""
+}

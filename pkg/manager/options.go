@@ -1,0 +1,171 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+)
+
+// Options configure New. The zero value is valid: no leader election,
+// metrics on :8080, health probes off, a 30s shutdown.
+type Options struct {
+	// Scheme maps Go types to kinds, for the cache, the client and events.
+	// Defaults to client-go's kubernetes scheme; add your own types to a
+	// scheme of your own built from it.
+	Scheme *runtime.Scheme
+
+	// Cache configures the cache; the manager sets its Scheme, Mapper,
+	// HTTPClient, Registerer and Logger where they are empty.
+	Cache cache.Options
+
+	// CacheSyncTimeout bounds how long Start waits for the cache to sync
+	// before it fails with an error naming each type not synced. Defaults
+	// to DefaultCacheSyncTimeout.
+	CacheSyncTimeout time.Duration
+
+	// LeaderElection, when enabled, runs leader-only runnables (controllers,
+	// by default) only while this process holds a Lease.
+	LeaderElection LeaderElectionOptions
+
+	// Metrics configures the /metrics endpoint.
+	Metrics MetricsOptions
+
+	// Health configures the /healthz and /readyz endpoints.
+	Health HealthOptions
+
+	// ShutdownTimeout bounds a graceful stop: reconciles in flight, the
+	// lease's release, caches and servers get this long in all. Defaults to
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+
+	// Logger is the manager's logger, passed to everything it starts.
+	// Defaults to logr.Discard().
+	Logger logr.Logger
+}
+
+// LeaderElectionOptions configure leader election through a
+// coordination.k8s.io/v1 Lease.
+type LeaderElectionOptions struct {
+	// Enabled turns leader election on. Defaults to false: every runnable
+	// starts at once.
+	Enabled bool
+	// Name of the Lease. Required when Enabled.
+	Name string
+	// Namespace of the Lease. Defaults to the namespace of the pod's
+	// service account when in a cluster; required otherwise.
+	Namespace string
+	// Identity of this candidate. Defaults to the host name and a random
+	// suffix, so that two processes on one host differ.
+	Identity string
+	// LeaseDuration is how long a standby waits, after the leader last
+	// renewed, before it takes over. Defaults to 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader tries to renew before it gives
+	// the lease up. Defaults to 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the time between tries to acquire or renew. Defaults
+	// to 2s.
+	RetryPeriod time.Duration
+	// ReleaseOnCancel gives the lease up when Start's context ends, after
+	// the leader-only runnables have stopped, so that a standby takes over
+	// at once instead of after LeaseDuration. Defaults to false.
+	ReleaseOnCancel bool
+}
+
+// MetricsOptions configure the /metrics endpoint.
+type MetricsOptions struct {
+	// BindAddress is where /metrics is served, such as ":8080" or
+	// "127.0.0.1:0"; "0" turns it off. Defaults to ":8080".
+	BindAddress string
+	// Secure serves over HTTPS and lets in only requests whose bearer token
+	// the API server authenticates (TokenReview) and authorizes for "get"
+	// on the non-resource URL /metrics (SubjectAccessReview), as an
+	// in-cluster operator should. The operator's RBAC needs create on
+	// tokenreviews and subjectaccessreviews. Defaults to false.
+	Secure bool
+	// CertDir holds tls.crt and tls.key for Secure. Defaults to a
+	// self-signed certificate made at start.
+	CertDir string
+	// Pprof serves net/http/pprof under /debug/pprof/ beside /metrics (and
+	// behind the same authentication when Secure). Defaults to false.
+	Pprof bool
+}
+
+// HealthOptions configure the probe endpoints.
+type HealthOptions struct {
+	// BindAddress is where /healthz and /readyz are served, such as
+	// ":8081"; "" or "0" turns them off. Defaults to off.
+	BindAddress string
+}
+
+// Defaults of Options.
+const (
+	DefaultCacheSyncTimeout   = 2 * time.Minute
+	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultMetricsBindAddress = ":8080"
+	DefaultLeaseDuration      = 15 * time.Second
+	DefaultRenewDeadline      = 10 * time.Second
+	DefaultRetryPeriod        = 2 * time.Second
+)
+
+func (o Options) validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"CacheSyncTimeout", o.CacheSyncTimeout},
+		{"ShutdownTimeout", o.ShutdownTimeout},
+		{"LeaderElection.LeaseDuration", o.LeaderElection.LeaseDuration},
+		{"LeaderElection.RenewDeadline", o.LeaderElection.RenewDeadline},
+		{"LeaderElection.RetryPeriod", o.LeaderElection.RetryPeriod},
+	} {
+		if d.v < 0 {
+			add("Options.%s is %v: it must be 0 (the default) or positive", d.field, d.v)
+		}
+	}
+	if le := o.LeaderElection; le.Enabled {
+		if le.Name == "" {
+			add("Options.LeaderElection.Name is empty: name the Lease, such as \"my-operator-leader\"")
+		}
+		le = le.withDefaults()
+		if le.LeaseDuration <= le.RenewDeadline {
+			add("Options.LeaderElection.LeaseDuration (%v) must be longer than RenewDeadline (%v)", le.LeaseDuration, le.RenewDeadline)
+		}
+		if le.RenewDeadline <= le.RetryPeriod {
+			add("Options.LeaderElection.RenewDeadline (%v) must be longer than RetryPeriod (%v)", le.RenewDeadline, le.RetryPeriod)
+		}
+	}
+	for _, a := range []struct{ field, addr string }{
+		{"Metrics.BindAddress", o.Metrics.BindAddress},
+		{"Health.BindAddress", o.Health.BindAddress},
+	} {
+		if a.addr == "" || a.addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			add("Options.%s %q: want host:port, such as \":8080\", or \"0\" for off: %w", a.field, a.addr, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (le LeaderElectionOptions) withDefaults() LeaderElectionOptions {
+	if le.LeaseDuration == 0 {
+		le.LeaseDuration = DefaultLeaseDuration
+	}
+	if le.RenewDeadline == 0 {
+		le.RenewDeadline = DefaultRenewDeadline
+	}
+	if le.RetryPeriod == 0 {
+		le.RetryPeriod = DefaultRetryPeriod
+	}
+	return le
+}

@@ -1,0 +1,126 @@
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/util/cert"
+)
+
+// server is one HTTP server the manager runs, listening from Start.
+type server struct {
+	name     string
+	listener net.Listener
+	srv      *http.Server
+}
+
+// listen opens the manager's servers, so that an address in use fails
+// Start before anything else runs.
+func (m *Manager) listen() ([]*server, error) {
+	var out []*server
+	closeAll := func() {
+		for _, s := range out {
+			_ = s.listener.Close()
+		}
+	}
+	if addr := m.opts.Metrics.BindAddress; addr != "0" {
+		s, err := m.metricsServer(addr)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if addr := m.opts.Health.BindAddress; addr != "" && addr != "0" {
+		mux := http.NewServeMux()
+		mux.Handle("/healthz", m.health)
+		mux.Handle("/healthz/", m.health)
+		mux.Handle("/readyz", m.ready)
+		mux.Handle("/readyz/", m.ready)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("manager: serve health probes on %s (Options.Health.BindAddress): %w", addr, err)
+		}
+		out = append(out, &server{name: "health probes", listener: ln, srv: newHTTPServer(mux)})
+	}
+	return out, nil
+}
+
+func (m *Manager) metricsServer(addr string) (*server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: nil}))
+	if m.opts.Metrics.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	var handler http.Handler = mux
+	var tlsConfig *tls.Config
+	if m.opts.Metrics.Secure {
+		handler = &apiServerAuth{clientset: m.clientset, next: mux, log: m.log.WithName("metrics-auth")}
+		c, err := m.certificate()
+		if err != nil {
+			return nil, err
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("manager: serve metrics on %s (Options.Metrics.BindAddress; \"0\" turns it off): %w", addr, err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	return &server{name: "metrics", listener: ln, srv: newHTTPServer(handler)}, nil
+}
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
+}
+
+// certificate loads tls.crt and tls.key from Options.Metrics.CertDir, or
+// makes a self-signed one.
+func (m *Manager) certificate() (tls.Certificate, error) {
+	if dir := m.opts.Metrics.CertDir; dir != "" {
+		c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+		if err != nil {
+			return c, fmt.Errorf("manager: load the metrics certificate from Options.Metrics.CertDir: %w", err)
+		}
+		return c, nil
+	}
+	host, _ := os.Hostname()
+	crt, key, err := cert.GenerateSelfSignedCertKey(host, nil, nil)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("manager: make a self-signed metrics certificate: %w", err)
+	}
+	return tls.X509KeyPair(crt, key)
+}
+
+// Addr returns where the server listens.
+func (s *server) Addr() net.Addr { return s.listener.Addr() }
+
+func (s *server) serve(fail func(error)) {
+	if err := s.srv.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fail(fmt.Errorf("manager: %s server: %w", s.name, err))
+	}
+}
+
+func (s *server) shutdown(ctx context.Context) error {
+	if err := s.srv.Shutdown(ctx); err != nil {
+		_ = s.srv.Close()
+		return fmt.Errorf("manager: stop %s server: %w", s.name, err)
+	}
+	return nil
+}
