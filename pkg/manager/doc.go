@@ -1,0 +1,45 @@
+// Package manager runs an operator: it builds the clients, cache and
+// metrics registry once, and starts everything else in order.
+//
+// Its contract:
+//
+//   - Built once: New makes the HTTP client, REST mapper, cache, write client
+//     (controller-runtime's client.Client, uncached, server-side apply
+//     included), clientset, event broadcaster and Prometheus registry, and
+//     hands them to what it starts. Invalid Options fail New, naming the
+//     field.
+//   - Ordered: Start serves /metrics and the probes first, then starts the
+//     cache and waits for it to sync (Options.CacheSyncTimeout; the error
+//     names each type not synced and why), then the runnables that need no
+//     lease, then, once elected, the leader-only ones. A runnable is
+//     leader-only unless it implements LeaderElectionRunnable and says not;
+//     controllers are.
+//   - One leader: with Options.LeaderElection, leader-only runnables run only
+//     while this process holds a coordination.k8s.io/v1 Lease. The cache
+//     syncs before the election, so a standby takes over warm. Losing the
+//     lease cancels leader-only work at once (controller.ErrAbort) and
+//     Start returns an error wrapping ErrLeaderLost: a process never goes
+//     on reconciling without the lease. With ReleaseOnCancel the lease is
+//     given up on a stop, after leader-only work has stopped, so a standby
+//     takes over in about RetryPeriod instead of LeaseDuration.
+//   - Probes: /healthz passes while the process serves; /readyz fails until
+//     the cache has synced and lists each failing check and why.
+//   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
+//     reconcile metrics (client-go's and controller-runtime's names), the
+//     REST client metrics of every request the manager's clients make, and
+//     the Go and process collectors. Options.Metrics.Secure serves them over
+//     HTTPS only to tokens the API server authenticates (TokenReview) and
+//     authorizes for get on /metrics (SubjectAccessReview). pprof is
+//     optional.
+//   - Events: EventRecorder records events.k8s.io/v1 Events.
+//   - Graceful: when Start's context ends, runnables stop (controllers let
+//     the reconciles in flight finish), the lease is released if asked, then
+//     the cache and servers stop, within Options.ShutdownTimeout in all;
+//     Start returns nil. SignalContext ends a context at SIGTERM or SIGINT
+//     and exits at a second.
+//   - Thin builder: NewController wires the common controller, one primary
+//     type (For), owned types (Owns), other watches (Watches, WatchSource),
+//     predicates and options, as values rather than a chain of methods.
+//   - Finding the cluster: Config looks where kubectl and in-cluster pods
+//     look, and names every place it looked when none works.
+package manager

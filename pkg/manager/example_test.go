@@ -1,0 +1,65 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+// An operator's main: find the cluster, build the manager, add a controller
+// and run until SIGTERM.
+func Example() {
+	cfg, err := manager.Config("")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		LeaderElection: manager.LeaderElectionOptions{Enabled: true, Name: "example-operator"},
+		Health:         manager.HealthOptions{BindAddress: ":8081"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		cm, err := configMaps.Get(req.Namespace, req.Name) // the cached object: read, never modify
+		if err != nil {
+			return reconcile.Done(), client.IgnoreNotFound(err) // deleted: nothing to do
+		}
+		mgr.Logger().Info("Reconciled", "configMap", req, "keys", len(cm.Data))
+		return reconcile.Done(), nil
+	})
+	if _, err := manager.NewController(mgr, "configmaps", r,
+		manager.For[*corev1.ConfigMap](source.LabelsChanged[*corev1.ConfigMap]())); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := mgr.Start(manager.SignalContext()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// Invalid options fail New, naming the field and what to do.
+func ExampleNew_invalidOptions() {
+	_, err := manager.New(&rest.Config{Host: "https://127.0.0.1:6443"}, manager.Options{
+		LeaderElection: manager.LeaderElectionOptions{Enabled: true, Namespace: "operators"},
+	})
+	fmt.Println(err)
+	// Output: manager: invalid options: Options.LeaderElection.Name is empty: name the Lease, such as "my-operator-leader"
+}
