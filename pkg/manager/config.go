@@ -14,7 +14,23 @@ import (
 // pod's service account (in a cluster), then ~/.kube/config, each loaded by
 // client-go's clientcmd rules. When none works, the error names every place
 // it looked and why each failed.
+//
+// As controller-runtime's GetConfig does, it turns client-side rate limiting
+// off (QPS -1) unless the kubeconfig sets a QPS: the API server's priority
+// and fairness protects it, and client-go's default of 5 requests a second
+// would throttle an operator's writes.
 func Config(kubeconfig string) (*rest.Config, error) {
+	cfg, err := findConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
+}
+
+func findConfig(kubeconfig string) (*rest.Config, error) {
 	load := func(explicit string, precedence ...string) (*rest.Config, error) {
 		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: explicit, Precedence: precedence}
 		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()

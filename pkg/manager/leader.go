@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/google/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -42,8 +44,14 @@ func (r *run) elect(leaderOnly []Runnable) error {
 		host, _ := os.Hostname()
 		id = host + "_" + uuid.NewString()
 	}
+	// A clientset of its own, so that its rate limiter (if the config sets
+	// one) is its own: a busy controller must not delay a renewal.
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(m.config, "leader-election"))
+	if err != nil {
+		return fmt.Errorf("manager: leader election client: %w", err)
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, le.Name,
-		m.clientset.CoreV1(), m.clientset.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return fmt.Errorf("manager: leader election lock: %w", err)
 	}
