@@ -267,8 +267,7 @@ func TestPanicAndTimeout(t *testing.T) {
 	r := keyRecorder{do: func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		switch {
 		case req.Name == "panics" && !panicked.Swap(true):
-			var m map[string]int
-			m["boom"]++ // a real nil-map panic
+			panic("index out of range") // as a buggy reconciler would
 		case req.Name == "slow" && !timedOut.Load():
 			<-ctx.Done()
 			err := context.Cause(ctx)

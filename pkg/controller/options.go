@@ -89,7 +89,7 @@ func (o Options[K]) validate() error {
 		{"DrainTimeout", o.DrainTimeout},
 	} {
 		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("Options.%s is %v: it must be 0 (the default) or positive", d.field, d.v))
+			errs = append(errs, fmt.Errorf("%s is %v: it must be 0 (the default) or positive", "Options."+d.field, d.v))
 		}
 	}
 	return errors.Join(errs...)

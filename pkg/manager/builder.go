@@ -78,7 +78,7 @@ func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
 func Watches[T cache.Object](h source.Handler[T, reconcile.Request], preds ...source.Predicate[T]) Watch {
 	return watchFunc(func(b *builder) error {
 		if h == nil {
-			return fmt.Errorf("Watches[%v]: the handler is nil", reflect.TypeFor[T]())
+			return fmt.Errorf("watch %v: the handler of Watches is nil", reflect.TypeFor[T]())
 		}
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
 			return kind(b.m, h, preds)
@@ -181,11 +181,11 @@ func lister[T cache.Object](c *cache.Cache) (*cache.Lister[T], error) {
 func gvkFor[T cache.Object](m *Manager) (schema.GroupVersionKind, error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer {
-		return schema.GroupVersionKind{}, fmt.Errorf("For[%v]: the type must be a pointer, such as *corev1.ConfigMap", t)
+		return schema.GroupVersionKind{}, fmt.Errorf("watch %v: the type must be a pointer, such as *corev1.ConfigMap", t)
 	}
 	gvk, err := apiutil.GVKForObject(reflect.New(t.Elem()).Interface().(T), m.scheme)
 	if err != nil {
-		return gvk, fmt.Errorf("For[%v]: %w: add the type to Options.Scheme", t, err)
+		return gvk, fmt.Errorf("watch %v: %w: add the type to the manager's Options.Scheme", t, err)
 	}
 	return gvk, nil
 }

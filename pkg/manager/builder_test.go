@@ -1,0 +1,104 @@
+package manager_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+// seen records the keys a reconciler is handed.
+type seen struct {
+	mu   sync.Mutex
+	keys map[reconcile.Request]int
+}
+
+func (s *seen) reconciler() reconcile.Reconciler[reconcile.Request] {
+	return reconcile.Func[reconcile.Request](func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.keys == nil {
+			s.keys = map[reconcile.Request]int{}
+		}
+		s.keys[req]++
+		return reconcile.Done(), nil
+	})
+}
+
+func (s *seen) count(ns, name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[reconcile.Request{Namespace: ns, Name: name}]
+}
+
+// NewController wires For, Owns and Watches: a Secret controlled by a
+// ConfigMap queues the ConfigMap; a Pod queues what its label names.
+func TestNewControllerWatches(t *testing.T) {
+	ns := env.Namespace(t)
+	m := newManager(t, ns, manager.Options{})
+	var s seen
+	byLabel := source.EnqueueMapped(func(p *corev1.Pod) []reconcile.Request {
+		return []reconcile.Request{{Namespace: p.Namespace, Name: p.Labels["config"]}}
+	})
+	_, err := manager.NewController(m, "wired", s.reconciler(),
+		manager.For[*corev1.ConfigMap](),
+		manager.Owns[*corev1.Secret](),
+		manager.Watches[*corev1.Pod](byLabel),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, m)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
+	if err := m.Client().Create(t.Context(), owner); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the primary object", func() bool { return s.count(ns, "owner") == 1 })
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
+	}}}}
+	if err := m.Client().Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the owner of a new Secret", func() bool { return s.count(ns, "owner") == 2 })
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: map[string]string{"config": "mapped"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if err := m.Client().Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the key a Pod maps to", func() bool { return s.count(ns, "mapped") == 1 })
+	if n := s.count(ns, "owned") + s.count(ns, "p"); n != 0 {
+		t.Errorf("a watched object itself was queued %d times", n)
+	}
+}
+
+func TestNewControllerRejectsMisuse(t *testing.T) {
+	m := newManager(t, "x", manager.Options{})
+	var s seen
+	for _, tt := range []struct {
+		name    string
+		watches []manager.Watch
+		mention string
+	}{
+		{"no For", []manager.Watch{manager.Owns[*corev1.Secret]()}, "no For watch"},
+		{"two Fors", []manager.Watch{manager.For[*corev1.ConfigMap](), manager.For[*corev1.Secret]()}, "one primary type"},
+		{"nil handler", []manager.Watch{manager.For[*corev1.ConfigMap](), manager.Watches[*corev1.Pod](nil)}, "handler of Watches is nil"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manager.NewController(m, "misused", s.reconciler(), tt.watches...)
+			if err == nil || !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("NewController = %v, want an error mentioning %q", err, tt.mention)
+			}
+		})
+	}
+}
