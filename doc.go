@@ -12,7 +12,14 @@
 //   - pkg/queue: the generic, fair, priority work queue with aging.
 //   - pkg/cache: the shared informer cache, stripped on ingest, read through
 //     typed Listers that do not copy.
-//   - pkg/metrics: Prometheus implementations of opkit's metric interfaces,
-//     recording into a registry passed in.
+//   - pkg/source: informer events to queue keys, through handlers and
+//     typed predicates; initial lists and resyncs at low priority.
+//   - pkg/reconcile: the Reconciler a user writes and the Result it returns.
+//   - pkg/controller: the worker pool that runs a Reconciler over a queue.
+//   - pkg/manager: builds the clients, cache and metrics registry once and
+//     runs everything in order, with leader election, probes, metrics and a
+//     thin builder.
+//   - pkg/metrics: Prometheus metrics with client-go's and
+//     controller-runtime's names, recording into a registry passed in.
 //   - pkg/testenv: a local control plane for tests and development.
 package opkit
