@@ -1,0 +1,107 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the API's group and version.
+var GroupVersion = schema.GroupVersion{Group: "samples.opkit.dev", Version: "v1alpha1"}
+
+// AddToScheme adds the API's types to a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Mirror{}, &MirrorList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// Source kinds a Mirror copies.
+const (
+	KindConfigMap = "ConfigMap"
+	KindSecret    = "Secret"
+)
+
+// SourceRef names the object a Mirror copies, in the Mirror's namespace.
+type SourceRef struct {
+	// Kind of the source: ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the source, in the Mirror's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// MirrorSpec is what a Mirror copies, and where to.
+type MirrorSpec struct {
+	// Source is the object to copy.
+	Source SourceRef `json:"source"`
+	// NamespaceSelector picks the namespaces that get a copy. The Mirror's
+	// own namespace never does: the source is there. An empty selector
+	// matches every other namespace.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operators must be In, NotIn, Exists or DoesNotExist"
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+}
+
+// Condition types and reasons of a Mirror.
+const (
+	// ConditionReady is True when every selected namespace holds an
+	// up-to-date copy.
+	ConditionReady = "Ready"
+
+	ReasonSynced         = "Synced"
+	ReasonSourceNotFound = "SourceNotFound"
+	ReasonInvalidSpec    = "InvalidSpec"
+	ReasonConflict       = "Conflict"
+)
+
+// MirrorStatus is what the operator last saw and did.
+type MirrorStatus struct {
+	// ObservedGeneration is the generation of the spec the status is about.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, with reason Synced, SourceNotFound, InvalidSpec or
+	// Conflict.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// SyncedNamespaces counts the namespaces holding an up-to-date copy.
+	// +optional
+	SyncedNamespaces int32 `json:"syncedNamespaces,omitempty"`
+	// ConflictingNamespaces lists namespaces holding an object of the
+	// source's name that this Mirror does not own, and so left untouched.
+	// +listType=set
+	// +optional
+	ConflictingNamespaces []string `json:"conflictingNamespaces,omitempty"`
+}
+
+// Mirror copies a ConfigMap or Secret into every namespace that matches a
+// selector, and keeps the copies equal to it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=opkit
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.source.kind`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.name`
+// +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.syncedNamespaces`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Mirror struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MirrorSpec   `json:"spec"`
+	Status MirrorStatus `json:"status,omitempty"`
+}
+
+// MirrorList is a list of Mirrors.
+//
+// +kubebuilder:object:root=true
+type MirrorList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Mirror `json:"items"`
+}

@@ -1,0 +1,24 @@
+// Package mirror is the sample operator's controller: it copies the source
+// of each Mirror (a ConfigMap or Secret) into every namespace its selector
+// matches, and keeps the copies equal to it.
+//
+// What it promises:
+//
+//   - Copies carry the labels LabelMirrorNamespace and LabelMirrorName that
+//     name their Mirror; an object without them is never touched.
+//   - Copies follow every change of the source; a deleted copy is created
+//     again; an edited copy is put back; a copy goes when its namespace
+//     stops matching, when the source goes, and when the Mirror is deleted
+//     (Finalizer).
+//   - An object of the source's name that the Mirror does not own is left
+//     alone and reported in the Ready condition (reason Conflict) and in an
+//     Event; an invalid spec is reported the same way (InvalidSpec) and not
+//     retried until the Mirror changes.
+//   - Reads come from caches (Store); writes are creates, deletes with a UID
+//     precondition and merge patches with an optimistic lock, so that a
+//     concurrent change is never overwritten unseen.
+//
+// The reconcile logic (Reconciler) knows nothing of opkit's cache: it reads
+// through Store, so the same logic runs on controller-runtime in the
+// benchmarks.
+package mirror

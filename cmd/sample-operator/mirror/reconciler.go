@@ -1,0 +1,253 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// Reconciler brings one Mirror's copies in line with its source.
+type Reconciler struct {
+	Store    Store
+	Client   client.Client        // writes
+	Recorder events.EventRecorder // Events about Mirrors
+}
+
+var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
+
+// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	m, err := r.Store.Mirror(req.Namespace, req.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		// Its finalizer normally removed the copies; this catches a
+		// finalizer removed by hand.
+		return reconcile.Done(), r.deleteCopies(ctx, req.Namespace, req.Name, nil)
+	case err != nil:
+		return reconcile.Done(), err
+	case m.DeletionTimestamp != nil:
+		return reconcile.Done(), r.finalize(ctx, m)
+	}
+	if err := r.addFinalizer(ctx, m); err != nil {
+		return reconcile.Done(), err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
+	if err != nil {
+		err = fmt.Errorf("spec.namespaceSelector: %w", err)
+		return reconcile.Done(), errors.Join(r.report(ctx, m, outcome{reason: v1alpha1.ReasonInvalidSpec, message: err.Error()}), reconcile.Terminal(err))
+	}
+	src, err := r.Store.Object(m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
+	if apierrors.IsNotFound(err) {
+		msg := fmt.Sprintf("%s %s/%s not found; its copies are removed until it exists", m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
+		return reconcile.Done(), errors.Join(r.deleteCopies(ctx, m.Namespace, m.Name, nil), r.report(ctx, m, outcome{reason: v1alpha1.ReasonSourceNotFound, message: msg}))
+	}
+	if err != nil {
+		return reconcile.Done(), err
+	}
+	out, syncErr := r.sync(ctx, m, src, selector)
+	return reconcile.Done(), errors.Join(syncErr, r.report(ctx, m, out))
+}
+
+// outcome is what a reconcile found, for the status.
+type outcome struct {
+	reason    string
+	message   string
+	synced    int32
+	conflicts []string
+}
+
+// sync writes a copy of src into every selected namespace and deletes the
+// copies in namespaces no longer selected.
+func (r *Reconciler) sync(ctx context.Context, m *v1alpha1.Mirror, src client.Object, selector labels.Selector) (outcome, error) {
+	nss, err := r.Store.Namespaces(selector)
+	if err != nil {
+		return outcome{}, err
+	}
+	out := outcome{reason: v1alpha1.ReasonSynced}
+	keep := map[string]bool{}
+	var errs []error
+	for _, ns := range nss {
+		if ns.Name == m.Namespace || ns.Status.Phase == corev1.NamespaceTerminating {
+			continue
+		}
+		keep[ns.Name] = true
+		ok, err := r.syncCopy(ctx, m, src, ns.Name)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case ok:
+			out.synced++
+		default:
+			out.conflicts = append(out.conflicts, ns.Name)
+		}
+	}
+	errs = append(errs, r.deleteCopies(ctx, m.Namespace, m.Name, keep))
+	if len(out.conflicts) > 0 {
+		slices.Sort(out.conflicts)
+		out.reason = v1alpha1.ReasonConflict
+		out.message = fmt.Sprintf("%s %q exists in %s and is not a copy of this Mirror; left untouched",
+			m.Spec.Source.Kind, src.GetName(), strings.Join(out.conflicts, ", "))
+	} else {
+		out.message = fmt.Sprintf("copied into %d namespaces", out.synced)
+	}
+	return out, errors.Join(errs...)
+}
+
+// syncCopy makes namespace ns hold an up-to-date copy of src. It reports
+// false, writing nothing, when ns holds an object of that name that is not
+// m's copy.
+func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src client.Object, ns string) (bool, error) {
+	want, err := desired(src, ns, m)
+	if err != nil {
+		return false, reconcile.Terminal(err)
+	}
+	cur, err := r.Store.Object(m.Spec.Source.Kind, ns, src.GetName())
+	switch {
+	case apierrors.IsNotFound(err):
+		// The cache may lag a create of ours: AlreadyExists retries.
+		if err := r.Client.Create(ctx, want); err != nil {
+			return false, fmt.Errorf("create %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
+		}
+		return true, nil
+	case err != nil:
+		return false, err
+	case !owned(cur, m):
+		return false, nil
+	case inSync(cur, want):
+		return true, nil
+	case !sameType(cur, want):
+		// A Secret's type is immutable: replace the copy.
+		if err := r.deleteCopy(ctx, cur); err != nil {
+			return false, err
+		}
+		if err := r.Client.Create(ctx, want); err != nil {
+			return false, fmt.Errorf("recreate %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
+		}
+		return true, nil
+	}
+	patch := client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Patch(ctx, withContent(cur, want), patch); err != nil {
+		return false, fmt.Errorf("update %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
+	}
+	return true, nil
+}
+
+// deleteCopies deletes the copies of the Mirror namespace/name except those
+// in the namespaces keep holds.
+func (r *Reconciler) deleteCopies(ctx context.Context, namespace, name string, keep map[string]bool) error {
+	var errs []error
+	for _, kind := range []string{v1alpha1.KindConfigMap, v1alpha1.KindSecret} {
+		copies, err := r.Store.Copies(kind, namespace, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, c := range copies {
+			if !keep[c.GetNamespace()] {
+				errs = append(errs, r.deleteCopy(ctx, c))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteCopy deletes c if it is still the object the cache saw.
+func (r *Reconciler) deleteCopy(ctx context.Context, c client.Object) error {
+	uid := c.GetUID()
+	err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s/%s: %w", c.GetNamespace(), c.GetName(), err)
+	}
+	return nil
+}
+
+func (r *Reconciler) addFinalizer(ctx context.Context, m *v1alpha1.Mirror) error {
+	if slices.Contains(m.Finalizers, Finalizer) {
+		return nil
+	}
+	patched := m.DeepCopy()
+	patched.Finalizers = append(patched.Finalizers, Finalizer)
+	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
+}
+
+// finalize deletes the copies of a deleted Mirror, then lets it go.
+func (r *Reconciler) finalize(ctx context.Context, m *v1alpha1.Mirror) error {
+	if !slices.Contains(m.Finalizers, Finalizer) {
+		return nil
+	}
+	if err := r.deleteCopies(ctx, m.Namespace, m.Name, nil); err != nil {
+		return err
+	}
+	patched := m.DeepCopy()
+	patched.Finalizers = slices.DeleteFunc(patched.Finalizers, func(f string) bool { return f == Finalizer })
+	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// report writes the status, if it changed, and records an Event when the
+// Ready condition's reason changes to a failure.
+func (r *Reconciler) report(ctx context.Context, m *v1alpha1.Mirror, out outcome) error {
+	st := m.Status.DeepCopy()
+	st.ObservedGeneration = m.Generation
+	st.SyncedNamespaces = out.synced
+	st.ConflictingNamespaces = out.conflicts
+	status := metav1.ConditionTrue
+	if out.reason != v1alpha1.ReasonSynced {
+		status = metav1.ConditionFalse
+	}
+	old := apimeta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: status, Reason: out.reason, Message: out.message, ObservedGeneration: m.Generation,
+	})
+	if status == metav1.ConditionFalse && (old == nil || old.Reason != out.reason || old.Message != out.message) && r.Recorder != nil {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, out.reason, "Sync", "%s", out.message)
+	}
+	if equalStatus(&m.Status, st) {
+		return nil
+	}
+	patched := m.DeepCopy()
+	patched.Status = *st
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(m)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status: %w", err)
+	}
+	return nil
+}
+
+func equalStatus(a, b *v1alpha1.MirrorStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.SyncedNamespaces != b.SyncedNamespaces ||
+		!slices.Equal(a.ConflictingNamespaces, b.ConflictingNamespaces) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
