@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # setup-envtest.sh builds the local test control plane (kube-apiserver and
-# etcd) from the Go module proxy into bin/k8s/<version>/.
+# etcd) and the kubectl that tests drive it with, from the Go module proxy,
+# into bin/k8s/<version>/.
 #
 # The versions are pinned by hack/tools/envtest/go.mod. No binary is
-# downloaded: both are compiled from source, once. A cold build takes about
-# ten minutes on two cores; later runs find the binaries and do nothing.
+# downloaded: all three are compiled from source, once. A cold build takes
+# about fifteen minutes on two cores; later runs find the binaries and do
+# nothing. When the pins are unchanged and only some binaries are missing,
+# only those are built.
 #
 # When KUBEBUILDER_ASSETS is set it wins: the script checks that it holds
-# kube-apiserver and etcd and builds nothing.
+# kube-apiserver and etcd (kubectl is optional there) and builds nothing.
 #
 # Usage: hack/setup-envtest.sh          build if needed; print the directory
 #        hack/setup-envtest.sh --print  print the directory only (no build)
@@ -40,21 +43,30 @@ if [[ "${1:-}" == "--print" ]]; then
 	exit 0
 fi
 
+binaries=(kube-apiserver etcd kubectl)
+
 stamp="${out}/.built-from"
-# The stamp records the go.sum the binaries were built from, so a change of
-# pinned versions triggers a rebuild and nothing else does.
+# The stamp records the go.mod and go.sum the binaries were built from, so a
+# change of pinned versions rebuilds all of them and nothing else does.
 want="$(cat "${moddir}/go.mod" "${moddir}/go.sum" | sha256sum | cut -d' ' -f1)"
-if [[ -x "${out}/kube-apiserver" && -x "${out}/etcd" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
-	log "kube-apiserver and etcd v${K8S_VERSION} already built in ${out}; nothing to do"
+todo=()
+if [[ -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
+	for b in "${binaries[@]}"; do
+		[[ -x "${out}/${b}" ]] || todo+=("${b}")
+	done
+else
+	todo=("${binaries[@]}")
+fi
+if [[ ${#todo[@]} -eq 0 ]]; then
+	log "${binaries[*]} v${K8S_VERSION} already built in ${out}; nothing to do"
 	echo "${out}"
 	exit 0
 fi
 
 command -v go >/dev/null || die "go is not on PATH; install Go 1.26 (https://go.dev/doc/install) and run again"
 
-etcd_version="$(cd "${moddir}" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
-log "building kube-apiserver v${K8S_VERSION} and etcd ${etcd_version} from source into ${out}"
-log "a cold build takes about ten minutes on two cores; later runs reuse the binaries"
+log "building ${todo[*]} (Kubernetes v${K8S_VERSION}) from source into ${out}"
+log "a cold build takes about fifteen minutes on two cores; later runs reuse the binaries"
 
 log "downloading modules (pinned by hack/tools/envtest/go.mod)"
 if ! (cd "${moddir}" && go mod download 2>&1 | tail -n 20 >&2); then
@@ -82,15 +94,35 @@ build() {
 	log "built ${name} in $((SECONDS - start))s"
 }
 
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${ldflags}"
-build etcd go.etcd.io/etcd/server/v3 "-s -w"
+# check runs a built binary and compares the first line it prints.
+check() {
+	local name="$1" want="$2" got
+	shift 2
+	got="$("${tmp}/${name}" "$@" 2>&1 | head -n 1 || true)"
+	[[ "${got}" == "${want}" ]] || die "built ${name} reports '${got}', want '${want}'"
+}
 
-got="$("${tmp}/kube-apiserver" --version 2>&1 || true)"
-[[ "${got}" == "Kubernetes v${K8S_VERSION}" ]] ||
-	die "built kube-apiserver reports '${got}', want 'Kubernetes v${K8S_VERSION}'"
+for b in "${todo[@]}"; do
+	case "${b}" in
+	kube-apiserver)
+		build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${ldflags}"
+		check kube-apiserver "Kubernetes v${K8S_VERSION}" --version
+		;;
+	etcd) build etcd go.etcd.io/etcd/server/v3 "-s -w" ;;
+	kubectl)
+		build kubectl k8s.io/kubernetes/cmd/kubectl "${ldflags}"
+		check kubectl "Client Version: v${K8S_VERSION}" version --client
+		;;
+	esac
+done
 
 mkdir -p "${out}"
-mv -f "${tmp}/kube-apiserver" "${tmp}/etcd" "${out}/"
+# A stale stamp must not vouch for binaries built from other pins: drop it
+# before replacing any binary, write it once all of them are in place.
+[[ -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]] || rm -f "${stamp}"
+for b in "${todo[@]}"; do
+	mv -f "${tmp}/${b}" "${out}/"
+done
 echo "${want}" >"${stamp}"
 log "done: ${out} ($("${out}/etcd" --version 2>/dev/null | head -n 1))"
 echo "${out}"
