@@ -28,7 +28,7 @@ func findBinaries(dir, assets, workDir, version string) (binaries, error) {
 	case assets != "":
 		dir, source = assets, "KUBEBUILDER_ASSETS"
 	default:
-		root, err := moduleRoot(workDir)
+		root, err := ModuleRoot(workDir)
 		if err != nil {
 			return binaries{}, fmt.Errorf("find control plane binaries: %w; set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd", err)
 		}
@@ -58,8 +58,10 @@ func checkExecutable(path string) error {
 	return nil
 }
 
-// moduleRoot returns the nearest directory at or above dir that holds a go.mod.
-func moduleRoot(dir string) (string, error) {
+// ModuleRoot returns the nearest directory at or above dir that holds a
+// go.mod: the root of the module a test or "make run" runs in, where bin/
+// and config/ are.
+func ModuleRoot(dir string) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err

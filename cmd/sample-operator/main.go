@@ -1,0 +1,161 @@
+// Command sample-operator runs the Mirror operator: it copies a ConfigMap or
+// Secret into every namespace that matches a selector (see package mirror).
+//
+//	sample-operator [flags]          run against the cluster kubectl would use
+//	sample-operator --local [flags]  start a local control plane with sample
+//	                                 Mirrors and run against it ('make run')
+//
+// It logs JSON to standard error and stops gracefully at SIGTERM or Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch,namespace=mirror-system
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+func main() {
+	if err := run(manager.SignalContext(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "sample-operator: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// flags are the command line.
+type flags struct {
+	kubeconfig      string
+	metricsAddr     string
+	metricsSecure   bool
+	healthAddr      string
+	leaderElect     bool
+	leaderNamespace string
+	leaderName      string
+	workers         int
+	verbosity       int
+	local           bool
+	localDir        string
+}
+
+func parse(args []string, stderr io.Writer) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("sample-operator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; defaults to KUBECONFIG, the pod's service account, then ~/.kube/config")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics; "0" turns it off`)
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve /metrics over HTTPS to tokens the API server authorizes for it")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "run only while holding a Lease, so that replicas take over from each other")
+	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the Lease; defaults to the pod's")
+	fs.StringVar(&f.leaderName, "leader-election-id", "mirror-operator", "name of the Lease")
+	fs.IntVar(&f.workers, "max-concurrent-reconciles", 4, "Mirrors reconciled at once")
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity: 0 or 1")
+	fs.BoolVar(&f.local, "local", false, "start a local control plane with sample Mirrors and run against it")
+	fs.StringVar(&f.localDir, "local-dir", "bin/run", "with --local: where to write the kubeconfig")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, fmt.Errorf("unexpected arguments %q: every option is a flag (see -h)", fs.Args())
+	case f.workers < 1:
+		return f, fmt.Errorf("--max-concurrent-reconciles is %d: it must be at least 1", f.workers)
+	case f.verbosity < 0 || f.verbosity > 1:
+		return f, fmt.Errorf("-v is %d: it must be 0 or 1", f.verbosity)
+	case f.local && f.kubeconfig != "":
+		return f, errors.New("--local and --kubeconfig exclude each other: --local runs its own control plane")
+	}
+	return f, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: f.verbosity, LogTimestamp: true})
+	klog.SetLogger(log.WithName("client-go"))
+
+	var cfg *rest.Config
+	if f.local {
+		env, err := startLocal(ctx, f.localDir, stdout)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Fprintln(stdout, "Stopping the local control plane...")
+			if err := env.Stop(); err != nil {
+				log.Error(err, "Cannot stop the local control plane")
+			}
+		}()
+		cfg = env.Config()
+	} else if cfg, err = manager.Config(f.kubeconfig); err != nil {
+		return err
+	}
+	if err := reachable(cfg); err != nil {
+		return err
+	}
+	return operate(ctx, cfg, f, log)
+}
+
+// reachable fails fast, with the address, if the API server does not answer.
+func reachable(cfg *rest.Config) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("connect to the cluster at %s: %w", cfg.Host, err)
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return fmt.Errorf("the cluster at %s does not answer (is it running, and is this the kubeconfig you meant?): %w", cfg.Host, err)
+	}
+	return nil
+}
+
+func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) error {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+		return err
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme: scheme,
+		Logger: log,
+		LeaderElection: manager.LeaderElectionOptions{
+			Enabled: f.leaderElect, Name: f.leaderName, Namespace: f.leaderNamespace, ReleaseOnCancel: true,
+		},
+		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr, Secure: f.metricsSecure},
+		Health:  manager.HealthOptions{BindAddress: f.healthAddr},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers}); err != nil {
+		return err
+	}
+	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect)
+	return mgr.Start(ctx)
+}
