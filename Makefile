@@ -21,6 +21,15 @@ TEST_FLAGS ?= -race -count=1 -timeout=20m
 STATICCHECK    := $(BIN)/staticcheck
 CONTROLLER_GEN := $(BIN)/controller-gen
 
+# What controller-gen generates from the markers in cmd/sample-operator: the
+# Mirror API's deepcopy code, its CRD and the operator's ClusterRole. Run from
+# the root of a copy of the module.
+GENERATE_MANIFESTS = \
+  $(CONTROLLER_GEN) object paths=./cmd/sample-operator/api/... && \
+  $(CONTROLLER_GEN) crd rbac:roleName=mirror-operator paths=./cmd/sample-operator/... \
+    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+GENERATED := config/crd config/rbac cmd/sample-operator/api
+
 ##@ General
 
 .PHONY: help
@@ -40,6 +49,23 @@ build: ## Compile every package and the commands into bin/.
 run: envtest build ## Run a local control plane until Ctrl-C; prints a kubeconfig and a kubectl line to try.
 	$(BIN)/opkit-testenv --kubeconfig $(BIN)/run/kubeconfig
 
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, CRD and RBAC role from their markers.
+	$(GENERATE_MANIFESTS)
+
+# verify-manifests regenerates into a copy of the module, so it never writes
+# to the working tree, and compares: it fails when a marker changed and
+# 'make manifests' was not run, or when a generated file was edited by hand.
+.PHONY: verify-manifests
+verify-manifests: $(CONTROLLER_GEN) ## Fail if the files 'make manifests' generates are out of date (part of 'make test').
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	tar -C $(CURDIR) --exclude=./bin --exclude=./.git -cf - . | tar -C "$$tmp" -xf -; \
+	(cd "$$tmp" && $(GENERATE_MANIFESTS)); \
+	stale=0; for p in $(GENERATED); do diff -ruN "$$p" "$$tmp/$$p" || stale=1; done; \
+	if [[ "$$stale" != 0 ]]; then \
+	  echo "verify-manifests: the generated files above are out of date; run 'make manifests' and commit the result"; exit 1; \
+	fi
+
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticcheck.
 	@unformatted="$$(gofmt -l $(GOFILES))"; \
@@ -50,7 +76,7 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: lint envtest ## Lint, then run unit and integration tests with -race against a local control plane.
+test: lint verify-manifests envtest ## Lint, check generated files, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
 # Every row runs for BENCH_TIME, BENCH_COUNT times; benchtable takes the
@@ -74,7 +100,7 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 ##@ Build dependencies
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver and etcd into bin/k8s/<version>/ (once; about ten minutes cold).
+envtest: ## Build kube-apiserver, etcd and kubectl into bin/k8s/<version>/ (once; about fifteen minutes cold).
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: tools
