@@ -116,9 +116,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if cfg, err = manager.Config(f.kubeconfig); err != nil {
 		return err
 	}
-	if err := reachable(cfg); err != nil {
-		return err
-	}
 	return operate(ctx, cfg, f, log)
 }
 
@@ -154,6 +151,9 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		return err
 	}
 	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers}); err != nil {
+		return err
+	}
+	if err := reachable(cfg); err != nil {
 		return err
 	}
 	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect)
