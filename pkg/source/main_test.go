@@ -1,0 +1,15 @@
+package source_test
+
+import (
+	"testing"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
+)
+
+// env is the control plane of the integration tests (kind_test.go). The
+// unit tests do not use it.
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{}, func(e *testenv.Environment) { env = e })
+}
