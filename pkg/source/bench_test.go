@@ -173,4 +173,3 @@ func benchInformer(b *testing.B, start sink) {
 	b.ReportMetric(float64(mallocs)/events, "allocs/event")
 	b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
 }
-

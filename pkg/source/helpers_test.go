@@ -78,7 +78,7 @@ func (f *fakeInformer) events() toolscache.ResourceEventHandler {
 
 type fakeRegistration struct{ synced atomic.Bool }
 
-func (r *fakeRegistration) HasSynced() bool                           { return r.synced.Load() }
+func (r *fakeRegistration) HasSynced() bool                          { return r.synced.Load() }
 func (r *fakeRegistration) HasSyncedChecker() toolscache.DoneChecker { return nil }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
