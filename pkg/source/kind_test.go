@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,12 +84,17 @@ func next(t *testing.T, q *queue.Queue[reconcile.Request]) item {
 	}
 }
 
+// expect checks that want, in any order, is what q hands out next, and
+// that nothing else is ready.
 func expect(t *testing.T, q *queue.Queue[reconcile.Request], want ...item) {
 	t.Helper()
 	var got []item
 	for range want {
 		got = append(got, next(t, q))
 	}
+	// An informer lists in no particular order.
+	slices.SortFunc(got, byKey)
+	slices.SortFunc(want, byKey)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queued (-want +got):\n%s", diff)
 	}
