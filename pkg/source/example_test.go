@@ -79,3 +79,21 @@ func ExampleNewPeriodic() {
 	fmt.Println(src)
 	// Output: source.Periodic every 5m0s
 }
+
+// Channel queues keys from outside Kubernetes, such as a webhook's.
+func ExampleNewChannel() {
+	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
+	defer q.ShutDown()
+	ch := make(chan reconcile.Request)
+	if err := source.NewChannel(ch).Start(context.Background(), q); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ch <- reconcile.Request{Namespace: "shop", Name: "checkout"}
+	close(ch) // ends the source
+
+	key, priority, _ := q.Get()
+	fmt.Println(key, priority)
+	q.Done(key)
+	// Output: shop/checkout 0
+}

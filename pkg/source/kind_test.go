@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -218,4 +220,29 @@ func TestKindPredicate(t *testing.T) {
 	b.Labels["v"] = "2"
 	update(t, cs, b) // kept; one informer delivers in order, so a's would come first
 	expect(t, q, normal(ns, "b"))
+}
+
+// A Kind source whose cache never syncs fails WaitForSync with an error
+// that names its type and kind and wraps the context's cause.
+func TestKindWaitForSyncError(t *testing.T) {
+	c, err := cache.New(&rest.Config{Host: "https://127.0.0.1:1"}, cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.NewKind(cms, source.EnqueueObject[*corev1.ConfigMap]())
+	if err := src.Start(t.Context(), newQueue[reconcile.Request](t)); err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("sync timeout")
+	ctx, cancel := context.WithTimeoutCause(t.Context(), 50*time.Millisecond, cause)
+	defer cancel()
+	err = src.WaitForSync(ctx)
+	want := "wait for source.Kind[*v1.ConfigMap] of v1/ConfigMap to sync: sync timeout"
+	if !errors.Is(err, cause) || err.Error() != want {
+		t.Errorf("WaitForSync() = %v, want %q wrapping the cause", err, want)
+	}
 }

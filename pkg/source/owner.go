@@ -46,8 +46,9 @@ func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) 
 	ns := h.namespace(e.Object)
 	if e.Type == Update && !e.Resync() {
 		// An owner in both old and new is queued once, from new.
-		for i := range e.Old.GetOwnerReferences() {
-			old := &e.Old.GetOwnerReferences()[i]
+		oldRefs := e.Old.GetOwnerReferences()
+		for i := range oldRefs {
+			old := &oldRefs[i]
 			if h.matches(old) && !h.holds(refs, old) {
 				q.AddWithOpts(opts, reconcile.Request{Namespace: ns, Name: old.Name})
 			}
