@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -96,4 +97,27 @@ func ExampleNewChannel() {
 	fmt.Println(key, priority)
 	q.Done(key)
 	// Output: shop/checkout 0
+}
+
+// EnqueueOwner queues the controller that owns an object, here the
+// Deployment that owns a ConfigMap.
+func ExampleEnqueueOwner() {
+	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
+	defer q.ShutDown()
+	handler := source.EnqueueOwner[*corev1.ConfigMap](
+		schema.GroupKind{Group: "apps", Kind: "Deployment"}, source.OwnerOptions{})
+
+	controller := true
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "shop", Name: "web-config", ResourceVersion: "1",
+		OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Controller: &controller},
+		},
+	}}
+	handler.Handle(source.Event[*corev1.ConfigMap]{Type: source.Create, Object: cm, InInitialList: true}, q)
+
+	key, priority, _ := q.Get()
+	fmt.Println(key, priority)
+	q.Done(key)
+	// Output: shop/web -100
 }

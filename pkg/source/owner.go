@@ -40,6 +40,8 @@ type enqueueOwner[T cache.Object] struct {
 	opts  OwnerOptions
 }
 
+var _ Handler[cache.Object, reconcile.Request] = (*enqueueOwner[cache.Object])(nil)
+
 func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) {
 	opts := queue.AddOpts{Priority: e.Priority()}
 	refs := e.Object.GetOwnerReferences()
