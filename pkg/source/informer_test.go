@@ -213,3 +213,14 @@ func TestInformerPriorities(t *testing.T) {
 		}
 	}
 }
+
+func TestKindWithoutLister(t *testing.T) {
+	src := source.NewKind[*corev1.ConfigMap](nil, source.EnqueueObject[*corev1.ConfigMap]())
+	if got, want := src.String(), "source.Kind[*v1.ConfigMap] of an unknown kind"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	err := src.Start(t.Context(), newQueue[reconcile.Request](t))
+	if want := "start source.Kind[*v1.ConfigMap] of an unknown kind: the Lister is nil"; err == nil || err.Error() != want {
+		t.Errorf("Start() = %v, want %q", err, want)
+	}
+}
