@@ -1,5 +1,5 @@
-// Command benchtable reads the output of pkg/queue's and pkg/cache's
-// benchmarks on standard input and prints, for each workload, opkit's
+// Command benchtable reads the output of pkg/queue's, pkg/cache's and
+// pkg/source's benchmarks on standard input and prints, for each workload, opkit's
 // figures beside its peers', their ratios, and whether each ratio meets its
 // target. With several -count runs it takes each row's median.
 //
@@ -72,15 +72,24 @@ func main() {
 	if len(order) == 0 {
 		fatal(fmt.Errorf("no benchmark results on standard input"))
 	}
-	queueOrder := slices.DeleteFunc(slices.Clone(order), isCacheWorkload)
+	queueOrder := slices.DeleteFunc(slices.Clone(order), func(wl string) bool {
+		return isCacheWorkload(wl) || isSourceWorkload(wl)
+	})
+	var tables []func()
 	if len(queueOrder) > 0 {
-		printTable(os.Stdout, res, queueOrder)
+		tables = append(tables, func() { printTable(os.Stdout, res, queueOrder) })
 	}
-	if len(queueOrder) < len(order) {
-		if len(queueOrder) > 0 {
+	if slices.ContainsFunc(order, isCacheWorkload) {
+		tables = append(tables, func() { printCacheTable(os.Stdout, res) })
+	}
+	if slices.ContainsFunc(order, isSourceWorkload) {
+		tables = append(tables, func() { printSourceTable(os.Stdout, res) })
+	}
+	for i, print := range tables {
+		if i > 0 {
 			fmt.Println()
 		}
-		printCacheTable(os.Stdout, res)
+		print()
 	}
 }
 

@@ -32,6 +32,8 @@ func EnqueueObject[T cache.Object]() Handler[T, reconcile.Request] {
 
 type enqueueObject[T cache.Object] struct{}
 
+var _ Handler[cache.Object, reconcile.Request] = enqueueObject[cache.Object]{}
+
 func (enqueueObject[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) {
 	// An update never changes an object's namespace and name, so the new
 	// object's key is the old one's too.
@@ -52,6 +54,8 @@ func EnqueueMapped[T cache.Object, K comparable](fn func(obj T) []K) Handler[T, 
 }
 
 type enqueueMapped[T cache.Object, K comparable] func(obj T) []K
+
+var _ Handler[cache.Object, int] = enqueueMapped[cache.Object, int](nil)
 
 func (fn enqueueMapped[T, K]) Handle(e Event[T], q *queue.Queue[K]) {
 	opts := queue.AddOpts{Priority: e.Priority()}

@@ -34,10 +34,12 @@ func drain(q *queue.Queue[reconcile.Request]) []item {
 		q.Done(k)
 		out = append(out, item{k, p})
 	}
-	slices.SortFunc(out, func(a, b item) int {
-		return cmp.Or(cmp.Compare(a.Key.Namespace, b.Key.Namespace), cmp.Compare(a.Key.Name, b.Key.Name))
-	})
+	slices.SortFunc(out, byKey)
 	return out
+}
+
+func byKey(a, b item) int {
+	return cmp.Or(cmp.Compare(a.Key.Namespace, b.Key.Namespace), cmp.Compare(a.Key.Name, b.Key.Name))
 }
 
 func req(ns, name string) reconcile.Request { return reconcile.Request{Namespace: ns, Name: name} }
@@ -78,7 +80,7 @@ func (f *fakeInformer) events() toolscache.ResourceEventHandler {
 
 type fakeRegistration struct{ synced atomic.Bool }
 
-func (r *fakeRegistration) HasSynced() bool                           { return r.synced.Load() }
+func (r *fakeRegistration) HasSynced() bool                          { return r.synced.Load() }
 func (r *fakeRegistration) HasSyncedChecker() toolscache.DoneChecker { return nil }
 
 func sortedKeys[V any](m map[string]V) []string {

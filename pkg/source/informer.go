@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -27,7 +28,7 @@ var (
 // NewInformer returns the source of inf's events, queued by h and kept if
 // every one of preds keeps them. The source does not run inf.
 func NewInformer[T cache.Object, K comparable](inf toolscache.SharedIndexInformer, h Handler[T, K], preds ...Predicate[T]) *Informer[T, K] {
-	i := &Informer[T, K]{s: eventSource[T, K]{handler: h, preds: preds}}
+	i := &Informer[T, K]{s: eventSource[T, K]{handler: h, preds: slices.Clone(preds)}}
 	i.s.name = fmt.Sprintf("source.Informer[%v] %p", reflect.TypeFor[T](), inf)
 	i.s.attach = func(eh toolscache.ResourceEventHandler) (attachment, error) {
 		if inf == nil {

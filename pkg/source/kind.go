@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -30,7 +31,7 @@ var (
 // NewKind returns the source of l's events, queued by h and kept if every
 // one of preds keeps them.
 func NewKind[T cache.Object, K comparable](l *cache.Lister[T], h Handler[T, K], preds ...Predicate[T]) *Kind[T, K] {
-	k := &Kind[T, K]{s: eventSource[T, K]{handler: h, preds: preds}}
+	k := &Kind[T, K]{s: eventSource[T, K]{handler: h, preds: slices.Clone(preds)}}
 	var gvk schema.GroupVersionKind
 	if l != nil {
 		gvk = l.GroupVersionKind()

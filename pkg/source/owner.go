@@ -40,14 +40,17 @@ type enqueueOwner[T cache.Object] struct {
 	opts  OwnerOptions
 }
 
+var _ Handler[cache.Object, reconcile.Request] = (*enqueueOwner[cache.Object])(nil)
+
 func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) {
 	opts := queue.AddOpts{Priority: e.Priority()}
 	refs := e.Object.GetOwnerReferences()
 	ns := h.namespace(e.Object)
 	if e.Type == Update && !e.Resync() {
 		// An owner in both old and new is queued once, from new.
-		for i := range e.Old.GetOwnerReferences() {
-			old := &e.Old.GetOwnerReferences()[i]
+		oldRefs := e.Old.GetOwnerReferences()
+		for i := range oldRefs {
+			old := &oldRefs[i]
 			if h.matches(old) && !h.holds(refs, old) {
 				q.AddWithOpts(opts, reconcile.Request{Namespace: ns, Name: old.Name})
 			}

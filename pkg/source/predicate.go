@@ -2,6 +2,7 @@ package source
 
 import (
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -77,6 +78,7 @@ func LabelSelector[T cache.Object](sel labels.Selector) Predicate[T] {
 
 // And keeps the events that every one of ps keeps; with none, every event.
 func And[T cache.Object](ps ...Predicate[T]) Predicate[T] {
+	ps = slices.Clone(ps)
 	return PredicateFunc[T](func(e Event[T]) bool {
 		for _, p := range ps {
 			if !p.Keep(e) {
@@ -89,6 +91,7 @@ func And[T cache.Object](ps ...Predicate[T]) Predicate[T] {
 
 // Or keeps the events that at least one of ps keeps; with none, no event.
 func Or[T cache.Object](ps ...Predicate[T]) Predicate[T] {
+	ps = slices.Clone(ps)
 	return PredicateFunc[T](func(e Event[T]) bool {
 		for _, p := range ps {
 			if p.Keep(e) {

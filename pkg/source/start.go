@@ -17,8 +17,8 @@ import (
 // errStarted is returned by a second Start of a source.
 var errStarted = errors.New("already started: a source may be started once")
 
-// syncPoll is how often WaitForSync looks at a handler registration that
-// has no channel to wait on.
+// syncPoll is how often WaitForSync asks the handler's registration whether
+// it has synced: cache.HandlerRegistration offers no channel to wait on.
 const syncPoll = 10 * time.Millisecond
 
 // attachment is a handler's registration with the informers it listens to.
