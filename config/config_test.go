@@ -141,10 +141,8 @@ func TestDefaultHasEveryObject(t *testing.T) {
 		{"ServiceAccount", namespace, serviceAccount},
 		{"ClusterRole", "", "mirror-mirror-operator"},
 		{"ClusterRoleBinding", "", "mirror-operator-rolebinding"},
-		{"Role", namespace, "mirror-leader-election-role"},
+		{"Role", namespace, "mirror-mirror-operator"},
 		{"RoleBinding", namespace, "mirror-leader-election-rolebinding"},
-		{"ClusterRole", "", "mirror-metrics-auth-role"},
-		{"ClusterRoleBinding", "", "mirror-metrics-auth-rolebinding"},
 		{"ClusterRole", "", "mirror-metrics-reader"},
 		{"Deployment", namespace, "mirror-controller-manager"},
 		{"Service", namespace, "mirror-controller-manager-metrics-service"},
@@ -274,6 +272,11 @@ func TestDefaultRBACGrantsWhatTheOperatorNeeds(t *testing.T) {
 	need(cluster, "cluster-wide", "", []string{"namespaces"}, "get", "list", "watch")
 	need(anywhere, "in "+namespace, "events.k8s.io", []string{"events"}, "create", "patch")
 	need(anywhere, "in "+namespace, "coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update", "patch")
+	for _, r := range cluster {
+		if r.group == "coordination.k8s.io" {
+			t.Errorf("the operator may %s %s cluster-wide; leader election needs leases in %s only", r.verb, r.resource, namespace)
+		}
+	}
 	need(cluster, "cluster-wide", "authentication.k8s.io", []string{"tokenreviews"}, "create")
 	need(cluster, "cluster-wide", "authorization.k8s.io", []string{"subjectaccessreviews"}, "create")
 
