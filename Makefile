@@ -44,9 +44,18 @@ help: ## List the targets (the default).
 build: ## Compile every package and the commands into bin/.
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/opkit-testenv ./cmd/opkit-testenv
+	$(GO) build -o $(BIN)/sample-operator ./cmd/sample-operator
+
+# The sample operator serves metrics and probes on loopback ports of their
+# own, so that 'make run' does not collide with anything on :8080.
+RUN_FLAGS ?= --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081
 
 .PHONY: run
-run: envtest build ## Run a local control plane until Ctrl-C; prints a kubeconfig and a kubectl line to try.
+run: envtest build ## Run the sample Mirror operator against a local control plane with sample objects, until Ctrl-C.
+	$(BIN)/sample-operator --local --local-dir $(BIN)/run $(RUN_FLAGS)
+
+.PHONY: run-control-plane
+run-control-plane: envtest build ## Run a local control plane alone until Ctrl-C; prints a kubeconfig.
 	$(BIN)/opkit-testenv --kubeconfig $(BIN)/run/kubeconfig
 
 .PHONY: manifests
