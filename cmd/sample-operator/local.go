@@ -59,7 +59,7 @@ Watch it work, in another terminal:
   %s get configmaps -A -l %s
   %s label namespace team-b team=a --overwrite     # team-b gets a copy
   %s -n platform patch configmap ca-bundle -p '{"data":{"ca.crt":"rotated"}}'   # every copy follows
-  %s -n team-a-1 delete configmap ca-bundle        # the copy comes back
+  %s -n team-a-web delete configmap ca-bundle        # the copy comes back
 
 Press Ctrl-C to stop the operator and the control plane.
 
@@ -79,8 +79,8 @@ func seed(ctx context.Context, env *testenv.Environment) error {
 	}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-1", Labels: map[string]string{"team": "a"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-2", Labels: map[string]string{"team": "a"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-web", Labels: map[string]string{"team": "a"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-api", Labels: map[string]string{"team": "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b"}}},
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},

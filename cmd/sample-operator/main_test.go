@@ -80,7 +80,7 @@ func TestLocal(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	deadline := time.Now().Add(30 * time.Second)
-	for _, ns := range []string{"team-a-1", "team-a-2"} {
+	for _, ns := range []string{"team-a-web", "team-a-api"} {
 		for {
 			if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "ca-bundle", metav1.GetOptions{}); err == nil {
 				break
