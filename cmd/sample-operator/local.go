@@ -20,19 +20,21 @@ import (
 
 // startLocal starts a control plane with the Mirror CRD and sample objects,
 // writes its kubeconfig under dir and says how to watch the operator work.
-func startLocal(ctx context.Context, dir string, out io.Writer) (*testenv.Environment, error) {
+// It returns the control plane and the kubeconfig's path, which the caller
+// removes when it stops the control plane.
+func startLocal(ctx context.Context, dir string, out io.Writer) (*testenv.Environment, string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	root, err := testenv.ModuleRoot(wd)
 	if err != nil {
-		return nil, fmt.Errorf("--local runs from the opkit repository (for its CRDs and control plane): %w", err)
+		return nil, "", fmt.Errorf("--local runs from the opkit repository (for its CRDs and control plane): %w", err)
 	}
 	fmt.Fprintln(out, "Starting a local kube-apiserver and etcd...")
 	env, err := testenv.Start(testenv.Options{CRDDirs: []string{filepath.Join(root, "config", "crd", "bases")}})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	kubeconfig, err := filepath.Abs(filepath.Join(dir, "kubeconfig"))
 	if err == nil {
@@ -42,7 +44,7 @@ func startLocal(ctx context.Context, dir string, out io.Writer) (*testenv.Enviro
 		err = seed(ctx, env)
 	}
 	if err != nil {
-		return nil, errors.Join(err, env.Stop())
+		return nil, "", errors.Join(err, env.Stop())
 	}
 	kubectl := "kubectl"
 	if p := filepath.Join(root, "bin", "k8s", testenv.DefaultVersion, "kubectl"); fileExists(p) {
@@ -64,7 +66,7 @@ Watch it work, in another terminal:
 Press Ctrl-C to stop the operator and the control plane.
 
 `, env.Config().Host, kubeconfig, kubectl, kubectl, "samples.opkit.dev/mirror-name", kubectl, kubectl, kubectl)
-	return env, nil
+	return env, kubeconfig, nil
 }
 
 // seed creates the sample namespaces, source and Mirror.

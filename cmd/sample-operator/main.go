@@ -102,13 +102,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var cfg *rest.Config
 	if f.local {
-		env, err := startLocal(ctx, f.localDir, stdout)
+		env, kubeconfig, err := startLocal(ctx, f.localDir, stdout)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			fmt.Fprintln(stdout, "Stopping the local control plane...")
-			if err := env.Stop(); err != nil {
+			if err := errors.Join(env.Stop(), os.Remove(kubeconfig)); err != nil {
 				log.Error(err, "Cannot stop the local control plane")
 			}
 		}()
