@@ -3,10 +3,13 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +33,9 @@ func TestForbiddenWatchNamesVerbAndNamespace(t *testing.T) {
 
 	cfg := env.Config()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := cache.New(cfg, cache.Options{Namespaces: []string{ns}})
+	var logs lines
+	logger := funcr.New(logs.add, funcr.Options{Verbosity: 1})
+	c, err := cache.New(cfg, cache.Options{Namespaces: []string{ns}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +63,42 @@ func TestForbiddenWatchNamesVerbAndNamespace(t *testing.T) {
 	if _, err := cms.Get(ns, "csa"); err != nil {
 		t.Errorf("Get of a listed object = %v", err)
 	}
+	// The failure is logged at V(0) once, and its retries at V(1).
+	waitFor(t, 30*time.Second, func() bool { return logs.count(`"msg"="List or watch failed again"`, `"verb"="watch"`) > 0 })
+	if n := logs.count(`"msg"="List or watch failed"`, `"verb"="watch"`); n != 1 {
+		t.Errorf("the forbidden watch was logged at V(0) %d times, want 1:\n%s", n, logs.String())
+	}
+}
+
+// lines records what a funcr logger writes.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *lines) add(prefix, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, args)
+}
+
+// count returns how many lines contain every one of parts.
+func (l *lines) count(parts ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.all {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
 }
 
 // A user with no rule in the namespace: WaitForSync names the type, the

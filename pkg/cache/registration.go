@@ -60,6 +60,10 @@ type registration struct {
 	removed  bool
 	lastErr  error
 	err      errorKind
+	// logged holds, per namespace informer, the last list or watch error
+	// logged at V(0), so that retries failing the same way are logged at
+	// V(1) only.
+	logged map[string]string
 
 	// handlers are added to the informers when they are made, or at once
 	// if they exist.
