@@ -8,7 +8,8 @@
 //	go test -run '^$' -bench . -benchmem ./pkg/queue/ | go run ./hack/benchtable [-raw file]
 //
 // A row is Benchmark<workload>/<impl>, impl being opkit, one of the peers or
-// floor, a bare queue that shows what opkit's features cost.
+// floor, a bare queue that shows what opkit's features cost. Rows of
+// <impl>#01 (#02, ...), a sub-benchmark run again, count as <impl>'s.
 package main
 
 import (
@@ -46,6 +47,10 @@ type results map[string]map[string]map[string][]float64
 
 // benchLine matches a result line and splits off the -GOMAXPROCS suffix.
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.+)$`)
+
+// repeatSuffix is what go test appends to the name of a sub-benchmark run
+// again under a name it has run before.
+var repeatSuffix = regexp.MustCompile(`#\d+$`)
 
 func main() {
 	raw := flag.String("raw", "", "also copy the input to this `file`")
@@ -119,7 +124,9 @@ func parse(r io.Reader) (results, []string, error) {
 		if i < 0 {
 			continue // not a Benchmark<workload>/<impl> row
 		}
-		workload, impl := m[1][:i], m[1][i+1:]
+		// A sub-benchmark run again under the same name is named
+		// <impl>#01 (#02, ...): its figures are more of impl's.
+		workload, impl := m[1][:i], repeatSuffix.ReplaceAllString(m[1][i+1:], "")
 		if res[workload] == nil {
 			res[workload] = map[string]map[string][]float64{}
 			order = append(order, workload)

@@ -3,14 +3,19 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -46,10 +51,27 @@ func TestCRDInstalledAfterStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same custom resource as a Go type, in a cache of its own that
+	// records its requests: it must speak JSON, as custom resources have
+	// no protobuf encoding.
+	var mu sync.Mutex
+	var urls []string
+	typedCfg := rest.CopyConfig(env.Config())
+	typedCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{rt, &mu, &urls} })
+	typedC, err := cache.New(typedCfg, cache.Options{Namespaces: []string{ns}, Scheme: widgetScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typedWidgets, err := cache.For[*Widget](typedC, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
+	for _, cc := range []*cache.Cache{c, typedC} {
+		if err := cc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	const idle = 3 * time.Second
@@ -60,6 +82,9 @@ func TestCRDInstalledAfterStart(t *testing.T) {
 	}
 	if _, err := widgets.Get(ns, "w"); !errors.Is(err, cache.ErrNotInstalled) {
 		t.Errorf("Get before the CRD exists = %v, want ErrNotInstalled", err)
+	}
+	if _, err := typedWidgets.Get(ns, "w"); !errors.Is(err, cache.ErrNotInstalled) {
+		t.Errorf("typed Get before the CRD exists = %v, want ErrNotInstalled", err)
 	}
 	// Discovery takes a few requests per lookup; a lookup every 2s.
 	if n := requests.Load(); n > 20 {
@@ -92,4 +117,65 @@ func TestCRDInstalledAfterStart(t *testing.T) {
 	if st := c.Status()[0]; !st.Installed || !st.Synced || st.Err != nil {
 		t.Errorf("status after install = %+v", st)
 	}
+
+	if err := typedC.WaitForSync(syncCtx); err != nil {
+		t.Fatalf("typed cache not synced within 15s of installing the CRD: %v", err)
+	}
+	waitFor(t, 10*time.Second, func() bool { _, err := typedWidgets.Get(ns, "w"); return err == nil })
+	mu.Lock()
+	defer mu.Unlock()
+	watches := 0
+	for _, u := range urls {
+		if !strings.Contains(u, "/widgets") || !strings.Contains(u, "watch=true") {
+			continue
+		}
+		watches++
+		if !strings.Contains(u, "accept=application/json") || strings.Contains(u, "protobuf") {
+			t.Errorf("a custom resource watched in another encoding than JSON: %s", u)
+		}
+	}
+	if watches == 0 {
+		t.Errorf("no watch of widgets among the typed cache's requests: %q", urls)
+	}
+}
+
+// Widget is the test CRD's kind as a Go type.
+type Widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              map[string]string `json:"spec,omitempty"`
+}
+
+func (w *Widget) DeepCopyObject() runtime.Object {
+	out := *w
+	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec = maps.Clone(w.Spec)
+	return &out
+}
+
+// WidgetList is a list of Widgets.
+type WidgetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Widget `json:"items"`
+}
+
+func (l *WidgetList) DeepCopyObject() runtime.Object {
+	out := &WidgetList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	for i := range l.Items {
+		out.Items = append(out.Items, *l.Items[i].DeepCopyObject().(*Widget))
+	}
+	return out
+}
+
+func widgetScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	s.AddKnownTypes(widgetGVK.GroupVersion(), &Widget{}, &WidgetList{})
+	metav1.AddToGroupVersion(s, widgetGVK.GroupVersion())
+	return s
 }

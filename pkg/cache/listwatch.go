@@ -169,6 +169,9 @@ func (r *registration) recordListWatch(verb, ns string, err error) {
 		if r.err == listWatchError {
 			r.err, r.lastErr = noError, nil
 		}
+		if verb == "watch" {
+			delete(r.logged, ns) // healthy again: log the next failure at V(0)
+		}
 		r.mu.Unlock()
 		return
 	}
@@ -193,6 +196,21 @@ func (r *registration) recordListWatch(verb, ns string, err error) {
 	default:
 		err = fmt.Errorf("%s %s%s: %w", verb, what, where, err)
 	}
-	r.setErr(listWatchError, err)
-	r.c.log.V(1).Info("List or watch failed", "gvk", r.key.gvk.String(), "verb", verb, "namespace", ns, "error", err.Error())
+	r.mu.Lock()
+	r.err, r.lastErr = listWatchError, err
+	repeated := r.logged[ns] == err.Error()
+	if r.logged == nil {
+		r.logged = map[string]string{}
+	}
+	r.logged[ns] = err.Error()
+	r.mu.Unlock()
+	// The informer retries with a backoff of up to 30s: log each new
+	// failure where it is seen by default (a list allowed but a watch
+	// forbidden still syncs, so WaitForSync does not report it), and
+	// repeats at V(1).
+	if repeated {
+		r.c.log.V(1).Info("List or watch failed again", "gvk", r.key.gvk.String(), "verb", verb, "namespace", ns, "error", err.Error())
+		return
+	}
+	r.c.log.Error(err, "List or watch failed", "gvk", r.key.gvk.String(), "verb", verb, "namespace", ns)
 }

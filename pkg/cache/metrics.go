@@ -18,7 +18,8 @@ const (
 	MetricRelists = "opkit_cache_relists_total"
 	// MetricWatchRestarts counts watches opened after the first.
 	MetricWatchRestarts = "opkit_cache_watch_restarts_total"
-	// MetricFirstSync is the seconds from Start until the type first synced.
+	// MetricFirstSync is the seconds from Start (or from the type's
+	// registration, if later) until the type first synced.
 	MetricFirstSync = "opkit_cache_first_sync_seconds"
 )
 
@@ -47,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 			Name: MetricWatchRestarts, Help: "Watches opened after the first, by type.",
 		}, metricLabels),
 		firstSync: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricFirstSync, Help: "Seconds from Start until the type first synced.",
+			Name: MetricFirstSync, Help: "Seconds from Start (or registration, if later) until the type first synced.",
 		}, metricLabels),
 		cache: c,
 	}

@@ -1,10 +1,13 @@
 package cache_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -100,4 +103,114 @@ func TestStreamingListInEffect(t *testing.T) {
 	if streams != 1 || lists != 0 {
 		t.Errorf("%d streaming lists and %d lists, want 1 and 0", streams, lists)
 	}
+}
+
+// A watch that ends is resumed (a watch restart); a watch refused as
+// expired makes the informer list again (a relist, by a streaming list).
+func TestMetricsCountRestartsAndRelists(t *testing.T) {
+	ns := env.Namespace(t)
+	createConfigMaps(t, ns)
+	cfg := rest.CopyConfig(env.Config())
+	var watches atomic.Int64
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return flakyWatches{path: "/namespaces/" + ns + "/configmaps", next: rt, n: &watches}
+	})
+	reg := prometheus.NewPedanticRegistry()
+	c, err := cache.New(cfg, cache.Options{Namespaces: []string{ns}, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	// The first watch ends 2s after it began; the one resuming it is
+	// refused with 410 Expired; the informer then streams a list again.
+	waitFor(t, 30*time.Second, func() bool { return watches.Load() >= 3 })
+	labels := `{form="typed",group="",kind="ConfigMap",scope="` + ns + `",version="v1"}`
+	want := `
+# HELP opkit_cache_relists_total Full lists after the first, by type.
+# TYPE opkit_cache_relists_total counter
+opkit_cache_relists_total` + labels + ` 1
+# HELP opkit_cache_watch_restarts_total Watches opened after the first, by type.
+# TYPE opkit_cache_watch_restarts_total counter
+opkit_cache_watch_restarts_total` + labels + ` 2
+`
+	waitFor(t, 10*time.Second, func() bool {
+		return testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricRelists, cache.MetricWatchRestarts) == nil
+	})
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricRelists, cache.MetricWatchRestarts); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == cache.MetricFirstSync {
+			if v := mf.GetMetric()[0].GetGauge().GetValue(); v <= 0 || v > 30 {
+				t.Errorf("%s = %v, want the seconds the first sync took", cache.MetricFirstSync, v)
+			}
+		}
+	}
+}
+
+// flakyWatches ends the first watch of path 2s after it starts and answers
+// the second with 410 Expired; later ones pass.
+type flakyWatches struct {
+	path string
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (f flakyWatches) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, f.path) || req.URL.Query().Get("watch") != "true" {
+		return f.next.RoundTrip(req)
+	}
+	switch f.n.Add(1) {
+	case 1:
+		resp, err := f.next.RoundTrip(req)
+		if err == nil {
+			resp.Body = endAfter(resp.Body, 2*time.Second)
+		}
+		return resp, err
+	case 2:
+		const status = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+			`"message":"too old resource version","reason":"Expired","code":410}`
+		return &http.Response{
+			Status: "410 Gone", StatusCode: http.StatusGone, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:  http.Header{"Content-Type": {"application/json"}},
+			Body:    io.NopCloser(strings.NewReader(status)),
+			Request: req,
+		}, nil
+	default:
+		return f.next.RoundTrip(req)
+	}
+}
+
+// endAfter returns a body that ends cleanly (io.EOF) after d.
+func endAfter(body io.ReadCloser, d time.Duration) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, body)
+		pw.CloseWithError(err)
+	}()
+	timer := time.AfterFunc(d, func() {
+		pw.Close()
+		body.Close()
+	})
+	return pipeBody{pr, func() {
+		timer.Stop()
+		body.Close()
+	}}
+}
+
+type pipeBody struct {
+	*io.PipeReader
+	stop func()
+}
+
+func (b pipeBody) Close() error {
+	b.stop()
+	return b.PipeReader.Close()
 }

@@ -53,7 +53,8 @@ type Options struct {
 	// names). Defaults to none: no metrics are kept.
 	Registerer prometheus.Registerer
 
-	// Logger logs informer lifecycle events. Defaults to logr.Discard().
+	// Logger logs informer lifecycle events, and list and watch failures:
+	// each new one at V(0), its retries at V(1). Defaults to logr.Discard().
 	Logger logr.Logger
 }
 

@@ -60,6 +60,10 @@ type registration struct {
 	removed  bool
 	lastErr  error
 	err      errorKind
+	// logged holds, per namespace informer, the last list or watch error
+	// logged at V(0), so that retries failing the same way are logged at
+	// V(1) only.
+	logged map[string]string
 
 	// handlers are added to the informers when they are made, or at once
 	// if they exist.
@@ -119,11 +123,13 @@ func (r *registration) run(ctx context.Context) {
 	for _, i := range v.informers {
 		go i.informer.RunWithContext(ctx)
 	}
-	synced := make([]toolscache.InformerSynced, len(v.informers))
+	synced := make([]toolscache.DoneChecker, len(v.informers))
 	for i, inf := range v.informers {
-		synced[i] = inf.informer.HasSynced
+		synced[i] = inf.informer.HasSyncedChecker()
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+	// WaitFor wakes as the informers sync; WaitForCacheSync would poll,
+	// adding up to 100ms to every type's time to sync.
+	if !toolscache.WaitFor(ctx, "", synced...) {
 		return
 	}
 	r.synced.Store(true)
