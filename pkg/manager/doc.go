@@ -23,7 +23,9 @@
 //     given up on a stop, after leader-only work has stopped, so a standby
 //     takes over in about RetryPeriod instead of LeaseDuration.
 //   - Probes: /healthz passes while the process serves; /readyz fails until
-//     the cache has synced and lists each failing check and why.
+//     the cache has synced, and while any type's list or watch fails (a
+//     stale cache: RBAC, or the API server out of reach), and lists each
+//     failing check and why.
 //   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
 //     reconcile metrics (client-go's and controller-runtime's names), the
 //     REST client metrics of every request the manager's clients make, and

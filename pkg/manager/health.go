@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -75,25 +76,27 @@ func (c *checks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // cacheSynced is the readiness check of the cache: it passes once the
-// manager has seen every registered type sync, and names each type not
-// synced and why otherwise.
+// manager has seen every registered type sync and while no type's list or
+// watch is failing, and names each type that is not ready and why. A watch
+// that fails (forbidden by RBAC, or the API server out of reach) leaves
+// the cache stale even after it synced, so it makes the process unready.
 func (m *Manager) cacheSynced(*http.Request) error {
-	var not []string
+	var bad []string
 	for _, st := range m.cache.Status() {
-		if st.Synced {
-			continue
+		switch {
+		case !st.Synced && st.Err != nil:
+			bad = append(bad, fmt.Sprintf("%s not synced: %v", st.GVK, st.Err))
+		case !st.Synced:
+			bad = append(bad, fmt.Sprintf("%s not synced", st.GVK))
+		case st.Err != nil:
+			bad = append(bad, fmt.Sprintf("%s synced, but: %v", st.GVK, st.Err))
 		}
-		d := st.GVK.String()
-		if st.Err != nil {
-			d += ": " + st.Err.Error()
-		}
-		not = append(not, d)
 	}
 	switch {
-	case len(not) > 0:
-		return fmt.Errorf("not synced: %s", strings.Join(not, "; "))
+	case len(bad) > 0:
+		return errors.New(strings.Join(bad, "; "))
 	case !m.synced.Load():
-		return fmt.Errorf("cache not started and synced yet")
+		return errors.New("cache not started and synced yet")
 	}
 	return nil
 }

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -219,3 +221,42 @@ type leaderless func(ctx context.Context) error
 
 func (f leaderless) Start(ctx context.Context) error { return f(ctx) }
 func (leaderless) NeedLeaderElection() bool          { return false }
+
+// A process whose watch is forbidden by RBAC is not ready, even though the
+// list it may make synced the cache; the probe names the verb to grant.
+func TestReadinessReflectsAForbiddenWatch(t *testing.T) {
+	ns := env.Namespace(t)
+	const user = "opkit-manager-list-only"
+	rbac := env.Client().RbacV1()
+	if _, err := rbac.Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "list-only", Namespace: ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "list-only", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "list-only"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := env.Config()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	m, err := manager.New(cfg, manager.Options{
+		Cache:   cache.Options{Namespaces: []string{ns}},
+		Metrics: manager.MetricsOptions{BindAddress: "0"},
+		Health:  manager.HealthOptions{BindAddress: "127.0.0.1:0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, m)
+	eventually(t, "readiness to name the forbidden watch", func() bool {
+		code, body := get(t, "http://"+m.HealthProbeAddr()+"/readyz")
+		return code == 500 && strings.Contains(body, "synced, but") && strings.Contains(body, `"watch"`)
+	})
+}
