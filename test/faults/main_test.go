@@ -1,0 +1,17 @@
+// Package faults runs the Mirror sample operator against a real control
+// plane while things go wrong: bad input, concurrent writers, leader
+// failover, SIGTERM under load, dropped connections and expired watches.
+// docs/reliability.md says what each test shows.
+package faults
+
+import (
+	"testing"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{CRDDirs: []string{"../../config/crd/bases"}}, func(e *testenv.Environment) { env = e })
+}
