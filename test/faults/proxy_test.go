@@ -130,7 +130,6 @@ func (p *proxy) cutFor(d time.Duration) {
 	}
 }
 
-
 // blackoutFor refuses every connection, and closes every open one, for d.
 func (p *proxy) blackoutFor(d time.Duration) {
 	p.blackout.Store(true)
