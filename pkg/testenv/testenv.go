@@ -97,6 +97,9 @@ func Start(opts Options) (*Environment, error) {
 	}
 	env.ControlPlane.GetAPIServer().Path = bins.apiServer
 	env.ControlPlane.GetAPIServer().CertDir = certDir
+	// Without it, a stopping kube-apiserver waits for its clients to end
+	// their watches, which an operator never does: the stop times out.
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: bins.etcd}
 	if opts.Output != nil {
 		api := env.ControlPlane.GetAPIServer()
