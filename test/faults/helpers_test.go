@@ -287,8 +287,8 @@ func (w *world) event(m *v1alpha1.Mirror, reason string) func() error {
 	}
 }
 
-// counter sums the counters called name in the operator's registry whose
-// labels include every pair of match.
+// counter sums the counters (or gauges) called name in the operator's
+// registry whose labels include every pair of match.
 func (op *operator) counter(t testing.TB, name string, match map[string]string) float64 {
 	t.Helper()
 	mfs, err := op.mgr.Registry().Gather()
@@ -311,7 +311,7 @@ func (op *operator) counter(t testing.TB, name string, match map[string]string) 
 					continue metric
 				}
 			}
-			sum += m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum
