@@ -7,11 +7,17 @@ package faults
 import (
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	// controller-runtime's client logs through its global logger, and
+	// complains with a stack trace if none is set.
+	ctrllog.SetLogger(logr.Discard())
 	testenv.Main(m, testenv.Options{CRDDirs: []string{"../../config/crd/bases"}}, func(e *testenv.Environment) { env = e })
 }

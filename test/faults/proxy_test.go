@@ -75,7 +75,7 @@ func (p *proxy) accept() {
 			c.Close()
 			continue
 		}
-		p.track(c, up)
+		p.track(c) // the client side: closing it ends the pair
 		p.wg.Go(func() { p.pipe(c, up) })
 		p.wg.Go(func() { p.pipe(up, c) })
 	}
