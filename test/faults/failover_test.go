@@ -26,13 +26,17 @@ func TestLeaderFailover(t *testing.T) {
 		name    string
 		release bool
 		// bound on the time from the leader's cancel to the standby's
-		// election. client-go's candidates retry every RetryPeriod
-		// stretched by up to 1.2x jitter; what remains is scheduling on
-		// a loaded machine.
+		// election. client-go's candidates try every RetryPeriod
+		// stretched by up to 1.2x jitter (so up to 2.2x RetryPeriod
+		// apart), and a standby counts LeaseDuration from when it saw
+		// the last renewal, one try late at worst: LeaseDuration + 4.4x
+		// RetryPeriod at worst without release, 2.2x RetryPeriod with it;
+		// LeaseDuration + RetryPeriod and RetryPeriod on average. A
+		// second covers the leader's drain and a loaded machine.
 		bound time.Duration
 	}{
-		{"without release", false, leaseDuration + retryPeriod + 3*retryPeriod},
-		{"with release", true, retryPeriod + 3*retryPeriod},
+		{"without release", false, leaseDuration + 22*retryPeriod/5 + time.Second},
+		{"with release", true, 11*retryPeriod/5 + time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) { failover(t, tt.release, tt.bound) })
 	}
