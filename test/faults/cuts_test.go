@@ -13,9 +13,9 @@ import (
 )
 
 // readiness polls url every 200ms and counts the answers by status code
-// (0 for no answer) until stop is called.
+// (0 for no answer) until stop is called, for a minute at most.
 func readiness(url string) (stop func() map[int]int) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	codes := map[int]int{}
 	var wg sync.WaitGroup
 	wg.Go(func() {
