@@ -134,6 +134,13 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	if took > manager.DefaultShutdownTimeout {
 		t.Errorf("the operator took %v to stop, more than its shutdown timeout %v", took, manager.DefaultShutdownTimeout)
 	}
+	first, err := os.ReadFile(filepath.Join(logs, "first.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(first), `"msg":"Stopped"`) || strings.Contains(string(first), "panic") {
+		t.Errorf("the operator's log does not end with a clean stop:\n%s", first[max(0, len(first)-2000):])
+	}
 	if after >= mirrors {
 		t.Logf("note: every Mirror was reconciled before the shutdown finished; the SIGTERM found less in flight than intended")
 	}
