@@ -16,6 +16,8 @@
 //     returns; a directory that does not exist is an error.
 //   - Main starts one control plane for a whole test package from TestMain
 //     and stops it after the tests ran; Namespace gives each test its own.
+//   - RestartAPIServer restarts kube-apiserver on the same port, certificates
+//     and etcd, for tests of what an operator does across a restart.
 //   - The control plane has no controllers: nothing garbage-collects owned
 //     objects, and deleted namespaces stay Terminating. Tests that need that
 //     behaviour must do it themselves.

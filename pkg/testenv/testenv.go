@@ -53,6 +53,10 @@ type Environment struct {
 	config *rest.Config
 	client kubernetes.Interface
 	record string // the record of started processes that Stop removes
+	bins   binaries
+	// certDir holds kube-apiserver's certificates. Start makes it, so that
+	// a restarted API server serves the same certificate; Stop removes it.
+	certDir string
 }
 
 // Start starts etcd and kube-apiserver, waits until the API server serves the
@@ -81,6 +85,10 @@ func Start(opts Options) (*Environment, error) {
 	}
 
 	reapOrphans()
+	certDir, err := os.MkdirTemp("", "opkit-apiserver-")
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:        crdDirs,
 		ErrorIfCRDPathMissing:    true,
@@ -88,6 +96,10 @@ func Start(opts Options) (*Environment, error) {
 		ControlPlaneStopTimeout:  opts.StopTimeout,
 	}
 	env.ControlPlane.GetAPIServer().Path = bins.apiServer
+	env.ControlPlane.GetAPIServer().CertDir = certDir
+	// Without it, a stopping kube-apiserver waits for its clients to end
+	// their watches, which an operator never does: the stop times out.
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: bins.etcd}
 	if opts.Output != nil {
 		api := env.ControlPlane.GetAPIServer()
@@ -99,19 +111,40 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		// envtest may have started processes before failing (say, on a bad
 		// CRD); stop them so a failed Start leaks nothing.
-		return nil, fmt.Errorf("start control plane from %s: %w", filepath.Dir(bins.apiServer), errors.Join(err, env.Stop()))
+		return nil, fmt.Errorf("start control plane from %s: %w", filepath.Dir(bins.apiServer), errors.Join(err, env.Stop(), os.RemoveAll(certDir)))
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("start control plane: create client: %w", errors.Join(err, env.Stop()))
+		return nil, fmt.Errorf("start control plane: create client: %w", errors.Join(err, env.Stop(), os.RemoveAll(certDir)))
 	}
 	// Without a record an orphan is not reaped later: worth a stop, as the
 	// record can only fail to be written when the temp directory is broken.
 	record, err := recordChildren(bins.apiServer, bins.etcd)
 	if err != nil {
-		return nil, fmt.Errorf("start control plane: record its processes: %w", errors.Join(err, env.Stop()))
+		return nil, fmt.Errorf("start control plane: record its processes: %w", errors.Join(err, env.Stop(), os.RemoveAll(certDir)))
 	}
-	return &Environment{env: env, config: cfg, client: client, record: record}, nil
+	return &Environment{env: env, config: cfg, client: client, record: record, bins: bins, certDir: certDir}, nil
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again on the same
+// port, with the same certificates and etcd, so that Config, Client and
+// Kubeconfig work again once it is back and every object is still there:
+// an API server restart as an operator sees one. It returns once the API
+// server is healthy. It must not be called concurrently with Stop.
+func (e *Environment) RestartAPIServer() error {
+	api := e.env.ControlPlane.GetAPIServer()
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("restart kube-apiserver: stop: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("restart kube-apiserver: start: %w", err)
+	}
+	// The record's path depends on this process only: rewriting it adds
+	// the new kube-apiserver.
+	if _, err := recordChildren(e.bins.apiServer, e.bins.etcd); err != nil {
+		return fmt.Errorf("restart kube-apiserver: record its process: %w", err)
+	}
+	return nil
 }
 
 // Stop stops kube-apiserver and etcd and removes their data.
@@ -119,6 +152,7 @@ func (e *Environment) Stop() error {
 	if err := e.env.Stop(); err != nil {
 		return fmt.Errorf("stop control plane: %w", err)
 	}
+	_ = os.RemoveAll(e.certDir)
 	if e.record != "" {
 		_ = os.Remove(e.record)
 	}
