@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,21 +110,31 @@ func TestBadInputNameCollision(t *testing.T) {
 	}
 }
 
-// A copy that cannot hold what the Mirror puts on it. A copy's data is the
-// source's, and the API server's 1 MiB limit on a ConfigMap counts data
-// only, so a source at the limit always fits in a copy; what a copy adds
-// is two labels, and a label value holds at most 63 characters while a
-// Mirror's name may have 253. A Mirror named with 64 or more characters
-// therefore has copies the API server rejects, whatever the source.
-//
-// The operator must say so (Ready=False and a Warning Event) and back off.
-func TestBadInputCopyCannotHoldTheMirrorLabel(t *testing.T) {
+// A copy that a namespace cannot hold (its quota allows no more
+// ConfigMaps; a source's data always fits a copy, which adds two short
+// labels) is reported as SyncFailed with an Event, the other namespaces
+// still get theirs, and the retries back off.
+func TestBadInputNamespaceCannotHoldACopy(t *testing.T) {
 	w := newWorld(t)
-	nss := w.namespaces(1)
+	nss := w.namespaces(2)
+	full, fine := nss[0], nss[1]
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-configmaps", Namespace: full},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("0")}},
+	}
+	w.create(quota)
+	// No quota controller runs here: set the usage it would.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/configmaps": resource.MustParse("0")}}
+	if err := w.cl.Status().Update(t.Context(), quota); err != nil {
+		t.Fatal(err)
+	}
 	op := startOperator(t, opOptions{})
 	w.configMap(w.home, "cfg", map[string]string{"k": "v"})
-	m := w.mirror("long-"+strings.Repeat("x", 64), "cfg", w.selector())
+	m := w.mirror("quota", "cfg", w.selector())
 
+	w.eventually("the copy in the namespace with room", w.hasData(fine, "cfg", map[string]string{"k": "v"}))
+	w.eventually("SyncFailed", w.condition(m, metav1.ConditionFalse, v1alpha1.ReasonSyncFailed))
+	w.eventually("a SyncFailed Event", w.event(m, v1alpha1.ReasonSyncFailed))
 	start := time.Now()
 	var samples []float64
 	for range 4 {
@@ -131,28 +142,23 @@ func TestBadInputCopyCannotHoldTheMirrorLabel(t *testing.T) {
 		r, _ := op.retries(t)
 		samples = append(samples, r)
 	}
-	t.Logf("retries of a Mirror whose copies are rejected, cumulative at 3s intervals after %v: %v", time.Since(start).Round(time.Second), samples)
-	first, last := samples[0], samples[3]-samples[2]
-	if first == 0 {
-		t.Fatalf("no retries in the first 3s: the rejected copy was not retried at all")
+	t.Logf("retries of a Mirror whose copy a quota rejects, cumulative at 3s intervals after %v: %v", time.Since(start).Round(time.Second), samples)
+	if first, last := samples[0], samples[3]-samples[2]; last >= first/2+1 {
+		t.Errorf("retries did not back off: %v by 3s, %v in 9-12s", first, last)
 	}
-	if last >= first/2 {
-		t.Errorf("retries did not back off: %v in the first 3s, %v in 9-12s", first, last)
+	if err := w.gone(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: full, Name: "cfg"}})(); err != nil {
+		t.Errorf("a copy exists despite the quota: %v", err)
 	}
-	if err := w.gone(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nss[0], Name: "cfg"}})(); err != nil {
-		t.Errorf("a copy exists: %v", err)
-	}
-	// What a user sees: the status and an Event must say the copy fails.
-	got := &v1alpha1.Mirror{}
-	if err := w.cl.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("status of the Mirror: %+v", got.Status)
-	if err := w.condition(m, metav1.ConditionTrue, v1alpha1.ReasonSynced)(); err == nil {
-		t.Errorf("BUG: Ready=True reason Synced (%d namespaces synced) while every copy is rejected by the API server; "+
-			"the reconciler reports Synced whenever syncCopy errors, and records no Event", got.Status.SyncedNamespaces)
-	}
-	if err := w.event(m, "")(); err != nil {
-		t.Errorf("no Warning Event tells the user why no copy is made: %v", err)
+}
+
+// A Mirror whose name cannot label its copies is refused at admission.
+func TestBadInputNameTooLongForALabel(t *testing.T) {
+	w := newWorld(t)
+	err := w.cl.Create(t.Context(), &v1alpha1.Mirror{
+		ObjectMeta: metav1.ObjectMeta{Name: "long-" + strings.Repeat("x", 64), Namespace: w.home},
+		Spec:       v1alpha1.MirrorSpec{Source: v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "cfg"}},
+	})
+	if err == nil || !strings.Contains(err.Error(), "at most 63 characters") {
+		t.Errorf("Create of a Mirror with a 69-character name = %v, want a validation error", err)
 	}
 }

@@ -102,15 +102,48 @@ func (r *Reconciler) sync(ctx context.Context, m *v1alpha1.Mirror, src client.Ob
 		}
 	}
 	errs = append(errs, r.deleteCopies(ctx, m.Namespace, m.Name, keep))
-	if len(out.conflicts) > 0 {
+	err = errors.Join(errs...)
+	switch {
+	case err != nil && !transient(err):
+		// Retried with backoff; the status says why meanwhile.
+		out.reason = v1alpha1.ReasonSyncFailed
+		out.message = truncate(fmt.Sprintf("copied into %d namespaces; failed: %v", out.synced, err), maxMessage)
+	case len(out.conflicts) > 0:
 		slices.Sort(out.conflicts)
 		out.reason = v1alpha1.ReasonConflict
 		out.message = fmt.Sprintf("%s %q exists in %s and is not a copy of this Mirror; left untouched",
 			m.Spec.Source.Kind, src.GetName(), strings.Join(out.conflicts, ", "))
-	} else {
+	default:
 		out.message = fmt.Sprintf("copied into %d namespaces", out.synced)
 	}
-	return out, errors.Join(errs...)
+	return out, err
+}
+
+// transient reports whether every error in err is a write race that the
+// retry resolves by itself: another writer changed the object first (409),
+// or the cache had not yet seen a copy of ours (already exists). Those do not
+// make the Mirror unready.
+func transient(err error) bool {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range multi.Unwrap() {
+			if !transient(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+}
+
+// maxMessage bounds a condition's message, which the API allows up to 32Ki
+// characters: a failure in every namespace would say the same thing often.
+const maxMessage = 1024
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }
 
 // syncCopy makes namespace ns hold an up-to-date copy of src. It reports

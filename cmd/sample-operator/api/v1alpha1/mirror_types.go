@@ -54,6 +54,7 @@ const (
 	ReasonSourceNotFound = "SourceNotFound"
 	ReasonInvalidSpec    = "InvalidSpec"
 	ReasonConflict       = "Conflict"
+	ReasonSyncFailed     = "SyncFailed"
 )
 
 // MirrorStatus is what the operator last saw and did.
@@ -61,8 +62,8 @@ type MirrorStatus struct {
 	// ObservedGeneration is the generation of the spec the status is about.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, with reason Synced, SourceNotFound, InvalidSpec or
-	// Conflict.
+	// Conditions: Ready, with reason Synced, SourceNotFound, InvalidSpec,
+	// Conflict or SyncFailed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -80,9 +81,13 @@ type MirrorStatus struct {
 // Mirror copies a ConfigMap or Secret into every namespace that matches a
 // selector, and keeps the copies equal to it.
 //
+// Its name labels every copy, and a label value holds at most 63
+// characters.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=opkit
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it labels every copy"
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.source.kind`
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.name`
 // +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.syncedNamespaces`
