@@ -146,6 +146,8 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	}
 	q.cond.L = &q.mu
 	q.ready.fair = opts.Tenant != nil
+	q.ready.aging = opts.MaxWait > 0
+	q.ready.age.slot = ageSlot
 	if opts.Metrics != nil {
 		q.metrics = newQueueMetrics(opts.Name, opts.Metrics)
 		q.ready.newDepth = func(p int) GaugeMetric { return opts.Metrics.NewDepthMetric(opts.Name, p) }
@@ -342,8 +344,11 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 // every other Get serves the oldest node once it has been ready for MaxWait.
 func (q *Queue[K]) pick() *node[K] {
 	n := q.ready.next()
-	oldest := q.ready.age.head
-	if n == oldest || q.opts.MaxWait < 0 {
+	if !q.ready.aging {
+		return n
+	}
+	oldest := q.ready.oldest()
+	if n == oldest {
 		return n
 	}
 	if q.agedTurn {
@@ -476,12 +481,12 @@ func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
 }
 
 func (q *Queue[K]) linkProcessing(n *node[K]) {
-	q.processing.pushBack(n, lineSlot)
+	q.processing.pushBack(n)
 	q.inFlight++
 }
 
 func (q *Queue[K]) unlinkProcessing(n *node[K]) {
-	q.processing.remove(n, lineSlot)
+	q.processing.remove(n)
 	q.inFlight--
 }
 
@@ -491,8 +496,8 @@ const maxFree = 256
 func (q *Queue[K]) newNode(key K) *node[K] {
 	n := q.free
 	if n != nil {
-		q.free, q.nFree = n.links[lineSlot].next, q.nFree-1
-		n.links[lineSlot].next = nil
+		q.free, q.nFree = n.link.next, q.nFree-1
+		n.link.next = nil
 	} else if n, _ = q.nodes.Get().(*node[K]); n == nil {
 		n = &node[K]{}
 	}
@@ -503,7 +508,7 @@ func (q *Queue[K]) newNode(key K) *node[K] {
 func (q *Queue[K]) freeNode(n *node[K]) {
 	if q.nFree < maxFree {
 		*n = node[K]{}
-		n.links[lineSlot].next = q.free
+		n.link.next = q.free
 		q.free = n
 		q.nFree++
 		return
