@@ -93,11 +93,13 @@ type Queue[K comparable] struct {
 	processing list[K] // nodes handed out and not yet Done, oldest first
 	inFlight   int
 	// free and nodes recycle nodes, so steady traffic allocates none: free is
-	// a short list that costs next to nothing; nodes takes the overflow of a
-	// burst, which the garbage collector reclaims if it is not reused.
+	// a short list (through node.link.next) that costs next to nothing; nodes
+	// takes the overflow of a burst, which the garbage collector reclaims if
+	// it is not reused. The pool holds whole chains of maxFree nodes, the
+	// free list as it fills, so that one pool operation serves maxFree nodes.
 	free  *node[K]
 	nFree int
-	nodes sync.Pool
+	nodes sync.Pool // of *node[K]: chains of maxFree free nodes
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
 	// stamp is a recent reading of the clock, for aging. While ticking, the
@@ -490,15 +492,20 @@ func (q *Queue[K]) unlinkProcessing(n *node[K]) {
 	q.inFlight--
 }
 
-// maxFree is the length of the short free list.
+// maxFree is the length of the free list, and of each chain in Queue.nodes.
 const maxFree = 256
 
 func (q *Queue[K]) newNode(key K) *node[K] {
+	if q.free == nil {
+		if chain, _ := q.nodes.Get().(*node[K]); chain != nil {
+			q.free, q.nFree = chain, maxFree
+		}
+	}
 	n := q.free
 	if n != nil {
 		q.free, q.nFree = n.link.next, q.nFree-1
 		n.link.next = nil
-	} else if n, _ = q.nodes.Get().(*node[K]); n == nil {
+	} else {
 		n = &node[K]{}
 	}
 	n.key = key
@@ -506,13 +513,12 @@ func (q *Queue[K]) newNode(key K) *node[K] {
 }
 
 func (q *Queue[K]) freeNode(n *node[K]) {
-	if q.nFree < maxFree {
-		*n = node[K]{}
-		n.link.next = q.free
-		q.free = n
-		q.nFree++
-		return
+	if q.nFree == maxFree {
+		q.nodes.Put(q.free)
+		q.free, q.nFree = nil, 0
 	}
 	*n = node[K]{}
-	q.nodes.Put(n)
+	n.link.next = q.free
+	q.free = n
+	q.nFree++
 }
