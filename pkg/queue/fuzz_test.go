@@ -145,15 +145,23 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte("the quick brown fox jumps over the lazy dog, again and again"))
 	f.Add([]byte{6, 6, 6, 6, 12, 12, 12, 18, 18, 24, 30, 36, 42, 255, 254, 253})
 	f.Add(make([]byte, 64))
+	f.Add([]byte("metrics on: the quick brown fox jumps over the lazy dog")) // 'm' is odd
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 4096 {
 			t.Skip("long inputs add time, not coverage")
 		}
-		q := New(Options[int]{
+		opts := Options[int]{
 			Tenant:      func(k int) string { return fmt.Sprint(k % 3) },
 			MaxWait:     time.Millisecond,
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond),
-		})
+		}
+		// Metrics read the clock on every operation, partly before the
+		// lock: an input whose first byte is odd turns them on.
+		m := newFakeMetrics()
+		if len(ops) > 0 && ops[0]%2 == 1 {
+			opts.Metrics = m
+		}
+		q := New(opts)
 		h := newHarness(q)
 		const producers, workers = 3, 3
 		var wg sync.WaitGroup
@@ -183,6 +191,14 @@ func FuzzQueue(f *testing.F) {
 			t.Fatal(err)
 		}
 		h.checkNothingLost(t)
+		_, obs := m.snapshot()
+		for name, vs := range obs {
+			for _, v := range vs {
+				if v < 0 {
+					t.Errorf("%s observed %v seconds", name, v)
+				}
+			}
+		}
 	})
 }
 
