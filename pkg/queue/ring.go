@@ -19,15 +19,18 @@ const (
 // node's neighbours, cold in cache.
 //
 // Positions are absolute and wrap around uint32; the slot of position p is
-// buf[p&(len(buf)-1)], len(buf) being a power of two no greater than 2^31.
+// buf[p&(len(buf)-1)], len(buf) being a power of two (and far below 2^32).
 //
 // Invariants: positions head to tail-1 hold live nodes and holes, and live
-// counts the live ones; a live node's pos[s] is its position; the slot at
+// counts the live ones; a live node's pos[slot] is its position; the slot at
 // head is live unless the ring is empty (head == tail), so front is O(1);
 // every slot outside head to tail-1 is nil. A ring that fills up is
 // compacted if at most half of it is live and doubled otherwise, so its
 // buffer stays under four times its most live nodes and holes cost
-// amortised O(1) per push.
+// amortised O(1) per push. A buffer does not shrink when its ring empties,
+// as the items map does not: a queue keeps the room of its biggest backlog,
+// eight bytes per key in a tenant's line and eight in the age ring, so that
+// the next backlog allocates nothing.
 type ring[K comparable] struct {
 	buf        []*node[K]
 	head, tail uint32
