@@ -134,7 +134,7 @@ func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	if len(q.waiting) == 0 && !q.ticking {
 		return 0, false
 	}
-	now := q.readClock()
+	now := q.readClock(noReading)
 	for len(q.waiting) > 0 && q.waiting[0].at <= now {
 		q.makeReady(q.waiting.pop(), now)
 	}

@@ -93,11 +93,13 @@ type Queue[K comparable] struct {
 	processing list[K] // nodes handed out and not yet Done, oldest first
 	inFlight   int
 	// free and nodes recycle nodes, so steady traffic allocates none: free is
-	// a short list that costs next to nothing; nodes takes the overflow of a
-	// burst, which the garbage collector reclaims if it is not reused.
+	// a short list (through node.link.next) that costs next to nothing; nodes
+	// takes the overflow of a burst, which the garbage collector reclaims if
+	// it is not reused. The pool holds whole chains of maxFree nodes, the
+	// free list as it fills, so that one pool operation serves maxFree nodes.
 	free  *node[K]
 	nFree int
-	nodes sync.Pool
+	nodes sync.Pool // of *node[K]: chains of maxFree free nodes
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
 	// stamp is a recent reading of the clock, for aging. While ticking, the
@@ -146,6 +148,8 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	}
 	q.cond.L = &q.mu
 	q.ready.fair = opts.Tenant != nil
+	q.ready.aging = opts.MaxWait > 0
+	q.ready.age.slot = ageSlot
 	if opts.Metrics != nil {
 		q.metrics = newQueueMetrics(opts.Name, opts.Metrics)
 		q.ready.newDepth = func(p int) GaugeMetric { return opts.Metrics.NewDepthMetric(opts.Name, p) }
@@ -184,8 +188,12 @@ func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
 }
 
 func (q *Queue[K]) add(key K, priority int, after time.Duration) {
+	early := noReading
+	if after > 0 || q.metrics.on {
+		early = q.now()
+	}
 	q.mu.Lock()
-	counted := q.addLocked(key, priority, after)
+	counted := q.addLocked(key, priority, after, early)
 	q.mu.Unlock()
 	// Metrics are updated outside the lock: their atomics contend across
 	// cores, and the lock should be held for the queue's own work only.
@@ -201,14 +209,15 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 
 // addLocked does the work of add and reports whether the add counts in
 // workqueue_adds_total: whether it queued the key or marked it to be queued
-// again after Done.
-func (q *Queue[K]) addLocked(key K, priority int, after time.Duration) (counted bool) {
+// again after Done. early is a reading of the clock taken before the lock
+// if the add needs one (see readClock), else noReading.
+func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int64) (counted bool) {
 	if q.shuttingDown {
 		return false
 	}
 	n := q.items[key]
 	if n == nil {
-		q.addNew(key, priority, after)
+		q.addNew(key, priority, after, early)
 		return true
 	}
 	switch n.state {
@@ -221,16 +230,16 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration) (counted 
 		n.priority = max(n.priority, priority)
 		if after <= 0 {
 			q.waiting.remove(n)
-			q.makeReady(n, q.readyTime(0))
+			q.makeReady(n, q.readyTime(0, early))
 			return
 		}
-		if at := q.readClock() + int64(after); at < n.at {
+		if at := q.readClock(early) + int64(after); at < n.at {
 			n.at = at
 			q.waiting.fix(n)
 			q.wakeDelayLoop(n)
 		}
 	case stateProcessing:
-		at := q.readyTime(after)
+		at := q.readyTime(after, early)
 		if !n.dirty {
 			n.dirty, n.dirtyPriority, n.dirtyAt = true, priority, at
 			return true
@@ -243,7 +252,7 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration) (counted 
 	return false
 }
 
-func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
+func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64) {
 	n := q.newNode(key)
 	n.priority = priority
 	if q.opts.Tenant != nil {
@@ -251,21 +260,21 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration) {
 	}
 	q.items[key] = n
 	if after > 0 {
-		n.at = q.readClock() + int64(after)
+		n.at = q.readClock(early) + int64(after)
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
 		return
 	}
-	q.makeReady(n, q.readyTime(0))
+	q.makeReady(n, q.readyTime(0, early))
 }
 
 // readyTime is when an add with the given delay makes a key ready. Delays
 // and metrics read the clock; aging makes do with the stamp; without either
-// nothing reads the time.
-func (q *Queue[K]) readyTime(after time.Duration) int64 {
+// nothing reads the time. early is as for readClock.
+func (q *Queue[K]) readyTime(after time.Duration, early int64) int64 {
 	switch {
 	case after > 0 || q.metrics.on:
-		return q.readClock() + int64(max(after, 0))
+		return q.readClock(early) + int64(max(after, 0))
 	case q.tick == 0:
 		return 0 // the queue's start: never later than now
 	default:
@@ -273,10 +282,26 @@ func (q *Queue[K]) readyTime(after time.Duration) int64 {
 	}
 }
 
-// readClock reads the clock, and refreshes the stamp with the reading.
-func (q *Queue[K]) readClock() int64 {
-	now := q.now()
-	q.stamp = max(q.stamp, now)
+// noReading stands for no early reading of the clock: see readClock.
+const noReading int64 = -1
+
+// readClock returns a reading of the clock and refreshes the stamp with it.
+// The reading is early, if the operation took one before the lock, or one
+// taken now. Adds with a delay and, with metrics on, every operation read the
+// clock, an eighth of the time of MetricsContended in profiles; reading it
+// before the lock keeps that out of the time the lock is held. An early
+// reading may be older than the stamp, by at most the wait for the lock, and
+// the stamp is returned then: readings never go back, so the age ring stays
+// in the order of its nodes' times. A key's time may thus precede the
+// operation by the wait for the lock, which is far less than the tick by
+// which aging errs late.
+func (q *Queue[K]) readClock(early int64) int64 {
+	now := early
+	if now == noReading {
+		now = q.now()
+	}
+	now = max(now, q.stamp)
+	q.stamp = now
 	return now
 }
 
@@ -284,7 +309,7 @@ func (q *Queue[K]) readClock() int64 {
 // refreshing it, it reads the clock and sets the loop ticking.
 func (q *Queue[K]) stampNow() int64 {
 	if !q.ticking {
-		q.readClock()
+		q.readClock(noReading)
 		q.ticking = true
 		q.nudgeDelayLoop()
 	}
@@ -312,9 +337,14 @@ func (q *Queue[K]) makeReady(n *node[K], at int64) {
 // finished with it; until then no other Get returns that key. After ShutDown,
 // Get returns shutdown true at once and hands out nothing more.
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
+	early := noReading
+	if q.metrics.on {
+		early = q.now()
+	}
 	q.mu.Lock()
 	for q.ready.n == 0 && !q.shuttingDown {
 		q.cond.Wait()
+		early = noReading // too old to tell when the key was handed out
 	}
 	if q.shuttingDown {
 		q.mu.Unlock()
@@ -326,7 +356,7 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	q.linkProcessing(n)
 	var waited time.Duration
 	if q.metrics.on {
-		start := q.readClock()
+		start := q.readClock(early)
 		waited = time.Duration(start - n.at)
 		n.at = start
 	}
@@ -342,8 +372,11 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 // every other Get serves the oldest node once it has been ready for MaxWait.
 func (q *Queue[K]) pick() *node[K] {
 	n := q.ready.next()
-	oldest := q.ready.age.head
-	if n == oldest || q.opts.MaxWait < 0 {
+	if !q.ready.aging {
+		return n
+	}
+	oldest := q.ready.oldest()
+	if n == oldest {
 		return n
 	}
 	if q.agedTurn {
@@ -363,8 +396,12 @@ func (q *Queue[K]) pick() *node[K] {
 // it is queued again now (or, for a delayed add, when its delay ends). Done
 // for a key that is not being processed does nothing.
 func (q *Queue[K]) Done(key K) {
+	early := noReading
+	if q.metrics.on {
+		early = q.now()
+	}
 	q.mu.Lock()
-	worked, ok := q.doneLocked(key)
+	worked, ok := q.doneLocked(key, early)
 	q.mu.Unlock()
 	if ok && q.metrics.on {
 		q.metrics.workDuration.Observe(worked.Seconds())
@@ -373,14 +410,14 @@ func (q *Queue[K]) Done(key K) {
 
 // doneLocked does the work of Done and reports how long the key was being
 // processed (with metrics on), or false if it was not being processed.
-func (q *Queue[K]) doneLocked(key K) (worked time.Duration, ok bool) {
+func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool) {
 	n := q.items[key]
 	if n == nil || n.state != stateProcessing {
 		return 0, false
 	}
 	q.unlinkProcessing(n)
 	if q.metrics.on {
-		worked = time.Duration(q.readClock() - n.at)
+		worked = time.Duration(q.readClock(early) - n.at)
 	}
 	if q.inFlight == 0 && q.drained != nil {
 		close(q.drained)
@@ -392,7 +429,7 @@ func (q *Queue[K]) doneLocked(key K) (worked time.Duration, ok bool) {
 		return worked, true
 	}
 	n.dirty, n.priority = false, n.dirtyPriority
-	now := q.readyTime(0)
+	now := q.readyTime(0, early)
 	if n.dirtyAt > now {
 		n.state, n.at = stateWaiting, n.dirtyAt
 		q.waiting.push(n)
@@ -476,24 +513,29 @@ func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
 }
 
 func (q *Queue[K]) linkProcessing(n *node[K]) {
-	q.processing.pushBack(n, lineSlot)
+	q.processing.pushBack(n)
 	q.inFlight++
 }
 
 func (q *Queue[K]) unlinkProcessing(n *node[K]) {
-	q.processing.remove(n, lineSlot)
+	q.processing.remove(n)
 	q.inFlight--
 }
 
-// maxFree is the length of the short free list.
+// maxFree is the length of the free list, and of each chain in Queue.nodes.
 const maxFree = 256
 
 func (q *Queue[K]) newNode(key K) *node[K] {
+	if q.free == nil {
+		if chain, _ := q.nodes.Get().(*node[K]); chain != nil {
+			q.free, q.nFree = chain, maxFree
+		}
+	}
 	n := q.free
 	if n != nil {
-		q.free, q.nFree = n.links[lineSlot].next, q.nFree-1
-		n.links[lineSlot].next = nil
-	} else if n, _ = q.nodes.Get().(*node[K]); n == nil {
+		q.free, q.nFree = n.link.next, q.nFree-1
+		n.link.next = nil
+	} else {
 		n = &node[K]{}
 	}
 	n.key = key
@@ -501,13 +543,12 @@ func (q *Queue[K]) newNode(key K) *node[K] {
 }
 
 func (q *Queue[K]) freeNode(n *node[K]) {
-	if q.nFree < maxFree {
-		*n = node[K]{}
-		n.links[lineSlot].next = q.free
-		q.free = n
-		q.nFree++
-		return
+	if q.nFree == maxFree {
+		q.nodes.Put(q.free)
+		q.free, q.nFree = nil, 0
 	}
 	*n = node[K]{}
-	q.nodes.Put(n)
+	n.link.next = q.free
+	q.free = n
+	q.nFree++
 }

@@ -5,7 +5,7 @@ package queue
 // list. Nodes are recycled (Queue.free, Queue.nodes), so steady-state
 // traffic allocates nothing.
 //
-// Its fields are laid out in 128 bytes for 32-byte keys (two strings, as in
+// Its fields fit in 128 bytes for 32-byte keys (two strings, as in
 // reconcile.Request), two cache lines: big backlogs are bound by cache
 // misses.
 type node[K comparable] struct {
@@ -23,11 +23,12 @@ type node[K comparable] struct {
 	// Times are Queue.now readings: monotonic nanoseconds.
 	at int64
 
-	heapIndex int32 // in Queue.waiting, when stateWaiting
+	heapIndex int32     // in Queue.waiting, when stateWaiting
+	pos       [2]uint32 // in its tenant's line and the age ring, when stateReady
 	state     state
 	dirty     bool
 
-	links       [2]link[K] // see lineSlot and ageSlot
+	link        link[K] // in Queue.processing, or Queue.free
 	tenantQueue *tenantQueue[K]
 }
 
@@ -45,7 +46,7 @@ const (
 // emptying and filling costs no map writes.
 type tenantQueue[K comparable] struct {
 	name       string
-	line       list[K]         // first in, first out
+	line       ring[K]         // first in, first out
 	prev, next *tenantQueue[K] // ring of the bucket's non-empty tenants
 	bucket     *bucket[K]
 }
@@ -62,36 +63,47 @@ type bucket[K comparable] struct {
 	depth    GaugeMetric
 }
 
-// readySet holds ready nodes by priority, then tenant, then age, and also in
-// one list ordered by the time they became ready, so the oldest is found in
-// O(1) for aging.
+// readySet holds ready nodes by priority, then tenant, then age, and also,
+// with aging on, in one ring ordered by the time they became ready, so the
+// oldest is found in O(1) for aging.
 //
-// Invariant: a node is in a tenant FIFO if and only if it is in the age list,
-// and n counts them.
+// Invariant: a node is in a tenant FIFO if and only if it is in the age ring
+// (with aging on), and n counts them. Nodes enter the age ring in the order
+// they become ready, which is the order of their at: the times come from a
+// clock read under the queue's lock, or from the stamp, the latest such
+// reading.
 type readySet[K comparable] struct {
 	buckets  []*bucket[K] // sorted by priority, highest first
-	age      list[K]      // ready nodes, oldest first
+	age      ring[K]      // ready nodes, oldest first, with aging on
+	aging    bool
 	n        int
 	fair     bool
 	newDepth func(priority int) GaugeMetric
 }
 
 // push appends n, which has priority and tenant set, to the back of its
-// tenant's FIFO and of the age list.
+// tenant's FIFO and of the age ring.
 func (r *readySet[K]) push(n *node[K]) {
 	r.link(n)
-	r.age.pushBack(n, ageSlot)
+	if r.aging {
+		r.age.pushBack(n)
+	}
 	r.n++
 }
 
 // remove takes n out of the ready set.
 func (r *readySet[K]) remove(n *node[K]) {
 	r.unlink(n)
-	r.age.remove(n, ageSlot)
+	if r.aging {
+		r.age.remove(n)
+	}
 	r.n--
 }
 
-// raise moves n to a higher priority, keeping its place in the age list.
+// oldest returns the node that has been ready longest, with aging on.
+func (r *readySet[K]) oldest() *node[K] { return r.age.front() }
+
+// raise moves n to a higher priority, keeping its place in the age ring.
 func (r *readySet[K]) raise(n *node[K], priority int) {
 	r.unlink(n)
 	n.priority = priority
@@ -103,7 +115,7 @@ func (r *readySet[K]) raise(n *node[K], priority int) {
 func (r *readySet[K]) next() *node[K] {
 	for _, b := range r.buckets {
 		if b.n > 0 {
-			return b.ring.line.head
+			return b.ring.line.front()
 		}
 	}
 	panic("queue: next on an empty ready set")
@@ -118,12 +130,12 @@ func (r *readySet[K]) link(n *node[K]) {
 		switch {
 		case t == nil:
 			t = newTenant(b, n.tenant)
-		case t.line.head == nil:
+		case t.line.len() == 0:
 			b.idle--
 		}
 	}
 	n.tenantQueue = t
-	if t.line.head == nil {
+	if t.line.len() == 0 {
 		// A tenant that was empty joins the ring just behind the tenant
 		// served next: it waits at most one turn of every other tenant.
 		if b.ring == nil {
@@ -135,7 +147,7 @@ func (r *readySet[K]) link(n *node[K]) {
 			b.ring.prev = t
 		}
 	}
-	t.line.pushBack(n, lineSlot)
+	t.line.pushBack(n)
 	b.n++
 	if b.depth != nil {
 		b.depth.Inc()
@@ -147,15 +159,15 @@ func (r *readySet[K]) link(n *node[K]) {
 func (r *readySet[K]) unlink(n *node[K]) {
 	t := n.tenantQueue
 	b := t.bucket
-	wasTurn := b.ring == t && t.line.head == n
-	t.line.remove(n, lineSlot)
+	wasTurn := b.ring == t && t.line.front() == n
+	t.line.remove(n)
 	n.tenantQueue = nil
 	b.n--
 	if b.depth != nil {
 		b.depth.Dec()
 	}
 	switch {
-	case t.line.head == nil:
+	case t.line.len() == 0:
 		r.dropTenant(b, t)
 	case wasTurn:
 		b.ring = t.next
@@ -188,13 +200,13 @@ const maxIdleTenants = 1024
 func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
 	if b.idle > maxIdleTenants {
 		for name, t := range b.tenants {
-			if t.line.head == nil {
+			if t.line.len() == 0 {
 				delete(b.tenants, name)
 			}
 		}
 		b.idle = 0
 	}
-	t := &tenantQueue[K]{name: name, bucket: b}
+	t := &tenantQueue[K]{name: name, bucket: b, line: ring[K]{slot: lineSlot}}
 	b.tenants[name] = t
 	return t
 }
