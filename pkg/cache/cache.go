@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -168,6 +169,12 @@ type TypeStatus struct {
 	// Err is the latest error from listing or watching the type (or from
 	// looking it up), nil once a list or watch succeeds after it.
 	Err error
+	// Unwatched is when one of the type's informers last lost its watch
+	// without opening a new one yet: zero while every informer that has
+	// watched is watching. An informer reopens a watch that ends within
+	// moments; one unwatched for long serves an ever staler cache (the
+	// API server is out of reach, say), even though it has synced.
+	Unwatched time.Time
 }
 
 func (s TypeStatus) describe() string {

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -147,9 +148,27 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 			}
 			w, err := watchFn(ctx, opts)
 			r.recordListWatch("watch", ns, err)
-			return w, err
+			if err != nil {
+				return w, err
+			}
+			r.watching(ns, true)
+			return &trackedWatch{Interface: w, stopped: func() { r.watching(ns, false) }}, nil
 		},
 	}
+}
+
+// trackedWatch tells its registration when the informer stops it: client-go's
+// reflector stops every watch it opened once the watch ends, for whatever
+// reason. Events pass through untouched.
+type trackedWatch struct {
+	watch.Interface
+	once    sync.Once
+	stopped func()
+}
+
+func (w *trackedWatch) Stop() {
+	w.once.Do(w.stopped)
+	w.Interface.Stop()
 }
 
 func (r *registration) applySelectors(opts *metav1.ListOptions) {

@@ -64,6 +64,10 @@ type registration struct {
 	// logged at V(0), so that retries failing the same way are logged at
 	// V(1) only.
 	logged map[string]string
+	// unwatched holds, per namespace informer whose watch ended, when it
+	// ended; an informer is absent while it watches (or before its first
+	// watch).
+	unwatched map[string]time.Time
 
 	// handlers are added to the informers when they are made, or at once
 	// if they exist.
@@ -293,7 +297,35 @@ func (r *registration) status() TypeStatus {
 		Installed:  r.view.Load() != nil,
 		Synced:     r.synced.Load(),
 		Err:        r.lastErr,
+		Unwatched:  r.earliestUnwatched(),
 	}
+}
+
+// earliestUnwatched returns when the informer unwatched longest lost its
+// watch, or zero. The caller holds r.mu.
+func (r *registration) earliestUnwatched() time.Time {
+	var t time.Time
+	for _, since := range r.unwatched {
+		if t.IsZero() || since.Before(t) {
+			t = since
+		}
+	}
+	return t
+}
+
+// watching records that the informer of ns opened a watch (open) or that
+// its watch ended.
+func (r *registration) watching(ns string, open bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if open {
+		delete(r.unwatched, ns)
+		return
+	}
+	if r.unwatched == nil {
+		r.unwatched = map[string]time.Time{}
+	}
+	r.unwatched[ns] = time.Now()
 }
 
 // readable returns the view, or why the type cannot be read.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // checks is one probe endpoint's named checks.
@@ -76,10 +77,12 @@ func (c *checks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // cacheSynced is the readiness check of the cache: it passes once the
-// manager has seen every registered type sync and while no type's list or
-// watch is failing, and names each type that is not ready and why. A watch
-// that fails (forbidden by RBAC, or the API server out of reach) leaves
-// the cache stale even after it synced, so it makes the process unready.
+// manager has seen every registered type sync, while no type's list or
+// watch is failing, and while none has gone without a watch for longer
+// than Options.Health.UnwatchedGrace; it names each type that is not ready
+// and why. A watch that fails (forbidden by RBAC) or cannot be reopened
+// (the API server out of reach) leaves the cache stale even after it
+// synced, so it makes the process unready.
 func (m *Manager) cacheSynced(*http.Request) error {
 	var bad []string
 	for _, st := range m.cache.Status() {
@@ -90,6 +93,9 @@ func (m *Manager) cacheSynced(*http.Request) error {
 			bad = append(bad, fmt.Sprintf("%s not synced", st.GVK))
 		case st.Err != nil:
 			bad = append(bad, fmt.Sprintf("%s synced, but: %v", st.GVK, st.Err))
+		case !st.Unwatched.IsZero() && time.Since(st.Unwatched) > m.opts.Health.UnwatchedGrace:
+			bad = append(bad, fmt.Sprintf("%s synced, but not watched for %v: is the API server reachable?",
+				st.GVK, time.Since(st.Unwatched).Round(time.Second)))
 		}
 	}
 	switch {

@@ -109,6 +109,9 @@ func (o Options) withDefaults() Options {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.Health.UnwatchedGrace == 0 {
+		o.Health.UnwatchedGrace = DefaultUnwatchedGrace
+	}
 	if o.Metrics.BindAddress == "" {
 		o.Metrics.BindAddress = DefaultMetricsBindAddress
 	}

@@ -102,6 +102,11 @@ type HealthOptions struct {
 	// BindAddress is where /healthz and /readyz are served, such as
 	// ":8081"; "" or "0" turns them off. Defaults to off.
 	BindAddress string
+	// UnwatchedGrace is how long a cached type may go without a watch
+	// (informers reopen an ended watch within moments; a longer gap means
+	// the API server is out of reach) before /readyz fails for it.
+	// Defaults to DefaultUnwatchedGrace.
+	UnwatchedGrace time.Duration
 }
 
 // Defaults of Options.
@@ -112,6 +117,7 @@ const (
 	DefaultLeaseDuration      = 15 * time.Second
 	DefaultRenewDeadline      = 10 * time.Second
 	DefaultRetryPeriod        = 2 * time.Second
+	DefaultUnwatchedGrace     = 5 * time.Second
 )
 
 func (o Options) validate() error {
@@ -123,6 +129,7 @@ func (o Options) validate() error {
 	}{
 		{"CacheSyncTimeout", o.CacheSyncTimeout},
 		{"ShutdownTimeout", o.ShutdownTimeout},
+		{"Health.UnwatchedGrace", o.Health.UnwatchedGrace},
 		{"LeaderElection.LeaseDuration", o.LeaderElection.LeaseDuration},
 		{"LeaderElection.RenewDeadline", o.LeaderElection.RenewDeadline},
 		{"LeaderElection.RetryPeriod", o.LeaderElection.RetryPeriod},

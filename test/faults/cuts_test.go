@@ -47,7 +47,7 @@ func TestConnectionCuts(t *testing.T) {
 	w := newWorld(t)
 	nss := w.namespaces(5)
 	p := startProxy(t)
-	op := startOperator(t, opOptions{config: p.config(), manager: manager.Options{Health: manager.HealthOptions{BindAddress: "127.0.0.1:0"}}})
+	op := startOperator(t, opOptions{config: p.config(), manager: manager.Options{Health: manager.HealthOptions{BindAddress: "127.0.0.1:0", UnwatchedGrace: time.Second}}})
 	const mirrors = 3
 	for i := range mirrors {
 		name := fmt.Sprintf("src-%d", i)
@@ -86,6 +86,9 @@ func TestConnectionCuts(t *testing.T) {
 		outage, blackout, p.accepted.Load(), p.cut.Load(), during, len(errs), errs)
 	if p.cut.Load() == 0 {
 		t.Fatal("the proxy cut nothing: the test tested nothing")
+	}
+	if during[http.StatusInternalServerError] == 0 {
+		t.Errorf("/readyz never failed during an outage of %v with Health.UnwatchedGrace 1s: %v", outage, during)
 	}
 
 	want := map[string]string{"v": "10"}
