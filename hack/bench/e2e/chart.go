@@ -1,0 +1,3 @@
+package main
+
+func writeChart(path string, runs []runResult) error { return nil }
