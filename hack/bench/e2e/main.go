@@ -41,6 +41,7 @@ type options struct {
 	namespaces, sources, rounds, workers, payload int
 	impls                                         []string
 	warmup                                        bool
+	from                                          string
 	out, binDir                                   string
 	phaseTimeout                                  time.Duration
 }
@@ -69,6 +70,7 @@ func parse(args []string, root string) (options, error) {
 	implList := fs.String("impls", strings.Join(impls, ","), "implementations to run, in this order every round")
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table, the runs' JSON and the chart")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the binaries, the kubeconfig and the processes' logs")
+	fs.StringVar(&o.from, "from", "", "report the runs in this `e2e-runs.json` of an earlier run instead of running")
 	fs.BoolVar(&o.warmup, "warmup", true, "run the bare client once first, unreported, to warm the control plane up")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "how long a phase may take to converge")
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +96,9 @@ func run(ctx context.Context, args []string) error {
 	o, err := parse(args, root)
 	if err != nil {
 		return err
+	}
+	if o.from != "" {
+		return reportFrom(o)
 	}
 	bins, err := build(ctx, root, o.binDir)
 	if err != nil {
@@ -121,8 +126,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	title := fmt.Sprintf("Mirror end to end: %d namespaces × %d sources = %d copies, then %d updates; %d workers; %d round(s); %s",
-		o.namespaces, o.sources, o.namespaces*o.sources, o.namespaces*o.sources, o.workers, o.rounds, time.Now().UTC().Format("2006-01-02"))
+	title := o.title(time.Now())
 	newWorkload := func(run string) *workload {
 		return &workload{cs: cs, dyn: dyn, run: run, namespaces: o.namespaces, sources: o.sources, payload: strings.Repeat("x", o.payload)}
 	}
@@ -156,6 +160,29 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	return runErr
+}
+
+func (o options) title(date time.Time) string {
+	return fmt.Sprintf("Mirror end to end: %d namespaces × %d sources = %d copies, then %d updates; %d workers; %d round(s); %s",
+		o.namespaces, o.sources, o.namespaces*o.sources, o.namespaces*o.sources, o.workers, o.rounds, date.UTC().Format("2006-01-02"))
+}
+
+// reportFrom reports the runs of an earlier e2e-runs.json; the title takes
+// the workload from the flags and the date from the file.
+func reportFrom(o options) error {
+	b, err := os.ReadFile(o.from)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(o.from)
+	if err != nil {
+		return err
+	}
+	var runs []runResult
+	if err := json.Unmarshal(b, &runs); err != nil {
+		return fmt.Errorf("read %s: %w", o.from, err)
+	}
+	return report(o.out, o.title(fi.ModTime()), runs)
 }
 
 func logf(format string, args ...any) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,7 +148,7 @@ func ratio(o, peer stats, target float64) (cell string, met, total int) {
 
 func num(v float64) string {
 	switch {
-	case v >= 100 || v == 0:
+	case v >= 100 || v == math.Trunc(v):
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case v >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)

@@ -33,13 +33,13 @@ func TestTable(t *testing.T) {
 	rows, met, total := table(runs)
 	want := [][]string{
 		header,
-		{"wall, create phase (s)", "12.0 (10.0–14.0)", "12.0", "1.00x (≤1.0x pass)", "9.00", "1.33x (≤1.2x MISS)"},
-		{"wall, update phase (s)", "5.00", "4.00", "1.25x (≤1.0x MISS)", "3.00", "1.67x (≤1.2x MISS)"},
-		{"wall, both phases (s)", "17.0 (15.0–19.0)", "16.0", "1.06x (≤1.0x MISS)", "12.0", "1.42x (≤1.2x MISS)"},
-		{"CPU (s)", "6.00", "10.0", "0.60x (≤0.7x pass)", "1.00", "6.00x"},
-		{"peak RSS (MiB)", "60.0", "80.0", "0.75x (≤0.7x MISS)", "20.0", "3.00x"},
+		{"wall, create phase (s)", "12 (10–14)", "12", "1.00x (≤1.0x pass)", "9", "1.33x (≤1.2x MISS)"},
+		{"wall, update phase (s)", "5", "4", "1.25x (≤1.0x MISS)", "3", "1.67x (≤1.2x MISS)"},
+		{"wall, both phases (s)", "17 (15–19)", "16", "1.06x (≤1.0x MISS)", "12", "1.42x (≤1.2x MISS)"},
+		{"CPU (s)", "6", "10", "0.60x (≤0.7x pass)", "1", "6.00x"},
+		{"peak RSS (MiB)", "60", "80", "0.75x (≤0.7x MISS)", "20", "3.00x"},
 		{"API requests", "110", "105", "1.05x (≤1.0x MISS)", "100", "1.10x"},
-		{"  GET", "10.0", "5.00", "2.00x", "0", "-"},
+		{"  GET", "10", "5", "2.00x", "0", "-"},
 		{"  POST", "100", "100", "1.00x", "100", "1.00x"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
