@@ -12,7 +12,7 @@
 // opkit's ratios to its peers against their targets; it writes the table
 // as markdown, every run as JSON and a chart of every run as PNG into -out.
 //
-//	go run ./hack/bench/e2e            # 50 namespaces × 40 sources, 3 rounds
+//	go run ./hack/bench/e2e                # 50 namespaces × 40 sources, 5 rounds
 //	BENCH_QUICK=1 go run ./hack/bench/e2e  # 10 × 10, 1 round
 package main
 
@@ -57,7 +57,7 @@ func main() {
 
 func parse(args []string, root string) (options, error) {
 	quick := os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0"
-	o := options{namespaces: 50, sources: 40, rounds: 3}
+	o := options{namespaces: 50, sources: 40, rounds: 5}
 	if quick {
 		o = options{namespaces: 10, sources: 10, rounds: 1}
 	}
