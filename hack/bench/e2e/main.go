@@ -42,6 +42,10 @@ type options struct {
 	impls                                         []string
 	warmup                                        bool
 	from                                          string
+	opkitPkg                                      string // the package built as opkit's operator
+	opkitPprof                                    bool   // it serves /debug/pprof beside /metrics
+	pprofDir                                      string // where to write the operators' profiles
+	pprofSeconds                                  int
 	out, binDir                                   string
 	phaseTimeout                                  time.Duration
 }
@@ -71,6 +75,10 @@ func parse(args []string, root string) (options, error) {
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table, the runs' JSON and the chart")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the binaries, the kubeconfig and the processes' logs")
 	fs.StringVar(&o.from, "from", "", "report the runs in this `e2e-runs.json` of an earlier run instead of running")
+	fs.StringVar(&o.opkitPkg, "opkit-pkg", "./cmd/sample-operator", "package to build as opkit's operator, for investigations")
+	fs.BoolVar(&o.opkitPprof, "opkit-pprof", false, "opkit's operator serves /debug/pprof beside /metrics (cmd/sample-operator does not)")
+	fs.StringVar(&o.pprofDir, "pprof", "", "write CPU and heap profiles of the operators that serve pprof into this `dir`")
+	fs.IntVar(&o.pprofSeconds, "pprof-seconds", 30, "length of the CPU profile, from the start of the create phase; the run waits for it")
 	fs.BoolVar(&o.warmup, "warmup", true, "run the bare client once first, unreported, to warm the control plane up")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "how long a phase may take to converge")
 	if err := fs.Parse(args); err != nil {
@@ -100,7 +108,7 @@ func run(ctx context.Context, args []string) error {
 	if o.from != "" {
 		return reportFrom(o)
 	}
-	bins, err := build(ctx, root, o.binDir)
+	bins, err := build(ctx, root, o.binDir, o.opkitPkg)
 	if err != nil {
 		return err
 	}
@@ -191,8 +199,8 @@ func logf(format string, args ...any) {
 
 // build builds the three programs into dir and returns their paths by
 // implementation.
-func build(ctx context.Context, root, dir string) (map[string]string, error) {
-	pkgs := map[string]string{opkit: "./cmd/sample-operator", cr: "./hack/bench/crmirror", bare: "./hack/bench/baremirror"}
+func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, error) {
+	pkgs := map[string]string{opkit: opkitPkg, cr: "./hack/bench/crmirror", bare: "./hack/bench/baremirror"}
 	bins := map[string]string{}
 	for _, impl := range impls {
 		bins[impl] = filepath.Join(dir, filepath.Base(pkgs[impl]))
@@ -222,12 +230,24 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 	if res.Impl == bare {
 		p, err = startBare(bin, kubeconfig, o.workers, w, log)
 	} else {
-		p, err = startOperator(bin, kubeconfig, o.workers, log)
+		p, err = startOperator(bin, kubeconfig, o.workers, log, o.pprofDir != "" && (impl == cr || o.opkitPprof))
 	}
 	if err != nil {
 		return res, err
 	}
-	err = phases(ctx, o, p, w, &res)
+	err = p.waitReady(ctx, 2*time.Minute)
+	var profiled <-chan error
+	if err == nil && p.pprofAddr != "" {
+		profiled = p.profile(ctx, filepath.Join(o.pprofDir, w.run), o.pprofSeconds)
+	}
+	if err == nil {
+		err = phases(ctx, o, p, w, &res)
+	}
+	if profiled != nil {
+		if perr := <-profiled; err == nil {
+			err = perr
+		}
+	}
 	if err == nil {
 		res.Requests, err = p.requests(ctx)
 	}
@@ -251,9 +271,6 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 // phases creates the workload and waits for its copies, then updates the
 // sources and waits for the copies to follow, timing each.
 func phases(ctx context.Context, o options, p *process, w *workload, res *runResult) error {
-	if err := p.waitReady(ctx, 2*time.Minute); err != nil {
-		return err
-	}
 	for v, phase := range []struct {
 		seconds *float64
 		write   func(context.Context) error

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ type process struct {
 	cmd         *exec.Cmd
 	metricsAddr string // operators: where /metrics is served
 	healthAddr  string // operators: where /readyz is served
+	pprofAddr   string // operators with profiling on: where /debug/pprof is served
 
 	// The bare client's command channel and its last answer.
 	stdin    io.WriteCloser
@@ -32,7 +34,9 @@ type process struct {
 
 // startOperator starts an operator binary against kubeconfig with the flags
 // both operators share.
-func startOperator(bin, kubeconfig string, workers int, log io.Writer) (*process, error) {
+// With pprof, crmirror serves /debug/pprof on an address of its own, and
+// any other operator is assumed to serve it beside /metrics.
+func startOperator(bin, kubeconfig string, workers int, log io.Writer, pprof bool) (*process, error) {
 	m, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -43,11 +47,21 @@ func startOperator(bin, kubeconfig string, workers int, log io.Writer) (*process
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m,
 		"--health-probe-bind-address", h, "--max-concurrent-reconciles", strconv.Itoa(workers))
+	p := &process{cmd: cmd, metricsAddr: m, healthAddr: h}
+	if pprof {
+		p.pprofAddr = m
+		if filepath.Base(bin) == "crmirror" {
+			if p.pprofAddr, err = freeAddr(); err != nil {
+				return nil, err
+			}
+			cmd.Args = append(cmd.Args, "--pprof-bind-address", p.pprofAddr)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	return &process{cmd: cmd, metricsAddr: m, healthAddr: h}, nil
+	return p, nil
 }
 
 // startBare starts the bare client, which writes the copies of w when told.
@@ -165,6 +179,48 @@ func parseRequests(r io.Reader) (map[string]int64, error) {
 		out[method] += int64(v)
 	}
 	return out, sc.Err()
+}
+
+// profile writes a CPU profile of the next seconds to prefix.cpu.pprof,
+// then a heap profile to prefix.heap.pprof, and reports on the channel
+// when it is done.
+func (p *process) profile(ctx context.Context, prefix string, seconds int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprofAddr, seconds), prefix+".cpu.pprof")
+		if err == nil {
+			err = fetch(ctx, "http://"+p.pprofAddr+"/debug/pprof/heap", prefix+".heap.pprof")
+		}
+		done <- err
+	}()
+	return done
+}
+
+func fetch(ctx context.Context, url, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // peakRSS returns the process's peak resident set size (VmHWM) in bytes.

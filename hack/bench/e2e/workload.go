@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -108,48 +110,83 @@ func (w *workload) update(ctx context.Context, v int) error {
 	return nil
 }
 
-// converged lists the copies from the API server and reports how many of
-// them hold version v of their source.
-func (w *workload) converged(ctx context.Context, v int) (int, error) {
-	l, err := w.cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{
-		LabelSelector: mirror.LabelMirrorNamespace + "=" + w.home(),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("list the copies: %w", err)
+// converged reports which copies in l hold version v of their source, by
+// namespace/name.
+func (w *workload) converged(items []corev1.ConfigMap, v int) map[string]bool {
+	ok := map[string]bool{}
+	for i := range items {
+		ok[items[i].Namespace+"/"+items[i].Name] = w.current(&items[i], v)
 	}
-	want := map[string]string{}
-	for i := range w.sources {
-		want[w.source(i)] = w.sourceData(i, v)["version"]
+	return ok
+}
+
+// current reports whether c is a copy of this run holding version v of its
+// source.
+func (w *workload) current(c *corev1.ConfigMap, v int) bool {
+	i := slices.IndexFunc(w.sourceNames(), func(n string) bool { return n == c.Name })
+	return i >= 0 && strings.HasPrefix(c.Namespace, "bench-"+w.run+"-") &&
+		c.Data["version"] == w.sourceData(i, v)["version"] && c.Data["payload"] == w.payload
+}
+
+func (w *workload) sourceNames() []string {
+	out := make([]string, w.sources)
+	for i := range out {
+		out[i] = w.source(i)
 	}
+	return out
+}
+
+func count(ok map[string]bool) int {
 	n := 0
-	for _, c := range l.Items {
-		if strings.HasPrefix(c.Namespace, "bench-"+w.run+"-") && c.Data["version"] == want[c.Name] && c.Data["payload"] == w.payload {
+	for _, b := range ok {
+		if b {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
-// waitConverged polls converged until every copy holds version v.
+// waitConverged waits until every copy holds version v, as a list from the
+// API server shows. Between lists it follows a watch of the copies rather
+// than polling: lists of thousands of copies would load the API server the
+// implementations share.
 func (w *workload) waitConverged(ctx context.Context, v int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("copies not converged to version %d within %v", v, timeout))
 	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
+	opts := metav1.ListOptions{LabelSelector: mirror.LabelMirrorNamespace + "=" + w.home()}
 	last := 0
 	for {
-		n, err := w.converged(ctx, v)
-		if err == nil && n == w.copies() {
+		l, err := w.cs.CoreV1().ConfigMaps("").List(ctx, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w (%d of %d)", context.Cause(ctx), last, w.copies())
+			}
+			return fmt.Errorf("list the copies: %w", err)
+		}
+		ok := w.converged(l.Items, v)
+		if last = count(ok); last == w.copies() {
 			return nil
 		}
-		if err == nil {
-			last = n
+		wopts := opts
+		wopts.ResourceVersion, wopts.AllowWatchBookmarks = l.ResourceVersion, true
+		wi, err := w.cs.CoreV1().ConfigMaps("").Watch(ctx, wopts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w (%d of %d)", context.Cause(ctx), last, w.copies())
+			}
+			return fmt.Errorf("watch the copies: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%d of %d)", context.Cause(ctx), last, w.copies())
-		case <-tick.C:
+		for e := range wi.ResultChan() {
+			c, isCM := e.Object.(*corev1.ConfigMap)
+			if !isCM || e.Type == watch.Bookmark {
+				continue
+			}
+			ok[c.Namespace+"/"+c.Name] = e.Type != watch.Deleted && w.current(c, v)
+			if last = count(ok); last == w.copies() {
+				break // and verify with a list
+			}
 		}
+		wi.Stop()
 	}
 }
 
