@@ -158,8 +158,8 @@ func run(ctx context.Context, args []string) error {
 			}
 			r.Round = round
 			runs = append(runs, r)
-			logf("round %d %-11s create %6.2fs  update %6.2fs  CPU %6.2fs  peak RSS %6.1f MiB  requests %s",
-				round, impl, r.CreateSeconds, r.UpdateSeconds, r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), formatRequests(r.Requests))
+			logf("round %d %-11s create %6.2fs  update %6.2fs  CPU %6.2fs  peak RSS %6.1f MiB  requests %s, %.0f failed",
+				round, impl, r.CreateSeconds, r.UpdateSeconds, r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), formatRequests(r.Requests), r.failed())
 		}
 	}
 	if len(runs) > 0 {
@@ -249,7 +249,7 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 		}
 	}
 	if err == nil {
-		res.Requests, err = p.requests(ctx)
+		res.Requests, res.Codes, err = p.requests(ctx)
 	}
 	if err == nil {
 		res.PeakRSSBytes, err = p.peakRSS()

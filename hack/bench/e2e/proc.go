@@ -134,31 +134,34 @@ func (p *process) sync() error {
 }
 
 // requests returns the requests the process has sent the API server so
-// far, by HTTP method: from rest_client_requests_total on an operator's
-// /metrics, which both opkit's manager and controller-runtime's serve.
-func (p *process) requests(ctx context.Context) (map[string]int64, error) {
+// far, by HTTP method and by status code: from rest_client_requests_total
+// on an operator's /metrics, which both opkit's manager and
+// controller-runtime's serve. The bare client counts by method only: it
+// stops at the first request that fails.
+func (p *process) requests(ctx context.Context) (byMethod, byCode map[string]int64, err error) {
 	if p.metricsAddr == "" {
 		out := map[string]int64{}
 		for k, v := range p.bareReqs {
 			out[k] = v
 		}
-		return out, nil
+		return out, nil, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", p.metricsAddr, err)
+		return nil, nil, fmt.Errorf("scrape %s: %w", p.metricsAddr, err)
 	}
 	defer resp.Body.Close()
 	return parseRequests(resp.Body)
 }
 
-// parseRequests sums rest_client_requests_total by its method label.
-func parseRequests(r io.Reader) (map[string]int64, error) {
-	out := map[string]int64{}
+// parseRequests sums rest_client_requests_total by its method label and
+// by its code label.
+func parseRequests(r io.Reader) (byMethod, byCode map[string]int64, err error) {
+	byMethod, byCode = map[string]int64{}, map[string]int64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -167,18 +170,29 @@ func parseRequests(r io.Reader) (map[string]int64, error) {
 			continue
 		}
 		labels, value, ok := strings.Cut(line, "} ")
-		_, rest, ok2 := strings.Cut(labels, `method="`)
-		method, _, ok3 := strings.Cut(rest, `"`)
+		method, ok2 := label(labels, "method")
+		code, ok3 := label(labels, "code")
 		if !ok || !ok2 || !ok3 {
-			return nil, fmt.Errorf("unexpected metric line %q", line)
+			return nil, nil, fmt.Errorf("unexpected metric line %q", line)
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
-			return nil, fmt.Errorf("metric line %q: %w", line, err)
+			return nil, nil, fmt.Errorf("metric line %q: %w", line, err)
 		}
-		out[method] += int64(v)
+		byMethod[method] += int64(v)
+		byCode[code] += int64(v)
 	}
-	return out, sc.Err()
+	return byMethod, byCode, sc.Err()
+}
+
+// label returns the value of the label name in a metric's labels.
+func label(labels, name string) (string, bool) {
+	_, rest, ok := strings.Cut(labels, name+`="`)
+	if !ok {
+		return "", false
+	}
+	v, _, ok := strings.Cut(rest, `"`)
+	return v, ok
 }
 
 // profile writes a CPU profile of the next seconds to prefix.cpu.pprof,

@@ -28,7 +28,20 @@ type runResult struct {
 	UpdateSeconds float64          `json:"updateSeconds"`
 	CPUSeconds    float64          `json:"cpuSeconds"`
 	PeakRSSBytes  int64            `json:"peakRSSBytes"`
-	Requests      map[string]int64 `json:"requests"` // by HTTP method, over the process's life
+	Requests      map[string]int64 `json:"requests"`        // by HTTP method, over the process's life
+	Codes         map[string]int64 `json:"codes,omitempty"` // by status code, where known
+}
+
+// failed returns the requests answered with neither a 1xx, 2xx or 3xx
+// status: conflicts from writes computed from a stale cache, mostly.
+func (r runResult) failed() float64 {
+	var n int64
+	for code, v := range r.Codes {
+		if c, err := strconv.Atoi(code); err != nil || c >= 400 {
+			n += v
+		}
+	}
+	return float64(n)
 }
 
 func (r runResult) totalRequests() float64 {
@@ -69,7 +82,7 @@ func figures(runs []runResult) []figure {
 	for _, m := range methods {
 		fs = append(fs, figure{name: "  " + m, value: func(r runResult) float64 { return float64(r.Requests[m]) }})
 	}
-	return fs
+	return append(fs, figure{name: "  failed (4xx, 5xx)", value: runResult.failed})
 }
 
 // stats are the median and range of one figure over one implementation's

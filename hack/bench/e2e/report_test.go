@@ -28,7 +28,8 @@ func TestTable(t *testing.T) {
 		{Impl: opkit, Round: 1, CreateSeconds: 10, UpdateSeconds: 5, CPUSeconds: 6, PeakRSSBytes: 60 << 20, Requests: map[string]int64{"POST": 100, "GET": 10}},
 		{Impl: cr, Round: 1, CreateSeconds: 12, UpdateSeconds: 4, CPUSeconds: 10, PeakRSSBytes: 80 << 20, Requests: map[string]int64{"POST": 100, "GET": 5}},
 		{Impl: bare, Round: 1, CreateSeconds: 9, UpdateSeconds: 3, CPUSeconds: 1, PeakRSSBytes: 20 << 20, Requests: map[string]int64{"POST": 100}},
-		{Impl: opkit, Round: 2, CreateSeconds: 14, UpdateSeconds: 5, CPUSeconds: 6, PeakRSSBytes: 60 << 20, Requests: map[string]int64{"POST": 100, "GET": 10}},
+		{Impl: opkit, Round: 2, CreateSeconds: 14, UpdateSeconds: 5, CPUSeconds: 6, PeakRSSBytes: 60 << 20, Requests: map[string]int64{"POST": 100, "GET": 10},
+			Codes: map[string]int64{"201": 100, "200": 10}},
 	}
 	rows, met, total := table(runs)
 	want := [][]string{
@@ -41,6 +42,7 @@ func TestTable(t *testing.T) {
 		{"API requests", "110", "105", "1.05x (≤1.0x MISS)", "100", "1.10x"},
 		{"  GET", "10", "5", "2.00x", "0", "-"},
 		{"  POST", "100", "100", "1.00x", "100", "1.00x"},
+		{"  failed (4xx, 5xx)", "0", "0", "-", "0", "-"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
@@ -81,14 +83,17 @@ rest_client_requests_total{code="409",host="127.0.0.1:6443",method="POST"} 3
 rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 1.5e+03
 rest_client_request_duration_seconds_bucket{host="127.0.0.1:6443",verb="GET",le="0.005"} 7
 `
-	got, err := parseRequests(strings.NewReader(metrics))
+	byMethod, byCode, err := parseRequests(strings.NewReader(metrics))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int64{"GET": 12, "POST": 2003, "PATCH": 1500}, got); diff != "" {
-		t.Errorf("requests (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]int64{"GET": 12, "POST": 2003, "PATCH": 1500}, byMethod); diff != "" {
+		t.Errorf("requests by method (-want +got):\n%s", diff)
 	}
-	if _, err := parseRequests(strings.NewReader(`rest_client_requests_total{code="200"} 1` + "\n")); err == nil {
+	if diff := cmp.Diff(map[string]int64{"200": 1512, "201": 2000, "409": 3}, byCode); diff != "" {
+		t.Errorf("requests by code (-want +got):\n%s", diff)
+	}
+	if _, _, err := parseRequests(strings.NewReader(`rest_client_requests_total{code="200"} 1` + "\n")); err == nil {
 		t.Error("a line without a method parsed")
 	}
 }
