@@ -249,6 +249,7 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 		}
 	}
 	if err == nil {
+		p.metricsCopy = strings.TrimSuffix(logPath, ".log") + ".metrics"
 		res.Requests, res.Codes, err = p.requests(ctx)
 	}
 	if err == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ type process struct {
 	metricsAddr string // operators: where /metrics is served
 	healthAddr  string // operators: where /readyz is served
 	pprofAddr   string // operators with profiling on: where /debug/pprof is served
+	metricsCopy string // where requests writes what it scraped, if set
 
 	// The bare client's command channel and its last answer.
 	stdin    io.WriteCloser
@@ -155,7 +157,15 @@ func (p *process) requests(ctx context.Context) (byMethod, byCode map[string]int
 		return nil, nil, fmt.Errorf("scrape %s: %w", p.metricsAddr, err)
 	}
 	defer resp.Body.Close()
-	return parseRequests(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scrape %s: %w", p.metricsAddr, err)
+	}
+	if p.metricsCopy != "" {
+		// Kept for a look at the operator's other metrics afterwards.
+		_ = os.WriteFile(p.metricsCopy, body, 0o644)
+	}
+	return parseRequests(bytes.NewReader(body))
 }
 
 // parseRequests sums rest_client_requests_total by its method label and
