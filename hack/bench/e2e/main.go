@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -304,12 +305,11 @@ func report(dir, title string, runs []runResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	md, err := os.Create(filepath.Join(dir, "e2e.md"))
-	if err != nil {
+	var md bytes.Buffer
+	if err := writeMarkdown(&md, "### "+title, runs); err != nil {
 		return err
 	}
-	defer md.Close()
-	if err := writeMarkdown(md, "### "+title, runs); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "e2e.md"), md.Bytes(), 0o644); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(runs, "", "  ")
@@ -323,5 +323,5 @@ func report(dir, title string, runs []runResult) error {
 		return err
 	}
 	logf("wrote %s/e2e.md, e2e-runs.json and e2e.png", dir)
-	return md.Close()
+	return nil
 }
