@@ -90,33 +90,49 @@ test: lint verify-manifests envtest ## Lint, check generated files, then run uni
 
 # Every row runs for BENCH_TIME, BENCH_COUNT times; benchtable takes the
 # medians. Rows of one workload run back to back, so their ratios hold up on
-# a noisy machine better than their absolute figures.
+# a noisy machine better than their absolute figures. BENCH_QUICK=1 runs
+# every benchmark once, and the end-to-end one on a smaller workload.
+BENCH_QUICK ?=
+ifneq ($(filter-out 0,$(BENCH_QUICK)),)
+BENCH_QUICK_DEFAULT := 1
+endif
 BENCH_TIME  ?= 1s
-BENCH_COUNT ?= 3
+BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,3)
 
 # The cache benchmarks create 20,000 objects in a local control plane first,
 # and run with the mutation detector off: it keeps a copy of every object.
-CACHE_BENCH_COUNT ?= 3
+CACHE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,3)
 
 # A source benchmark op is 100,000 watch updates through an informer: a
 # fixed number of ops gives every row the same work. Its rows take turns,
 # one run of the test binary per count, so that a change in the machine's
 # load during the run falls on both implementations alike.
 SOURCE_BENCH_TIME  ?= 3x
-SOURCE_BENCH_COUNT ?= 7
+SOURCE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,7)
+
+# The end-to-end benchmark runs the Mirror operator on opkit, on
+# controller-runtime and as a bare client, in alternation (see
+# hack/bench/e2e); E2E_FLAGS passes it flags, such as -rounds 3.
+E2E_FLAGS ?=
+
+# Where make bench writes its tables (and the end-to-end chart).
+RESULTS := $(CURDIR)/bench/results
 
 .PHONY: bench
-bench: envtest ## Run the benchmarks side by side with the peers and print the ratios.
-	mkdir -p $(BIN)/bench
+bench: envtest ## Run the benchmarks side by side with the peers and print the ratios (BENCH_QUICK=1: a few minutes).
+	mkdir -p $(BIN)/bench $(RESULTS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(BENCH_COUNT) -timeout=30m ./pkg/queue/ \
-	  | tee $(BIN)/bench/queue.txt | $(GO) run ./hack/benchtable
+	  | tee $(BIN)/bench/queue.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/queue.txt
 	KUBE_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(CACHE_BENCH_COUNT) -timeout=60m ./pkg/cache/ \
-	  | tee $(BIN)/bench/cache.txt | $(GO) run ./hack/benchtable
+	  | tee $(BIN)/bench/cache.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/cache.txt
 	$(GO) test -c -o $(BIN)/bench/source.test ./pkg/source/
 	for i in $$(seq $(SOURCE_BENCH_COUNT)); do \
 	  KUBE_CACHE_MUTATION_DETECTOR=false $(BIN)/bench/source.test -test.run '^$$' -test.bench . -test.benchmem \
 	    -test.benchtime=$(SOURCE_BENCH_TIME) -test.timeout=30m || exit 1; \
-	done | tee $(BIN)/bench/source.txt | $(GO) run ./hack/benchtable
+	done | tee $(BIN)/bench/source.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/source.txt
+	BENCH_QUICK=$(BENCH_QUICK) $(GO) run ./hack/bench/e2e -out $(RESULTS) $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
+	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
+	  for t in queue cache source e2e; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
 ##@ Build dependencies
 

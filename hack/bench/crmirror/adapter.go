@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	opkit "github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// adapter runs an opkit reconciler as a controller-runtime one, mapping the
+// request, the result and terminal errors.
+type adapter struct {
+	r opkit.Reconciler[opkit.Request]
+}
+
+var _ ctrl.Reconciler = adapter{}
+
+func (a adapter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := a.r.Reconcile(ctx, opkit.Request{Namespace: req.Namespace, Name: req.Name})
+	if errors.Is(err, opkit.ErrTerminal) {
+		err = ctrl.TerminalError(err)
+	}
+	return result(res), err
+}
+
+// result maps opkit's Result to controller-runtime's: a requeue without a
+// delay goes through the per-key rate limiter in both.
+func result(res opkit.Result) ctrl.Result {
+	after, ok := res.Requeue()
+	switch {
+	case !ok:
+		return ctrl.Result{}
+	case after > 0:
+		return ctrl.Result{RequeueAfter: after}
+	default:
+		//lint:ignore SA1019 Requeue is controller-runtime's only way to ask for a rate-limited requeue without an error.
+		return ctrl.Result{Requeue: true}
+	}
+}

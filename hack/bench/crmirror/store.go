@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+)
+
+// store is mirror.Store over controller-runtime's cache, read the way
+// controller-runtime users read it: through a client.Reader, which returns
+// deep copies, with field indexes registered through client.FieldIndexer.
+type store struct {
+	r client.Reader
+}
+
+var _ mirror.Store = store{}
+
+// indexFields registers the indexes store reads by; call it before the
+// manager starts.
+func indexFields(ctx context.Context, fi client.FieldIndexer) error {
+	if err := fi.IndexField(ctx, &v1alpha1.Mirror{}, mirror.IndexSource, func(o client.Object) []string {
+		return mirror.MirrorSources(o.(*v1alpha1.Mirror))
+	}); err != nil {
+		return fmt.Errorf("index Mirrors by source: %w", err)
+	}
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		if err := fi.IndexField(ctx, obj, mirror.IndexCopyOf, mirror.CopyIndex); err != nil {
+			return fmt.Errorf("index %T by Mirror: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// The Store interface takes no context: its reads are from memory and
+// cannot block on the network once the cache has synced.
+
+func (s store) Mirror(namespace, name string) (*v1alpha1.Mirror, error) {
+	m := &v1alpha1.Mirror{}
+	if err := s.r.Get(context.TODO(), client.ObjectKey{Namespace: namespace, Name: name}, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (s store) Namespaces(selector labels.Selector) ([]*corev1.Namespace, error) {
+	var l corev1.NamespaceList
+	if err := s.r.List(context.TODO(), &l, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Namespace, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+func (s store) Object(kind, namespace, name string) (client.Object, error) {
+	obj, err := newObject(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.r.Get(context.TODO(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (s store) Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object, error) {
+	match := client.MatchingFields{mirror.IndexCopyOf: mirror.MirrorKey(mirrorNamespace, mirrorName)}
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		var l corev1.ConfigMapList
+		if err := s.r.List(context.TODO(), &l, match); err != nil {
+			return nil, err
+		}
+		return pointers(l.Items), nil
+	case v1alpha1.KindSecret:
+		var l corev1.SecretList
+		if err := s.r.List(context.TODO(), &l, match); err != nil {
+			return nil, err
+		}
+		return pointers(l.Items), nil
+	}
+	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
+}
+
+func newObject(kind string) (client.Object, error) {
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		return &corev1.ConfigMap{}, nil
+	case v1alpha1.KindSecret:
+		return &corev1.Secret{}, nil
+	}
+	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
+}
+
+// pointers returns the addresses of items' elements, as client.Objects.
+func pointers[T any, PT interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+// mirrorsOf maps a ConfigMap or Secret to the Mirrors it is the source of,
+// and to the Mirror it is a copy of, as mirror's Setup does.
+func (s store) mirrorsOf(ctx context.Context, obj client.Object) []ctrl.Request {
+	kind := v1alpha1.KindConfigMap
+	if _, ok := obj.(*corev1.Secret); ok {
+		kind = v1alpha1.KindSecret
+	}
+	var ms v1alpha1.MirrorList
+	_ = s.r.List(ctx, &ms, client.MatchingFields{mirror.IndexSource: mirror.SourceKey(kind, obj.GetNamespace(), obj.GetName())})
+	var out []ctrl.Request
+	for _, m := range ms.Items {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Name}})
+	}
+	if l := obj.GetLabels(); mirror.CopyOf(obj) != "" {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: l[mirror.LabelMirrorNamespace], Name: l[mirror.LabelMirrorName]}})
+	}
+	return out
+}
+
+// mirrorsSelecting maps a namespace to the Mirrors whose selector matches
+// it.
+func (s store) mirrorsSelecting(ctx context.Context, obj client.Object) []ctrl.Request {
+	var ms v1alpha1.MirrorList
+	_ = s.r.List(ctx, &ms)
+	var out []ctrl.Request
+	for _, m := range ms.Items {
+		sel, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
+		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one implementation's operator (or the bare client) running as
+// a child process.
+type process struct {
+	cmd         *exec.Cmd
+	metricsAddr string // operators: where /metrics is served
+	healthAddr  string // operators: where /readyz is served
+	pprofAddr   string // operators with profiling on: where /debug/pprof is served
+	metricsCopy string // where requests writes what it scraped, if set
+
+	// The bare client's command channel and its last answer.
+	stdin    io.WriteCloser
+	stdout   *bufio.Scanner
+	bareReqs map[string]int64
+}
+
+// startOperator starts an operator binary against kubeconfig with the flags
+// both operators share.
+// With pprof, crmirror serves /debug/pprof on an address of its own, and
+// any other operator is assumed to serve it beside /metrics.
+func startOperator(bin, kubeconfig string, workers int, log io.Writer, pprof bool) (*process, error) {
+	m, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	h, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m,
+		"--health-probe-bind-address", h, "--max-concurrent-reconciles", strconv.Itoa(workers))
+	p := &process{cmd: cmd, metricsAddr: m, healthAddr: h}
+	if pprof {
+		p.pprofAddr = m
+		if filepath.Base(bin) == "crmirror" {
+			if p.pprofAddr, err = freeAddr(); err != nil {
+				return nil, err
+			}
+			cmd.Args = append(cmd.Args, "--pprof-bind-address", p.pprofAddr)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	return p, nil
+}
+
+// startBare starts the bare client, which writes the copies of w when told.
+func startBare(bin, kubeconfig string, workers int, w *workload, log io.Writer) (*process, error) {
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--home", w.home(), "--selector", runLabel+"="+w.run,
+		"--max-concurrent-reconciles", strconv.Itoa(workers))
+	cmd.Stderr = log
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	return &process{cmd: cmd, stdin: in, stdout: bufio.NewScanner(out), bareReqs: map[string]int64{}}, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitReady waits until the operator's /readyz passes: its informers have
+// synced. The bare client is ready at once.
+func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
+	if p.healthAddr == "" {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready within %v (last: %v)", p.cmd.Path, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sync tells the bare client to write the copies and waits until it has.
+func (p *process) sync() error {
+	if _, err := io.WriteString(p.stdin, "sync\n"); err != nil {
+		return fmt.Errorf("tell the bare client to sync: %w", err)
+	}
+	if !p.stdout.Scan() {
+		return fmt.Errorf("the bare client stopped: %v", errors.Join(p.stdout.Err(), io.ErrUnexpectedEOF))
+	}
+	return json.Unmarshal(p.stdout.Bytes(), &p.bareReqs)
+}
+
+// requests returns the requests the process has sent the API server so
+// far, by HTTP method and by status code: from rest_client_requests_total
+// on an operator's /metrics, which both opkit's manager and
+// controller-runtime's serve. The bare client counts by method only: it
+// stops at the first request that fails.
+func (p *process) requests(ctx context.Context) (byMethod, byCode map[string]int64, err error) {
+	if p.metricsAddr == "" {
+		out := map[string]int64{}
+		for k, v := range p.bareReqs {
+			out[k] = v
+		}
+		return out, nil, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scrape %s: %w", p.metricsAddr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scrape %s: %w", p.metricsAddr, err)
+	}
+	if p.metricsCopy != "" {
+		// Kept for a look at the operator's other metrics afterwards.
+		_ = os.WriteFile(p.metricsCopy, body, 0o644)
+	}
+	return parseRequests(bytes.NewReader(body))
+}
+
+// parseRequests sums rest_client_requests_total by its method label and
+// by its code label.
+func parseRequests(r io.Reader) (byMethod, byCode map[string]int64, err error) {
+	byMethod, byCode = map[string]int64{}, map[string]int64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(line, "} ")
+		method, ok2 := label(labels, "method")
+		code, ok3 := label(labels, "code")
+		if !ok || !ok2 || !ok3 {
+			return nil, nil, fmt.Errorf("unexpected metric line %q", line)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		byMethod[method] += int64(v)
+		byCode[code] += int64(v)
+	}
+	return byMethod, byCode, sc.Err()
+}
+
+// label returns the value of the label name in a metric's labels.
+func label(labels, name string) (string, bool) {
+	_, rest, ok := strings.Cut(labels, name+`="`)
+	if !ok {
+		return "", false
+	}
+	v, _, ok := strings.Cut(rest, `"`)
+	return v, ok
+}
+
+// profile writes a CPU profile of the next seconds to prefix.cpu.pprof,
+// then a heap profile to prefix.heap.pprof, and reports on the channel
+// when it is done.
+func (p *process) profile(ctx context.Context, prefix string, seconds int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprofAddr, seconds), prefix+".cpu.pprof")
+		if err == nil {
+			err = fetch(ctx, "http://"+p.pprofAddr+"/debug/pprof/heap", prefix+".heap.pprof")
+		}
+		done <- err
+	}()
+	return done
+}
+
+func fetch(ctx context.Context, url, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// peakRSS returns the process's peak resident set size (VmHWM) in bytes.
+func (p *process) peakRSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v) // "123456 kB"
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/<pid>/status")
+}
+
+// stop stops the process with SIGTERM (SIGKILL after 30s) and returns the
+// CPU seconds it used, user and system, and its peak RSS from rusage.
+func (p *process) stop() (cpu float64, maxRSS int64, err error) {
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		err = errors.Join(errors.New("did not stop within 30s of SIGTERM"), <-done)
+	}
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, errors.New("no rusage for the process")
+	}
+	cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return cpu, ru.Maxrss << 10, err
+}

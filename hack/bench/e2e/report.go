@@ -1,0 +1,225 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// The implementations, in the order runs alternate and columns appear.
+const (
+	opkit = "opkit"
+	cr    = "ctrlruntime"
+	bare  = "bare"
+)
+
+var impls = []string{opkit, cr, bare}
+
+// runResult is the figures of one run of one implementation.
+type runResult struct {
+	Impl          string           `json:"impl"`
+	Round         int              `json:"round"`
+	CreateSeconds float64          `json:"createSeconds"`
+	UpdateSeconds float64          `json:"updateSeconds"`
+	CPUSeconds    float64          `json:"cpuSeconds"`
+	PeakRSSBytes  int64            `json:"peakRSSBytes"`
+	Requests      map[string]int64 `json:"requests"`        // by HTTP method, over the process's life
+	Codes         map[string]int64 `json:"codes,omitempty"` // by status code, where known
+}
+
+// failed returns the requests answered with neither a 1xx, 2xx or 3xx
+// status: conflicts from writes computed from a stale cache, mostly.
+func (r runResult) failed() float64 {
+	var n int64
+	for code, v := range r.Codes {
+		if c, err := strconv.Atoi(code); err != nil || c >= 400 {
+			n += v
+		}
+	}
+	return float64(n)
+}
+
+func (r runResult) totalRequests() float64 {
+	var n int64
+	for _, v := range r.Requests {
+		n += v
+	}
+	return float64(n)
+}
+
+// figure is a row of the table: a figure of every run, and the most
+// opkit's median may be as a multiple of each peer's (0: no target).
+type figure struct {
+	name       string
+	value      func(runResult) float64
+	crTarget   float64
+	bareTarget float64
+}
+
+func figures(runs []runResult) []figure {
+	fs := []figure{
+		{name: "wall, create phase (s)", value: func(r runResult) float64 { return r.CreateSeconds }, crTarget: 1, bareTarget: 1.2},
+		{name: "wall, update phase (s)", value: func(r runResult) float64 { return r.UpdateSeconds }, crTarget: 1, bareTarget: 1.2},
+		{name: "wall, both phases (s)", value: func(r runResult) float64 { return r.CreateSeconds + r.UpdateSeconds }, crTarget: 1, bareTarget: 1.2},
+		{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, crTarget: 0.7},
+		{name: "peak RSS (MiB)", value: func(r runResult) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, crTarget: 0.7},
+		{name: "API requests", value: runResult.totalRequests, crTarget: 1},
+	}
+	var methods []string
+	for _, r := range runs {
+		for m := range r.Requests {
+			if !slices.Contains(methods, m) {
+				methods = append(methods, m)
+			}
+		}
+	}
+	slices.Sort(methods)
+	for _, m := range methods {
+		fs = append(fs, figure{name: "  " + m, value: func(r runResult) float64 { return float64(r.Requests[m]) }})
+	}
+	return append(fs, figure{name: "  failed (4xx, 5xx)", value: runResult.failed})
+}
+
+// stats are the median and range of one figure over one implementation's
+// runs.
+type stats struct {
+	median, min, max float64
+	n                int
+}
+
+func summarize(runs []runResult, impl string, value func(runResult) float64) stats {
+	var vs []float64
+	for _, r := range runs {
+		if r.Impl == impl {
+			vs = append(vs, value(r))
+		}
+	}
+	if len(vs) == 0 {
+		return stats{}
+	}
+	return stats{median: median(vs), min: slices.Min(vs), max: slices.Max(vs), n: len(vs)}
+}
+
+// median returns the median of vs, which must not be empty.
+func median(vs []float64) float64 {
+	vs = slices.Sorted(slices.Values(vs))
+	n := len(vs)
+	return (vs[(n-1)/2] + vs[n/2]) / 2
+}
+
+var header = []string{"figure (median, range)", "opkit", "ctrlruntime", "opkit/ctrlruntime", "bare", "opkit/bare"}
+
+// table returns the cells of the table, header first, and how many targets
+// opkit met of how many.
+func table(runs []runResult) (rows [][]string, met, total int) {
+	rows = append(rows, header)
+	for _, f := range figures(runs) {
+		s := map[string]stats{}
+		for _, impl := range impls {
+			s[impl] = summarize(runs, impl, f.value)
+		}
+		cells := []string{f.name, cell(s[opkit]), cell(s[cr])}
+		c, m, t := ratio(s[opkit], s[cr], f.crTarget)
+		cells, met, total = append(cells, c, cell(s[bare])), met+m, total+t
+		c, m, t = ratio(s[opkit], s[bare], f.bareTarget)
+		cells, met, total = append(cells, c), met+m, total+t
+		rows = append(rows, cells)
+	}
+	return rows, met, total
+}
+
+func cell(s stats) string {
+	switch {
+	case s.n == 0:
+		return "-"
+	case s.n == 1 || s.min == s.max:
+		return num(s.median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", num(s.median), num(s.min), num(s.max))
+}
+
+// ratio returns opkit's median over the peer's, with the target it must
+// not exceed, if any; and whether that target was met (1 of 1) or not.
+func ratio(o, peer stats, target float64) (cell string, met, total int) {
+	if o.n == 0 || peer.n == 0 || peer.median == 0 {
+		return "-", 0, 0
+	}
+	r := o.median / peer.median
+	if target == 0 {
+		return fmt.Sprintf("%.2fx", r), 0, 0
+	}
+	if r <= target {
+		return fmt.Sprintf("%.2fx (≤%.1fx pass)", r, target), 1, 1
+	}
+	return fmt.Sprintf("%.2fx (≤%.1fx MISS)", r, target), 0, 1
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 100 || v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+const footer = "Ratios are opkit's median / the peer's: below 1, opkit uses less (or is faster)."
+
+// printTable prints the table aligned for a terminal, like hack/benchtable.
+func printTable(w io.Writer, title string, runs []runResult) error {
+	rows, met, total := table(runs)
+	fmt.Fprintln(w, title)
+	width := 0
+	for _, r := range rows {
+		width = max(width, len([]rune(r[0])))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 0, ' ', tabwriter.AlignRight)
+	for _, r := range rows {
+		r = slices.Clone(r)
+		r[0] += strings.Repeat(" ", width-len([]rune(r[0])))
+		fmt.Fprintln(tw, strings.Join(r, "\t  ")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s Targets met: %d of %d.\n", footer, met, total)
+	return err
+}
+
+// writeMarkdown writes the table as markdown, then every run's figures.
+func writeMarkdown(w io.Writer, title string, runs []runResult) error {
+	rows, met, total := table(runs)
+	fmt.Fprintf(w, "%s\n\n", title)
+	for i, r := range rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		if i == 0 {
+			fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
+		}
+	}
+	fmt.Fprintf(w, "\n%s Targets met: %d of %d.\n\n", footer, met, total)
+	fmt.Fprintf(w, "Every run, in the order they ran:\n\n")
+	fmt.Fprintf(w, "| round | implementation | create (s) | update (s) | CPU (s) | peak RSS (MiB) | API requests |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range runs {
+		fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.1f | %s |\n", r.Round, r.Impl, r.CreateSeconds, r.UpdateSeconds,
+			r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), formatRequests(r.Requests))
+	}
+	return nil
+}
+
+// formatRequests formats requests by method as "123 (GET 3, POST 100, …)".
+func formatRequests(reqs map[string]int64) string {
+	var n int64
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(reqs)) {
+		n += reqs[m]
+		parts = append(parts, fmt.Sprintf("%s %d", m, reqs[m]))
+	}
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+}
