@@ -82,6 +82,7 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 	  echo "gofmt: these files need formatting (run 'gofmt -w' on them):"; echo "$$unformatted"; exit 1; \
 	fi
 	$(GO) vet ./...
+	$(GO) vet -tags nolocal ./cmd/sample-operator
 	$(STATICCHECK) ./...
 
 .PHONY: test

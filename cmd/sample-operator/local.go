@@ -1,3 +1,5 @@
+//go:build !nolocal
+
 package main
 
 import (
@@ -22,7 +24,7 @@ import (
 // writes its kubeconfig under dir and says how to watch the operator work.
 // It returns the control plane and the kubeconfig's path, which the caller
 // removes when it stops the control plane.
-func startLocal(ctx context.Context, dir string, out io.Writer) (*testenv.Environment, string, error) {
+func startLocal(ctx context.Context, dir string, out io.Writer) (controlPlane, string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, "", err

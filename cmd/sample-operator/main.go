@@ -43,6 +43,12 @@ func main() {
 	}
 }
 
+// controlPlane is the local control plane --local runs (pkg/testenv's).
+type controlPlane interface {
+	Config() *rest.Config
+	Stop() error
+}
+
 // flags are the command line.
 type flags struct {
 	kubeconfig      string

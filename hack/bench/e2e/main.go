@@ -206,7 +206,10 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 	for _, impl := range impls {
 		bins[impl] = filepath.Join(dir, filepath.Base(pkgs[impl]))
 		logf("building %s", pkgs[impl])
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bins[impl], pkgs[impl])
+		// As deployed: the Dockerfile builds the operator with -tags
+		// nolocal, which leaves out --local and the test control plane it
+		// links.
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "nolocal", "-o", bins[impl], pkgs[impl])
 		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("build %s: %w", pkgs[impl], err)
