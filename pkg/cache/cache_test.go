@@ -490,18 +490,7 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 func TestWatchKeepsFormsCurrent(t *testing.T) {
 	ns := env.Namespace(t)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	typedL, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	metaL, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsL, err := cache.Unstructured(c, configMapGVK, cache.TypeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	typedL, metaL, unsL := allForms(t, c)
 	start(t, c)
 	labelOf := map[string]func() string{
 		"typed": func() string {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
@@ -16,18 +17,7 @@ func TestStrippedInEveryForm(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	typedL, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	metaL, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsL, err := cache.Unstructured(c, configMapGVK, cache.TypeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	typedL, metaL, unsL := allForms(t, c)
 	start(t, c)
 	get := map[string]func() (metav1.Object, error){
 		"typed":        func() (metav1.Object, error) { return typedL.Get(ns, "csa") },
@@ -48,4 +38,23 @@ func TestStrippedInEveryForm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// allForms registers ConfigMaps with c in each form: typed, metadata-only
+// and unstructured.
+func allForms(t *testing.T, c *cache.Cache) (*cache.Lister[*corev1.ConfigMap], *cache.Lister[*metav1.PartialObjectMetadata], *cache.Lister[*unstructured.Unstructured]) {
+	t.Helper()
+	typed, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uns, err := cache.Unstructured(c, configMapGVK, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typed, meta, uns
 }
