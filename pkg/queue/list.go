@@ -2,7 +2,7 @@ package queue
 
 // list is an intrusive doubly linked list of nodes through node.link: the
 // processing list, whose nodes were handed out recently and so are in cache.
-// (The free list also uses node.link.next.) Its zero value is empty.
+// Its zero value is empty.
 type list[K comparable] struct{ head, tail *node[K] }
 
 type link[K comparable] struct{ prev, next *node[K] }

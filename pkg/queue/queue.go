@@ -92,14 +92,7 @@ type Queue[K comparable] struct {
 	waiting    waitHeap[K]
 	processing list[K] // nodes handed out and not yet Done, oldest first
 	inFlight   int
-	// free and nodes recycle nodes, so steady traffic allocates none: free is
-	// a short list (through node.link.next) that costs next to nothing; nodes
-	// takes the overflow of a burst, which the garbage collector reclaims if
-	// it is not reused. The pool holds whole chains of maxFree nodes, the
-	// free list as it fills, so that one pool operation serves maxFree nodes.
-	free  *node[K]
-	nFree int
-	nodes sync.Pool // of *node[K]: chains of maxFree free nodes
+	free       freeNodes[K] // recycled nodes: see freeNodes
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
 	// stamp is a recent reading of the clock, for aging. While ticking, the
@@ -522,33 +515,15 @@ func (q *Queue[K]) unlinkProcessing(n *node[K]) {
 	q.inFlight--
 }
 
-// maxFree is the length of the free list, and of each chain in Queue.nodes.
-const maxFree = 256
-
+// newNode returns a node for key, recycled if one is free.
 func (q *Queue[K]) newNode(key K) *node[K] {
-	if q.free == nil {
-		if chain, _ := q.nodes.Get().(*node[K]); chain != nil {
-			q.free, q.nFree = chain, maxFree
-		}
-	}
-	n := q.free
-	if n != nil {
-		q.free, q.nFree = n.link.next, q.nFree-1
-		n.link.next = nil
-	} else {
-		n = &node[K]{}
-	}
+	n := q.free.pop()
 	n.key = key
 	return n
 }
 
+// freeNode clears n, whose key the queue no longer holds, for reuse.
 func (q *Queue[K]) freeNode(n *node[K]) {
-	if q.nFree == maxFree {
-		q.nodes.Put(q.free)
-		q.free, q.nFree = nil, 0
-	}
 	*n = node[K]{}
-	n.link.next = q.free
-	q.free = n
-	q.nFree++
+	q.free.push(n)
 }

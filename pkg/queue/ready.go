@@ -2,7 +2,7 @@ package queue
 
 // node is the queue's record of one key. A node is in exactly one of three
 // places, given by state: the ready set, the waiting heap, or the processing
-// list. Nodes are recycled (Queue.free, Queue.nodes), so steady-state
+// list. Nodes are recycled (Queue.free), so steady-state
 // traffic allocates nothing.
 //
 // Its fields fit in 128 bytes for 32-byte keys (two strings, as in
@@ -28,7 +28,7 @@ type node[K comparable] struct {
 	state     state
 	dirty     bool
 
-	link        link[K] // in Queue.processing, or Queue.free
+	link        link[K] // in Queue.processing
 	tenantQueue *tenantQueue[K]
 }
 
