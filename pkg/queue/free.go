@@ -17,7 +17,8 @@ import "sync"
 type freeNodes[K comparable] struct {
 	buf      []*node[K] // a ring; len(buf) is zero or a power of two
 	head, n  int
-	overflow sync.Pool // of *[]*node[K], freeChunk nodes each in order
+	overflow sync.Pool   // of *[]*node[K], freeChunk nodes each in order
+	spare    *[]*node[K] // an emptied chunk from overflow, for the next spill
 }
 
 const (
@@ -53,6 +54,8 @@ func (f *freeNodes[K]) refill() {
 		for _, n := range *chunk {
 			f.push(n)
 		}
+		clear(*chunk)
+		f.spare = chunk
 		return
 	}
 	chunk := make([]node[K], freeChunk)
@@ -63,11 +66,16 @@ func (f *freeNodes[K]) refill() {
 
 // spill moves the freeChunk nodes that would be reused first to the overflow.
 func (f *freeNodes[K]) spill() {
-	chunk := make([]*node[K], freeChunk)
-	for i := range chunk {
-		chunk[i] = f.pop()
+	chunk := f.spare
+	if chunk == nil {
+		chunk = new([]*node[K])
+		*chunk = make([]*node[K], freeChunk)
 	}
-	f.overflow.Put(&chunk)
+	f.spare = nil
+	for i := range *chunk {
+		(*chunk)[i] = f.pop()
+	}
+	f.overflow.Put(chunk)
 }
 
 func (f *freeNodes[K]) grow() {
