@@ -172,14 +172,34 @@ func TestAgingOff(t *testing.T) {
 // are more than maxIdleTenants.
 func TestIdleTenantsSwept(t *testing.T) {
 	q := newQueue(t, Options[string]{Tenant: tenantOf})
+	swept := 0
 	for i := range 3 * maxIdleTenants {
 		q.Add(fmt.Sprintf("ns-%d/x", i))
+		if b := q.ready.buckets[0]; len(b.tenants) < i {
+			// Swept just now: no tenant swept out may stay in the bucket's
+			// cache of recent tenants.
+			swept++
+			if err := q.checkInvariants(); err != nil {
+				t.Fatalf("after a sweep: %v", err)
+			}
+		}
 		k, _ := mustGet(t, q)
 		q.Done(k)
+	}
+	if swept == 0 {
+		t.Fatal("no sweep happened")
 	}
 	b := q.ready.buckets[0]
 	if n := len(b.tenants); n > maxIdleTenants+1 {
 		t.Errorf("bucket holds %d tenants, want at most %d", n, maxIdleTenants+1)
+	}
+	if err := q.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	// Tenants swept out come back as new ones, not through a stale entry of
+	// the bucket's cache of recent tenants.
+	for i := range 3 * maxIdleTenants {
+		q.Add(fmt.Sprintf("ns-%d/y", i))
 	}
 	if err := q.checkInvariants(); err != nil {
 		t.Fatal(err)

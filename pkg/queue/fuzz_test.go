@@ -55,6 +55,9 @@ func (q *Queue[K]) checkInvariants() error {
 				if t.line.len() == 0 {
 					return fmt.Errorf("empty tenant %q in the ring of bucket %d", t.name, b.priority)
 				}
+				if q.ready.fair && b.tenants[t.name] != t {
+					return fmt.Errorf("tenant %q in the ring of bucket %d is not the one in its map", t.name, b.priority)
+				}
 				for n := range t.line.all() {
 					inBucket++
 					if n.priority != b.priority || n.tenantQueue != t || n.state != stateReady {
@@ -69,6 +72,11 @@ func (q *Queue[K]) checkInvariants() error {
 				if t = t.next; t == b.ring {
 					break
 				}
+			}
+		}
+		for i, t := range b.recent {
+			if t != nil && (b.tenants[t.name] != t || recentSlot(t.name) != i) {
+				return fmt.Errorf("tenant %q cached in slot %d of bucket %d is stale", t.name, i, b.priority)
 			}
 		}
 		idle := 0

@@ -58,6 +58,7 @@ type bucket[K comparable] struct {
 	n        int
 	ring     *tenantQueue[K]
 	tenants  map[string]*tenantQueue[K] // nil when fairness is off
+	recent   [recentTenants]*tenantQueue[K]
 	idle     int                        // empty tenants in tenants
 	single   tenantQueue[K]             // the only tenant when fairness is off
 	depth    GaugeMetric
@@ -126,7 +127,7 @@ func (r *readySet[K]) link(n *node[K]) {
 	b := r.bucket(n.priority)
 	t := &b.single
 	if r.fair {
-		t = b.tenants[n.tenant]
+		t = b.tenant(n.tenant)
 		switch {
 		case t == nil:
 			t = newTenant(b, n.tenant)
@@ -205,10 +206,46 @@ func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
 			}
 		}
 		b.idle = 0
+		clear(b.recent[:])
 	}
 	t := &tenantQueue[K]{name: name, bucket: b, line: ring[K]{slot: lineSlot}}
 	b.tenants[name] = t
+	b.recent[recentSlot(name)] = t
 	return t
+}
+
+// recentTenants is the size of a bucket's cache of tenants looked up, which
+// spares most adds a map lookup: under a big backlog that lookup costs
+// several cache misses, for the map competes for the cache with the keys.
+const recentTenants = 16
+
+// tenant returns the bucket's queue for the named tenant, or nil. It looks in
+// the cache of recent tenants, then in the map.
+func (b *bucket[K]) tenant(name string) *tenantQueue[K] {
+	i := recentSlot(name)
+	if t := b.recent[i]; t != nil && t.name == name {
+		return t
+	}
+	t := b.tenants[name]
+	if t != nil {
+		b.recent[i] = t
+	}
+	return t
+}
+
+// recentSlot picks a tenant's place in the cache from its length and its
+// first and last two bytes: cheap, and enough to tell apart the namespaces
+// of most clusters.
+func recentSlot(name string) int {
+	h := uint(len(name))
+	if len(name) > 0 {
+		h = h*31 + uint(name[0])
+		h = h*31 + uint(name[len(name)-1])
+	}
+	if len(name) > 1 {
+		h = h*31 + uint(name[len(name)-2])
+	}
+	return int(h % recentTenants)
 }
 
 // maxEmptyBuckets is how many buckets the ready set keeps in all before it
