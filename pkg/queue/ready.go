@@ -59,8 +59,8 @@ type bucket[K comparable] struct {
 	ring     *tenantQueue[K]
 	tenants  map[string]*tenantQueue[K] // nil when fairness is off
 	recent   [recentTenants]*tenantQueue[K]
-	idle     int                        // empty tenants in tenants
-	single   tenantQueue[K]             // the only tenant when fairness is off
+	idle     int            // empty tenants in tenants
+	single   tenantQueue[K] // the only tenant when fairness is off
 	depth    GaugeMetric
 }
 
