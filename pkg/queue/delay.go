@@ -130,7 +130,7 @@ func (q *Queue[K]) delayLoop() {
 // tick, and an idle one not at all.
 func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	defer q.unlock()
 	if len(q.waiting) == 0 && !q.ticking {
 		return 0, false
 	}

@@ -83,6 +83,9 @@ type AddOpts struct {
 type Queue[K comparable] struct {
 	mu   sync.Mutex
 	cond sync.Cond // signalled when ready gains a node or shutdown starts
+	// readied counts the nodes made ready since the lock was taken: unlock
+	// signals cond once for each.
+	readied int
 
 	// items holds every key the queue knows: ready, waiting or processing.
 	// A key is in items if and only if its node is in exactly one of ready,
@@ -187,7 +190,7 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 	}
 	q.mu.Lock()
 	counted := q.addLocked(key, priority, after, early)
-	q.mu.Unlock()
+	q.unlock()
 	// Metrics are updated outside the lock: their atomics contend across
 	// cores, and the lock should be held for the queue's own work only.
 	if q.metrics.on {
@@ -319,10 +322,27 @@ func (q *Queue[K]) now() int64 {
 	return int64(q.clock.Now().Sub(q.start))
 }
 
+// makeReady puts n in the ready set. The caller, holding the lock, must
+// release it with unlock, which wakes a Get for n.
 func (q *Queue[K]) makeReady(n *node[K], at int64) {
 	n.state, n.at = stateReady, at
 	q.ready.push(n)
-	q.cond.Signal()
+	q.readied++
+}
+
+// unlock releases the lock, then wakes one parked Get for each key made
+// ready while it was held. Waking after the release lets the woken Get take
+// the lock at once rather than wake only to wait for it, and keeps the cost
+// of the wake-up, which may start a thread, out of the time the lock is
+// held. No wake-up is lost: a Get parks only after it has seen, under the
+// lock, that no key is ready, and Wait enrols it before releasing the lock.
+func (q *Queue[K]) unlock() {
+	n := q.readied
+	q.readied = 0
+	q.mu.Unlock()
+	for range n {
+		q.cond.Signal()
+	}
 }
 
 // Get blocks until a key is ready or the queue shuts down, and hands the key
@@ -395,7 +415,7 @@ func (q *Queue[K]) Done(key K) {
 	}
 	q.mu.Lock()
 	worked, ok := q.doneLocked(key, early)
-	q.mu.Unlock()
+	q.unlock()
 	if ok && q.metrics.on {
 		q.metrics.workDuration.Observe(worked.Seconds())
 	}
