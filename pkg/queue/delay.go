@@ -8,9 +8,9 @@ type waitHeap[K comparable] []*node[K]
 
 func (h *waitHeap[K]) push(n *node[K]) {
 	n.state = stateWaiting
-	n.heapIndex = int32(len(*h))
+	n.index = int32(len(*h))
 	*h = append(*h, n)
-	h.up(int(n.heapIndex))
+	h.up(int(n.index))
 }
 
 // pop removes and returns the earliest node.
@@ -22,21 +22,21 @@ func (h *waitHeap[K]) pop() *node[K] {
 
 func (h *waitHeap[K]) remove(n *node[K]) {
 	s := *h
-	i, last := int(n.heapIndex), len(s)-1
+	i, last := int(n.index), len(s)-1
 	if i != last {
 		s[i] = s[last]
-		s[i].heapIndex = int32(i)
+		s[i].index = int32(i)
 	}
 	s[last] = nil
 	*h = s[:last]
 	if i != last {
 		h.fixAt(i)
 	}
-	n.heapIndex = -1
+	n.index = -1
 }
 
 // fix restores the heap after n.at changed.
-func (h *waitHeap[K]) fix(n *node[K]) { h.fixAt(int(n.heapIndex)) }
+func (h *waitHeap[K]) fix(n *node[K]) { h.fixAt(int(n.index)) }
 
 func (h *waitHeap[K]) fixAt(i int) {
 	if !h.down(i) {
@@ -48,7 +48,7 @@ func (h waitHeap[K]) less(i, j int) bool { return h[i].at < h[j].at }
 
 func (h waitHeap[K]) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex, h[j].heapIndex = int32(i), int32(j)
+	h[i].index, h[j].index = int32(i), int32(j)
 }
 
 func (h waitHeap[K]) up(i int) {
@@ -85,7 +85,7 @@ func (h waitHeap[K]) down(i int) bool {
 // wakeDelayLoop tells the delay loop to look again if n is now the earliest
 // waiting node.
 func (q *Queue[K]) wakeDelayLoop(n *node[K]) {
-	if n.heapIndex == 0 {
+	if n.index == 0 {
 		q.nudgeDelayLoop()
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // checkInvariants verifies the queue's structure: every key in items is in
-// exactly one of the ready set, the waiting heap and the processing list,
+// exactly one of the ready set, the waiting heap and the processing slice,
 // once; the counts agree; the rings keep their invariants.
 func (q *Queue[K]) checkInvariants() error {
 	q.mu.Lock()
@@ -97,22 +97,28 @@ func (q *Queue[K]) checkInvariants() error {
 		return fmt.Errorf("ready counts %d, age ring holds %d, tenant FIFOs hold %d", q.ready.n, ages, fifo)
 	}
 	for i, n := range q.waiting {
-		if int(n.heapIndex) != i || n.state != stateWaiting {
-			return fmt.Errorf("waiting key %v at %d has index %d, state %d", n.key, i, n.heapIndex, n.state)
+		if int(n.index) != i || n.state != stateWaiting {
+			return fmt.Errorf("waiting key %v at %d has index %d, state %d", n.key, i, n.index, n.state)
 		}
 		if err := place(n.key, "waiting"); err != nil {
 			return err
 		}
 	}
-	inFlight := 0
-	for n := q.processing.head; n != nil; n = n.link.next {
-		inFlight++
+	for i, n := range q.processing {
+		if int(n.index) != i || n.state != stateProcessing {
+			return fmt.Errorf("key %v in flight at %d has index %d, state %d", n.key, i, n.index, n.state)
+		}
 		if err := place(n.key, "processing"); err != nil {
 			return err
 		}
 	}
-	if inFlight != q.inFlight || len(where) != len(q.items) {
-		return fmt.Errorf("inFlight %d, processing list %d; items %d, placed %d", q.inFlight, inFlight, len(q.items), len(where))
+	if len(where) != len(q.items) {
+		return fmt.Errorf("items holds %d keys, placed %d", len(q.items), len(where))
+	}
+	for k, n := range q.items {
+		if n.key != k || n.tenantQueue == nil {
+			return fmt.Errorf("key %v: node of key %v, line %p", k, n.key, n.tenantQueue)
+		}
 	}
 	return nil
 }

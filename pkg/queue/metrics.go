@@ -108,7 +108,7 @@ func (q *Queue[K]) updateUnfinishedWork() {
 	defer q.mu.Unlock()
 	now := q.now()
 	var total, longest time.Duration
-	for n := q.processing.head; n != nil; n = n.link.next {
+	for _, n := range q.processing {
 		d := time.Duration(now - n.at)
 		total += d
 		longest = max(longest, d)

@@ -93,8 +93,7 @@ type Queue[K comparable] struct {
 	items      map[K]*node[K]
 	ready      readySet[K]
 	waiting    waitHeap[K]
-	processing list[K] // nodes handed out and not yet Done, oldest first
-	inFlight   int
+	processing []*node[K]   // nodes handed out and not yet Done
 	free       freeNodes[K] // recycled nodes: see freeNodes
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
@@ -251,9 +250,11 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64) {
 	n := q.newNode(key)
 	n.priority = priority
+	var tenant string
 	if q.opts.Tenant != nil {
-		n.tenant = q.opts.Tenant(key)
+		tenant = q.opts.Tenant(key)
 	}
+	n.tenantQueue = q.ready.line(priority, tenant)
 	q.items[key] = n
 	if after > 0 {
 		n.at = q.readClock(early) + int64(after)
@@ -432,7 +433,7 @@ func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool
 	if q.metrics.on {
 		worked = time.Duration(q.readClock(early) - n.at)
 	}
-	if q.inFlight == 0 && q.drained != nil {
+	if len(q.processing) == 0 && q.drained != nil {
 		close(q.drained)
 		q.drained = nil
 	}
@@ -504,7 +505,7 @@ func (q *Queue[K]) ShuttingDown() bool {
 func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
 	q.mu.Lock()
 	q.shutDownLocked()
-	if q.inFlight == 0 {
+	if len(q.processing) == 0 {
 		q.mu.Unlock()
 		return nil
 	}
@@ -520,19 +521,26 @@ func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
 	case <-ctx.Done():
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return fmt.Errorf("drain queue %q: %d keys still in flight (first: %v): %w",
-			q.opts.Name, q.inFlight, q.processing.head.key, context.Cause(ctx))
+		return fmt.Errorf("drain queue %q: %d keys still in flight (%v among them): %w",
+			q.opts.Name, len(q.processing), q.processing[0].key, context.Cause(ctx))
 	}
 }
 
 func (q *Queue[K]) linkProcessing(n *node[K]) {
-	q.processing.pushBack(n)
-	q.inFlight++
+	n.index = int32(len(q.processing))
+	q.processing = append(q.processing, n)
 }
 
+// unlinkProcessing takes n out of the processing slice, moving the last node
+// into its place: the nodes in flight were handed out recently, so are in
+// cache.
 func (q *Queue[K]) unlinkProcessing(n *node[K]) {
-	q.processing.remove(n)
-	q.inFlight--
+	last := len(q.processing) - 1
+	moved := q.processing[last]
+	q.processing[n.index], moved.index = moved, n.index
+	q.processing[last] = nil
+	q.processing = q.processing[:last]
+	n.index = -1
 }
 
 // newNode returns a node for key, recycled if one is free.

@@ -285,7 +285,7 @@ func TestShutDownWithDrainTimeout(t *testing.T) {
 		if !errors.Is(err, cause) {
 			t.Fatalf("err = %v, want one wrapping the context's cause", err)
 		}
-		if want := `drain queue "widgets": 1 keys still in flight (first: stuck): manager stopping`; err.Error() != want {
+		if want := `drain queue "widgets": 1 keys still in flight (stuck among them): manager stopping`; err.Error() != want {
 			t.Errorf("err = %q\nwant  %q", err, want)
 		}
 		q.Done(k)

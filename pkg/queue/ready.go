@@ -2,16 +2,15 @@ package queue
 
 // node is the queue's record of one key. A node is in exactly one of three
 // places, given by state: the ready set, the waiting heap, or the processing
-// list. Nodes are recycled (Queue.free), so steady-state
-// traffic allocates nothing.
+// slice. Nodes are recycled (Queue.free), so steady-state traffic allocates
+// nothing.
 //
-// Its fields fit in 128 bytes for 32-byte keys (two strings, as in
-// reconcile.Request), two cache lines: big backlogs are bound by cache
-// misses.
+// Its fields fit in 88 bytes for 32-byte keys (two strings, as in
+// reconcile.Request): big backlogs are bound by cache misses, so every byte
+// counts. Fields that only some states use share space where they can.
 type node[K comparable] struct {
 	key      K
 	priority int
-	tenant   string
 
 	// A key added while it is being processed is marked dirty; Done queues it
 	// again with the highest priority and the earliest time it was added with.
@@ -23,13 +22,18 @@ type node[K comparable] struct {
 	// Times are Queue.now readings: monotonic nanoseconds.
 	at int64
 
-	heapIndex int32     // in Queue.waiting, when stateWaiting
-	pos       [2]uint32 // in its tenant's line and the age ring, when stateReady
-	state     state
-	dirty     bool
+	pos [2]uint32 // in its tenant's line and the age ring, when stateReady
 
-	link        link[K] // in Queue.processing
+	// tenantQueue is the tenant's line the node is in (stateReady) or was
+	// last in; it also names the node's tenant. A waiting node that has
+	// never been ready has one too, idle until the node joins it.
 	tenantQueue *tenantQueue[K]
+
+	// index is the node's place in Queue.waiting (stateWaiting) or in
+	// Queue.processing (stateProcessing).
+	index int32
+	state state
+	dirty bool
 }
 
 type state uint8
@@ -49,6 +53,7 @@ type tenantQueue[K comparable] struct {
 	line       ring[K]         // first in, first out
 	prev, next *tenantQueue[K] // ring of the bucket's non-empty tenants
 	bucket     *bucket[K]
+	swept      bool // idle, and taken out of its bucket's map
 }
 
 // bucket holds the ready nodes of one priority. ring is the tenant served
@@ -62,6 +67,7 @@ type bucket[K comparable] struct {
 	idle     int            // empty tenants in tenants
 	single   tenantQueue[K] // the only tenant when fairness is off
 	depth    GaugeMetric
+	pruned   bool // empty, and taken out of the ready set
 }
 
 // readySet holds ready nodes by priority, then tenant, then age, and also,
@@ -122,18 +128,30 @@ func (r *readySet[K]) next() *node[K] {
 	panic("queue: next on an empty ready set")
 }
 
-// link appends n to its tenant's FIFO in the bucket of n.priority.
+// line returns the line of the given priority and tenant, creating it (idle)
+// if needed.
+func (r *readySet[K]) line(priority int, tenant string) *tenantQueue[K] {
+	b := r.bucket(priority)
+	if !r.fair {
+		return &b.single
+	}
+	if t := b.tenant(tenant); t != nil {
+		return t
+	}
+	return newTenant(b, tenant)
+}
+
+// link appends n to its tenant's FIFO in the bucket of n.priority. The node
+// knows its line from when it was last ready, or was added, unless its
+// priority has changed since or the line has been swept out.
 func (r *readySet[K]) link(n *node[K]) {
-	b := r.bucket(n.priority)
-	t := &b.single
-	if r.fair {
-		t = b.tenant(n.tenant)
-		switch {
-		case t == nil:
-			t = newTenant(b, n.tenant)
-		case t.line.len() == 0:
-			b.idle--
-		}
+	t := n.tenantQueue
+	if t.bucket.priority != n.priority || t.swept || t.bucket.pruned {
+		t = r.line(n.priority, t.name)
+	}
+	b := t.bucket
+	if r.fair && t.line.len() == 0 {
+		b.idle--
 	}
 	n.tenantQueue = t
 	if t.line.len() == 0 {
@@ -162,7 +180,6 @@ func (r *readySet[K]) unlink(n *node[K]) {
 	b := t.bucket
 	wasTurn := b.ring == t && t.line.front() == n
 	t.line.remove(n)
-	n.tenantQueue = nil
 	b.n--
 	if b.depth != nil {
 		b.depth.Dec()
@@ -203,6 +220,7 @@ func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
 		for name, t := range b.tenants {
 			if t.line.len() == 0 {
 				delete(b.tenants, name)
+				t.swept = true
 			}
 		}
 		b.idle = 0
@@ -211,6 +229,7 @@ func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
 	t := &tenantQueue[K]{name: name, bucket: b, line: ring[K]{slot: lineSlot}}
 	b.tenants[name] = t
 	b.recent[recentSlot(name)] = t
+	b.idle++ // until a node joins it
 	return t
 }
 
@@ -287,6 +306,8 @@ func (r *readySet[K]) pruneEmptyBuckets() bool {
 	for _, b := range r.buckets {
 		if b.n > 0 {
 			kept = append(kept, b)
+		} else {
+			b.pruned = true
 		}
 	}
 	clear(r.buckets[len(kept):])
