@@ -236,12 +236,13 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 	case stateProcessing:
 		at := q.readyTime(after, early)
 		if !n.dirty {
-			n.dirty, n.dirtyPriority, n.dirtyAt = true, priority, at
+			n.dirty, n.priority = true, priority
+			n.setDirtyAt(at)
 			return true
 		}
-		n.dirtyPriority = max(n.dirtyPriority, priority)
-		if at < n.dirtyAt {
-			n.dirtyAt = at
+		n.priority = max(n.priority, priority)
+		if at < n.dirtyAt() {
+			n.setDirtyAt(at)
 		}
 	}
 	return false
@@ -442,10 +443,10 @@ func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool
 		q.freeNode(n)
 		return worked, true
 	}
-	n.dirty, n.priority = false, n.dirtyPriority
+	n.dirty = false // n.priority is the priority to queue it with
 	now := q.readyTime(0, early)
-	if n.dirtyAt > now {
-		n.state, n.at = stateWaiting, n.dirtyAt
+	if at := n.dirtyAt(); at > now {
+		n.state, n.at = stateWaiting, at
 		q.waiting.push(n)
 		q.wakeDelayLoop(n)
 		return worked, true

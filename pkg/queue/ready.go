@@ -5,24 +5,26 @@ package queue
 // slice. Nodes are recycled (Queue.free), so steady-state traffic allocates
 // nothing.
 //
-// Its fields fit in 88 bytes for 32-byte keys (two strings, as in
+// Its fields fit in 72 bytes for 32-byte keys (two strings, as in
 // reconcile.Request): big backlogs are bound by cache misses, so every byte
 // counts. Fields that only some states use share space where they can.
 type node[K comparable] struct {
-	key      K
-	priority int
+	key K
 
-	// A key added while it is being processed is marked dirty; Done queues it
-	// again with the highest priority and the earliest time it was added with.
-	dirtyPriority int
-	dirtyAt       int64
+	// priority is the key's priority; while the key is processed and
+	// dirty, the highest priority it was added with since it was handed out.
+	priority int
 
 	// at is when the node became ready (stateReady), becomes ready
 	// (stateWaiting), or was handed out (stateProcessing, with metrics on).
 	// Times are Queue.now readings: monotonic nanoseconds.
 	at int64
 
-	pos [2]uint32 // in its tenant's line and the age ring, when stateReady
+	// pos is the node's position in its tenant's line and in the age ring
+	// (stateReady). While the key is processed and dirty, it holds instead
+	// the earliest time the key was added with since it was handed out: see
+	// dirtyAt.
+	pos [2]uint32
 
 	// tenantQueue is the tenant's line the node is in (stateReady) or was
 	// last in; it also names the node's tenant. A waiting node that has
@@ -33,8 +35,16 @@ type node[K comparable] struct {
 	// Queue.processing (stateProcessing).
 	index int32
 	state state
+	// dirty is set when the key is added while it is being processed: Done
+	// queues it again, at priority and dirtyAt.
 	dirty bool
 }
+
+// dirtyAt and setDirtyAt read and write the time a dirty key is to be ready,
+// kept in pos, which a node being processed does not use.
+func (n *node[K]) dirtyAt() int64 { return int64(uint64(n.pos[0]) | uint64(n.pos[1])<<32) }
+
+func (n *node[K]) setDirtyAt(at int64) { n.pos = [2]uint32{uint32(at), uint32(uint64(at) >> 32)} }
 
 type state uint8
 
