@@ -60,7 +60,7 @@ func (q *Queue[K]) checkInvariants() error {
 				}
 				for n := range t.line.all() {
 					inBucket++
-					if n.priority != b.priority || n.tenantQueue != t || n.state != stateReady {
+					if n.tenantQueue != t || n.state != stateReady {
 						return fmt.Errorf("key %v filed under the wrong bucket or tenant, or not ready", n.key)
 					}
 					if !q.ready.aging {

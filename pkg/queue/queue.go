@@ -218,11 +218,13 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 	switch n.state {
 	case stateReady:
 		// Ready beats any delay; only the priority can go up.
-		if priority > n.priority {
+		if priority > n.priority() {
 			q.ready.raise(n, priority)
 		}
 	case stateWaiting:
-		n.priority = max(n.priority, priority)
+		if priority > n.priority() {
+			q.ready.setPriority(n, priority)
+		}
 		if after <= 0 {
 			q.waiting.remove(n)
 			q.makeReady(n, q.readyTime(0, early))
@@ -236,11 +238,14 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 	case stateProcessing:
 		at := q.readyTime(after, early)
 		if !n.dirty {
-			n.dirty, n.priority = true, priority
+			n.dirty = true
+			q.ready.setPriority(n, priority)
 			n.setDirtyAt(at)
 			return true
 		}
-		n.priority = max(n.priority, priority)
+		if priority > n.priority() {
+			q.ready.setPriority(n, priority)
+		}
 		if at < n.dirtyAt() {
 			n.setDirtyAt(at)
 		}
@@ -250,7 +255,6 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 
 func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64) {
 	n := q.newNode(key)
-	n.priority = priority
 	var tenant string
 	if q.opts.Tenant != nil {
 		tenant = q.opts.Tenant(key)
@@ -375,7 +379,7 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 		waited = time.Duration(start - n.at)
 		n.at = start
 	}
-	key, priority = n.key, n.priority
+	key, priority = n.key, n.priority()
 	q.mu.Unlock()
 	if q.metrics.on {
 		q.metrics.latency.Observe(waited.Seconds())
@@ -443,7 +447,7 @@ func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool
 		q.freeNode(n)
 		return worked, true
 	}
-	n.dirty = false // n.priority is the priority to queue it with
+	n.dirty = false // its line has the priority to queue it with
 	now := q.readyTime(0, early)
 	if at := n.dirtyAt(); at > now {
 		n.state, n.at = stateWaiting, at

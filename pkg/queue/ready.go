@@ -5,15 +5,12 @@ package queue
 // slice. Nodes are recycled (Queue.free), so steady-state traffic allocates
 // nothing.
 //
-// Its fields fit in 72 bytes for 32-byte keys (two strings, as in
-// reconcile.Request): big backlogs are bound by cache misses, so every byte
-// counts. Fields that only some states use share space where they can.
+// Its fields fit in 64 bytes, one cache line, for 32-byte keys (two strings,
+// as in reconcile.Request), and nodes come in chunks whose size makes them
+// aligned: big backlogs are bound by cache misses, so every byte counts.
+// Fields that only some states use share space where they can.
 type node[K comparable] struct {
 	key K
-
-	// priority is the key's priority; while the key is processed and
-	// dirty, the highest priority it was added with since it was handed out.
-	priority int
 
 	// at is when the node became ready (stateReady), becomes ready
 	// (stateWaiting), or was handed out (stateProcessing, with metrics on).
@@ -26,9 +23,11 @@ type node[K comparable] struct {
 	// dirtyAt.
 	pos [2]uint32
 
-	// tenantQueue is the tenant's line the node is in (stateReady) or was
-	// last in; it also names the node's tenant. A waiting node that has
-	// never been ready has one too, idle until the node joins it.
+	// tenantQueue is the node's line: the one it is in (stateReady) or will
+	// join when it is ready, which may be idle till then. It names the
+	// node's tenant and, through its bucket, the key's priority: while the
+	// key is processed and dirty, the highest priority it was added with
+	// since it was handed out.
 	tenantQueue *tenantQueue[K]
 
 	// index is the node's place in Queue.waiting (stateWaiting) or in
@@ -39,6 +38,9 @@ type node[K comparable] struct {
 	// queues it again, at priority and dirtyAt.
 	dirty bool
 }
+
+// priority returns the key's priority: its line's.
+func (n *node[K]) priority() int { return n.tenantQueue.bucket.priority }
 
 // dirtyAt and setDirtyAt read and write the time a dirty key is to be ready,
 // kept in pos, which a node being processed does not use.
@@ -123,8 +125,14 @@ func (r *readySet[K]) oldest() *node[K] { return r.age.front() }
 // raise moves n to a higher priority, keeping its place in the age ring.
 func (r *readySet[K]) raise(n *node[K], priority int) {
 	r.unlink(n)
-	n.priority = priority
+	r.setPriority(n, priority)
 	r.link(n)
+}
+
+// setPriority gives n, which is not in the ready set, the given priority:
+// the line of its tenant at that priority.
+func (r *readySet[K]) setPriority(n *node[K], priority int) {
+	n.tenantQueue = r.line(priority, n.tenantQueue.name)
 }
 
 // next returns the node that priority and fairness choose: the head of the
@@ -151,13 +159,12 @@ func (r *readySet[K]) line(priority int, tenant string) *tenantQueue[K] {
 	return newTenant(b, tenant)
 }
 
-// link appends n to its tenant's FIFO in the bucket of n.priority. The node
-// knows its line from when it was last ready, or was added, unless its
-// priority has changed since or the line has been swept out.
+// link appends n to its line. If that line, or its bucket, was dropped while
+// n was away from the ready set, n joins the one that replaces it.
 func (r *readySet[K]) link(n *node[K]) {
 	t := n.tenantQueue
-	if t.bucket.priority != n.priority || t.swept || t.bucket.pruned {
-		t = r.line(n.priority, t.name)
+	if t.swept || t.bucket.pruned {
+		t = r.line(t.bucket.priority, t.name)
 	}
 	b := t.bucket
 	if r.fair && t.line.len() == 0 {
