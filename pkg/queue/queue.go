@@ -239,7 +239,10 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 		at := q.readyTime(after, early)
 		if !n.dirty {
 			n.dirty = true
-			q.ready.setPriority(n, priority)
+			if priority != n.priority() {
+				// The re-add's priority replaces the one it was handed out at.
+				q.ready.setPriority(n, priority)
+			}
 			n.setDirtyAt(at)
 			return true
 		}
