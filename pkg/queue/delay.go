@@ -2,12 +2,15 @@ package queue
 
 import "time"
 
-// waitHeap is a min-heap of waiting nodes by at; each node knows its
-// index.
+// waitHeap is a min-heap of waiting nodes by at, then by waitSeq, so that
+// nodes due at one instant leave it in the order they entered; each node
+// knows its index.
 type waitHeap[K comparable] []*node[K]
 
-func (h *waitHeap[K]) push(n *node[K]) {
+// push adds n, which is seq-th to enter the heap.
+func (h *waitHeap[K]) push(n *node[K], seq uint64) {
 	n.state = stateWaiting
+	n.setWaitSeq(seq)
 	n.index = int32(len(*h))
 	*h = append(*h, n)
 	h.up(int(n.index))
@@ -44,7 +47,10 @@ func (h *waitHeap[K]) fixAt(i int) {
 	}
 }
 
-func (h waitHeap[K]) less(i, j int) bool { return h[i].at < h[j].at }
+func (h waitHeap[K]) less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.at < b.at || a.at == b.at && a.waitSeq() < b.waitSeq()
+}
 
 func (h waitHeap[K]) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]

@@ -93,6 +93,7 @@ type Queue[K comparable] struct {
 	items      map[K]*node[K]
 	ready      readySet[K]
 	waiting    waitHeap[K]
+	waited     uint64       // nodes pushed onto waiting so far: their order
 	processing []*node[K]   // nodes handed out and not yet Done
 	free       freeNodes[K] // recycled nodes: see freeNodes
 
@@ -266,11 +267,18 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64)
 	q.items[key] = n
 	if after > 0 {
 		n.at = q.readClock(early) + int64(after)
-		q.waiting.push(n)
-		q.wakeDelayLoop(n)
+		q.wait(n)
 		return
 	}
 	q.makeReady(n, q.readyTime(0, early))
+}
+
+// wait puts n, whose at is set, in the waiting heap, behind every node due
+// at the same instant.
+func (q *Queue[K]) wait(n *node[K]) {
+	q.waiting.push(n, q.waited)
+	q.waited++
+	q.wakeDelayLoop(n)
 }
 
 // readyTime is when an add with the given delay makes a key ready. Delays
@@ -454,8 +462,7 @@ func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool
 	now := q.readyTime(0, early)
 	if at := n.dirtyAt(); at > now {
 		n.state, n.at = stateWaiting, at
-		q.waiting.push(n)
-		q.wakeDelayLoop(n)
+		q.wait(n)
 		return worked, true
 	}
 	q.makeReady(n, now)
