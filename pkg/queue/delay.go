@@ -136,13 +136,26 @@ func (q *Queue[K]) delayLoop() {
 // tick, and an idle one not at all.
 func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	q.mu.Lock()
-	defer q.unlock()
+	wait, ok, due := q.advanceLocked(timedOut)
+	q.unlock()
+	if q.metrics.on {
+		for range due {
+			q.metrics.adds.Inc()
+		}
+	}
+	return wait, ok
+}
+
+// advanceLocked does the work of advance and also returns how many nodes it
+// made ready: each counts in workqueue_adds_total.
+func (q *Queue[K]) advanceLocked(timedOut bool) (wait time.Duration, ok bool, due int) {
 	if len(q.waiting) == 0 && !q.ticking {
-		return 0, false
+		return 0, false, 0
 	}
 	now := q.readClock(noReading)
 	for len(q.waiting) > 0 && q.waiting[0].at <= now {
 		q.makeReady(q.waiting.pop(), now)
+		due++
 	}
 	if len(q.waiting) > 0 {
 		wait, ok = time.Duration(q.waiting[0].at-now), true
@@ -153,7 +166,7 @@ func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	if q.ticking && (!ok || q.tick < wait) {
 		wait, ok = q.tick, true
 	}
-	return wait, ok
+	return wait, ok, due
 }
 
 // sleep waits for the timer (nil: none), a nudge or ShutDown. It reports

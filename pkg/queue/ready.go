@@ -37,7 +37,30 @@ type node[K comparable] struct {
 	state state
 	// dirty is set when the key is added while it is being processed: Done
 	// queues it again, at priority and dirtyAt.
-	dirty bool
+	dirty dirtiness
+}
+
+// dirtiness tells whether a key being processed was added again, and if so
+// whether without a delay, so that workqueue_depth counts it already.
+type dirtiness uint8
+
+const (
+	clean      dirtiness = iota
+	dirtyLater           // added again, each time with a delay
+	dirtyNow             // added again without a delay: counted in depth
+)
+
+// countDepth adds d to the depth gauge of the node's priority, if metrics
+// are on.
+func (n *node[K]) countDepth(d int) {
+	g := n.tenantQueue.bucket.depth
+	switch {
+	case g == nil:
+	case d > 0:
+		g.Inc()
+	default:
+		g.Dec()
+	}
 }
 
 // priority returns the key's priority: its line's.
