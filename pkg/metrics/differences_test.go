@@ -140,9 +140,15 @@ func TestDifferences(t *testing.T) {
 			if got := value(t, reg, "workqueue_depth", map[string]string{"priority": "0"}); got != 0 {
 				t.Errorf("depth once the delay has passed, a still processing = %v, want 0 (until Done)", got)
 			}
+			if got := value(t, reg, "workqueue_adds_total", nil); got != 1 {
+				t.Errorf("adds before Done = %v, want 1", got)
+			}
 			q.Done(k)
 			if got := value(t, reg, "workqueue_depth", map[string]string{"priority": "0"}); got != 1 {
 				t.Errorf("depth after Done = %v, want 1", got)
+			}
+			if got := value(t, reg, "workqueue_adds_total", nil); got != 2 {
+				t.Errorf("adds after Done = %v, want 2", got)
 			}
 		})
 	})

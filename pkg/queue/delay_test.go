@@ -36,7 +36,7 @@ func TestDelayTiesFirstInFirstOut(t *testing.T) {
 
 // A key keeps its place among ties when a later add brings its delay
 // forward to the same instant as others': its place is that of its first
-// add, as in controller-runtime's priority queue.
+// add.
 func TestDelayTieKeepsPlaceOfFirstAdd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := newQueue(t, Options[string]{})

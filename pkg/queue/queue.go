@@ -68,7 +68,8 @@ type AddOpts struct {
 	// now. Zero or negative means now.
 	After time.Duration
 	// RateLimited delays the add by the rate limiter's delay for the key, or
-	// by After if that is longer.
+	// by After if that is longer, so that After cannot undo the backoff
+	// (controller-runtime takes the shorter: see the package doc).
 	RateLimited bool
 	// Priority of the key; higher is handed out first. A key queued at a
 	// lower priority is raised to this one; one queued higher stays higher.
