@@ -396,7 +396,8 @@ func (q *Queue[K]) unlock() {
 // Get blocks until a key is ready or the queue shuts down, and hands the key
 // out with its priority. The caller must call Done with the key when it has
 // finished with it; until then no other Get returns that key. After ShutDown,
-// Get returns shutdown true at once and hands out nothing more.
+// Get returns shutdown true at once and hands out nothing more, not even keys
+// still queued (client-go's hands those out first: see the package doc).
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	early := noReading
 	if q.metrics.on {
