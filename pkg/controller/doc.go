@@ -30,8 +30,11 @@
 //     controller_runtime_reconcile_errors_total, ..._terminal_reconcile_errors_total,
 //     ..._reconcile_panics_total, ..._reconcile_time_seconds,
 //     ..._reconcile_timeouts_total, ..._max_concurrent_reconciles,
-//     ..._active_workers) and client-go's workqueue metrics, with the same
-//     names, labels and meanings, so existing dashboards and alerts work.
+//     ..._active_workers) with the same names, labels and meanings, and the
+//     workqueue metrics with client-go's names and meanings and
+//     controller-runtime's labels (the controller label is the
+//     controller's name), so existing dashboards and alerts work; package
+//     metrics lists the few differences.
 //   - Misuse is an error: a controller with no sources, started twice, or
 //     watching after Start returns ErrNoSources or ErrStarted; invalid
 //     Options fail New with a message naming the field.

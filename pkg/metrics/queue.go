@@ -13,7 +13,9 @@ const WorkQueueSubsystem = "workqueue"
 
 // QueueMetrics is a queue.MetricsProvider that records into Prometheus
 // collectors. One QueueMetrics serves any number of queues, told apart by the
-// name label (the queue's Options.Name).
+// name label (the queue's Options.Name). Every series also carries a
+// controller label with the same value, as controller-runtime's do: a
+// controller names its queue after itself.
 type QueueMetrics struct {
 	depth                   *prometheus.GaugeVec
 	adds                    *prometheus.CounterVec
@@ -36,34 +38,34 @@ func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Subsystem: WorkQueueSubsystem, Name: "depth",
 			Help: "Current depth of workqueue by workqueue and priority",
-		}, []string{"name", "priority"}),
+		}, []string{"name", "controller", "priority"}),
 		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: WorkQueueSubsystem, Name: "adds_total",
 			Help: "Total number of adds handled by workqueue",
-		}, []string{"name"}),
+		}, []string{"name", "controller"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: WorkQueueSubsystem, Name: "queue_duration_seconds",
 			Help:    "How long in seconds an item stays in workqueue before being requested",
 			Buckets: buckets,
-		}, []string{"name"}),
+		}, []string{"name", "controller"}),
 		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: WorkQueueSubsystem, Name: "work_duration_seconds",
 			Help:    "How long in seconds processing an item from workqueue takes.",
 			Buckets: buckets,
-		}, []string{"name"}),
+		}, []string{"name", "controller"}),
 		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Subsystem: WorkQueueSubsystem, Name: "unfinished_work_seconds",
 			Help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. " +
 				"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
-		}, []string{"name"}),
+		}, []string{"name", "controller"}),
 		longestRunningProcessor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Subsystem: WorkQueueSubsystem, Name: "longest_running_processor_seconds",
 			Help: "How many seconds has the longest running processor for workqueue been running.",
-		}, []string{"name"}),
+		}, []string{"name", "controller"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: WorkQueueSubsystem, Name: "retries_total",
-			Help: "Total number of items added to the workqueue with a delay (rate-limited retries and delayed adds)",
-		}, []string{"name"}),
+			Help: "Total number of retries handled by workqueue",
+		}, []string{"name", "controller"}),
 	}
 	var errs []error
 	share(reg, &errs, &m.depth)
@@ -81,35 +83,35 @@ func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 
 // NewDepthMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewDepthMetric(name string, priority int) queue.GaugeMetric {
-	return m.depth.WithLabelValues(name, strconv.Itoa(priority))
+	return m.depth.WithLabelValues(name, name, strconv.Itoa(priority))
 }
 
 // NewAddsMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewAddsMetric(name string) queue.CounterMetric {
-	return m.adds.WithLabelValues(name)
+	return m.adds.WithLabelValues(name, name)
 }
 
 // NewLatencyMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewLatencyMetric(name string) queue.HistogramMetric {
-	return m.latency.WithLabelValues(name)
+	return m.latency.WithLabelValues(name, name)
 }
 
 // NewWorkDurationMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewWorkDurationMetric(name string) queue.HistogramMetric {
-	return m.workDuration.WithLabelValues(name)
+	return m.workDuration.WithLabelValues(name, name)
 }
 
 // NewUnfinishedWorkSecondsMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewUnfinishedWorkSecondsMetric(name string) queue.SettableGaugeMetric {
-	return m.unfinished.WithLabelValues(name)
+	return m.unfinished.WithLabelValues(name, name)
 }
 
 // NewLongestRunningProcessorSecondsMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewLongestRunningProcessorSecondsMetric(name string) queue.SettableGaugeMetric {
-	return m.longestRunningProcessor.WithLabelValues(name)
+	return m.longestRunningProcessor.WithLabelValues(name, name)
 }
 
 // NewRetriesMetric implements queue.MetricsProvider.
 func (m *QueueMetrics) NewRetriesMetric(name string) queue.CounterMetric {
-	return m.retries.WithLabelValues(name)
+	return m.retries.WithLabelValues(name, name)
 }

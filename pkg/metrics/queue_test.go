@@ -20,21 +20,21 @@ func TestQueueMetrics(t *testing.T) {
 	defer q.ShutDown()
 	q.Add("a")
 	q.AddWithOpts(queue.AddOpts{Priority: queue.LowPriority}, "b")
-	q.AddAfter("c", 1e12)
+	q.AddAfter("c", 1e12) // counts as an add when its delay ends
 	k, _, _ := q.Get()
 	q.Done(k)
 
 	want := `
 # HELP workqueue_adds_total Total number of adds handled by workqueue
 # TYPE workqueue_adds_total counter
-workqueue_adds_total{name="mirrors"} 3
+workqueue_adds_total{controller="mirrors",name="mirrors"} 2
 # HELP workqueue_depth Current depth of workqueue by workqueue and priority
 # TYPE workqueue_depth gauge
-workqueue_depth{name="mirrors",priority="-100"} 1
-workqueue_depth{name="mirrors",priority="0"} 0
-# HELP workqueue_retries_total Total number of items added to the workqueue with a delay (rate-limited retries and delayed adds)
+workqueue_depth{controller="mirrors",name="mirrors",priority="-100"} 1
+workqueue_depth{controller="mirrors",name="mirrors",priority="0"} 0
+# HELP workqueue_retries_total Total number of retries handled by workqueue
 # TYPE workqueue_retries_total counter
-workqueue_retries_total{name="mirrors"} 1
+workqueue_retries_total{controller="mirrors",name="mirrors"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"workqueue_adds_total", "workqueue_depth", "workqueue_retries_total"); err != nil {
@@ -70,8 +70,8 @@ func TestQueueMetricsShareARegistry(t *testing.T) {
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP workqueue_adds_total Total number of adds handled by workqueue
 # TYPE workqueue_adds_total counter
-workqueue_adds_total{name="a"} 1
-workqueue_adds_total{name="b"} 2
+workqueue_adds_total{controller="a",name="a"} 1
+workqueue_adds_total{controller="b",name="b"} 2
 `), "workqueue_adds_total"); err != nil {
 		t.Error(err)
 	}

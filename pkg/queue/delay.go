@@ -2,12 +2,15 @@ package queue
 
 import "time"
 
-// waitHeap is a min-heap of waiting nodes by at; each node knows its
-// index.
+// waitHeap is a min-heap of waiting nodes by at, then by waitSeq, so that
+// nodes due at one instant leave it in the order they entered; each node
+// knows its index.
 type waitHeap[K comparable] []*node[K]
 
-func (h *waitHeap[K]) push(n *node[K]) {
+// push adds n, which is seq-th to enter the heap.
+func (h *waitHeap[K]) push(n *node[K], seq uint64) {
 	n.state = stateWaiting
+	n.setWaitSeq(seq)
 	n.index = int32(len(*h))
 	*h = append(*h, n)
 	h.up(int(n.index))
@@ -44,7 +47,10 @@ func (h *waitHeap[K]) fixAt(i int) {
 	}
 }
 
-func (h waitHeap[K]) less(i, j int) bool { return h[i].at < h[j].at }
+func (h waitHeap[K]) less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.at < b.at || a.at == b.at && a.waitSeq() < b.waitSeq()
+}
 
 func (h waitHeap[K]) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -130,13 +136,26 @@ func (q *Queue[K]) delayLoop() {
 // tick, and an idle one not at all.
 func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	q.mu.Lock()
-	defer q.unlock()
+	wait, ok, due := q.advanceLocked(timedOut)
+	q.unlock()
+	if q.metrics.on {
+		for range due {
+			q.metrics.adds.Inc()
+		}
+	}
+	return wait, ok
+}
+
+// advanceLocked does the work of advance and also returns how many nodes it
+// made ready: each counts in workqueue_adds_total.
+func (q *Queue[K]) advanceLocked(timedOut bool) (wait time.Duration, ok bool, due int) {
 	if len(q.waiting) == 0 && !q.ticking {
-		return 0, false
+		return 0, false, 0
 	}
 	now := q.readClock(noReading)
 	for len(q.waiting) > 0 && q.waiting[0].at <= now {
 		q.makeReady(q.waiting.pop(), now)
+		due++
 	}
 	if len(q.waiting) > 0 {
 		wait, ok = time.Duration(q.waiting[0].at-now), true
@@ -147,7 +166,7 @@ func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
 	if q.ticking && (!ok || q.tick < wait) {
 		wait, ok = q.tick, true
 	}
-	return wait, ok
+	return wait, ok, due
 }
 
 // sleep waits for the timer (nil: none), a nudge or ShutDown. It reports

@@ -30,10 +30,58 @@
 //     wins, and a plain Add makes it ready now.
 //   - Shutdown: after ShutDown adds are ignored and Get returns shutdown;
 //     ShutDownWithDrain also waits, bounded by a context, until every key
-//     handed out has been passed to Done.
+//     handed out has been passed to Done; a ShutDown meanwhile ends the wait.
 //   - Observable: metrics through MetricsProvider, with client-go's workqueue
-//     metric names, and no global state; none are kept when it is nil.
+//     metric names and meanings (package metrics lists the few differences),
+//     and no global state; none are kept when it is nil.
 //   - Cheap: one lock, no allocation per key in steady state, no goroutine
 //     per key; a queue runs one goroutine for delays and, with metrics, one
 //     that updates the in-flight gauges. Both end at ShutDown.
+//
+// # Differences from client-go and controller-runtime
+//
+// Where Queue's semantics differ from those of client-go's
+// workqueue.TypedRateLimitingInterface or controller-runtime's
+// priorityqueue.PriorityQueue (v0.25, its controllers' default queue), they
+// are chosen, and listed here; everything else behaves as in both. Each
+// bullet is tested by the subtest of TestDifferences named in brackets. (The
+// signatures differ too, Get returning the priority and ShutDownWithDrain
+// taking a context, but the compiler tells those.)
+//
+//   - [GetAfterShutDown] After ShutDown, Get hands out nothing more, even
+//     keys still queued; they stay queued, unprocessed. client-go's Get
+//     hands out queued keys until the queue is empty; controller-runtime's
+//     stops at once, like this one. Stopping at once lets a controller stop
+//     promptly: its sources queue everything again after a restart.
+//   - [ReAddDuringDrain] So a key added while it was being processed, and
+//     queued again by its Done during ShutDownWithDrain, is not handed out;
+//     adds during the drain are ignored, as in both peers. A client-go
+//     worker would process that key before seeing shutdown.
+//   - [ShutDownEndsDrain] A ShutDown during ShutDownWithDrain ends the
+//     drain at once, as in client-go; ShutDownWithDrain then returns an
+//     error wrapping ErrDrainStopped that names a key still in flight.
+//     controller-runtime's ShutDownWithDrain does not wait at all.
+//   - [DrainBoundedByContext] ShutDownWithDrain's wait ends with its
+//     context too, and returns an error wrapping the context's cause.
+//     client-go's waits for ever if a worker never calls Done.
+//   - [LenCountsReadyKeysOnly] Len counts the keys ready to be handed out:
+//     not keys waiting for a delay, not keys being processed, not keys added
+//     again while being processed. That is client-go's meaning;
+//     controller-runtime's Len also counts keys added again while being
+//     processed. (workqueue_depth counts those, as in both peers: see
+//     package metrics.)
+//   - [RateLimitedAndAfterLongerWins] AddOpts with RateLimited and After
+//     delays by the longer of the two: the rate limiter's delay still
+//     holds, and After is a floor. controller-runtime uses the shorter, so
+//     that an After there can undo the backoff. Neither applies between two
+//     separate adds of one key, where the earlier time wins, as in both.
+//   - [AddMakesDelayedKeyReadyOnce] A plain Add of a key waiting for a
+//     delay makes it ready now and drops the delay, as controller-runtime
+//     does. client-go queues it now and again when the delay ends, so the
+//     key is processed twice.
+//   - [AgingOvertakesPriority] Priorities age: once a key has been ready
+//     for Options.MaxWait, every other Get serves the oldest such key
+//     whatever its priority. controller-runtime's priorities are strict, so
+//     a steady stream of high-priority keys starves the rest; set MaxWait
+//     negative for that. client-go has no priorities.
 package queue

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,6 +195,9 @@ func FuzzQueue(f *testing.F) {
 		if err := q.checkInvariants(); err != nil {
 			t.Fatal(err)
 		}
+		if opts.Metrics != nil {
+			q.checkDepth(t, m)
+		}
 		h.shutDown()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -205,6 +209,9 @@ func FuzzQueue(f *testing.F) {
 			t.Fatal(err)
 		}
 		h.checkNothingLost(t)
+		if opts.Metrics != nil {
+			q.checkDepth(t, m)
+		}
 		_, obs := m.snapshot()
 		for name, vs := range obs {
 			for _, v := range vs {
@@ -214,6 +221,31 @@ func FuzzQueue(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkDepth checks that workqueue_depth, summed over priorities, counts
+// the ready keys and the keys added again without a delay while being
+// processed.
+func (q *Queue[K]) checkDepth(t *testing.T, m *fakeMetrics) {
+	t.Helper()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	want := q.ready.n
+	for _, n := range q.processing {
+		if n.dirty == dirtyNow {
+			want++
+		}
+	}
+	values, _ := m.snapshot()
+	var got float64
+	for name, v := range values {
+		if strings.Contains(name, "/depth/") {
+			got += v
+		}
+	}
+	if got != float64(want) {
+		t.Errorf("depth gauges sum to %v, want %d", got, want)
+	}
 }
 
 // harness records what the fuzzed producers and workers did. seq orders adds

@@ -4,15 +4,22 @@ import "time"
 
 // MetricsProvider makes the metrics of a queue. Its metrics have the names and
 // meanings of client-go's workqueue metrics, so dashboards built for those
-// work unchanged; depth is also split by priority. The method set is
-// client-go's workqueue.MetricsProvider but for NewDepthMetric, which takes
-// the priority. Prometheus's Gauge, Counter and Histogram satisfy the metric
+// work unchanged; depth is also split by priority. Package metrics lists
+// where the meanings differ, in its "Differences from client-go /
+// controller-runtime". The method set is client-go's
+// workqueue.MetricsProvider but for NewDepthMetric, which takes the
+// priority. Prometheus's Gauge, Counter and Histogram satisfy the metric
 // interfaces; package metrics has a ready-made provider.
 type MetricsProvider interface {
-	// NewDepthMetric returns the gauge of ready keys at one priority
-	// (workqueue_depth). It is called the first time a priority is seen.
+	// NewDepthMetric returns the gauge of the keys due at one priority
+	// (workqueue_depth): ready keys, and keys added again without a delay
+	// while being processed. It is called the first time a priority is
+	// seen, and may be called again for it; it must then return the same
+	// gauge.
 	NewDepthMetric(name string, priority int) GaugeMetric
-	// NewAddsMetric counts adds that queued a key (workqueue_adds_total).
+	// NewAddsMetric counts the times a key became due: added without a
+	// delay, added again while being processed, or its delay ended
+	// (workqueue_adds_total).
 	NewAddsMetric(name string) CounterMetric
 	// NewLatencyMetric observes the seconds a key was ready before Get
 	// handed it out (workqueue_queue_duration_seconds).
@@ -26,7 +33,8 @@ type MetricsProvider interface {
 	// NewLongestRunningProcessorSecondsMetric is set to the age of the oldest
 	// work in flight (workqueue_longest_running_processor_seconds).
 	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric
-	// NewRetriesMetric counts adds with a delay, rate-limited ones included
+	// NewRetriesMetric counts AddAfter and AddRateLimited calls, and
+	// AddWithOpts keys with After or RateLimited set, whatever the delay
 	// (workqueue_retries_total).
 	NewRetriesMetric(name string) CounterMetric
 }

@@ -95,7 +95,8 @@ func TestMetrics(t *testing.T) {
 		synctest.Wait()
 		values, _ := m.snapshot()
 		want := map[string]float64{
-			"q/adds": 3, "q/retries": 1, "q/depth/0": 1, "q/depth/-100": 1,
+			// c counts as an add when its delay ends, as in client-go.
+			"q/adds": 2, "q/retries": 1, "q/depth/0": 1, "q/depth/-100": 1,
 			"q/latency": 0, "q/work": 0, "q/unfinished": 0, "q/longest": 0,
 		}
 		if diff := cmp.Diff(want, values); diff != "" {
@@ -116,6 +117,9 @@ func TestMetrics(t *testing.T) {
 		}
 		if diff := cmp.Diff([]float64{3}, obs["q/work"]); diff != "" {
 			t.Errorf("work duration seconds (-want +got):\n%s", diff)
+		}
+		if values["q/adds"] != 3 {
+			t.Errorf("adds = %v, want 3: c's delay has ended", values["q/adds"])
 		}
 		if values["q/depth/0"] != 0 || values["q/depth/-100"] != 1 {
 			t.Errorf("depth = %v / %v, want 0 / 1", values["q/depth/0"], values["q/depth/-100"])

@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -70,7 +68,8 @@ type AddOpts struct {
 	// now. Zero or negative means now.
 	After time.Duration
 	// RateLimited delays the add by the rate limiter's delay for the key, or
-	// by After if that is longer.
+	// by After if that is longer, so that After cannot undo the backoff
+	// (controller-runtime takes the shorter: see the package doc).
 	RateLimited bool
 	// Priority of the key; higher is handed out first. A key queued at a
 	// lower priority is raised to this one; one queued higher stays higher.
@@ -93,6 +92,7 @@ type Queue[K comparable] struct {
 	items      map[K]*node[K]
 	ready      readySet[K]
 	waiting    waitHeap[K]
+	waited     uint64       // nodes pushed onto waiting so far: their order
 	processing []*node[K]   // nodes handed out and not yet Done
 	free       freeNodes[K] // recycled nodes: see freeNodes
 
@@ -156,19 +156,19 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 
 // Add queues key now at NormalPriority.
 func (q *Queue[K]) Add(key K) {
-	q.add(key, NormalPriority, 0)
+	q.add(key, NormalPriority, 0, false)
 }
 
 // AddAfter queues key at NormalPriority once d has passed. Of two delayed
 // adds of one key, the earlier wins.
 func (q *Queue[K]) AddAfter(key K, d time.Duration) {
-	q.add(key, NormalPriority, d)
+	q.add(key, NormalPriority, d, true)
 }
 
 // AddRateLimited queues key at NormalPriority after the rate limiter's delay
 // for it.
 func (q *Queue[K]) AddRateLimited(key K) {
-	q.add(key, NormalPriority, q.opts.RateLimiter.When(key))
+	q.add(key, NormalPriority, q.opts.RateLimiter.When(key), true)
 }
 
 // AddWithOpts queues keys as opts say.
@@ -178,22 +178,25 @@ func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
 		if opts.RateLimited {
 			d = max(d, q.opts.RateLimiter.When(key))
 		}
-		q.add(key, opts.Priority, d)
+		q.add(key, opts.Priority, d, opts.RateLimited || opts.After != 0)
 	}
 }
 
-func (q *Queue[K]) add(key K, priority int, after time.Duration) {
+// add adds key; retry says whether the add counts in workqueue_retries_total,
+// as every AddAfter and AddRateLimited does in client-go, whatever the delay.
+func (q *Queue[K]) add(key K, priority int, after time.Duration, retry bool) {
 	early := noReading
 	if after > 0 || q.metrics.on {
 		early = q.now()
 	}
 	q.mu.Lock()
+	retry = retry && !q.shuttingDown
 	counted := q.addLocked(key, priority, after, early)
 	q.unlock()
 	// Metrics are updated outside the lock: their atomics contend across
 	// cores, and the lock should be held for the queue's own work only.
 	if q.metrics.on {
-		if after > 0 {
+		if retry {
 			q.metrics.retries.Inc()
 		}
 		if counted {
@@ -203,17 +206,17 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration) {
 }
 
 // addLocked does the work of add and reports whether the add counts in
-// workqueue_adds_total: whether it queued the key or marked it to be queued
-// again after Done. early is a reading of the clock taken before the lock
-// if the add needs one (see readClock), else noReading.
+// workqueue_adds_total: whether it made the key due now, so that it joins
+// workqueue_depth (see MetricsProvider). early is a reading of the clock
+// taken before the lock if the add needs one (see readClock), else
+// noReading.
 func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int64) (counted bool) {
 	if q.shuttingDown {
 		return false
 	}
 	n := q.items[key]
 	if n == nil {
-		q.addNew(key, priority, after, early)
-		return true
+		return q.addNew(key, priority, after, early)
 	}
 	switch n.state {
 	case stateReady:
@@ -228,7 +231,7 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 		if after <= 0 {
 			q.waiting.remove(n)
 			q.makeReady(n, q.readyTime(0, early))
-			return
+			return true
 		}
 		if at := q.readClock(early) + int64(after); at < n.at {
 			n.at = at
@@ -236,27 +239,55 @@ func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int
 			q.wakeDelayLoop(n)
 		}
 	case stateProcessing:
-		at := q.readyTime(after, early)
-		if !n.dirty {
-			n.dirty = true
-			if priority != n.priority() {
-				// The re-add's priority replaces the one it was handed out at.
-				q.ready.setPriority(n, priority)
-			}
-			n.setDirtyAt(at)
-			return true
-		}
-		if priority > n.priority() {
+		return q.reAdd(n, priority, after, early)
+	}
+	return false
+}
+
+// reAdd marks n, which is being processed, to be queued again at Done, with
+// the highest priority and earliest time it is added with meanwhile. It
+// reports whether the add made the key due now: workqueue_depth then counts
+// it, as client-go's and controller-runtime's do, though Len does not.
+func (q *Queue[K]) reAdd(n *node[K], priority int, after time.Duration, early int64) (counted bool) {
+	at := q.readyTime(after, early)
+	if n.dirty == clean {
+		n.dirty = dirtyLater
+		n.setDirtyAt(at)
+		if priority != n.priority() {
+			// The re-add's priority replaces the one it was handed out at.
 			q.ready.setPriority(n, priority)
+		}
+	} else {
+		if priority > n.priority() {
+			q.raiseDirty(n, priority)
 		}
 		if at < n.dirtyAt() {
 			n.setDirtyAt(at)
 		}
 	}
-	return false
+	if after > 0 || n.dirty == dirtyNow {
+		return false
+	}
+	n.dirty = dirtyNow
+	n.countDepth(1)
+	return true
 }
 
-func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64) {
+// raiseDirty gives n, which is being processed and dirty, a higher priority,
+// moving it between depth gauges if it is counted in one.
+func (q *Queue[K]) raiseDirty(n *node[K], priority int) {
+	if n.dirty == dirtyNow {
+		n.countDepth(-1)
+	}
+	q.ready.setPriority(n, priority)
+	if n.dirty == dirtyNow {
+		n.countDepth(1)
+	}
+}
+
+// addNew adds a key the queue does not hold and reports whether it is ready
+// now.
+func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64) bool {
 	n := q.newNode(key)
 	var tenant string
 	if q.opts.Tenant != nil {
@@ -266,11 +297,19 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64)
 	q.items[key] = n
 	if after > 0 {
 		n.at = q.readClock(early) + int64(after)
-		q.waiting.push(n)
-		q.wakeDelayLoop(n)
-		return
+		q.wait(n)
+		return false
 	}
 	q.makeReady(n, q.readyTime(0, early))
+	return true
+}
+
+// wait puts n, whose at is set, in the waiting heap, behind every node due
+// at the same instant.
+func (q *Queue[K]) wait(n *node[K]) {
+	q.waiting.push(n, q.waited)
+	q.waited++
+	q.wakeDelayLoop(n)
 }
 
 // readyTime is when an add with the given delay makes a key ready. Delays
@@ -357,7 +396,8 @@ func (q *Queue[K]) unlock() {
 // Get blocks until a key is ready or the queue shuts down, and hands the key
 // out with its priority. The caller must call Done with the key when it has
 // finished with it; until then no other Get returns that key. After ShutDown,
-// Get returns shutdown true at once and hands out nothing more.
+// Get returns shutdown true at once and hands out nothing more, not even keys
+// still queued (client-go's hands those out first: see the package doc).
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	early := noReading
 	if q.metrics.on {
@@ -423,19 +463,23 @@ func (q *Queue[K]) Done(key K) {
 		early = q.now()
 	}
 	q.mu.Lock()
-	worked, ok := q.doneLocked(key, early)
+	worked, ok, added := q.doneLocked(key, early)
 	q.unlock()
 	if ok && q.metrics.on {
 		q.metrics.workDuration.Observe(worked.Seconds())
+		if added {
+			q.metrics.adds.Inc()
+		}
 	}
 }
 
 // doneLocked does the work of Done and reports how long the key was being
-// processed (with metrics on), or false if it was not being processed.
-func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool) {
+// processed (with metrics on), or false if it was not being processed, and
+// whether it made the key due, which counts in workqueue_adds_total.
+func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok, added bool) {
 	n := q.items[key]
 	if n == nil || n.state != stateProcessing {
-		return 0, false
+		return 0, false, false
 	}
 	q.unlinkProcessing(n)
 	if q.metrics.on {
@@ -445,21 +489,25 @@ func (q *Queue[K]) doneLocked(key K, early int64) (worked time.Duration, ok bool
 		close(q.drained)
 		q.drained = nil
 	}
-	if !n.dirty {
+	dirty := n.dirty
+	if dirty == clean {
 		delete(q.items, key)
 		q.freeNode(n)
-		return worked, true
+		return worked, true, false
 	}
-	n.dirty = false // its line has the priority to queue it with
+	n.dirty = clean // its line has the priority to queue it with
 	now := q.readyTime(0, early)
-	if at := n.dirtyAt(); at > now {
-		n.state, n.at = stateWaiting, at
-		q.waiting.push(n)
-		q.wakeDelayLoop(n)
-		return worked, true
+	switch {
+	case dirty == dirtyNow:
+		// Counted in depth and adds already; the ready set counts it now.
+		n.countDepth(-1)
+	case n.dirtyAt() > now:
+		n.state, n.at = stateWaiting, n.dirtyAt()
+		q.wait(n)
+		return worked, true, false
 	}
 	q.makeReady(n, now)
-	return worked, true
+	return worked, true, dirty == dirtyLater
 }
 
 // Forget resets the rate limiter's backoff for key. It does not remove the
@@ -480,58 +528,6 @@ func (q *Queue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.ready.n
-}
-
-// ShutDown stops the queue: adds are ignored, blocked and later Gets return
-// shutdown, and delayed keys stay where they are. Keys being processed may
-// still be passed to Done. ShutDown may be called more than once.
-func (q *Queue[K]) ShutDown() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.shutDownLocked()
-}
-
-func (q *Queue[K]) shutDownLocked() {
-	if q.shuttingDown {
-		return
-	}
-	q.shuttingDown = true
-	close(q.stop)
-	q.cond.Broadcast()
-}
-
-// ShuttingDown reports whether ShutDown has been called.
-func (q *Queue[K]) ShuttingDown() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.shuttingDown
-}
-
-// ShutDownWithDrain shuts the queue down and waits until every key handed out
-// has been passed to Done, or until ctx ends. In the second case it returns
-// an error that wraps the context's cause and names what is still in flight.
-func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
-	q.mu.Lock()
-	q.shutDownLocked()
-	if len(q.processing) == 0 {
-		q.mu.Unlock()
-		return nil
-	}
-	if q.drained == nil {
-		q.drained = make(chan struct{})
-	}
-	drained := q.drained
-	q.mu.Unlock()
-
-	select {
-	case <-drained:
-		return nil
-	case <-ctx.Done():
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return fmt.Errorf("drain queue %q: %d keys still in flight (%v among them): %w",
-			q.opts.Name, len(q.processing), q.processing[0].key, context.Cause(ctx))
-	}
 }
 
 func (q *Queue[K]) linkProcessing(n *node[K]) {

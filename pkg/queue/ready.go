@@ -19,8 +19,9 @@ type node[K comparable] struct {
 
 	// pos is the node's position in its tenant's line and in the age ring
 	// (stateReady). While the key is processed and dirty, it holds instead
-	// the earliest time the key was added with since it was handed out: see
-	// dirtyAt.
+	// the earliest time the key was added with since it was handed out (see
+	// dirtyAt); while it waits, its place in the order of adding (see
+	// waitSeq).
 	pos [2]uint32
 
 	// tenantQueue is the node's line: the one it is in (stateReady) or will
@@ -36,7 +37,30 @@ type node[K comparable] struct {
 	state state
 	// dirty is set when the key is added while it is being processed: Done
 	// queues it again, at priority and dirtyAt.
-	dirty bool
+	dirty dirtiness
+}
+
+// dirtiness tells whether a key being processed was added again, and if so
+// whether without a delay, so that workqueue_depth counts it already.
+type dirtiness uint8
+
+const (
+	clean      dirtiness = iota
+	dirtyLater           // added again, each time with a delay
+	dirtyNow             // added again without a delay: counted in depth
+)
+
+// countDepth adds d to the depth gauge of the node's priority, if metrics
+// are on.
+func (n *node[K]) countDepth(d int) {
+	g := n.tenantQueue.bucket.depth
+	switch {
+	case g == nil:
+	case d > 0:
+		g.Inc()
+	default:
+		g.Dec()
+	}
 }
 
 // priority returns the key's priority: its line's.
@@ -44,9 +68,20 @@ func (n *node[K]) priority() int { return n.tenantQueue.bucket.priority }
 
 // dirtyAt and setDirtyAt read and write the time a dirty key is to be ready,
 // kept in pos, which a node being processed does not use.
-func (n *node[K]) dirtyAt() int64 { return int64(uint64(n.pos[0]) | uint64(n.pos[1])<<32) }
+func (n *node[K]) dirtyAt() int64 { return int64(n.word()) }
 
-func (n *node[K]) setDirtyAt(at int64) { n.pos = [2]uint32{uint32(at), uint32(uint64(at) >> 32)} }
+func (n *node[K]) setDirtyAt(at int64) { n.setWord(uint64(at)) }
+
+// waitSeq and setWaitSeq read and write a waiting node's place in the order
+// in which keys entered the waiting heap, kept in pos, which a waiting node
+// does not use: it breaks ties between equal times first in, first out.
+func (n *node[K]) waitSeq() uint64 { return n.word() }
+
+func (n *node[K]) setWaitSeq(seq uint64) { n.setWord(seq) }
+
+func (n *node[K]) word() uint64 { return uint64(n.pos[0]) | uint64(n.pos[1])<<32 }
+
+func (n *node[K]) setWord(w uint64) { n.pos = [2]uint32{uint32(w), uint32(w >> 32)} }
 
 type state uint8
 
