@@ -448,3 +448,38 @@ func definedMetrics(t *testing.T) map[string]bool {
 	}
 	return known
 }
+
+// fromMarker precedes a fenced Go block that quotes a compiled file.
+var fromMarker = regexp.MustCompile("<!-- from: (\\S+) -->\\n```go\\n((?s:.*?))```")
+
+// A Go block marked as quoted from a file says what the file says: every
+// line of it is a line of the file.
+func TestQuotedCodeMatchesItsSource(t *testing.T) {
+	quotes := 0
+	for _, file := range docFiles(t) {
+		text, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range fromMarker.FindAllStringSubmatch(string(text), -1) {
+			quotes++
+			src, err := os.ReadFile(filepath.Join(root, m[1]))
+			if err != nil {
+				t.Errorf("%s quotes %s: %v", file, m[1], err)
+				continue
+			}
+			lines := map[string]bool{}
+			for _, l := range strings.Split(string(src), "\n") {
+				lines[strings.TrimSpace(l)] = true
+			}
+			for _, l := range strings.Split(m[2], "\n") {
+				if l = strings.TrimSpace(l); l != "" && !lines[l] {
+					t.Errorf("%s quotes %s, which has no line %q", file, m[1], l)
+				}
+			}
+		}
+	}
+	if quotes == 0 {
+		t.Error("no quoted Go block found: the marker or its pattern changed")
+	}
+}
