@@ -47,6 +47,7 @@ type Controller[K comparable] struct {
 	opts       Options[K]
 	queue      *queue.Queue[K]
 	metrics    metrics.Reconciles
+	panics     *prometheus.CounterVec // handler panics, by controller and type
 	log        logr.Logger
 
 	mu      sync.Mutex
@@ -77,6 +78,10 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
+	panics, err := metrics.NewHandlerPanics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: %w", name, err)
+	}
 	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant}
 	if opts.Registerer != nil {
 		qm, err := metrics.NewQueueMetrics(opts.Registerer)
@@ -91,6 +96,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		opts:       opts,
 		queue:      queue.New(qopts),
 		metrics:    cm.For(name, opts.MaxConcurrentReconciles),
+		panics:     panics,
 		log:        opts.Logger.WithValues("controller", name),
 	}, nil
 }
@@ -131,8 +137,9 @@ func (c *Controller[K]) Start(ctx context.Context) error {
 		return err
 	}
 	defer c.queue.ShutDown()
+	srcCtx := source.WithPanicObserver(logr.NewContext(ctx, c.log), c.handlerPanicked)
 	for _, src := range sources {
-		if err := src.Start(ctx, c.queue); err != nil {
+		if err := src.Start(srcCtx, c.queue); err != nil {
 			return fmt.Errorf("controller %q: start source %s: %w", c.name, describe(src), err)
 		}
 	}
@@ -213,6 +220,18 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	wg.Wait()
 	c.log.Info("All workers finished")
 	return nil
+}
+
+// handlerPanicked logs and counts a panic that a source recovered from a
+// handler, map function or predicate, or crashes with it under
+// Options.CrashOnPanic.
+func (c *Controller[K]) handlerPanicked(p *source.HandlerPanic) {
+	c.panics.WithLabelValues(c.name, p.Type).Inc()
+	if c.opts.CrashOnPanic {
+		panic(p.Value)
+	}
+	c.log.Error(p, "Event handler panicked; recovered, the event is dropped", "source", p.Source, "type", p.Type,
+		"event", p.Event, "namespace", p.Namespace, "name", p.Name, "stack", string(p.Stack))
 }
 
 // describe names a source in errors.

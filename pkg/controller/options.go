@@ -37,10 +37,14 @@ type Options[K comparable] struct {
 	// counted. Defaults to 0: no timeout.
 	ReconcileTimeout time.Duration
 
-	// CrashOnPanic makes a panicking reconciler crash the process, after
-	// the panic is counted. Defaults to false: the panic is recovered,
-	// logged with its stack, counted and retried with backoff, like an
-	// error.
+	// CrashOnPanic makes a panicking reconciler, or a panicking handler,
+	// map function or predicate of one of the controller's sources, crash
+	// the process, after the panic is counted. Defaults to false: a
+	// reconciler's panic is recovered, logged with its stack, counted and
+	// retried with backoff, like an error; a handler's is recovered, logged
+	// with its stack and the object's key, counted in
+	// opkit_controller_handler_panics_total, and its event dropped (the
+	// object is handled again at its next change or resync).
 	CrashOnPanic bool
 
 	// CacheSyncTimeout bounds how long Start waits for its sources' initial

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -27,6 +26,9 @@ type builder struct {
 	m       *Manager
 	name    string
 	primary *schema.GroupVersionKind
+	// scope is the primary type's Lister, which knows whether its objects
+	// are namespaced once the API server serves the type.
+	scope source.Scope
 	// build make the sources once the primary is known, in the order the
 	// watches were given.
 	build []func(b *builder) (source.Source[reconcile.Request], error)
@@ -48,7 +50,11 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 		if err != nil {
 			return err
 		}
-		b.primary = &gvk
+		l, err := lister[T](b.m.cache)
+		if err != nil {
+			return err
+		}
+		b.primary, b.scope = &gvk, l
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
 			return kind(b.m, source.EnqueueObject[T](), preds)
 		})
@@ -58,16 +64,15 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 
 // Owns watches type T, whose objects the primary type controls through an
 // owner reference: each event queues the controlling owner if it is of the
-// primary type.
+// primary type. Whether that key has a namespace is decided per event from
+// the primary type's scope as the cache learned it from the API server, so
+// a primary type whose CRD is installed after NewController works either
+// way; until it is installed, events of T queue no owner.
 func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
 	return watchFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
-			owner := b.primary.GroupKind()
-			clusterScoped := false
-			if mapping, err := b.m.mapper.RESTMapping(owner, b.primary.Version); err == nil {
-				clusterScoped = mapping.Scope.Name() == meta.RESTScopeNameRoot
-			}
-			return kind(b.m, source.EnqueueOwner[T](owner, source.OwnerOptions{ClusterScoped: clusterScoped}), preds)
+			h := source.EnqueueOwner[T](b.primary.GroupKind(), source.OwnerOptions{Scope: b.scope})
+			return kind(b.m, h, preds)
 		})
 		return nil
 	})

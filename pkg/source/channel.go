@@ -48,11 +48,11 @@ func (c *Channel[E, K]) Start(ctx context.Context, q *queue.Queue[K]) error {
 	case q == nil:
 		return fmt.Errorf("start %s: the queue is nil", c)
 	}
-	go c.run(ctx, q)
+	go c.run(ctx, q, panicObserver(ctx))
 	return nil
 }
 
-func (c *Channel[E, K]) run(ctx context.Context, q *queue.Queue[K]) {
+func (c *Channel[E, K]) run(ctx context.Context, q *queue.Queue[K], onPanic func(*HandlerPanic)) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,13 +61,24 @@ func (c *Channel[E, K]) run(ctx context.Context, q *queue.Queue[K]) {
 			if !ok {
 				return
 			}
-			if c.key != nil {
-				q.Add(c.key(e))
-			} else {
-				q.AddWithOpts(queue.AddOpts{}, c.keys(e)...)
-			}
+			c.queue(q, e, onPanic)
 		}
 	}
+}
+
+// queue queues the keys of e. A panic of the map function is recovered
+// and reported, and e dropped, so that the channel is read on.
+func (c *Channel[E, K]) queue(q *queue.Queue[K], e E, onPanic func(*HandlerPanic)) {
+	defer func() {
+		if r := recover(); r != nil {
+			onPanic(recovered(r, c.String(), reflect.TypeFor[E]().String(), "receive", "", ""))
+		}
+	}()
+	if c.key != nil {
+		q.Add(c.key(e))
+		return
+	}
+	q.AddWithOpts(queue.AddOpts{}, c.keys(e)...)
 }
 
 // String names the source by its element type.

@@ -41,6 +41,21 @@
 //     and allocates nothing; the source allocates nothing per event beyond
 //     what client-go does. BenchmarkInformerUpdates measures it against
 //     controller-runtime's source, handler and priority queue.
+//   - Isolated failures: a panic in a handler, a map function or a
+//     predicate is recovered on the goroutine that delivered the event, so
+//     it never ends the informer's delivery goroutine, the process, or
+//     any other controller's flow. The event that panicked is dropped (the
+//     object is handled again at its next change or resync) and the panic
+//     is reported, with the object's key and the stack, to the observer set
+//     by WithPanicObserver: a controller logs it under its name and counts
+//     it in opkit_controller_handler_panics_total{controller,type}.
+//     Without an observer it is logged through the logger of Start's
+//     context, or else client-go's HandleError.
+//   - Owner scope from the API server: EnqueueOwner with
+//     OwnerOptions.Scope set to the owner type's *cache.Lister decides per
+//     event whether the owner's key has a namespace, from the scope the
+//     cache learned once the API server served the type, never from a
+//     guess made before its CRD was installed.
 //   - Typed predicates, one method: a Predicate[T] keeps or drops a whole
 //     Event[T] (see Predicate for why); the change predicates let every
 //     event but an update through; And, Or and Not compose them.

@@ -17,7 +17,9 @@ import (
 // its own.
 type eventHandler[T cache.Object, K comparable] struct {
 	name    string // the source's, for errors
+	typ     string // what the source delivers, for HandlerPanic.Type
 	q       *queue.Queue[K]
+	onPanic func(*HandlerPanic)
 	handler Handler[T, K]
 	preds   []Predicate[T]
 	stopped atomic.Bool // set when the source's context ends
@@ -63,16 +65,31 @@ func (h *eventHandler[T, K]) OnDelete(obj any) {
 	h.handle(e)
 }
 
+// handle runs the predicates and the handler. A panic in either is
+// recovered and reported, and the event is dropped: it must not end the
+// informer's delivery goroutine, which would crash the process and every
+// controller in it.
 func (h *eventHandler[T, K]) handle(e Event[T]) {
 	if h.stopped.Load() {
 		return
 	}
+	defer h.recover(&e)
 	for _, p := range h.preds {
 		if !p.Keep(e) {
 			return
 		}
 	}
 	h.handler.Handle(e, h.q)
+}
+
+// recover reports a panic of a predicate or handler handed e. It must be
+// called by defer directly.
+func (h *eventHandler[T, K]) recover(e *Event[T]) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	h.onPanic(recovered(r, h.name, h.typ, e.Type.String(), e.Object.GetNamespace(), e.Object.GetName()))
 }
 
 // unexpected reports an object that is not a T: an Informer source over an

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
@@ -74,8 +75,12 @@ func TestEnqueueOwner(t *testing.T) {
 			cmEvent{Type: source.Create, Object: cm(1, oldVersion)}, []item{normal("ns", "d3")}},
 		{"core group", schema.GroupKind{Kind: "Service"}, source.OwnerOptions{},
 			cmEvent{Type: source.Create, Object: cm(1, ownerRef("v1", "Service", "svc", true), ctrl)}, []item{normal("ns", "svc")}},
-		{"cluster-scoped owner", schema.GroupKind{Kind: "Namespace"}, source.OwnerOptions{ClusterScoped: true},
+		{"cluster-scoped owner", schema.GroupKind{Kind: "Namespace"}, source.OwnerOptions{Scope: source.ClusterScoped()},
 			cmEvent{Type: source.Create, Object: cm(1, ownerRef("v1", "Namespace", "ns", true))}, []item{normal("", "ns")}},
+		{"namespaced owner by its scope", deploy, source.OwnerOptions{Scope: fixedScope{namespaced: true}},
+			cmEvent{Type: source.Create, Object: cm(1, ctrl)}, []item{normal("ns", "d1")}},
+		{"owner kind not served yet", deploy, source.OwnerOptions{Scope: fixedScope{err: cache.ErrNotInstalled}},
+			cmEvent{Type: source.Update, Old: cm(1, other), Object: cm(2, ctrl)}, nil},
 		{"no owner", deploy, source.OwnerOptions{}, cmEvent{Type: source.Create, Object: cm(1)}, nil},
 		{"initial list is low", deploy, source.OwnerOptions{},
 			cmEvent{Type: source.Create, Object: cm(1, ctrl), InInitialList: true}, []item{low("ns", "d1")}},
@@ -98,6 +103,14 @@ func TestEnqueueOwner(t *testing.T) {
 		})
 	}
 }
+
+// fixedScope is a source.Scope that answers the same every time.
+type fixedScope struct {
+	namespaced bool
+	err        error
+}
+
+func (s fixedScope) Namespaced() (bool, error) { return s.namespaced, s.err }
 
 func TestEnqueueMapped(t *testing.T) {
 	// Each ConfigMap maps to the objects its "targets" label names, in

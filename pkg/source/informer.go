@@ -29,6 +29,7 @@ var (
 // every one of preds keeps them. The source does not run inf.
 func NewInformer[T cache.Object, K comparable](inf toolscache.SharedIndexInformer, h Handler[T, K], preds ...Predicate[T]) *Informer[T, K] {
 	i := &Informer[T, K]{s: eventSource[T, K]{handler: h, preds: slices.Clone(preds)}}
+	i.s.typ = reflect.TypeFor[T]().String()
 	i.s.name = fmt.Sprintf("source.Informer[%v] %p", reflect.TypeFor[T](), inf)
 	i.s.attach = func(eh toolscache.ResourceEventHandler) (attachment, error) {
 		if inf == nil {

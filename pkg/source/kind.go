@@ -36,7 +36,8 @@ func NewKind[T cache.Object, K comparable](l *cache.Lister[T], h Handler[T, K], 
 	if l != nil {
 		gvk = l.GroupVersionKind()
 	}
-	k.s.name = fmt.Sprintf("source.Kind[%v] of %s", reflect.TypeFor[T](), gvkString(gvk))
+	k.s.typ = gvkString(gvk)
+	k.s.name = fmt.Sprintf("source.Kind[%v] of %s", reflect.TypeFor[T](), k.s.typ)
 	k.s.attach = func(eh toolscache.ResourceEventHandler) (attachment, error) {
 		if l == nil {
 			return nil, fmt.Errorf("the Lister is nil")

@@ -17,14 +17,35 @@ type OwnerOptions struct {
 	// controller (the owner reference with controller: true). Defaults to
 	// false: the controller only, and only if it is of the owner kind.
 	AllOwners bool
-	// ClusterScoped says that the owner kind is cluster-scoped, so that its
-	// keys have an empty namespace. Defaults to false: the owner is in the
-	// object's namespace, the only namespace a namespaced owner can be in.
+	// Scope says whether the owner kind is namespaced, and so whether an
+	// owner's key carries the object's namespace or none. Defaults to nil:
+	// namespaced, the owner in the object's namespace (the only namespace a
+	// namespaced owner can be in).
 	//
-	// It is an option rather than a REST mapper lookup so that the handler
-	// works before the owner's CRD is installed and costs no API call.
-	ClusterScoped bool
+	// Pass the owner type's *cache.Lister, which knows the scope once the
+	// API server serves the type (manager.Owns does), or ClusterScoped()
+	// for a cluster-scoped kind. While the Scope answers with an error (the
+	// owner's CRD is not installed yet), events queue no owner: no owner of
+	// that kind exists to reconcile, and each one that appears later is
+	// queued by its own create.
+	Scope Scope
 }
+
+// Scope tells whether the objects of a kind live in namespaces.
+// *cache.Lister implements it. Namespaced is called on the informer's
+// delivery goroutine for each event with a matching owner reference: it
+// must be cheap, must not block and must be safe for concurrent use.
+type Scope interface {
+	Namespaced() (bool, error)
+}
+
+// ClusterScoped returns the Scope of a kind known to be cluster-scoped,
+// such as Namespace or ClusterRole.
+func ClusterScoped() Scope { return clusterScoped{} }
+
+type clusterScoped struct{}
+
+func (clusterScoped) Namespaced() (bool, error) { return false, nil }
 
 // EnqueueOwner returns the Handler that queues the owner of the object
 // whose kind is owner (group and kind; owner references of any version
@@ -45,29 +66,49 @@ var _ Handler[cache.Object, reconcile.Request] = (*enqueueOwner[cache.Object])(n
 func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) {
 	opts := queue.AddOpts{Priority: e.Priority()}
 	refs := e.Object.GetOwnerReferences()
-	ns := h.namespace(e.Object)
+	ns, known := "", false
 	if e.Type == Update && !e.Resync() {
 		// An owner in both old and new is queued once, from new.
 		oldRefs := e.Old.GetOwnerReferences()
 		for i := range oldRefs {
 			old := &oldRefs[i]
 			if h.matches(old) && !h.holds(refs, old) {
+				if !known {
+					if ns, known = h.namespace(e.Object); !known {
+						return
+					}
+				}
 				q.AddWithOpts(opts, reconcile.Request{Namespace: ns, Name: old.Name})
 			}
 		}
 	}
 	for i := range refs {
 		if h.matches(&refs[i]) {
+			if !known {
+				if ns, known = h.namespace(e.Object); !known {
+					return
+				}
+			}
 			q.AddWithOpts(opts, reconcile.Request{Namespace: ns, Name: refs[i].Name})
 		}
 	}
 }
 
-func (h *enqueueOwner[T]) namespace(obj T) string {
-	if h.opts.ClusterScoped {
-		return ""
+// namespace returns the namespace of obj's owners, and false if the owner
+// kind's scope is not known yet.
+func (h *enqueueOwner[T]) namespace(obj T) (string, bool) {
+	if h.opts.Scope == nil {
+		return obj.GetNamespace(), true
 	}
-	return obj.GetNamespace()
+	namespaced, err := h.opts.Scope.Namespaced()
+	switch {
+	case err != nil:
+		return "", false
+	case namespaced:
+		return obj.GetNamespace(), true
+	default:
+		return "", true
+	}
 }
 
 // matches reports whether ref names an owner to queue.

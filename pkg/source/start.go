@@ -32,6 +32,7 @@ type attachment interface {
 // initial list.
 type eventSource[T cache.Object, K comparable] struct {
 	name    string
+	typ     string // what it delivers, for HandlerPanic.Type
 	handler Handler[T, K]
 	preds   []Predicate[T]
 	attach  func(toolscache.ResourceEventHandler) (attachment, error)
@@ -57,7 +58,7 @@ func (s *eventSource[T, K]) start(ctx context.Context, q *queue.Queue[K]) error 
 	if err := context.Cause(ctx); err != nil {
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
-	h := &eventHandler[T, K]{name: s.name, q: q, handler: s.handler, preds: s.preds}
+	h := &eventHandler[T, K]{name: s.name, typ: s.typ, q: q, handler: s.handler, preds: s.preds, onPanic: panicObserver(ctx)}
 	att, err := s.attach(h)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.name, err)
