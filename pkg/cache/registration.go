@@ -213,6 +213,7 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 		}
+		snaps.store = inf.GetIndexer()
 		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps}
 		v.informers = append(v.informers, i)
 		if v.byNamespace != nil {
