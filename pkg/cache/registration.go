@@ -184,6 +184,12 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	v := &view{
 		resource:   mapping.Resource,
 		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+		indexes:    map[string]bool{},
+	}
+	for name := range r.indexers {
+		if name != toolscache.NamespaceIndex {
+			v.indexes[name] = true
+		}
 	}
 	namespaces := []string{""}
 	if v.namespaced && len(r.namespaces) > 0 {
@@ -204,6 +210,8 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 			// Every object of this informer is in one namespace, or in
 			// none: an index by namespace would only cost memory.
 			delete(indexers, toolscache.NamespaceIndex)
+		} else {
+			addNamespacedIndexes(indexers, r.indexers)
 		}
 		inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
 			ResyncPeriod:      r.c.opts.ResyncPeriod,
@@ -352,6 +360,7 @@ type view struct {
 	namespaced  bool
 	informers   []*nsInformer
 	byNamespace map[string]*nsInformer // nil when one informer covers every namespace
+	indexes     map[string]bool        // the names added with AddIndex
 }
 
 type nsInformer struct {

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,7 +16,7 @@ import (
 const versionIndex = "opkit.dev/version"
 
 // snapshots remember, per namespace, the objects the last List of the
-// namespace found, and the store's version they were found at.
+// namespace found, sorted, and the store's version they were found at.
 //
 // A store's version is the count of changes seen by versionIndex together
 // with the store's last resource version. The count alone misses a relist:
@@ -38,7 +41,7 @@ type storeVersion struct {
 
 type snapshot struct {
 	version storeVersion
-	items   any // []T of the registration's Lister type
+	items   any // []T of the registration's Lister type, sorted
 }
 
 func newSnapshots() *snapshots { return &snapshots{byNS: map[string]snapshot{}} }
@@ -72,8 +75,9 @@ func (s *snapshots) put(ns string, version storeVersion, items any) {
 }
 
 // listNamespace returns the objects of namespace ns in ix (of the whole
-// store when wholeStore), through the snapshot when the store has not
-// changed since the last call.
+// store when wholeStore), sorted by namespace and name, through the
+// snapshot when the store has not changed since the last call. The slice
+// is shared: callers copy it before handing it out.
 func listNamespace[T Object](s *snapshots, ix toolscache.Indexer, ns string, wholeStore bool) ([]T, error) {
 	if items, ok := s.get(ns); ok {
 		return items.([]T), nil
@@ -87,6 +91,16 @@ func listNamespace[T Object](s *snapshots, ix toolscache.Indexer, ns string, who
 		return nil, err
 	}
 	typed := filter[T](items, nil)
+	sortObjects(typed)
 	s.put(ns, version, typed)
 	return typed, nil
+}
+
+// sortObjects sorts objs by namespace, then name: the order of every List
+// and ByIndex, so that what a reconciler builds from them (a status field,
+// say) does not change from one call to the next.
+func sortObjects[T Object](objs []T) {
+	slices.SortFunc(objs, func(a, b T) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
+	})
 }
