@@ -199,6 +199,9 @@ func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	if !ok {
 		return zero, apierrors.NewNotFound(v.resource.GroupResource(), name)
 	}
+	if l.reg.c.opts.Mutations.TraceReads {
+		l.reg.traceRead(v, obj.(T))
+	}
 	return obj.(T), nil
 }
 
@@ -242,7 +245,18 @@ func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error
 	} else {
 		found = match(found, selector)
 	}
+	l.traced(v, found)
 	return found, nil
+}
+
+// traced records where objs were read, with MutationOptions.TraceReads on.
+func (l *Lister[T]) traced(v *view, objs []T) {
+	if !l.reg.c.opts.Mutations.TraceReads {
+		return
+	}
+	for _, o := range objs {
+		l.reg.traceRead(v, o)
+	}
 }
 
 // listed returns the sorted snapshot of namespace, which the caller must
@@ -314,6 +328,7 @@ func (l *Lister[T]) ByIndex(index, value string) ([]T, error) {
 	}
 	found := filter[T](items, nil)
 	sortObjects(found)
+	l.traced(v, found)
 	return found, nil
 }
 
@@ -347,6 +362,7 @@ func (l *Lister[T]) ByIndexInNamespace(namespace, index, value string) ([]T, err
 	}
 	found := filter[T](items, nil)
 	sortObjects(found)
+	l.traced(v, found)
 	return found, nil
 }
 

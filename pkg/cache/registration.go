@@ -202,6 +202,11 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	}
 	for _, ns := range namespaces {
 		transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
+		var d *detector
+		if r.c.opts.Mutations.Detect {
+			d = newDetector(r.key.gvk)
+			transform = d.wrap(transform)
+		}
 		lw := r.instrument(lwf(ns), ns)
 		snaps := newSnapshots()
 		indexers := maps.Clone(r.indexers)
@@ -222,7 +227,7 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 		}
 		snaps.store = inf.GetIndexer()
-		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps}
+		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d}
 		v.informers = append(v.informers, i)
 		if v.byNamespace != nil {
 			v.byNamespace[ns] = i
@@ -368,6 +373,7 @@ type nsInformer struct {
 	informer  toolscache.SharedIndexInformer
 	indexer   toolscache.Indexer
 	snapshots *snapshots // of namespace Lists
+	detector  *detector  // nil unless MutationOptions.Detect
 }
 
 // indexerFor returns the indexer that holds objects of namespace.

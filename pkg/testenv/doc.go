@@ -4,7 +4,8 @@
 // It does what controller-runtime's pkg/envtest does, without importing it
 // (see "The global flag set" below), and adds what that package leaves to
 // every project: finding binaries built offline, a clear error when they are
-// missing, one control plane per test package, and a namespace per test.
+// missing, one control plane per test package, a namespace per test, and
+// reports of modified cached objects that name the test.
 //
 //   - Binaries come from Options.BinaryDir, else KUBEBUILDER_ASSETS, else
 //     bin/k8s/<Options.Version>/ under the nearest directory above the working
@@ -22,6 +23,22 @@
 //   - The control plane has no controllers: nothing garbage-collects owned
 //     objects, and deleted namespaces stay Terminating. Tests that need that
 //     behaviour must do it themselves.
+//
+// # Modified cached objects
+//
+// Main sets OPKIT_CACHE_MUTATION_DETECTOR=true (MutationDetectorEnv) unless
+// it is set, which turns on opkit's cache mutation detector in every cache
+// the tests make (see package cache, "Finding who modified a cached
+// object"). Pass ReportMutations(t) as cache.Options.Mutations.OnMutation
+// to have a modification fail t with the object's kind, namespace/name,
+// changed fields and a diff; otherwise it panics with that message. Run the
+// tests with OPKIT_CACHE_MUTATION_TRACE=1 to have the report say where the
+// object was read:
+//
+//	OPKIT_CACHE_MUTATION_TRACE=1 go test -run TestMyReconciler ./...
+//
+// Leave client-go's detector (KUBE_CACHE_MUTATION_DETECTOR) off: it panics
+// on the same modification from an informer goroutine, without the details.
 //
 // # The global flag set
 //
