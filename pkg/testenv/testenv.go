@@ -36,7 +36,8 @@ type Options struct {
 	// KUBEBUILDER_ASSETS are unset. Defaults to DefaultVersion.
 	Version string
 
-	// StartTimeout bounds the start of etcd and of kube-apiserver, each.
+	// StartTimeout bounds the start of etcd and of kube-apiserver, each,
+	// and then the wait for the default namespace and the CRDs together.
 	// Defaults to 60s.
 	StartTimeout time.Duration
 
@@ -46,6 +47,18 @@ type Options struct {
 	// Output receives the control plane's standard output and error.
 	// Defaults to discarding it.
 	Output io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 20 * time.Second
+	}
 }
 
 // Environment is a running control plane. Its methods are safe for concurrent
@@ -65,15 +78,7 @@ type Environment struct {
 // Start starts etcd and kube-apiserver, waits until the API server serves the
 // default namespace and installs the CRDs. The caller must call Stop.
 func Start(opts Options) (*Environment, error) {
-	if opts.Version == "" {
-		opts.Version = DefaultVersion
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 60 * time.Second
-	}
-	if opts.StopTimeout == 0 {
-		opts.StopTimeout = 20 * time.Second
-	}
+	opts.defaults()
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
