@@ -98,5 +98,7 @@
 // Options.Mutations.TraceReads): Lister reads then record, per object, the
 // first caller outside the cache, and the report says "it was read at
 // <file:line> by <function>". Tracing costs a stack walk per object read:
-// a debugging mode, not for production.
+// a debugging mode, not for production. Under go test -race, the periodic
+// comparison also makes the race detector report the modification, with
+// the writer's stack.
 package cache
