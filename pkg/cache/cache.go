@@ -70,6 +70,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 	if opts.CRDPollInterval == 0 {
 		opts.CRDPollInterval = DefaultCRDPollInterval
 	}
+	opts.Mutations.defaults()
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
@@ -113,6 +114,9 @@ func (c *Cache) Start(ctx context.Context) error {
 		return fmt.Errorf("cache: Start called twice: %w", ErrStarted)
 	}
 	c.run = func(r *registration) { go r.run(ctx) }
+	if m := c.opts.Mutations; m.Detect && m.Interval > 0 {
+		go c.checkMutations(ctx)
+	}
 	for _, r := range c.regs {
 		c.run(r)
 	}

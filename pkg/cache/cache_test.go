@@ -35,6 +35,9 @@ var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 // newCache returns a cache for the test control plane, started by start.
 func newCache(t *testing.T, opts cache.Options) *cache.Cache {
 	t.Helper()
+	if opts.Mutations.OnMutation == nil {
+		opts.Mutations.OnMutation = testenv.ReportMutations(t)
+	}
 	c, err := cache.New(env.Config(), opts)
 	if err != nil {
 		t.Fatal(err)

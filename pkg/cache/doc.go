@@ -20,8 +20,12 @@
 //     what it reads, which no reader may.
 //   - Zero-copy: Lister.Get, List and ByIndex return the cached objects, not
 //     copies; Get allocates nothing. Callers must not modify what they get:
-//     DeepCopy first. Tests run through testenv.Main have client-go's
-//     mutation detector on, which fails a test that modifies a cached object.
+//     DeepCopy first. Tests run through testenv.Main have opkit's mutation
+//     detector on (see "Finding who modified a cached object" below).
+//   - Sorted: List, ByIndex and ByIndexInNamespace return objects sorted by
+//     namespace, then name, the same order call after call. A List of a
+//     namespace is remembered, sorted, until the store changes (a relist
+//     included), so the order costs nothing on repeated reads.
 //   - Explicit: a type is cached only once it is registered with For (typed),
 //     Metadata (metadata only) or Unstructured; reading anything else is an
 //     error wrapping ErrNotRegistered, never a silently started informer.
@@ -40,7 +44,61 @@
 //   - Clear about failures: Status and WaitForSync name each type not synced
 //     and why; a list or watch refused by RBAC names the verb, the resource
 //     and the namespace to grant.
-//   - Observable: with Options.Registerer, the objects cached, relists, watch
-//     restarts and time to first sync of each type (see MetricObjects), and
-//     no global registration.
+//   - Observable: with Options.Registerer, the objects cached
+//     (MetricObjects), relists (MetricRelists), watch restarts
+//     (MetricWatchRestarts) and time to first sync (MetricFirstSync) of each
+//     type, and no global registration.
+//
+// # Differences from client-go and controller-runtime
+//
+// Users arrive with client-go's Indexer and controller-runtime's cached
+// client in mind. Where opkit differs:
+//
+//   - Reads do not copy. controller-runtime's cached client deep-copies on
+//     every Get and List by default; a Lister hands out the cached object
+//     (TestTypedListerStripsAndShares, TestGetDoesNotAllocate).
+//   - managedFields and the last-applied annotation are stripped by
+//     default; both peers keep them unless told otherwise
+//     (TestTypedListerStripsAndShares, TestKeepManagedFieldsAndLastApplied).
+//   - Index lookups are not scoped to a namespace. controller-runtime
+//     stores each field index value per namespace and scopes a List with
+//     MatchingFields to the List's namespace; Lister.ByIndex, like
+//     client-go's Indexer.ByIndex, searches every cached namespace. An index
+//     ported as-is whose values are names (an owner's name, say) then finds
+//     same-named objects' dependents in other namespaces too. Use
+//     Lister.ByIndexInNamespace, which looks the namespace and value up
+//     together, or put the namespace in the values (TestByIndexInNamespace).
+//   - Results are sorted by namespace, then name. client-go's and
+//     controller-runtime's come in map order, which changes from call to
+//     call (TestListAndByIndexAreSorted).
+//   - Types are registered explicitly. controller-runtime starts an
+//     informer for any type a Get or List asks for; reading a type no For,
+//     Metadata or Unstructured call registered returns ErrNotRegistered
+//     (TestLookupOfUnregisteredType).
+//   - A type whose CRD is missing does not fail Start: it is reported by
+//     Status and WaitForSync as ErrNotInstalled and cached once the CRD
+//     appears (TestCRDInstalledAfterStart).
+//   - Modifying a cached object is reported by opkit's own mutation
+//     detector, which names the object, the changed fields and the reader,
+//     instead of client-go's detector panicking from an informer goroutine
+//     (TestMutatingACachedObjectFailsTheTest).
+//
+// # Finding who modified a cached object
+//
+// With Options.Mutations.Detect, or OPKIT_CACHE_MUTATION_DETECTOR=true in
+// the environment (testenv.Main sets it), the cache keeps a deep copy of
+// each object as it enters the cache and compares every
+// Options.Mutations.Interval (1s) and on Cache.CheckMutations. A modified
+// object is reported once, as a *MutationError that names its kind,
+// namespace/name and the changed fields (such as data.k), with a diff, to
+// Options.Mutations.OnMutation: by default a panic with that message;
+// testenv.ReportMutations fails the running test instead.
+//
+// To learn who modified it, run again with OPKIT_CACHE_MUTATION_TRACE=1 (or
+// Options.Mutations.TraceReads): Lister reads then record, per object, the
+// first caller outside the cache, and the report says "it was read at
+// <file:line> by <function>". Tracing costs a stack walk per object read:
+// a debugging mode, not for production. Under go test -race, the periodic
+// comparison also makes the race detector report the modification, with
+// the writer's stack.
 package cache

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -69,4 +70,32 @@ func ExampleLister_Get() {
 
 	onNode, _ := pods.ByIndex("node", "node-1")
 	fmt.Println(len(onNode))
+}
+
+// An index ported from controller-runtime that holds only an owner's name
+// finds dependents in every namespace through ByIndex; ByIndexInNamespace
+// keeps controller-runtime's scoping.
+func ExampleLister_ByIndexInNamespace() {
+	var cfg *rest.Config // from the manager, clientcmd or rest.InClusterConfig
+	c, err := cache.New(cfg, cache.Options{})
+	if err != nil {
+		panic(err)
+	}
+	pods, err := cache.For[*corev1.Pod](c, cache.TypeOptions{})
+	if err != nil {
+		panic(err)
+	}
+	byOwner := func(p *corev1.Pod) []string {
+		if o := metav1.GetControllerOf(p); o != nil {
+			return []string{o.Name}
+		}
+		return nil
+	}
+	if err := pods.AddIndex("owner", byOwner); err != nil {
+		panic(err)
+	}
+	// ... Start and WaitForSync, then in a reconciler of ReplicaSet shop/web:
+	mine, _ := pods.ByIndexInNamespace("shop", "owner", "web") // shop's pods of web, sorted by name
+	everyWeb, _ := pods.ByIndex("owner", "web")                // every namespace's "web"
+	fmt.Println(len(mine) <= len(everyWeb))
 }

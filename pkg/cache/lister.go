@@ -199,6 +199,9 @@ func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	if !ok {
 		return zero, apierrors.NewNotFound(v.resource.GroupResource(), name)
 	}
+	if l.reg.c.opts.Mutations.TraceReads {
+		l.reg.traceRead(v, obj.(T))
+	}
 	return obj.(T), nil
 }
 
@@ -223,46 +226,73 @@ func getByKey(ix toolscache.Indexer, namespace, name string) (any, bool, error) 
 }
 
 // List returns the cached objects in namespace (every cached namespace when
-// empty) that selector matches (every one when nil). The slice is the
-// caller's; the objects in it are the cache's.
+// empty) that selector matches (every one when nil), sorted by namespace,
+// then name. The slice is the caller's; the objects in it are the cache's.
 //
-// The objects of a namespace are remembered until the store changes, so
-// that repeated Lists of a namespace cost a copy of the slice.
+// The objects of a namespace are remembered, sorted, until the store
+// changes, so that repeated Lists of a namespace cost a copy of the slice.
 func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error) {
 	v, err := l.reg.readable()
 	if err != nil {
 		return nil, err
 	}
-	var found []T
-	if namespace == "" {
-		var items []any
-		for _, i := range v.informers {
-			items = append(items, i.indexer.List()...)
-		}
-		found = filter[T](items, nil)
-	} else {
-		ix, err := v.indexerFor(l.reg.key.gvk, namespace)
-		if err != nil {
-			return nil, err
-		}
-		i := v.informers[0]
-		if v.byNamespace != nil {
-			i = v.byNamespace[namespace]
-		}
-		if found, err = listNamespace[T](i.snapshots, ix, namespace, v.byNamespace != nil); err != nil {
-			return nil, fmt.Errorf("cache: list %s in %s: %w", l.reg.key.gvk.Kind, namespace, err)
-		}
-		if selector == nil || selector.Empty() {
-			return slices.Clone(found), nil
-		}
+	found, err := l.listed(v, namespace)
+	if err != nil {
+		return nil, err
 	}
-	return match(found, selector), nil
+	if selector == nil || selector.Empty() {
+		found = slices.Clone(found)
+	} else {
+		found = match(found, selector)
+	}
+	l.traced(v, found)
+	return found, nil
+}
+
+// traced records where objs were read, with MutationOptions.TraceReads on.
+func (l *Lister[T]) traced(v *view, objs []T) {
+	if !l.reg.c.opts.Mutations.TraceReads {
+		return
+	}
+	for _, o := range objs {
+		l.reg.traceRead(v, o)
+	}
+}
+
+// listed returns the sorted snapshot of namespace, which the caller must
+// not modify.
+func (l *Lister[T]) listed(v *view, namespace string) ([]T, error) {
+	if namespace == "" {
+		if len(v.informers) == 1 {
+			i := v.informers[0]
+			return listNamespace[T](i.snapshots, i.indexer, "", true)
+		}
+		// One informer per namespace, in namespace order: their sorted
+		// snapshots, one after the other, are sorted.
+		var all []T
+		for _, i := range v.informers {
+			// A whole store's List cannot fail.
+			got, _ := listNamespace[T](i.snapshots, i.indexer, i.namespace, true)
+			all = append(all, got...)
+		}
+		return all, nil
+	}
+	ix, err := v.indexerFor(l.reg.key.gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	i := v.informers[0]
+	if v.byNamespace != nil {
+		i = v.byNamespace[namespace]
+	}
+	found, err := listNamespace[T](i.snapshots, ix, namespace, v.byNamespace != nil)
+	if err != nil {
+		return nil, fmt.Errorf("cache: list %s in %s: %w", l.reg.key.gvk.Kind, namespace, err)
+	}
+	return found, nil
 }
 
 func match[T Object](objs []T, selector labels.Selector) []T {
-	if selector == nil || selector.Empty() {
-		return objs
-	}
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
 		if selector.Matches(labels.Set(o.GetLabels())) {
@@ -273,21 +303,71 @@ func match[T Object](objs []T, selector labels.Selector) []T {
 }
 
 // ByIndex returns the cached objects whose index named index (see AddIndex)
-// holds value, in every cached namespace.
+// holds value, in every cached namespace, sorted by namespace, then name.
+//
+// Unlike controller-runtime's field indexes, which a List scopes to its
+// namespace, ByIndex does not look at namespaces: an index whose values
+// are names (an owner's, say) finds same-named objects' dependents in every
+// namespace. Use ByIndexInNamespace for those, or put the namespace in the
+// index's values.
 func (l *Lister[T]) ByIndex(index, value string) ([]T, error) {
 	v, err := l.reg.readable()
 	if err != nil {
 		return nil, err
 	}
+	if !v.indexes[index] {
+		return nil, l.noIndex(index)
+	}
 	var items []any
 	for _, i := range v.informers {
 		got, err := i.indexer.ByIndex(index, value)
 		if err != nil {
-			return nil, fmt.Errorf("cache: %s by index %q: %w: add the index with AddIndex before Start", l.reg.key.gvk.Kind, index, err)
+			return nil, fmt.Errorf("cache: %s by index %q: %w", l.reg.key.gvk.Kind, index, err)
 		}
 		items = append(items, got...)
 	}
-	return filter[T](items, nil), nil
+	found := filter[T](items, nil)
+	sortObjects(found)
+	l.traced(v, found)
+	return found, nil
+}
+
+// ByIndexInNamespace returns the cached objects of namespace whose index
+// named index holds value, sorted by name: controller-runtime's scoping of
+// an index lookup to a List's namespace. It looks the pair up directly and
+// never filters the objects of other namespaces. The type must be
+// namespaced and namespace not empty; ByIndex searches every namespace.
+func (l *Lister[T]) ByIndexInNamespace(namespace, index, value string) ([]T, error) {
+	v, err := l.reg.readable()
+	if err != nil {
+		return nil, err
+	}
+	if !v.indexes[index] {
+		return nil, l.noIndex(index)
+	}
+	if namespace == "" || !v.namespaced {
+		return nil, fmt.Errorf("cache: %s by index %q in namespace %q: a namespaced type and a namespace are needed: use ByIndex", l.reg.key.gvk.Kind, index, namespace)
+	}
+	var items []any
+	if v.byNamespace != nil {
+		if _, err := v.indexerFor(l.reg.key.gvk, namespace); err != nil {
+			return nil, err
+		}
+		items, err = v.byNamespace[namespace].indexer.ByIndex(index, value)
+	} else {
+		items, err = v.informers[0].indexer.ByIndex(namespacedIndex(index), namespacedValue(namespace, value))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s by index %q in %s: %w", l.reg.key.gvk.Kind, index, namespace, err)
+	}
+	found := filter[T](items, nil)
+	sortObjects(found)
+	l.traced(v, found)
+	return found, nil
+}
+
+func (l *Lister[T]) noIndex(index string) error {
+	return fmt.Errorf("cache: %s has no index %q: add it with AddIndex before Start", l.reg.key.gvk, index)
 }
 
 func filter[T Object](items []any, selector labels.Selector) []T {
@@ -306,8 +386,8 @@ func filter[T Object](items []any, selector labels.Selector) []T {
 // found under with ByIndex. Indexes must be added before the type's
 // informers start; afterwards AddIndex returns an error wrapping ErrStarted.
 func (l *Lister[T]) AddIndex(name string, fn func(T) []string) error {
-	if name == "" || name == toolscache.NamespaceIndex {
-		return fmt.Errorf("cache: add index %q: choose another name", name)
+	if name == "" || name == toolscache.NamespaceIndex || strings.HasPrefix(name, "opkit.dev/") {
+		return fmt.Errorf("cache: add index %q: choose another name: empty, %q and opkit.dev/ are the cache's", name, toolscache.NamespaceIndex)
 	}
 	return l.reg.addIndex(name, func(obj any) ([]string, error) {
 		o, ok := obj.(T)

@@ -175,32 +175,55 @@ func (f flakyWatches) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, err
 	case 2:
-		const status = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
-			`"message":"too old resource version","reason":"Expired","code":410}`
-		return &http.Response{
-			Status: "410 Gone", StatusCode: http.StatusGone, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:  http.Header{"Content-Type": {"application/json"}},
-			Body:    io.NopCloser(strings.NewReader(status)),
-			Request: req,
-		}, nil
+		return expired(req), nil
 	default:
 		return f.next.RoundTrip(req)
 	}
 }
 
+// expired answers req as an API server answers a watch from a resource
+// version it no longer has: 410 Expired, after which an informer relists.
+func expired(req *http.Request) *http.Response {
+	const status = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+		`"message":"too old resource version","reason":"Expired","code":410}`
+	return &http.Response{
+		Status: "410 Gone", StatusCode: http.StatusGone, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/json"}},
+		Body:    io.NopCloser(strings.NewReader(status)),
+		Request: req,
+	}
+}
+
 // endAfter returns a body that ends cleanly (io.EOF) after d.
 func endAfter(body io.ReadCloser, d time.Duration) io.ReadCloser {
+	end := make(chan struct{})
+	timer := time.AfterFunc(d, func() { close(end) })
+	b := endWhen(body, end)
+	return pipeBody{b.PipeReader, func() {
+		timer.Stop()
+		b.stop()
+	}}
+}
+
+// endWhen returns a body that ends cleanly (io.EOF) once end is closed.
+func endWhen(body io.ReadCloser, end <-chan struct{}) pipeBody {
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := io.Copy(pw, body)
 		pw.CloseWithError(err)
 	}()
-	timer := time.AfterFunc(d, func() {
-		pw.Close()
-		body.Close()
-	})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-end:
+			pw.Close()
+			body.Close()
+		case <-done:
+		}
+	}()
+	var once sync.Once
 	return pipeBody{pr, func() {
-		timer.Stop()
+		once.Do(func() { close(done) })
 		body.Close()
 	}}
 }

@@ -49,9 +49,15 @@ type Options struct {
 	// looked up again. Defaults to DefaultCRDPollInterval.
 	CRDPollInterval time.Duration
 
-	// Registerer receives the cache's metrics (see NewMetrics for their
-	// names). Defaults to none: no metrics are kept.
+	// Registerer receives the cache's metrics (MetricObjects and the
+	// other Metric constants name them). Defaults to none: no metrics are
+	// kept.
 	Registerer prometheus.Registerer
+
+	// Mutations configure the detector of cached objects modified in
+	// place. Defaults to off unless OPKIT_CACHE_MUTATION_DETECTOR is
+	// "true"; see MutationOptions.
+	Mutations MutationOptions
 
 	// Logger logs informer lifecycle events, and list and watch failures:
 	// each new one at V(0), its retries at V(1). Defaults to logr.Discard().

@@ -184,6 +184,12 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	v := &view{
 		resource:   mapping.Resource,
 		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+		indexes:    map[string]bool{},
+	}
+	for name := range r.indexers {
+		if name != toolscache.NamespaceIndex {
+			v.indexes[name] = true
+		}
 	}
 	namespaces := []string{""}
 	if v.namespaced && len(r.namespaces) > 0 {
@@ -196,6 +202,11 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	}
 	for _, ns := range namespaces {
 		transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
+		var d *detector
+		if r.c.opts.Mutations.Detect {
+			d = newDetector(r.key.gvk)
+			transform = d.wrap(transform)
+		}
 		lw := r.instrument(lwf(ns), ns)
 		snaps := newSnapshots()
 		indexers := maps.Clone(r.indexers)
@@ -204,6 +215,8 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 			// Every object of this informer is in one namespace, or in
 			// none: an index by namespace would only cost memory.
 			delete(indexers, toolscache.NamespaceIndex)
+		} else {
+			addNamespacedIndexes(indexers, r.indexers)
 		}
 		inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
 			ResyncPeriod:      r.c.opts.ResyncPeriod,
@@ -213,7 +226,8 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 		}
-		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps}
+		snaps.store = inf.GetIndexer()
+		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d}
 		v.informers = append(v.informers, i)
 		if v.byNamespace != nil {
 			v.byNamespace[ns] = i
@@ -351,6 +365,7 @@ type view struct {
 	namespaced  bool
 	informers   []*nsInformer
 	byNamespace map[string]*nsInformer // nil when one informer covers every namespace
+	indexes     map[string]bool        // the names added with AddIndex
 }
 
 type nsInformer struct {
@@ -358,6 +373,7 @@ type nsInformer struct {
 	informer  toolscache.SharedIndexInformer
 	indexer   toolscache.Indexer
 	snapshots *snapshots // of namespace Lists
+	detector  *detector  // nil unless MutationOptions.Detect
 }
 
 // indexerFor returns the indexer that holds objects of namespace.

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -8,56 +11,78 @@ import (
 )
 
 // versionIndex is the name of an index that indexes nothing: its function
-// runs under the store's lock on every change to the store, and counts the
-// changes, so that a List can tell whether its last answer still holds.
+// runs under the store's lock on every Add, Update and Delete, and counts
+// them, so that a List can tell whether its last answer still holds.
 const versionIndex = "opkit.dev/version"
 
 // snapshots remember, per namespace, the objects the last List of the
-// namespace found, and the store's version they were found at.
+// namespace found, sorted, and the store's version they were found at.
+//
+// A store's version is the count of changes seen by versionIndex together
+// with the store's last resource version. The count alone misses a relist:
+// with client-go's AtomicFIFO a relist is one Store.Replace, which runs
+// index functions once per object it keeps, so a relist that keeps nothing
+// runs none. Replace always sets the resource version of the list it
+// replaces the store with, which is newer than any the store saw before.
 type snapshots struct {
-	version atomic.Uint64
-	mu      sync.Mutex
-	byNS    map[string]snapshot
+	changes atomic.Uint64
+	// store is the informer's store, read for its resource version; set
+	// before the informer runs.
+	store toolscache.Store
+	mu    sync.Mutex
+	byNS  map[string]snapshot
+}
+
+// storeVersion identifies a state of the store: it changes on every change.
+type storeVersion struct {
+	changes         uint64
+	resourceVersion string
 }
 
 type snapshot struct {
-	version uint64
-	items   any // []T of the registration's Lister type
+	version storeVersion
+	items   any // []T of the registration's Lister type, sorted
 }
 
 func newSnapshots() *snapshots { return &snapshots{byNS: map[string]snapshot{}} }
 
 // indexFunc is the versionIndex function.
 func (s *snapshots) indexFunc(any) ([]string, error) {
-	s.version.Add(1)
+	s.changes.Add(1)
 	return nil, nil
+}
+
+func (s *snapshots) version() storeVersion {
+	return storeVersion{s.changes.Load(), s.store.LastStoreSyncResourceVersion()}
 }
 
 // get returns the snapshot of namespace ns if the store has not changed
 // since it was taken.
 func (s *snapshots) get(ns string) (any, bool) {
-	v := s.version.Load()
+	v := s.version()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, ok := s.byNS[ns]
 	return snap.items, ok && snap.version == v
 }
 
-// put records items, read from the store after version was loaded: the
+// put records items, read from the store after version was taken: the
 // snapshot is at least as new as its version, so it is never served stale.
-func (s *snapshots) put(ns string, version uint64, items any) {
+func (s *snapshots) put(ns string, version storeVersion, items any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byNS[ns] = snapshot{version, items}
 }
 
-// listNamespace returns the objects of namespace ns in ix, through the
-// snapshot when the store has not changed since the last call.
+// listNamespace returns the objects of namespace ns in ix (of the whole
+// store when wholeStore), sorted by namespace and name, through the
+// snapshot when the store has not changed since the last call. The slice
+// is shared: callers copy it before handing it out.
 func listNamespace[T Object](s *snapshots, ix toolscache.Indexer, ns string, wholeStore bool) ([]T, error) {
 	if items, ok := s.get(ns); ok {
 		return items.([]T), nil
 	}
-	version := s.version.Load()
+	version := s.version()
 	var items []any
 	var err error
 	if wholeStore {
@@ -66,6 +91,16 @@ func listNamespace[T Object](s *snapshots, ix toolscache.Indexer, ns string, who
 		return nil, err
 	}
 	typed := filter[T](items, nil)
+	sortObjects(typed)
 	s.put(ns, version, typed)
 	return typed, nil
+}
+
+// sortObjects sorts objs by namespace, then name: the order of every List
+// and ByIndex, so that what a reconciler builds from them (a status field,
+// say) does not change from one call to the next.
+func sortObjects[T Object](objs []T) {
+	slices.SortFunc(objs, func(a, b T) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
+	})
 }

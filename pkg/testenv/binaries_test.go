@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFindBinaries(t *testing.T) {
@@ -93,5 +94,15 @@ func TestNamespacePrefix(t *testing.T) {
 		if got := namespacePrefix(in); got != want {
 			t.Errorf("namespacePrefix(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Options' field docs state these defaults.
+func TestOptionsDefaults(t *testing.T) {
+	var o Options
+	o.defaults()
+	want := Options{Version: DefaultVersion, StartTimeout: 60 * time.Second, StopTimeout: 20 * time.Second}
+	if o.Version != want.Version || o.StartTimeout != want.StartTimeout || o.StopTimeout != want.StopTimeout {
+		t.Errorf("defaults = %+v, want %+v", o, want)
 	}
 }

@@ -1,10 +1,11 @@
 // Package testenv starts and stops a local Kubernetes control plane (a real
 // kube-apiserver and etcd) for tests and for local development.
 //
-// It wraps sigs.k8s.io/controller-runtime/pkg/envtest and adds what that
-// package leaves to every project: finding binaries built offline, a clear
-// error when they are missing, one control plane per test package, and a
-// namespace per test.
+// It does what controller-runtime's pkg/envtest does, without importing it
+// (see "The global flag set" below), and adds what that package leaves to
+// every project: finding binaries built offline, a clear error when they are
+// missing, one control plane per test package, a namespace per test, and
+// reports of modified cached objects that name the test.
 //
 //   - Binaries come from Options.BinaryDir, else KUBEBUILDER_ASSETS, else
 //     bin/k8s/<Options.Version>/ under the nearest directory above the working
@@ -12,8 +13,9 @@
 //     builds them there. Nothing is downloaded at run time.
 //   - When a binary is missing, Start returns an error that wraps
 //     ErrBinariesMissing and names the command that builds it.
-//   - CRDs in Options.CRDDirs are installed and established before Start
-//     returns; a directory that does not exist is an error.
+//   - CRDs in Options.CRDDirs are installed and served (discovery lists
+//     them) before Start returns; a directory that does not exist is an
+//     error.
 //   - Main starts one control plane for a whole test package from TestMain
 //     and stops it after the tests ran; Namespace gives each test its own.
 //   - RestartAPIServer restarts kube-apiserver on the same port, certificates
@@ -21,4 +23,29 @@
 //   - The control plane has no controllers: nothing garbage-collects owned
 //     objects, and deleted namespaces stay Terminating. Tests that need that
 //     behaviour must do it themselves.
+//
+// # Modified cached objects
+//
+// Main sets OPKIT_CACHE_MUTATION_DETECTOR=true (MutationDetectorEnv) unless
+// it is set, which turns on opkit's cache mutation detector in every cache
+// the tests make (see package cache, "Finding who modified a cached
+// object"). Pass ReportMutations(t) as cache.Options.Mutations.OnMutation
+// to have a modification fail t with the object's kind, namespace/name,
+// changed fields and a diff; otherwise it panics with that message. Run the
+// tests with OPKIT_CACHE_MUTATION_TRACE=1 to have the report say where the
+// object was read:
+//
+//	OPKIT_CACHE_MUTATION_TRACE=1 go test -run TestMyReconciler ./...
+//
+// Leave client-go's detector (KUBE_CACHE_MUTATION_DETECTOR) off: it panics
+// on the same modification from an informer goroutine, without the details.
+//
+// # The global flag set
+//
+// Importing testenv registers no flag on the global flag set. envtest
+// imports controller-runtime's pkg/client/config, whose init registers
+// -kubeconfig there, so a test binary whose own code registers -kubeconfig
+// (as well-known controllers do) would panic with "flag redefined:
+// kubeconfig" before TestMain. testenv therefore starts kube-apiserver and
+// etcd itself (internal/plane).
 package testenv

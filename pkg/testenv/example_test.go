@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -34,5 +35,19 @@ func ExampleEnvironment_Namespace() {
 	_ = func(t *testing.T) { // func TestSomething(t *testing.T)
 		ns := env.Namespace(t)
 		_, _ = env.Client().CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	}
+}
+
+// A cache made in a test reports a modified cached object as a failure of
+// that test, naming the object and the changed fields.
+func ExampleReportMutations() {
+	_ = func(t *testing.T) { // func TestSomething(t *testing.T)
+		c, err := cache.New(env.Config(), cache.Options{
+			Mutations: cache.MutationOptions{OnMutation: testenv.ReportMutations(t)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c
 	}
 }

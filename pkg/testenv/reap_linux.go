@@ -10,8 +10,10 @@ import (
 	"syscall"
 )
 
-// envtest starts kube-apiserver and etcd in process groups of their own and
-// gives them no parent-death signal, so when a test binary panics, times out
+// Start runs kube-apiserver and etcd in process groups of their own (so that
+// a terminal's Ctrl-C reaches the test binary, which stops them in order) and
+// gives them no parent-death signal (Go delivers it when the starting
+// thread, not the process, ends), so when a test binary panics, times out
 // or is killed before Stop, they run on as orphans. Start therefore records
 // the processes it started in recordDir, Stop removes the record, and the next
 // Start in any process kills what a dead owner left behind.

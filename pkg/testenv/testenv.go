@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/opkit-dev/opkit/pkg/testenv/internal/plane"
 )
 
 // DefaultVersion is the Kubernetes version whose binaries hack/setup-envtest.sh
@@ -34,7 +36,8 @@ type Options struct {
 	// KUBEBUILDER_ASSETS are unset. Defaults to DefaultVersion.
 	Version string
 
-	// StartTimeout bounds the start of etcd and of kube-apiserver, each.
+	// StartTimeout bounds the start of etcd and of kube-apiserver, each,
+	// and then the wait for the default namespace and the CRDs together.
 	// Defaults to 60s.
 	StartTimeout time.Duration
 
@@ -46,14 +49,27 @@ type Options struct {
 	Output io.Writer
 }
 
+func (o *Options) defaults() {
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 20 * time.Second
+	}
+}
+
 // Environment is a running control plane. Its methods are safe for concurrent
 // use.
 type Environment struct {
-	env    *envtest.Environment
-	config *rest.Config
-	client kubernetes.Interface
-	record string // the record of started processes that Stop removes
-	bins   binaries
+	plane      *plane.ControlPlane
+	config     *rest.Config
+	client     kubernetes.Interface
+	kubeconfig []byte
+	record     string // the record of started processes that Stop removes
+	bins       binaries
 	// certDir holds kube-apiserver's certificates. Start makes it, so that
 	// a restarted API server serves the same certificate; Stop removes it.
 	certDir string
@@ -62,15 +78,7 @@ type Environment struct {
 // Start starts etcd and kube-apiserver, waits until the API server serves the
 // default namespace and installs the CRDs. The caller must call Stop.
 func Start(opts Options) (*Environment, error) {
-	if opts.Version == "" {
-		opts.Version = DefaultVersion
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 60 * time.Second
-	}
-	if opts.StopTimeout == 0 {
-		opts.StopTimeout = 20 * time.Second
-	}
+	opts.defaults()
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
@@ -83,47 +91,46 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-
 	reapOrphans()
 	certDir, err := os.MkdirTemp("", "opkit-apiserver-")
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:        crdDirs,
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: opts.StartTimeout,
-		ControlPlaneStopTimeout:  opts.StopTimeout,
+	e := &Environment{bins: bins, certDir: certDir}
+	if err := e.start(opts, crdDirs); err != nil {
+		// The control plane may have started before failing (say, on a
+		// bad CRD); stop it so a failed Start leaks nothing.
+		return nil, fmt.Errorf("start control plane from %s: %w", filepath.Dir(bins.apiServer), errors.Join(err, e.Stop()))
 	}
-	env.ControlPlane.GetAPIServer().Path = bins.apiServer
-	env.ControlPlane.GetAPIServer().CertDir = certDir
-	// Without it, a stopping kube-apiserver waits for its clients to end
-	// their watches, which an operator never does: the stop times out.
-	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "2s")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: bins.etcd}
-	if opts.Output != nil {
-		api := env.ControlPlane.GetAPIServer()
-		api.Out, api.Err = opts.Output, opts.Output
-		env.ControlPlane.Etcd.Out, env.ControlPlane.Etcd.Err = opts.Output, opts.Output
-	}
+	return e, nil
+}
 
-	cfg, err := env.Start()
+func (e *Environment) start(opts Options, crdDirs []string) error {
+	cp, err := plane.Start(plane.Options{
+		APIServer: e.bins.apiServer, Etcd: e.bins.etcd, CertDir: e.certDir,
+		StartTimeout: opts.StartTimeout, StopTimeout: opts.StopTimeout, Output: opts.Output,
+	})
 	if err != nil {
-		// envtest may have started processes before failing (say, on a bad
-		// CRD); stop them so a failed Start leaks nothing.
-		return nil, fmt.Errorf("start control plane from %s: %w", filepath.Dir(bins.apiServer), errors.Join(err, env.Stop(), os.RemoveAll(certDir)))
+		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("start control plane: create client: %w", errors.Join(err, env.Stop(), os.RemoveAll(certDir)))
-	}
+	e.plane, e.config = cp, cp.Config()
 	// Without a record an orphan is not reaped later: worth a stop, as the
 	// record can only fail to be written when the temp directory is broken.
-	record, err := recordChildren(bins.apiServer, bins.etcd)
-	if err != nil {
-		return nil, fmt.Errorf("start control plane: record its processes: %w", errors.Join(err, env.Stop(), os.RemoveAll(certDir)))
+	if e.record, err = recordChildren(e.bins.apiServer, e.bins.etcd); err != nil {
+		return fmt.Errorf("record its processes: %w", err)
 	}
-	return &Environment{env: env, config: cfg, client: client, record: record, bins: bins, certDir: certDir}, nil
+	if e.client, err = kubernetes.NewForConfig(e.config); err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	if e.kubeconfig, err = kubeconfig(e.config); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
+	defer cancel()
+	if err := waitForDefaultNamespace(ctx, e.client); err != nil {
+		return err
+	}
+	return plane.InstallCRDs(ctx, e.config, crdDirs)
 }
 
 // RestartAPIServer stops kube-apiserver and starts it again on the same
@@ -132,11 +139,10 @@ func Start(opts Options) (*Environment, error) {
 // an API server restart as an operator sees one. It returns once the API
 // server is healthy. It must not be called concurrently with Stop.
 func (e *Environment) RestartAPIServer() error {
-	api := e.env.ControlPlane.GetAPIServer()
-	if err := api.Stop(); err != nil {
+	if err := e.plane.StopAPIServer(); err != nil {
 		return fmt.Errorf("restart kube-apiserver: stop: %w", err)
 	}
-	if err := api.Start(); err != nil {
+	if err := e.plane.StartAPIServer(); err != nil {
 		return fmt.Errorf("restart kube-apiserver: start: %w", err)
 	}
 	// The record's path depends on this process only: rewriting it adds
@@ -149,8 +155,10 @@ func (e *Environment) RestartAPIServer() error {
 
 // Stop stops kube-apiserver and etcd and removes their data.
 func (e *Environment) Stop() error {
-	if err := e.env.Stop(); err != nil {
-		return fmt.Errorf("stop control plane: %w", err)
+	if e.plane != nil {
+		if err := e.plane.Stop(); err != nil {
+			return fmt.Errorf("stop control plane: %w", err)
+		}
 	}
 	_ = os.RemoveAll(e.certDir)
 	if e.record != "" {
@@ -173,7 +181,7 @@ func (e *Environment) Client() kubernetes.Interface {
 // Kubeconfig returns a kubeconfig file's contents that reach the control plane
 // as admin.
 func (e *Environment) Kubeconfig() []byte {
-	return e.env.KubeConfig
+	return e.kubeconfig
 }
 
 // WriteKubeconfig writes Kubeconfig to path, readable by the owner only,
@@ -182,7 +190,7 @@ func (e *Environment) WriteKubeconfig(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	if err := os.WriteFile(path, e.env.KubeConfig, 0o600); err != nil {
+	if err := os.WriteFile(path, e.kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil

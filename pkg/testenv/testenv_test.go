@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // env is the control plane shared by every test in this package.
@@ -148,5 +151,25 @@ func TestRestartAPIServer(t *testing.T) {
 	}
 	if _, err := cms.Get(t.Context(), "before", metav1.GetOptions{}); err != nil {
 		t.Errorf("get a ConfigMap written before the restart: %v", err)
+	}
+}
+
+// The kubeconfig reaches the control plane as admin, as kubectl and
+// clientcmd users load it.
+func TestKubeconfigReachesTheControlPlane(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Namespaces().Get(t.Context(), metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
+		t.Errorf("get the default namespace through the kubeconfig: %v", err)
 	}
 }

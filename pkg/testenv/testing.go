@@ -19,9 +19,11 @@ import (
 // the control plane cannot start, Main prints why and exits with code 1
 // without running any test.
 //
-// Main also turns on client-go's cache mutation detector (see
+// Main also turns on opkit's cache mutation detector (see
 // MutationDetectorEnv) unless the variable is set, so that a test which
-// modifies an object it read from a cache fails. Call it from TestMain:
+// modifies an object it read from a cache fails, or panics with a report
+// naming the object and the changed fields (see ReportMutations). Call it
+// from TestMain:
 //
 //	var env *testenv.Environment
 //

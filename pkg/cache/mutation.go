@@ -1,0 +1,292 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Environment variables that turn the mutation detector on for every cache
+// of a process, whatever its Options say. testenv.Main sets the first.
+const (
+	// MutationDetectorEnv set to "true" turns on MutationOptions.Detect.
+	MutationDetectorEnv = "OPKIT_CACHE_MUTATION_DETECTOR"
+	// MutationTraceEnv set to "1" or "true" turns on
+	// MutationOptions.TraceReads.
+	MutationTraceEnv = "OPKIT_CACHE_MUTATION_TRACE"
+)
+
+// DefaultMutationCheckInterval is MutationOptions.Interval's default.
+const DefaultMutationCheckInterval = time.Second
+
+// MutationOptions configure the mutation detector, which finds cached
+// objects that a reader modified in place. It costs a deep copy of every
+// cached object and a comparison of each every Interval: meant for tests.
+type MutationOptions struct {
+	// Detect keeps a deep copy of each object as it enters the cache, and
+	// compares the cached object with it every Interval and on
+	// Cache.CheckMutations. Defaults to false, or true when the
+	// OPKIT_CACHE_MUTATION_DETECTOR variable is "true".
+	Detect bool
+	// TraceReads makes Lister reads record, per object, the first
+	// function outside the cache that read it, so that a report says
+	// where the modified object was read. It costs a stack walk per
+	// object read. Defaults to false, or true when OPKIT_CACHE_MUTATION_TRACE
+	// is "1" or "true".
+	TraceReads bool
+	// Interval is how often the cache compares while it runs; negative
+	// means only on Cache.CheckMutations. Defaults to
+	// DefaultMutationCheckInterval.
+	Interval time.Duration
+	// OnMutation receives each modification found by a periodic check,
+	// once. Defaults to panicking with the error's message;
+	// testenv.ReportMutations fails the running test instead.
+	OnMutation func(*MutationError)
+}
+
+func (o *MutationOptions) defaults() {
+	o.Detect = o.Detect || os.Getenv(MutationDetectorEnv) == "true"
+	t := os.Getenv(MutationTraceEnv)
+	o.TraceReads = o.TraceReads || t == "1" || t == "true"
+	if o.Interval == 0 {
+		o.Interval = DefaultMutationCheckInterval
+	}
+	if o.OnMutation == nil {
+		o.OnMutation = func(err *MutationError) { panic(err.Error()) }
+	}
+}
+
+// MutationError reports a cached object that was modified in place.
+type MutationError struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+	// Fields are the paths, in the object's JSON form, that changed, such
+	// as "data.k" or "metadata.labels.app".
+	Fields []string
+	// Diff is the object's JSON form as cached (-) and as found (+).
+	Diff string
+	// ReadAt lists where Listers handed the object out, as
+	// "file:line by function", with TraceReads on; else nil.
+	ReadAt []string
+}
+
+func (e *MutationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cache: a cached %s %s was modified in place (changed: %s); objects from a Lister are shared: DeepCopy before modifying",
+		e.GVK.Kind, objectKey(e.Namespace, e.Name), strings.Join(e.Fields, ", "))
+	if len(e.ReadAt) > 0 {
+		fmt.Fprintf(&b, "; it was read at %s", strings.Join(e.ReadAt, "; "))
+	} else {
+		fmt.Fprintf(&b, "; run with %s=1 to learn where it was read", MutationTraceEnv)
+	}
+	fmt.Fprintf(&b, "\n%s (-cached +now):\n%s", e.GVK, e.Diff)
+	return b.String()
+}
+
+func objectKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// detector keeps, per store key, the object last ingested and a deep copy
+// of it as it was then.
+type detector struct {
+	gvk     schema.GroupVersionKind
+	mu      sync.Mutex
+	entries map[string]*ingested
+}
+
+type ingested struct {
+	obj, copy apiruntime.Object
+	readAt    []string
+}
+
+func newDetector(gvk schema.GroupVersionKind) *detector {
+	return &detector{gvk: gvk, entries: map[string]*ingested{}}
+}
+
+// wrap returns a transform that runs next and then records its result.
+func (d *detector) wrap(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		obj, err := next(obj)
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := obj.(apiruntime.Object); ok {
+			if key, err := toolscache.MetaNamespaceKeyFunc(o); err == nil {
+				d.mu.Lock()
+				d.entries[key] = &ingested{obj: o, copy: o.DeepCopyObject()}
+				d.mu.Unlock()
+			}
+		}
+		return obj, nil
+	}
+}
+
+// check returns an error per object modified since it was ingested or last
+// reported, and takes a new copy of each, so that a modification is
+// reported once.
+func (d *detector) check() []*MutationError {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*MutationError
+	for _, e := range d.entries {
+		if reflect.DeepEqual(e.obj, e.copy) {
+			continue
+		}
+		out = append(out, d.report(e))
+		e.copy = e.obj.DeepCopyObject()
+	}
+	slices.SortFunc(out, func(a, b *MutationError) int {
+		return strings.Compare(objectKey(a.Namespace, a.Name), objectKey(b.Namespace, b.Name))
+	})
+	return out
+}
+
+func (d *detector) report(e *ingested) *MutationError {
+	was, _ := apiruntime.DefaultUnstructuredConverter.ToUnstructured(e.copy)
+	now, _ := apiruntime.DefaultUnstructuredConverter.ToUnstructured(e.obj)
+	err := &MutationError{GVK: d.gvk, Fields: changedFields("", was, now), Diff: cmp.Diff(was, now), ReadAt: slices.Clone(e.readAt)}
+	if m, ok := e.obj.(Object); ok {
+		err.Namespace, err.Name = m.GetNamespace(), m.GetName()
+	}
+	return err
+}
+
+// changedFields returns the paths below prefix at which a and b differ.
+func changedFields(prefix string, a, b any) []string {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if reflect.DeepEqual(a, b) {
+			return nil
+		}
+		if prefix == "" {
+			prefix = "(the whole object)"
+		}
+		return []string{prefix}
+	}
+	var out []string
+	for _, k := range sortedKeys(am, bm) {
+		out = append(out, changedFields(strings.TrimPrefix(prefix+"."+k, "."), am[k], bm[k])...)
+	}
+	return out
+}
+
+func sortedKeys(a, b map[string]any) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// read records where obj was handed out: the first caller outside this
+// package.
+func (d *detector) read(obj Object) {
+	key := objectKey(obj.GetNamespace(), obj.GetName())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.entries[key]
+	if e == nil || e.obj != apiruntime.Object(obj) || len(e.readAt) >= 5 {
+		return
+	}
+	if site := readSite(); site != "" && !slices.Contains(e.readAt, site) {
+		e.readAt = append(e.readAt, site)
+	}
+}
+
+func readSite() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/opkit-dev/opkit/pkg/cache.") {
+			return fmt.Sprintf("%s:%d by %s", f.File, f.Line, f.Function)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
+// CheckMutations compares every cached object with the copy kept when it
+// entered the cache, and returns an error per object modified since (or
+// since it was last reported), each a *MutationError (see errors.As), or
+// nil. With MutationOptions.Detect off it returns nil.
+func (c *Cache) CheckMutations() error {
+	var errs []error
+	for _, d := range c.detectors() {
+		for _, err := range d.check() {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cache) detectors() []*detector {
+	c.mu.Lock()
+	regs := slices.Clone(c.regs)
+	c.mu.Unlock()
+	var out []*detector
+	for _, r := range regs {
+		if v := r.view.Load(); v != nil {
+			for _, i := range v.informers {
+				if i.detector != nil {
+					out = append(out, i.detector)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkMutations reports through OnMutation what a check finds, every
+// Interval until ctx ends.
+func (c *Cache) checkMutations(ctx context.Context) {
+	t := time.NewTicker(c.opts.Mutations.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, d := range c.detectors() {
+			for _, err := range d.check() {
+				c.opts.Mutations.OnMutation(err)
+			}
+		}
+	}
+}
+
+// traceRead records where the Lister handed obj out, with TraceReads on.
+func (r *registration) traceRead(v *view, obj Object) {
+	i := v.informers[0]
+	if v.byNamespace != nil {
+		i = v.byNamespace[obj.GetNamespace()]
+	}
+	if i != nil && i.detector != nil {
+		i.detector.read(obj)
+	}
+}

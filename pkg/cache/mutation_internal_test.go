@@ -1,0 +1,82 @@
+package cache
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestDetectorReportsEachModificationOnce(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	d := newDetector(gvk)
+	ingest := d.wrap(func(obj any) (any, error) { return obj, nil })
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", Labels: map[string]string{"app": "x"}},
+		Data:       map[string]string{"k": "v"},
+	}
+	if _, err := ingest(cm); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.check(); len(got) != 0 {
+		t.Fatalf("check before any modification = %v", got)
+	}
+	cm.Data["k"] = "changed"
+	cm.Labels["team"] = "blue"
+	got := d.check()
+	if len(got) != 1 {
+		t.Fatalf("check = %d reports, want 1", len(got))
+	}
+	r := got[0]
+	if r.GVK != gvk || r.Namespace != "ns" || r.Name != "a" {
+		t.Errorf("report names %s %s/%s, want ConfigMap ns/a", r.GVK, r.Namespace, r.Name)
+	}
+	if diff := cmp.Diff([]string{"data.k", "metadata.labels.team"}, r.Fields); diff != "" {
+		t.Errorf("Fields (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{`-`, `"v"`, `+`, `"changed"`, `"team"`} {
+		if !strings.Contains(r.Diff, s) {
+			t.Errorf("Diff lacks %q:\n%s", s, r.Diff)
+		}
+	}
+	var err error = r
+	var me *MutationError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "ConfigMap ns/a was modified in place (changed: data.k, metadata.labels.team)") {
+		t.Errorf("Error() = %q", err)
+	}
+	if again := d.check(); len(again) != 0 {
+		t.Errorf("a modification reported twice: %v", again)
+	}
+}
+
+func TestMutationOptionsDefaults(t *testing.T) {
+	t.Setenv(MutationDetectorEnv, "true")
+	t.Setenv(MutationTraceEnv, "1")
+	var o MutationOptions
+	o.defaults()
+	if !o.Detect || !o.TraceReads || o.Interval != DefaultMutationCheckInterval || o.OnMutation == nil {
+		t.Errorf("defaults with both variables set = %+v", o)
+	}
+	t.Setenv(MutationDetectorEnv, "")
+	t.Setenv(MutationTraceEnv, "")
+	o = MutationOptions{}
+	o.defaults()
+	if o.Detect || o.TraceReads {
+		t.Errorf("defaults with neither variable set = %+v, want off", o)
+	}
+}
+
+// The package documentation states these defaults in words.
+func TestDocumentedDefaults(t *testing.T) {
+	if DefaultMutationCheckInterval != time.Second {
+		t.Errorf("DefaultMutationCheckInterval = %v; the package doc says 1s", DefaultMutationCheckInterval)
+	}
+	if DefaultCRDPollInterval != 2*time.Second {
+		t.Errorf("DefaultCRDPollInterval = %v; the package doc says 2s", DefaultCRDPollInterval)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build unix
+
+package plane
+
+import "syscall"
+
+func processAttributes() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
