@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/go-logr/logr"
+
+	"github.com/opkit-dev/opkit/internal/logging"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -70,9 +72,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 	if opts.CRDPollInterval == 0 {
 		opts.CRDPollInterval = DefaultCRDPollInterval
 	}
-	if opts.Logger.GetSink() == nil {
-		opts.Logger = logr.Discard()
-	}
+	opts.Logger = logging.Or(opts.Logger)
 	cfg = rest.CopyConfig(cfg)
 	if opts.HTTPClient == nil {
 		hc, err := rest.HTTPClientFor(cfg)

@@ -34,6 +34,9 @@
 //     authorizes for get on /metrics (SubjectAccessReview). pprof is
 //     optional.
 //   - Events: EventRecorder records events.k8s.io/v1 Events.
+//   - Never silent: without Options.Logger the manager, its cache and its
+//     controllers log through klog, as client-go does, to standard error
+//     unless klog is configured otherwise.
 //   - Graceful: when Start's context ends, runnables stop (controllers let
 //     the reconciles in flight finish), the lease is released if asked, then
 //     the cache and servers stop, within Options.ShutdownTimeout in all;

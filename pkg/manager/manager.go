@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 )
@@ -115,9 +116,7 @@ func (o Options) withDefaults() Options {
 	if o.Metrics.BindAddress == "" {
 		o.Metrics.BindAddress = DefaultMetricsBindAddress
 	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	o.Logger = logging.Or(o.Logger)
 	o.LeaderElection = o.LeaderElection.withDefaults()
 	return o
 }

@@ -45,7 +45,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 
 	// Logger is the manager's logger, passed to everything it starts.
-	// Defaults to logr.Discard().
+	// Defaults to klog's logger (klog.Background()), which client-go logs
+	// through: standard error unless klog is configured otherwise, so that
+	// a failed reconcile or an unreachable API server is never silent.
+	// logr.Discard() is the zero Logger, so it too means the default.
 	Logger logr.Logger
 }
 
