@@ -131,15 +131,7 @@ func (m *Manager) buildClients() error {
 	if m.mapper, err = apiutil.NewDynamicRESTMapper(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build REST mapper: %w", err)
 	}
-	co := m.opts.Cache
-	co.Scheme, co.Mapper, co.HTTPClient = m.scheme, m.mapper, hc
-	if co.Registerer == nil {
-		co.Registerer = m.registry
-	}
-	if co.Logger.GetSink() == nil {
-		co.Logger = m.log.WithName("cache")
-	}
-	if m.cache, err = cache.New(m.config, co); err != nil {
+	if m.cache, err = cache.New(m.config, m.cacheOptions(hc)); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
 	if m.client, err = client.New(m.config, client.Options{HTTPClient: hc, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
@@ -150,6 +142,29 @@ func (m *Manager) buildClients() error {
 	}
 	m.broadcast = events.NewBroadcaster(&events.EventSinkImpl{Interface: m.clientset.EventsV1()})
 	return nil
+}
+
+// cacheOptions returns Options.Cache with what it leaves empty filled in
+// from the manager's own: a value the user set is the cache's, even where
+// it differs from what the manager's client uses.
+func (m *Manager) cacheOptions(hc *http.Client) cache.Options {
+	co := m.opts.Cache
+	if co.Scheme == nil {
+		co.Scheme = m.scheme
+	}
+	if co.Mapper == nil {
+		co.Mapper = m.mapper
+	}
+	if co.HTTPClient == nil {
+		co.HTTPClient = hc
+	}
+	if co.Registerer == nil {
+		co.Registerer = m.registry
+	}
+	if co.Logger.GetSink() == nil {
+		co.Logger = m.log.WithName("cache")
+	}
+	return co
 }
 
 // Config returns the REST config the manager's clients use, its transport
