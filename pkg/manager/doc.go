@@ -8,6 +8,11 @@
 //     included), clientset, event broadcaster and Prometheus registry, and
 //     hands them to what it starts. Invalid Options fail New, naming the
 //     field.
+//   - Loud about the cluster: Start first checks that the API server
+//     answers, and fails at once, naming its address (ErrUnreachable), if
+//     it does not, rather than after Options.CacheSyncTimeout. The cache
+//     logs "Cannot reach the API server" for a type it cannot look up for
+//     that reason, apart from a type whose CRD is not installed.
 //   - Ordered: Start serves /metrics and the probes first, then starts the
 //     cache and waits for it to sync (Options.CacheSyncTimeout; the error
 //     names each type not synced and why), then the runnables that need no

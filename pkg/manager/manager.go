@@ -31,6 +31,10 @@ var (
 	// ErrLeaderLost: the manager lost its leader lease; its leader-only
 	// runnables were stopped at once and Start returned.
 	ErrLeaderLost = errors.New("leader election lost")
+	// ErrUnreachable: Start found that the API server does not answer (a
+	// connection refused, reset or timed out, a TLS failure), and returned
+	// at once.
+	ErrUnreachable = errors.New("API server unreachable")
 )
 
 // Manager builds the clients, cache and metrics registry of an operator
