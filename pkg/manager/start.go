@@ -210,6 +210,10 @@ func (r *run) shutdown(servers []*server) error {
 		r.stopLeader(nil)
 	}
 	r.stopWork(nil)
+	// A runnable that fails while stopping did not cause the stop: closing
+	// the Once keeps such failures out of r.err, and orders this read
+	// after any write of it.
+	r.errOnce.Do(func() {})
 	errs := []error{r.err}
 	if !waitGroup(ctx, &r.work) {
 		errs = append(errs, fmt.Errorf("runnables still running: %w", context.Cause(ctx)))
