@@ -33,12 +33,18 @@
 //     failing check and why.
 //   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
 //     reconcile metrics (client-go's and controller-runtime's names), the
-//     REST client metrics of every request the manager's clients make, and
-//     the Go and process collectors. Options.Metrics.Secure serves them over
+//     REST client metrics of every request the manager's clients make, the
+//     Events the API server refused (MetricEventsRefused), and the Go and
+//     process collectors. Options.Metrics.Secure serves them over
 //     HTTPS only to tokens the API server authenticates (TokenReview) and
 //     authorizes for get on /metrics (SubjectAccessReview). pprof is
 //     optional.
-//   - Events: EventRecorder records events.k8s.io/v1 Events.
+//   - Events: EventRecorder records events.k8s.io/v1 Events. It refuses a
+//     name the API server would refuse on every Event (not a qualified
+//     name), gives an Event without an action its reason as action, and
+//     logs and counts each Event the API server refuses all the same
+//     (MetricEventsRefused), which client-go's broadcaster would drop
+//     with a line in klog only.
 //   - Never silent: without Options.Logger the manager, its cache and its
 //     controllers log through klog, as client-go does, to standard error
 //     unless klog is configured otherwise.

@@ -53,10 +53,13 @@ type Manager struct {
 	registry  *prometheus.Registry
 	log       logr.Logger
 	broadcast events.EventBroadcaster
-	elected   chan struct{} // closed once leader-only runnables may run
-	health    *checks
-	ready     *checks
-	synced    atomic.Bool // the cache has synced once
+	// eventsRefused is MetricEventsRefused, whose series each recorder
+	// starts at zero.
+	eventsRefused *prometheus.CounterVec
+	elected       chan struct{} // closed once leader-only runnables may run
+	health        *checks
+	ready         *checks
+	synced        atomic.Bool // the cache has synced once
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -144,7 +147,12 @@ func (m *Manager) buildClients() error {
 	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build clientset: %w", err)
 	}
-	m.broadcast = events.NewBroadcaster(&events.EventSinkImpl{Interface: m.clientset.EventsV1()})
+	sink, err := newRefusals(&events.EventSinkImpl{Interface: m.clientset.EventsV1()}, m.log.WithName("events"), m.registry)
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	m.eventsRefused = sink.refused
+	m.broadcast = events.NewBroadcaster(sink)
 	return nil
 }
 
@@ -192,12 +200,6 @@ func (m *Manager) Registry() *prometheus.Registry { return m.registry }
 
 // Logger returns the manager's logger.
 func (m *Manager) Logger() logr.Logger { return m.log }
-
-// EventRecorder returns a recorder of events.k8s.io/v1 Events reported by
-// the controller named name. Events are sent while the manager runs.
-func (m *Manager) EventRecorder(name string) events.EventRecorder {
-	return m.broadcast.NewRecorder(m.scheme, name)
-}
 
 // Elected is closed once this process may run leader-only work: when it
 // wins the election, or at start without leader election.
