@@ -15,12 +15,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -125,20 +123,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return operate(ctx, cfg, f, log)
 }
 
-// reachable fails fast, with the address, if the API server does not answer.
-func reachable(cfg *rest.Config) error {
-	c := rest.CopyConfig(cfg)
-	c.Timeout = 10 * time.Second
-	dc, err := discovery.NewDiscoveryClientForConfig(c)
-	if err != nil {
-		return fmt.Errorf("connect to the cluster at %s: %w", cfg.Host, err)
-	}
-	if _, err := dc.ServerVersion(); err != nil {
-		return fmt.Errorf("the cluster at %s does not answer (is it running, and is this the kubeconfig you meant?): %w", cfg.Host, err)
-	}
-	return nil
-}
-
 func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) error {
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
@@ -157,9 +141,6 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		return err
 	}
 	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers}); err != nil {
-		return err
-	}
-	if err := reachable(cfg); err != nil {
 		return err
 	}
 	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect)

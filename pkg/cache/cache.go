@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/go-logr/logr"
+
+	"github.com/opkit-dev/opkit/internal/logging"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -71,9 +73,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		opts.CRDPollInterval = DefaultCRDPollInterval
 	}
 	opts.Mutations.defaults()
-	if opts.Logger.GetSink() == nil {
-		opts.Logger = logr.Discard()
-	}
+	opts.Logger = logging.Or(opts.Logger)
 	cfg = rest.CopyConfig(cfg)
 	if opts.HTTPClient == nil {
 		hc, err := rest.HTTPClientFor(cfg)

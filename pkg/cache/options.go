@@ -60,7 +60,10 @@ type Options struct {
 	Mutations MutationOptions
 
 	// Logger logs informer lifecycle events, and list and watch failures:
-	// each new one at V(0), its retries at V(1). Defaults to logr.Discard().
+	// each new one at V(0), its retries at V(1). Defaults to klog's logger
+	// (klog.Background()), which client-go logs through: standard error
+	// unless klog is configured otherwise. logr.Discard() is the zero
+	// Logger, so it too means the default.
 	Logger logr.Logger
 }
 

@@ -2,8 +2,10 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -84,6 +86,7 @@ const (
 	noError errorKind = iota
 	lookupError
 	notInstalled
+	unreachable // the API server cannot be reached to look the type up
 	listWatchError
 )
 
@@ -143,27 +146,24 @@ func (r *registration) run(ctx context.Context) {
 }
 
 // waitForMapping returns the type's REST mapping, looking again every
-// CRDPollInterval while the API server does not serve the type.
+// CRDPollInterval while the API server does not serve the type or cannot
+// be reached. Each change of why the lookup fails is logged once.
 func (r *registration) waitForMapping(ctx context.Context) (*meta.RESTMapping, error) {
-	logged := false
+	last := noError
 	for {
 		m, err := r.c.opts.Mapper.RESTMapping(r.key.gvk.GroupKind(), r.key.gvk.Version)
 		if err == nil {
-			if logged {
-				r.c.log.Info("Type now installed; caching it", "gvk", r.key.gvk.String())
+			if last != noError {
+				r.c.log.Info("Type found; caching it", "gvk", r.key.gvk.String())
 			}
 			r.setErr(noError, nil)
 			return m, nil
 		}
-		if meta.IsNoMatchError(err) {
-			r.setErr(notInstalled, fmt.Errorf("%s is not served by the API server (is its CRD installed?); the cache looks again every %v: %w: %w",
-				r.key.gvk, r.c.opts.CRDPollInterval, ErrNotInstalled, err))
-		} else {
-			r.setErr(lookupError, fmt.Errorf("look up %s: %w", r.key.gvk, err))
-		}
-		if !logged {
-			r.c.log.Info("Type not installed yet; waiting for it", "gvk", r.key.gvk.String(), "error", err.Error())
-			logged = true
+		kind, described := r.lookupFailure(err)
+		r.setErr(kind, described)
+		if kind != last {
+			r.logLookupFailure(kind, err)
+			last = kind
 		}
 		t := time.NewTimer(r.c.opts.CRDPollInterval)
 		select {
@@ -172,6 +172,35 @@ func (r *registration) waitForMapping(ctx context.Context) (*meta.RESTMapping, e
 			return nil, ctx.Err()
 		case <-t.C:
 		}
+	}
+}
+
+// lookupFailure says why looking the type up failed: the API server does
+// not serve it (its CRD is not installed), the API server cannot be reached
+// (a transport error: refused, reset, timed out, TLS), or something else.
+func (r *registration) lookupFailure(err error) (errorKind, error) {
+	var transport *url.Error
+	switch {
+	case meta.IsNoMatchError(err):
+		return notInstalled, fmt.Errorf("%s is not served by the API server (is its CRD installed?); the cache looks again every %v: %w: %w",
+			r.key.gvk, r.c.opts.CRDPollInterval, ErrNotInstalled, err)
+	case errors.As(err, &transport):
+		return unreachable, fmt.Errorf("look up %s: cannot reach the API server at %s (is it running, and is this the cluster you meant?); the cache tries again every %v: %w",
+			r.key.gvk, r.c.cfg.Host, r.c.opts.CRDPollInterval, err)
+	default:
+		return lookupError, fmt.Errorf("look up %s: %w", r.key.gvk, err)
+	}
+}
+
+func (r *registration) logLookupFailure(kind errorKind, err error) {
+	gvk := r.key.gvk.String()
+	switch kind {
+	case notInstalled:
+		r.c.log.Info("Type not installed yet; waiting for it", "gvk", gvk, "error", err.Error())
+	case unreachable:
+		r.c.log.Error(err, "Cannot reach the API server; trying again", "gvk", gvk, "host", r.c.cfg.Host)
+	default:
+		r.c.log.Error(err, "Cannot look the type up; trying again", "gvk", gvk)
 	}
 }
 
@@ -352,7 +381,7 @@ func (r *registration) readable() (*view, error) {
 	switch {
 	case r.removed:
 		return nil, fmt.Errorf("cache: read %s: %w", r.key.gvk, ErrRemoved)
-	case r.err == notInstalled:
+	case r.err == notInstalled, r.err == unreachable:
 		return nil, fmt.Errorf("cache: read %s: %w", r.key.gvk, r.lastErr)
 	default:
 		return nil, fmt.Errorf("cache: read %s: not started: call Start and WaitForSync before reading: %w", r.key.gvk, ErrNotSynced)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
@@ -65,8 +66,11 @@ type Options[K comparable] struct {
 	Tenant func(K) string
 
 	// Logger is the controller's logger; each reconcile gets it with the
-	// controller's name, the key and a reconcile ID. Defaults to
-	// logr.Discard().
+	// controller's name, the key and a reconcile ID. Defaults to klog's
+	// logger (klog.Background()), which client-go logs through: standard
+	// error unless klog is configured otherwise, so a failed reconcile is
+	// never silent. logr.Discard() is the zero Logger, so it too means the
+	// default.
 	Logger logr.Logger
 
 	// Registerer receives the controller's metrics (see package metrics:
@@ -114,8 +118,6 @@ func (o Options[K]) withDefaults() Options[K] {
 		// func(K) string: asserted once here, not per key.
 		o.Tenant, _ = any(func(r reconcile.Request) string { return r.Namespace }).(func(K) string)
 	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	o.Logger = logging.Or(o.Logger)
 	return o
 }

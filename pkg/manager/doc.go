@@ -8,6 +8,11 @@
 //     included), clientset, event broadcaster and Prometheus registry, and
 //     hands them to what it starts. Invalid Options fail New, naming the
 //     field.
+//   - Loud about the cluster: Start first checks that the API server
+//     answers, and fails at once, naming its address (ErrUnreachable), if
+//     it does not, rather than after Options.CacheSyncTimeout. The cache
+//     logs "Cannot reach the API server" for a type it cannot look up for
+//     that reason, apart from a type whose CRD is not installed.
 //   - Ordered: Start serves /metrics and the probes first, then starts the
 //     cache and waits for it to sync (Options.CacheSyncTimeout; the error
 //     names each type not synced and why), then the runnables that need no
@@ -28,12 +33,21 @@
 //     failing check and why.
 //   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
 //     reconcile metrics (client-go's and controller-runtime's names), the
-//     REST client metrics of every request the manager's clients make, and
-//     the Go and process collectors. Options.Metrics.Secure serves them over
+//     REST client metrics of every request the manager's clients make, the
+//     Events the API server refused (MetricEventsRefused), and the Go and
+//     process collectors. Options.Metrics.Secure serves them over
 //     HTTPS only to tokens the API server authenticates (TokenReview) and
 //     authorizes for get on /metrics (SubjectAccessReview). pprof is
 //     optional.
-//   - Events: EventRecorder records events.k8s.io/v1 Events.
+//   - Events: EventRecorder records events.k8s.io/v1 Events. It refuses a
+//     name the API server would refuse on every Event (not a qualified
+//     name), gives an Event without an action its reason as action, and
+//     logs and counts each Event the API server refuses all the same
+//     (MetricEventsRefused), which client-go's broadcaster would drop
+//     with a line in klog only.
+//   - Never silent: without Options.Logger the manager, its cache and its
+//     controllers log through klog, as client-go does, to standard error
+//     unless klog is configured otherwise.
 //   - Graceful: when Start's context ends, runnables stop (controllers let
 //     the reconciles in flight finish), the lease is released if asked, then
 //     the cache and servers stop, within Options.ShutdownTimeout in all;

@@ -63,3 +63,23 @@ func ExampleNew_invalidOptions() {
 	fmt.Println(err)
 	// Output: manager: invalid options: Options.LeaderElection.Name is empty: name the Lease, such as "my-operator-leader"
 }
+
+// A recorder's name becomes every Event's reportingController, which the
+// API server requires to be a qualified name: any other fails here rather
+// than on every Event.
+func ExampleManager_EventRecorder() {
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:6443"}, manager.Options{Metrics: manager.MetricsOptions{BindAddress: "0"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := mgr.EventRecorder("Foo controller"); err != nil {
+		fmt.Println("refused: not a qualified name")
+	}
+	if _, err := mgr.EventRecorder("example.com/mirror"); err == nil {
+		fmt.Println("accepted: example.com/mirror")
+	}
+	// Output:
+	// refused: not a qualified name
+	// accepted: example.com/mirror
+}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 )
@@ -30,6 +31,10 @@ var (
 	// ErrLeaderLost: the manager lost its leader lease; its leader-only
 	// runnables were stopped at once and Start returned.
 	ErrLeaderLost = errors.New("leader election lost")
+	// ErrUnreachable: Start found that the API server does not answer (a
+	// connection refused, reset or timed out, a TLS failure), and returned
+	// at once.
+	ErrUnreachable = errors.New("API server unreachable")
 )
 
 // Manager builds the clients, cache and metrics registry of an operator
@@ -48,10 +53,13 @@ type Manager struct {
 	registry  *prometheus.Registry
 	log       logr.Logger
 	broadcast events.EventBroadcaster
-	elected   chan struct{} // closed once leader-only runnables may run
-	health    *checks
-	ready     *checks
-	synced    atomic.Bool // the cache has synced once
+	// eventsRefused is MetricEventsRefused, whose series each recorder
+	// starts at zero.
+	eventsRefused *prometheus.CounterVec
+	elected       chan struct{} // closed once leader-only runnables may run
+	health        *checks
+	ready         *checks
+	synced        atomic.Bool // the cache has synced once
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -115,9 +123,7 @@ func (o Options) withDefaults() Options {
 	if o.Metrics.BindAddress == "" {
 		o.Metrics.BindAddress = DefaultMetricsBindAddress
 	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	o.Logger = logging.Or(o.Logger)
 	o.LeaderElection = o.LeaderElection.withDefaults()
 	return o
 }
@@ -132,15 +138,7 @@ func (m *Manager) buildClients() error {
 	if m.mapper, err = apiutil.NewDynamicRESTMapper(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build REST mapper: %w", err)
 	}
-	co := m.opts.Cache
-	co.Scheme, co.Mapper, co.HTTPClient = m.scheme, m.mapper, hc
-	if co.Registerer == nil {
-		co.Registerer = m.registry
-	}
-	if co.Logger.GetSink() == nil {
-		co.Logger = m.log.WithName("cache")
-	}
-	if m.cache, err = cache.New(m.config, co); err != nil {
+	if m.cache, err = cache.New(m.config, m.cacheOptions(hc)); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
 	if m.client, err = client.New(m.config, client.Options{HTTPClient: hc, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
@@ -149,8 +147,36 @@ func (m *Manager) buildClients() error {
 	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build clientset: %w", err)
 	}
-	m.broadcast = events.NewBroadcaster(&events.EventSinkImpl{Interface: m.clientset.EventsV1()})
+	sink, err := newRefusals(&events.EventSinkImpl{Interface: m.clientset.EventsV1()}, m.log.WithName("events"), m.registry)
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	m.eventsRefused = sink.refused
+	m.broadcast = events.NewBroadcaster(sink)
 	return nil
+}
+
+// cacheOptions returns Options.Cache with what it leaves empty filled in
+// from the manager's own: a value the user set is the cache's, even where
+// it differs from what the manager's client uses.
+func (m *Manager) cacheOptions(hc *http.Client) cache.Options {
+	co := m.opts.Cache
+	if co.Scheme == nil {
+		co.Scheme = m.scheme
+	}
+	if co.Mapper == nil {
+		co.Mapper = m.mapper
+	}
+	if co.HTTPClient == nil {
+		co.HTTPClient = hc
+	}
+	if co.Registerer == nil {
+		co.Registerer = m.registry
+	}
+	if co.Logger.GetSink() == nil {
+		co.Logger = m.log.WithName("cache")
+	}
+	return co
 }
 
 // Config returns the REST config the manager's clients use, its transport
@@ -174,12 +200,6 @@ func (m *Manager) Registry() *prometheus.Registry { return m.registry }
 
 // Logger returns the manager's logger.
 func (m *Manager) Logger() logr.Logger { return m.log }
-
-// EventRecorder returns a recorder of events.k8s.io/v1 Events reported by
-// the controller named name. Events are sent while the manager runs.
-func (m *Manager) EventRecorder(name string) events.EventRecorder {
-	return m.broadcast.NewRecorder(m.scheme, name)
-}
 
 // Elected is closed once this process may run leader-only work: when it
 // wins the election, or at start without leader election.

@@ -20,8 +20,12 @@ type Options struct {
 	// scheme of your own built from it.
 	Scheme *runtime.Scheme
 
-	// Cache configures the cache; the manager sets its Scheme, Mapper,
-	// HTTPClient, Registerer and Logger where they are empty.
+	// Cache configures the cache. Where its Scheme, Mapper, HTTPClient,
+	// Registerer and Logger are empty the manager sets its own (Scheme, its
+	// REST mapper and HTTP client, Registry, Logger named "cache"); a value
+	// set here is kept, and configures the cache only: the manager's
+	// client still uses Options.Scheme and the manager's mapper and HTTP
+	// client.
 	Cache cache.Options
 
 	// CacheSyncTimeout bounds how long Start waits for the cache to sync
@@ -45,7 +49,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 
 	// Logger is the manager's logger, passed to everything it starts.
-	// Defaults to logr.Discard().
+	// Defaults to klog's logger (klog.Background()), which client-go logs
+	// through: standard error unless klog is configured otherwise, so that
+	// a failed reconcile or an unreachable API server is never silent.
+	// logr.Discard() is the zero Logger, so it too means the default.
 	Logger logr.Logger
 }
 

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
-// Start runs the manager until ctx ends or a runnable fails: it serves
-// metrics and probes, starts the cache and waits for it to sync (at most
+// Start runs the manager until ctx ends or a runnable fails: it checks that
+// the API server answers, failing at once with an error that wraps
+// ErrUnreachable and names its address if it does not, serves metrics and
+// probes, starts the cache and waits for it to sync (at most
 // Options.CacheSyncTimeout), starts the runnables that need no lease, and,
 // once elected (at once without leader election), the leader-only ones.
 //
@@ -27,6 +32,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := m.reachable(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it began
+		}
+		return err
+	}
 	servers, err := m.listen()
 	if err != nil {
 		return err
@@ -39,6 +50,27 @@ func (m *Manager) Start(ctx context.Context) error {
 	r.run(runnables)
 	<-r.ctx.Done()
 	return r.shutdown(servers)
+}
+
+// reachTimeout bounds how long Start waits for the API server to answer
+// before it gives up.
+const reachTimeout = 10 * time.Second
+
+// reachable fails, naming the address, if the API server does not answer
+// at all: the cache would otherwise wait out Options.CacheSyncTimeout
+// before saying so. An answer that is an error (such as 403) is an answer:
+// what the manager may not do is the cache's and the controllers' to
+// report, per type.
+func (m *Manager) reachable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	err := m.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		return nil
+	}
+	return fmt.Errorf("manager: the API server at %s does not answer (is it running, and is this the kubeconfig you meant?): %w: %w",
+		m.config.Host, ErrUnreachable, err)
 }
 
 func (m *Manager) markStarted() ([]Runnable, error) {
@@ -178,6 +210,10 @@ func (r *run) shutdown(servers []*server) error {
 		r.stopLeader(nil)
 	}
 	r.stopWork(nil)
+	// A runnable that fails while stopping did not cause the stop: closing
+	// the Once keeps such failures out of r.err, and orders this read
+	// after any write of it.
+	r.errOnce.Do(func() {})
 	errs := []error{r.err}
 	if !waitGroup(ctx, &r.work) {
 		errs = append(errs, fmt.Errorf("runnables still running: %w", context.Cause(ctx)))

@@ -24,7 +24,11 @@ func Setup(m *manager.Manager, opts controller.Options[reconcile.Request]) (*con
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
 	}
-	r := &Reconciler{Store: s, Client: m.Client(), Recorder: m.EventRecorder("mirror")}
+	rec, err := m.EventRecorder("mirror")
+	if err != nil {
+		return nil, fmt.Errorf("set up the mirror controller: %w", err)
+	}
+	r := &Reconciler{Store: s, Client: m.Client(), Recorder: rec}
 	return manager.NewController(m, "mirror", r,
 		manager.For[*v1alpha1.Mirror](source.Or(
 			source.GenerationChanged[*v1alpha1.Mirror](),
