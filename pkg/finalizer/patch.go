@@ -18,8 +18,12 @@ import (
 type op struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
-	Value any    `json:"value"`
+	Value any    `json:"value,omitempty"`
 }
+
+// null is a "test" operation's value for an absent member; RFC 6902 wants
+// the member present.
+func null() json.RawMessage { return json.RawMessage("null") }
 
 const finalizersPath = "/metadata/finalizers"
 
@@ -27,10 +31,10 @@ const finalizersPath = "/metadata/finalizers"
 // the server, exactly the entries have (JSON null matches an absent list)
 // and by the object not being deleted.
 func ensureOps(have []string, name string) []op {
-	ops := []op{{Op: "test", Path: "/metadata/deletionTimestamp", Value: nil}}
+	ops := []op{{Op: "test", Path: "/metadata/deletionTimestamp", Value: null()}}
 	if len(have) == 0 {
 		return append(ops,
-			op{Op: "test", Path: finalizersPath, Value: nil},
+			op{Op: "test", Path: finalizersPath, Value: null()},
 			op{Op: "add", Path: finalizersPath, Value: []string{name}})
 	}
 	return append(ops,
