@@ -79,6 +79,9 @@ func TestEnsureConcurrentChange(t *testing.T) {
 			if !apierrors.IsConflict(err) || added {
 				t.Fatalf("Ensure = %v, %v; want false and a Conflict", added, err)
 			}
+			if !strings.Contains(err.Error(), "changed since it was read") {
+				t.Errorf("the Conflict does not say why: %v", err)
+			}
 			if d := cmp.Diff(tt.server, serverFinalizers(t, cm)); d != "" {
 				t.Errorf("finalizers on the server (-want +got):\n%s", d)
 			}

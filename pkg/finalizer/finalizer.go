@@ -57,7 +57,7 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 	if obj.GetDeletionTimestamp() != nil {
 		return false, fmt.Errorf("add finalizer %s to %s: %w", name, describe(obj), ErrDeleting)
 	}
-	if err := patch(ctx, c, obj, ensureOps(obj.GetFinalizers(), name)); err != nil {
+	if err := patch(ctx, c, obj, ensureOps(obj.GetFinalizers(), name), "its finalizers or deletion"); err != nil {
 		return false, fmt.Errorf("add finalizer %s to %s: %w", name, describe(obj), err)
 	}
 	return true, nil
@@ -79,7 +79,7 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 	if len(ops) == 0 {
 		return false, nil
 	}
-	err = patch(ctx, c, obj, ops)
+	err = patch(ctx, c, obj, ops, "its finalizers")
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil

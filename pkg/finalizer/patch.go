@@ -56,8 +56,9 @@ func removeOps(have []string, name string) []op {
 }
 
 // patch sends ops for obj through a copy, because the client decodes the
-// response into the object it patches and obj may be a cached one.
-func patch(ctx context.Context, c client.Client, obj client.Object, ops []op) error {
+// response into the object it patches and obj may be a cached one. guarded
+// says what the ops' tests guard, for the Conflict's message.
+func patch(ctx context.Context, c client.Client, obj client.Object, ops []op, guarded string) error {
 	data, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encode JSON patch: %w", err)
@@ -69,7 +70,7 @@ func patch(ctx context.Context, c client.Client, obj client.Object, ops []op) er
 	err = c.Patch(ctx, cp, client.RawPatch(types.JSONPatchType, data))
 	if guardFailed(err) {
 		return apierrors.NewConflict(resourceOf(c, obj), obj.GetName(),
-			errors.New("its finalizers or deletion changed since it was read; read it again and retry"))
+			fmt.Errorf("%s changed since it was read; read it again and retry", guarded))
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package finalizer_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,6 +83,9 @@ func TestRemoveConcurrentChange(t *testing.T) {
 			removed, err := finalizer.Remove(t.Context(), c, cm, ours)
 			if !apierrors.IsConflict(err) || removed {
 				t.Fatalf("Remove = %v, %v; want false and a Conflict", removed, err)
+			}
+			if !strings.Contains(err.Error(), "changed since it was read") {
+				t.Errorf("the Conflict does not say why: %v", err)
 			}
 			if d := cmp.Diff(tt.server, serverFinalizers(t, cm)); d != "" {
 				t.Errorf("finalizers on the server (-want +got):\n%s", d)
