@@ -1,0 +1,32 @@
+package status
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Patch applies mutate to a deep copy of cached and, if that changed the
+// copy, sends the difference to the status subresource as a JSON merge patch
+// guarded by cached's resourceVersion. It reports whether it sent it. cached
+// is only read, and may come from a Lister. mutate must change the status
+// only; it runs once, before any request.
+// The written status reaches the caller as every write does: through the
+// cache, in a later reconcile.
+func Patch[T client.Object](ctx context.Context, c client.Client, cached T, mutate func(T)) (patched bool, err error) {
+	cp, ok := cached.DeepCopyObject().(T)
+	if !ok {
+		return false, fmt.Errorf("copy %s/%s: %T.DeepCopyObject does not return a %T", cached.GetNamespace(), cached.GetName(), cached, cached)
+	}
+	mutate(cp)
+	if equality.Semantic.DeepEqual(cached, cp) {
+		return false, nil
+	}
+	patch := client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})
+	if err := c.Status().Patch(ctx, cp, patch); err != nil {
+		return false, fmt.Errorf("patch status of %s/%s: %w", cached.GetNamespace(), cached.GetName(), err)
+	}
+	return true, nil
+}
