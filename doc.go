@@ -21,5 +21,10 @@
 //     thin builder.
 //   - pkg/metrics: Prometheus metrics with client-go's and
 //     controller-runtime's names, recording into a registry passed in.
+//   - pkg/finalizer: add and remove a finalizer by guarded patch, and run
+//     cleanup before removal, never modifying the cached object.
+//   - pkg/conditions: set a status condition with observedGeneration,
+//     moving lastTransitionTime only when its status changes.
+//   - pkg/status: patch a status subresource only when it changed.
 //   - pkg/testenv: a local control plane for tests and development.
 package opkit
