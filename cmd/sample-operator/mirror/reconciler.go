@@ -16,7 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/pkg/conditions"
+	"github.com/opkit-dev/opkit/pkg/finalizer"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/status"
 )
 
 // Reconciler brings one Mirror's copies in line with its source.
@@ -45,16 +48,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Done(), r.deleteCopies(ctx, req.Namespace, req.Name, nil)
 	case err != nil:
 		return reconcile.Done(), err
-	case m.DeletionTimestamp != nil:
-		return reconcile.Done(), r.finalize(ctx, m)
 	}
-	if err := r.addFinalizer(ctx, m); err != nil {
+	deleting, err := finalizer.Finalize(ctx, r.Client, m, Finalizer, func(ctx context.Context) error {
+		return r.deleteCopies(ctx, m.Namespace, m.Name, nil)
+	})
+	switch {
+	case deleting || err != nil:
 		return reconcile.Done(), err
+	case !slices.Contains(m.Finalizers, Finalizer):
+		// Finalize just added it, so m's resourceVersion is older than the
+		// object's and the status patch, guarded by it, would conflict.
+		// No event announces a finalizer: start over after the backoff.
+		return reconcile.RequeueAfter(0), nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
 	if err != nil {
 		err = fmt.Errorf("spec.namespaceSelector: %w", err)
-		return reconcile.Done(), errors.Join(r.report(ctx, m, outcome{reason: v1alpha1.ReasonInvalidSpec, message: err.Error()}), reconcile.Terminal(err))
+		if rerr := r.report(ctx, m, outcome{reason: v1alpha1.ReasonInvalidSpec, message: err.Error()}); rerr != nil {
+			return reconcile.Done(), rerr // retried: the status must say why
+		}
+		return reconcile.Done(), reconcile.Terminal(err)
 	}
 	src, err := r.Store.Object(m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
 	if apierrors.IsNotFound(err) {
@@ -214,73 +227,27 @@ func (r *Reconciler) deleteCopy(ctx context.Context, c client.Object) error {
 	return nil
 }
 
-func (r *Reconciler) addFinalizer(ctx context.Context, m *v1alpha1.Mirror) error {
-	if slices.Contains(m.Finalizers, Finalizer) {
-		return nil
-	}
-	patched := m.DeepCopy()
-	patched.Finalizers = append(patched.Finalizers, Finalizer)
-	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("add finalizer: %w", err)
-	}
-	return nil
-}
-
-// finalize deletes the copies of a deleted Mirror, then lets it go.
-func (r *Reconciler) finalize(ctx context.Context, m *v1alpha1.Mirror) error {
-	if !slices.Contains(m.Finalizers, Finalizer) {
-		return nil
-	}
-	if err := r.deleteCopies(ctx, m.Namespace, m.Name, nil); err != nil {
-		return err
-	}
-	patched := m.DeepCopy()
-	patched.Finalizers = slices.DeleteFunc(patched.Finalizers, func(f string) bool { return f == Finalizer })
-	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer: %w", err)
-	}
-	return nil
-}
-
-// report writes the status, if it changed, and records an Event when the
-// Ready condition's reason changes to a failure.
+// report writes the status, if it changed, and records a Warning Event for a
+// failure the Ready condition does not report yet.
 func (r *Reconciler) report(ctx context.Context, m *v1alpha1.Mirror, out outcome) error {
-	st := m.Status.DeepCopy()
-	st.ObservedGeneration = m.Generation
-	st.SyncedNamespaces = out.synced
-	st.ConflictingNamespaces = out.conflicts
-	status := metav1.ConditionTrue
+	ready := metav1.ConditionTrue
 	if out.reason != v1alpha1.ReasonSynced {
-		status = metav1.ConditionFalse
+		ready = metav1.ConditionFalse
 	}
 	old := apimeta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
-	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: status, Reason: out.reason, Message: out.message, ObservedGeneration: m.Generation,
-	})
-	if status == metav1.ConditionFalse && (old == nil || old.Reason != out.reason || old.Message != out.message) && r.Recorder != nil {
+	if ready == metav1.ConditionFalse && (old == nil || old.Reason != out.reason || old.Message != out.message) && r.Recorder != nil {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, out.reason, "Sync", "%s", out.message)
 	}
-	if equalStatus(&m.Status, st) {
+	_, err := status.Patch(ctx, r.Client, m, func(m *v1alpha1.Mirror) {
+		m.Status.ObservedGeneration = m.Generation
+		m.Status.SyncedNamespaces = out.synced
+		m.Status.ConflictingNamespaces = out.conflicts
+		conditions.Set(&m.Status.Conditions, m, metav1.Condition{
+			Type: v1alpha1.ConditionReady, Status: ready, Reason: out.reason, Message: out.message,
+		})
+	})
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	patched := m.DeepCopy()
-	patched.Status = *st
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(m)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status: %w", err)
-	}
-	return nil
-}
-
-func equalStatus(a, b *v1alpha1.MirrorStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.SyncedNamespaces != b.SyncedNamespaces ||
-		!slices.Equal(a.ConflictingNamespaces, b.ConflictingNamespaces) || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
+	return err
 }
