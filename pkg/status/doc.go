@@ -12,12 +12,19 @@
 //     with conditions.Set, which keeps a condition's lastTransitionTime
 //     unless its status changes, a reconcile that finds nothing new writes
 //     nothing.
-//   - Never on stale state: the merge patch carries the cached object's
-//     resourceVersion (client.MergeFromWithOptimisticLock), so if the object
-//     changed since it was cached, in its spec or its status, the API server
-//     refuses it with a Conflict (apierrors.IsConflict) and the reconcile
-//     retries on fresh state instead of overwriting a newer status with one
-//     computed from an old spec.
+//   - Only the fields that changed: the merge patch carries the fields in
+//     which the copy differs from the cached object, so a status field the
+//     reconcile did not touch, or that another writer owns, is left as the
+//     API server has it. Unguarded by default, as controller-runtime's
+//     Status().Patch with client.MergeFrom: a cache a little behind the
+//     object (just after the reconcile's own finalizer or label write, say)
+//     does not turn every status write into a Conflict and a retry. Set
+//     observedGeneration (conditions.Set does) so that readers can tell a
+//     status computed from an older spec.
+//   - Guarded on request: WithOptimisticLock carries the cached object's
+//     resourceVersion, so that a patch computed from an object that has
+//     changed since, in any way, is refused with a Conflict
+//     (apierrors.IsConflict) and the reconcile retries on fresh state.
 //   - Status only: the patch goes to the status subresource, which ignores
 //     everything else; mutate must change only the status (write the rest
 //     with the client, or the finalizer package).

@@ -78,9 +78,10 @@ func TestPatch(t *testing.T) {
 
 func (w *Widget) DeepCopy() *Widget { return w.DeepCopyObject().(*Widget) }
 
-// A status computed from an object that changed since it was read is
-// refused with a Conflict, whether the spec or the status changed, and the
-// newer status stays.
+// With WithOptimisticLock, a status computed from an object that changed
+// since it was read is refused with a Conflict, whether the spec or the
+// status changed, and the newer status stays. Without it, the patch is
+// written, and carries only the fields the reconcile changed.
 func TestPatchConflict(t *testing.T) {
 	ns := env.Namespace(t)
 	c, _ := newClient(t)
@@ -107,7 +108,7 @@ func TestPatchConflict(t *testing.T) {
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(stale), cur); err != nil {
 				t.Fatal(err)
 			}
-			patched, err := status.Patch(t.Context(), c, stale, func(w *Widget) { w.Status.Copies = 1 })
+			patched, err := status.Patch(t.Context(), c, stale, func(w *Widget) { w.Status.Copies = 1 }, status.WithOptimisticLock())
 			if !apierrors.IsConflict(err) || patched {
 				t.Fatalf("Patch of a stale object = %v, %v; want false and a Conflict", patched, err)
 			}
@@ -119,6 +120,35 @@ func TestPatchConflict(t *testing.T) {
 				t.Errorf("status overwritten (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// Unguarded, a patch computed from a stale object is written, and sends
+// only what the reconcile changed: a status field it left alone keeps the
+// newer value another writer gave it.
+func TestPatchUnguardedSendsOnlyChanges(t *testing.T) {
+	ns := env.Namespace(t)
+	c, _ := newClient(t)
+	stale := newWidget(t, c, ns)
+	newer := stale.DeepCopy()
+	newer.Spec = map[string]string{"size": "2"}
+	if err := c.Update(t.Context(), newer); err != nil {
+		t.Fatal(err)
+	}
+	newer.Status.ObservedGeneration = 5
+	if err := c.Status().Update(t.Context(), newer); err != nil {
+		t.Fatal(err)
+	}
+	patched, err := status.Patch(t.Context(), c, stale, func(w *Widget) { w.Status.Copies = 3 })
+	if err != nil || !patched {
+		t.Fatalf("Patch of a stale object = %v, %v; want true, nil", patched, err)
+	}
+	got := &Widget{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(stale), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Copies != 3 || got.Status.ObservedGeneration != 5 {
+		t.Errorf("status = %+v, want copies 3 written and observedGeneration 5 kept", got.Status)
 	}
 }
 

@@ -15,9 +15,10 @@
 //     Event; an invalid spec is reported the same way (InvalidSpec) and not
 //     retried until the Mirror changes.
 //   - Reads come from caches (Store); writes are creates, deletes with a UID
-//     precondition, merge patches with an optimistic lock (status.Patch for
-//     the status) and the finalizer package's guarded JSON patches, so that
-//     a concurrent change is never overwritten unseen.
+//     precondition, merge patches with an optimistic lock, the finalizer
+//     package's guarded JSON patches, so that a concurrent change is never
+//     overwritten unseen, and status.Patch's merge patch of the status
+//     fields that changed, which only this controller writes.
 //
 // The reconcile logic (Reconciler) knows nothing of opkit's cache: it reads
 // through Store, so the same logic runs on controller-runtime in the

@@ -52,14 +52,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	deleting, err := finalizer.Finalize(ctx, r.Client, m, Finalizer, func(ctx context.Context) error {
 		return r.deleteCopies(ctx, m.Namespace, m.Name, nil)
 	})
-	switch {
-	case deleting || err != nil:
+	if deleting || err != nil {
 		return reconcile.Done(), err
-	case !slices.Contains(m.Finalizers, Finalizer):
-		// Finalize just added it, so m's resourceVersion is older than the
-		// object's and the status patch, guarded by it, would conflict.
-		// No event announces a finalizer: start over after the backoff.
-		return reconcile.RequeueAfter(0), nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
 	if err != nil {
