@@ -13,7 +13,9 @@
 //     controller-runtime's controllerutil.SetControllerReference, which
 //     this package wraps rather than rewrites. The reference says
 //     controller: true and blockOwnerDeletion: true, as controller-runtime's
-//     does.
+//     does. Where the OwnerReferencesPermissionEnforcement admission plugin
+//     is on (OpenShift turns it on), blockOwnerDeletion needs RBAC
+//     permission to update the owner's finalizers subresource.
 //   - Only for owners read from the API server: an owner without a UID is
 //     an error wrapping ErrNoUID. The garbage collector treats a reference
 //     whose UID matches no object as an owner that is gone, and deletes the

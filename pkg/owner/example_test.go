@@ -39,7 +39,7 @@ func ExampleControllerRef() {
 	// Output:
 	// apps/v1 Deployment web 0b6c6bd4 true true
 	// true
-	// owner: controller reference to *v1.Deployment /built-in-memory: the owner has no UID: pass the object read from the API server or the cache
+	// owner: controller reference to *v1.Deployment built-in-memory: the owner has no UID: pass the object read from the API server or the cache
 }
 
 // The same reference for a server-side apply.

@@ -29,13 +29,13 @@ var ErrNoUID = errors.New("the owner has no UID")
 //	}}
 func ControllerRef(scheme *runtime.Scheme, owner client.Object) (metav1.OwnerReference, error) {
 	if owner.GetUID() == "" {
-		return metav1.OwnerReference{}, fmt.Errorf("owner: controller reference to %T %s/%s: %w: pass the object read from the API server or the cache", owner, owner.GetNamespace(), owner.GetName(), ErrNoUID)
+		return metav1.OwnerReference{}, fmt.Errorf("owner: controller reference to %T %s: %w: pass the object read from the API server or the cache", owner, key(owner), ErrNoUID)
 	}
 	// A scratch child in owner's namespace is always one owner may control,
 	// so that controllerutil's checks of the pair cannot fail on it.
 	child := &metav1.ObjectMeta{Namespace: owner.GetNamespace()}
 	if err := controllerutil.SetControllerReference(owner, child, scheme); err != nil {
-		return metav1.OwnerReference{}, fmt.Errorf("owner: controller reference to %T %s/%s: %w: add its type to the scheme", owner, owner.GetNamespace(), owner.GetName(), err)
+		return metav1.OwnerReference{}, fmt.Errorf("owner: controller reference to %T %s: %w: add its type to the scheme", owner, key(owner), err)
 	}
 	return child.OwnerReferences[0], nil
 }
@@ -54,4 +54,12 @@ func ApplyControllerRef(scheme *runtime.Scheme, owner client.Object) (*metav1ac.
 		WithUID(ref.UID).
 		WithController(*ref.Controller).
 		WithBlockOwnerDeletion(*ref.BlockOwnerDeletion), nil
+}
+
+// key names o as namespace/name, or name if it is cluster-scoped.
+func key(o metav1.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
 }
