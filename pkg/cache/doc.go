@@ -30,6 +30,11 @@
 //     Metadata (metadata only) or Unstructured; reading anything else is an
 //     error wrapping ErrNotRegistered, never a silently started informer.
 //     Indexes are added before the type's informers start.
+//   - Owners built in: Lister.IndexControlledBy adds ControlledByIndex,
+//     which finds objects under their controller's UID, and
+//     Lister.ControlledBy lists an owner's children with it (manager.Owns
+//     adds it for you). A UID names one object in the cluster, so the
+//     children of same-named owners in other namespaces are never mixed in.
 //   - One informer per type and scope: registering a type again with the
 //     same namespaces, selectors and stripping shares its informers. A type
 //     cached in several namespaces has one informer per namespace.
@@ -68,6 +73,8 @@
 //     same-named objects' dependents in other namespaces too. Use
 //     Lister.ByIndexInNamespace, which looks the namespace and value up
 //     together, or put the namespace in the values (TestByIndexInNamespace).
+//     For the most common such index, children by owner, use the built-in
+//     Lister.ControlledBy, keyed by the owner's UID (TestControlledBy).
 //   - Results are sorted by namespace, then name. client-go's and
 //     controller-runtime's come in map order, which changes from call to
 //     call (TestListAndByIndexAreSorted).

@@ -68,11 +68,22 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 // the primary type's scope as the cache learned it from the API server, so
 // a primary type whose CRD is installed after NewController works either
 // way; until it is installed, events of T queue no owner.
+//
+// Owns also adds cache.ControlledByIndex to T's Lister, so that the
+// reconciler lists an owner's children with Lister.ControlledBy. Adding it
+// is idempotent: any number of controllers may own the same type.
 func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
 	return watchFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+			l, err := lister[T](b.m.cache)
+			if err != nil {
+				return nil, err
+			}
+			if err := l.IndexControlledBy(); err != nil {
+				return nil, fmt.Errorf("own %v: %w", reflect.TypeFor[T](), err)
+			}
 			h := source.EnqueueOwner[T](b.primary.GroupKind(), source.OwnerOptions{Scope: b.scope})
-			return kind(b.m, h, preds)
+			return source.NewKind(l, h, preds...), nil
 		})
 		return nil
 	})

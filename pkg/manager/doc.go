@@ -56,6 +56,8 @@
 //   - Thin builder: NewController wires the common controller, one primary
 //     type (For), owned types (Owns), other watches (Watches, WatchSource),
 //     predicates and options, as values rather than a chain of methods.
+//     Owns indexes the owned type by controller, so that a reconciler
+//     lists an owner's children with cache's Lister.ControlledBy.
 //   - Finding the cluster: Config looks where kubectl and in-cluster pods
 //     look, and names every place it looked when none works.
 package manager
