@@ -26,5 +26,7 @@
 //   - pkg/conditions: set a status condition with observedGeneration,
 //     moving lastTransitionTime only when its status changes.
 //   - pkg/status: patch a status subresource only when it changed.
+//   - pkg/owner: controller owner references built from the scheme; the
+//     cache's Lister.ControlledBy lists an owner's children.
 //   - pkg/testenv: a local control plane for tests and development.
 package opkit

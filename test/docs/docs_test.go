@@ -20,7 +20,7 @@ import (
 const root = "../.."
 
 // packages are opkit's public packages, by name.
-var packages = []string{"cache", "conditions", "controller", "finalizer", "manager", "metrics", "queue", "reconcile", "source", "status", "testenv"}
+var packages = []string{"cache", "conditions", "controller", "finalizer", "manager", "metrics", "owner", "queue", "reconcile", "source", "status", "testenv"}
 
 // api is what one package declares: its exported top-level names, and per
 // named type its fields (with the type each has, as package and name) and
