@@ -49,13 +49,18 @@
 //
 //   - Kinds are registered explicitly (cache.For, cache.Metadata,
 //     cache.Unstructured); controller-runtime starts an informer for any
-//     kind a read asks for.
+//     kind a read asks for (TestUnregisteredKind).
 //   - A field index is named by the name given to Lister.AddIndex (any
 //     name), not by the field path that controller-runtime's IndexField
-//     takes; one field pair per List, not several.
+//     takes; one field pair per List, not several (TestListByIndex).
 //   - client.Limit is an error, not a first page with a fake continue
-//     token that paging code would take as the end of the list.
-//   - Lists are sorted; controller-runtime's come in map order.
+//     token that paging code would take as the end of the list
+//     (TestListRefusesWhatTheCacheCannotAnswer).
+//   - Lists are sorted; controller-runtime's come in map order
+//     (TestListInEachForm).
 //   - A Get of a cluster-scoped kind with a namespace is an error;
-//     controller-runtime drops the namespace.
+//     controller-runtime drops the namespace
+//     (TestGetOfAClusterScopedKindWithANamespace).
+//   - UnsafeDisableDeepCopy is ignored: every read is a copy the caller
+//     owns (TestModifyingWhatWasReadLeavesTheCache).
 package client

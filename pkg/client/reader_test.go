@@ -29,7 +29,7 @@ var (
 )
 
 // fixture is a cache of the ConfigMaps of one namespace in all three forms,
-// with an index "k" on the typed form by data.k.
+// with an index "k" on the typed form by data.k, and every Namespace.
 type fixture struct {
 	ns     string
 	cache  *cache.Cache
@@ -72,6 +72,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	if _, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cache.Unstructured(c, configMapGVK, cache.TypeOptions{}); err != nil {
@@ -127,6 +130,19 @@ func TestGetNotFound(t *testing.T) {
 	err := f.reader.Get(t.Context(), crclient.ObjectKey{Namespace: f.ns, Name: "missing"}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("Get of a missing object: %v, want NotFound", err)
+	}
+}
+
+// controller-runtime drops the namespace of a Get of a cluster-scoped kind;
+// the cache refuses it, as the package documentation says.
+func TestGetOfAClusterScopedKindWithANamespace(t *testing.T) {
+	f := newFixture(t)
+	if err := f.reader.Get(t.Context(), crclient.ObjectKey{Name: f.ns}, &corev1.Namespace{}); err != nil {
+		t.Fatalf("Get of a Namespace: %v", err)
+	}
+	err := f.reader.Get(t.Context(), crclient.ObjectKey{Namespace: f.ns, Name: f.ns}, &corev1.Namespace{})
+	if err == nil || !strings.Contains(err.Error(), "cluster-scoped") {
+		t.Errorf("Get of a Namespace with a namespace = %v, want an error saying Namespace is cluster-scoped", err)
 	}
 }
 
@@ -257,8 +273,9 @@ func TestUnregisteredKind(t *testing.T) {
 	}
 }
 
-// A caller owns what Get and List return: modifying it leaves the cache as
-// it was, and the mutation detector (on in every test, see TestMain) finds
+// A caller owns what Get and List return, even when asked not to copy
+// (UnsafeDisableDeepCopy is ignored): modifying it leaves the cache as it
+// was, and the mutation detector (on in every test, see TestMain) finds
 // nothing.
 func TestModifyingWhatWasReadLeavesTheCache(t *testing.T) {
 	f := newFixture(t)
@@ -269,7 +286,7 @@ func TestModifyingWhatWasReadLeavesTheCache(t *testing.T) {
 	cm.Data["k"] = "changed"
 	cm.Labels["team"] = "changed"
 	var list corev1.ConfigMapList
-	if err := f.reader.List(t.Context(), &list, crclient.InNamespace(f.ns)); err != nil {
+	if err := f.reader.List(t.Context(), &list, crclient.InNamespace(f.ns), crclient.UnsafeDisableDeepCopy); err != nil {
 		t.Fatal(err)
 	}
 	for i := range list.Items {
@@ -322,6 +339,29 @@ func TestCreateOrUpdateThroughTheCachedClient(t *testing.T) {
 	}
 	if live.Data["v"] != "2" {
 		t.Errorf("on the API server after the update: data %v, want v=2", live.Data)
+	}
+}
+
+func TestCreateOrPatchThroughTheCachedClient(t *testing.T) {
+	f := newFixture(t)
+	cl := opkitclient.New(f.reader, f.writer)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "a"}}
+	op, err := controllerutil.CreateOrPatch(t.Context(), cl, cm, func() error {
+		cm.Data["extra"] = "x" // cm holds what the cache held: k=2
+		return nil
+	})
+	if err != nil || op != controllerutil.OperationResultUpdated {
+		t.Fatalf("CreateOrPatch of a cached ConfigMap = %q, %v; want updated", op, err)
+	}
+	live := &corev1.ConfigMap{}
+	if err := f.writer.Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"k": "2", "extra": "x"}, live.Data); diff != "" {
+		t.Errorf("on the API server after the patch (-want +got):\n%s", diff)
+	}
+	if err := f.cache.CheckMutations(); err != nil {
+		t.Errorf("CreateOrPatch modified the cache: %v", err)
 	}
 }
 
