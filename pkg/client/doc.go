@@ -28,11 +28,11 @@
 //     client.MatchingLabelsSelector as controller-runtime's cached client
 //     does; a field selector only as one index=value pair
 //     (client.MatchingFields{"index": "value"}), where index is the name
-//     given to Lister.AddIndex: with a namespace it is
-//     Lister.ByIndexInNamespace, without one Lister.ByIndex. Other field
-//     selectors, client.Limit and client.Continue are errors wrapping
-//     errors.ErrUnsupported. UnsafeDisableDeepCopy is ignored: reads
-//     always copy.
+//     given to cache.Lister.AddIndex: with a namespace it is
+//     cache.Lister.ByIndexInNamespace, without one cache.Lister.ByIndex.
+//     Other field selectors, client.Limit and client.Continue are errors
+//     wrapping errors.ErrUnsupported. UnsafeDisableDeepCopy is ignored:
+//     reads always copy.
 //   - Get and List only: GetOptions (a resourceVersion, say) are ignored,
 //     and subresources (client.SubResource, Status) are read and written
 //     through the writing client, that is the API server.
@@ -50,7 +50,7 @@
 //   - Kinds are registered explicitly (cache.For, cache.Metadata,
 //     cache.Unstructured); controller-runtime starts an informer for any
 //     kind a read asks for (TestUnregisteredKind).
-//   - A field index is named by the name given to Lister.AddIndex (any
+//   - A field index is named by the name given to cache.Lister.AddIndex (any
 //     name), not by the field path that controller-runtime's IndexField
 //     takes; one field pair per List, not several (TestListByIndex).
 //   - client.Limit is an error, not a first page with a fake continue

@@ -56,7 +56,7 @@ func (r *Reader) Get(_ context.Context, key crclient.ObjectKey, obj crclient.Obj
 // List copies the cached objects that opts select into list, sorted by
 // namespace, then name. A field selector must be one field=value (or
 // field==value) whose field is the name of an index added with
-// Lister.AddIndex, as client.MatchingFields{"index": "value"} makes;
+// cache.Lister.AddIndex, as client.MatchingFields{"index": "value"} makes;
 // client.Limit and a continue token are refused with an error wrapping
 // errors.ErrUnsupported.
 func (r *Reader) List(_ context.Context, list crclient.ObjectList, opts ...crclient.ListOption) error {
@@ -108,7 +108,7 @@ func find(l *cache.ObjectLister, o crclient.ListOptions) ([]cache.Object, error)
 	}
 	reqs := o.FieldSelector.Requirements()
 	if len(reqs) != 1 || (reqs[0].Operator != selection.Equals && reqs[0].Operator != selection.DoubleEquals) {
-		return nil, fmt.Errorf("field selector %q: the cache answers one index=value, as client.MatchingFields{\"index\": \"value\"} makes, with an index added by Lister.AddIndex: %w", o.FieldSelector, errors.ErrUnsupported)
+		return nil, fmt.Errorf("field selector %q: the cache answers one index=value, as client.MatchingFields{\"index\": \"value\"} makes, with an index added by cache.Lister.AddIndex: %w", o.FieldSelector, errors.ErrUnsupported)
 	}
 	var found []cache.Object
 	var err error
