@@ -1,0 +1,66 @@
+// Package client gives controller-runtime's client interfaces over opkit's
+// cache, so that code written for controller-runtime, and its helpers such
+// as controllerutil.CreateOrUpdate and CreateOrPatch, run on opkit
+// unchanged and never write into the cache.
+//
+// A Reader (NewReader) is a sigs.k8s.io/controller-runtime/pkg/client.Reader
+// over a cache.Cache; New joins a reader and a writing client into one
+// client.Client; manager.Manager.CachedClient returns the manager's cache
+// and client joined so. manager.Manager.Client stays uncached: every read
+// through it is a request to the API server.
+//
+// Its contract:
+//
+//   - Copies: Get and List deep-copy each cached object into the caller's,
+//     with its apiVersion and kind set, as controller-runtime's cached
+//     client does. The caller owns what it gets and may modify it.
+//   - Three forms: a typed object (*corev1.ConfigMap) reads the kind
+//     registered with cache.For, a *metav1.PartialObjectMetadata the kind
+//     its apiVersion and kind name registered with cache.Metadata, and an
+//     *unstructured.Unstructured the one registered with
+//     cache.Unstructured; lists likewise.
+//   - Explicit: reading a kind not registered in that form is an error
+//     wrapping cache.ErrNotRegistered that names the kind and how to
+//     register it. No informer is started by a read.
+//   - Sorted: List returns items sorted by namespace, then name, as
+//     cache.Lister does.
+//   - List options: client.InNamespace, client.MatchingLabels and
+//     client.MatchingLabelsSelector as controller-runtime's cached client
+//     does; a field selector only as one index=value pair
+//     (client.MatchingFields{"index": "value"}), where index is the name
+//     given to cache.Lister.AddIndex: with a namespace it is
+//     cache.Lister.ByIndexInNamespace, without one cache.Lister.ByIndex.
+//     Other field selectors, client.Limit and client.Continue are errors
+//     wrapping errors.ErrUnsupported. UnsafeDisableDeepCopy is ignored:
+//     reads always copy.
+//   - Get and List only: GetOptions (a resourceVersion, say) are ignored,
+//     and subresources (client.SubResource, Status) are read and written
+//     through the writing client, that is the API server.
+//
+// # Listers or the cached client
+//
+// Use cache.Lister in new code and on hot paths: it hands out the cached
+// object itself, with no copy and no allocation, and the reader must not
+// modify it. Use the cached client to port controller-runtime code and to
+// call controller-runtime's helpers: each object read costs a deep copy,
+// as on controller-runtime.
+//
+// # Differences from controller-runtime's cached client
+//
+//   - Kinds are registered explicitly (cache.For, cache.Metadata,
+//     cache.Unstructured); controller-runtime starts an informer for any
+//     kind a read asks for (TestUnregisteredKind).
+//   - A field index is named by the name given to cache.Lister.AddIndex (any
+//     name), not by the field path that controller-runtime's IndexField
+//     takes; one field pair per List, not several (TestListByIndex).
+//   - client.Limit is an error, not a first page with a fake continue
+//     token that paging code would take as the end of the list
+//     (TestListRefusesWhatTheCacheCannotAnswer).
+//   - Lists are sorted; controller-runtime's come in map order
+//     (TestListInEachForm).
+//   - A Get of a cluster-scoped kind with a namespace is an error;
+//     controller-runtime drops the namespace
+//     (TestGetOfAClusterScopedKindWithANamespace).
+//   - UnsafeDisableDeepCopy is ignored: every read is a copy the caller
+//     owns (TestModifyingWhatWasReadLeavesTheCache).
+package client
