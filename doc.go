@@ -26,6 +26,10 @@
 //   - pkg/conditions: set a status condition with observedGeneration,
 //     moving lastTransitionTime only when its status changes.
 //   - pkg/status: patch a status subresource only when it changed.
+//   - pkg/client: a controller-runtime client.Reader over the cache, which
+//     copies what it reads, for ported code and controller-runtime helpers
+//     (Listers stay the zero-copy fast path); Manager.CachedClient joins it
+//     with the writing client.
 //   - pkg/owner: controller owner references built from the scheme; the
 //     cache's Lister.ControlledBy lists an owner's children.
 //   - pkg/testenv: a local control plane for tests and development.
