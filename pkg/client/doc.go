@@ -79,6 +79,11 @@
 //     cannot tell whether another manager's update has taken a field over,
 //     whose value the next apply must take back (TestIdenticalApplyIsSkipped,
 //     TestApplyAfterAnotherWriterIsSent, TestCacheMissIsWritten).
+//   - Watch what you apply: an apply is skipped against the cache, so
+//     when someone else's write has reached the server but not yet the
+//     cache, the apply that would undo it waits for the informer to
+//     deliver it; for an object the controller watches (Owns), that event
+//     triggers the reconcile that sends it.
 //   - Skipped patches: a merge or strategic merge patch whose data is {},
 //     and a JSON patch whose data is [], are not sent when the cache holds
 //     the object: such a patch changes nothing whatever the server holds.

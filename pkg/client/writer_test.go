@@ -193,12 +193,17 @@ func TestIdenticalApplyIsSkipped(t *testing.T) {
 		t.Errorf("skipped applies = %v, want 1", got)
 	}
 
+	dryRun := f.configMap("m", map[string]string{"v": "1"})
+	if n := f.sent(t, func() error { return f.writer.Apply(t.Context(), dryRun, crclient.DryRunAll) }); n != 1 {
+		t.Errorf("an identical dry-run apply sent %d requests, want 1", n)
+	}
+
 	changed := f.configMap("m", map[string]string{"v": "2"})
 	if n := f.sent(t, func() error { return f.writer.Apply(t.Context(), changed) }); n != 1 {
 		t.Errorf("a changed apply sent %d requests, want 1", n)
 	}
-	if got := f.writes(t, metrics.VerbApply, metrics.WriteSent); got != 2 {
-		t.Errorf("sent applies = %v, want 2", got)
+	if got := f.writes(t, metrics.VerbApply, metrics.WriteSent); got != 3 {
+		t.Errorf("sent applies = %v, want 3", got)
 	}
 }
 
