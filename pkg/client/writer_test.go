@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -204,6 +206,30 @@ func TestIdenticalApplyIsSkipped(t *testing.T) {
 	}
 	if got := f.writes(t, metrics.VerbApply, metrics.WriteSent); got != 3 {
 		t.Errorf("sent applies = %v, want 3", got)
+	}
+}
+
+// An unstructured apply configuration is skipped by the same rule.
+func TestIdenticalUnstructuredApplyIsSkipped(t *testing.T) {
+	f := newWriterFixture(t)
+	ac := func() runtime.ApplyConfiguration {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"namespace": f.ns, "name": "u"},
+			"data":     map[string]any{"v": "1"},
+		}}
+		return crclient.ApplyConfigurationFromUnstructured(u)
+	}
+	if n := f.sent(t, func() error { return f.writer.Apply(t.Context(), ac()) }); n != 1 {
+		t.Fatalf("the first apply sent %d requests, want 1", n)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := f.server.Get(t.Context(), crclient.ObjectKey{Namespace: f.ns, Name: "u"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	f.waitForVersion(t, "u", cm.ResourceVersion)
+	if n := f.sent(t, func() error { return f.writer.Apply(t.Context(), ac()) }); n != 0 {
+		t.Errorf("an identical unstructured apply sent %d requests, want 0", n)
 	}
 }
 
