@@ -45,6 +45,60 @@
 // call controller-runtime's helpers: each object read costs a deep copy,
 // as on controller-runtime.
 //
+// # Writing: apply and skipped writes
+//
+// NewWriter wraps a client.Client (usually the manager's CachedClient) for
+// one controller:
+//
+//   - Field owner: every create, update, patch and apply names
+//     WriterOptions.FieldOwner, which defaults to WriterOptions.Controller,
+//     as its field manager (controller-runtime's client.WithFieldOwner does
+//     the naming). A call's own client.FieldOwner wins.
+//   - Apply: Apply takes the typed apply configurations of client-go
+//     (k8s.io/client-go/applyconfigurations/...) or
+//     client.ApplyConfigurationFromUnstructured, and forces ownership
+//     (client.ForceOwnership), as the Kubernetes documentation advises for
+//     controllers, which cannot resolve a conflict by hand. Pass
+//     &client.ApplyOptions{Force: ptr.To(false)} to see conflicts instead
+//     (TestApplyWithTheControllersFieldOwner,
+//     TestApplyAfterAnotherWriterIsSent).
+//   - Apply needs no managedFields in the cache: the API server computes
+//     ownership from its own copy, so the cache's stripping of
+//     managedFields (undone by cache.TypeOptions.KeepManagedFields) costs
+//     apply nothing.
+//   - Skipped applies: an apply is not sent when this writer's last apply
+//     of the object sent the same request (body, field owner and force)
+//     and the cache holds the very object that apply returned: the same
+//     uid and resourceVersion. Server-side apply is idempotent, so sending
+//     it again would change no field and no ownership. Anything else is
+//     sent: a first apply (one per object after each start of the
+//     process), a changed apply, an object someone else wrote since, an
+//     object the cache does not hold or has not caught up with, a dry run,
+//     and a body that carries a resourceVersion. Comparing field values
+//     alone would not be certain: with managedFields stripped, the cache
+//     cannot tell whether another manager's update has taken a field over,
+//     whose value the next apply must take back (TestIdenticalApplyIsSkipped,
+//     TestApplyAfterAnotherWriterIsSent, TestCacheMissIsWritten).
+//   - Watch what you apply: an apply is skipped against the cache, so
+//     when someone else's write has reached the server but not yet the
+//     cache, the apply that would undo it waits for the informer to
+//     deliver it; for an object the controller watches (Owns), that event
+//     triggers the reconcile that sends it.
+//   - Skipped patches: a merge or strategic merge patch whose data is {},
+//     and a JSON patch whose data is [], are not sent when the cache holds
+//     the object: such a patch changes nothing whatever the server holds.
+//     A patch of an object the cache does not hold is sent, so that it
+//     fails there if the object is gone (TestEmptyMergePatchIsSkipped,
+//     TestCacheMissIsWritten).
+//   - A skipped write returns nil and fills its object from the cache, as
+//     a sent one fills it from the response; managedFields stay empty if
+//     the cache strips them.
+//   - Counted: metrics.ClientWrites, opkit_client_writes_total{controller,verb,result},
+//     counts applies and patches "sent" or "skipped", when
+//     WriterOptions.Registerer is set.
+//   - Memory: the writer keeps one small entry (uid, resourceVersion and a
+//     digest) per object it applied, dropped when it deletes the object.
+//
 // # Differences from controller-runtime's cached client
 //
 //   - Kinds are registered explicitly (cache.For, cache.Metadata,

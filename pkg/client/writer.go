@@ -1,0 +1,157 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/pkg/metrics"
+)
+
+// WriterOptions configures NewWriter.
+type WriterOptions struct {
+	// Controller names the controller that writes: the field owner unless
+	// FieldOwner is set, and the controller label of
+	// metrics.ClientWrites. Required.
+	Controller string
+	// FieldOwner is the field manager of every create, update, patch and
+	// apply (managedFields[].manager on the server). Defaults to
+	// Controller.
+	FieldOwner string
+	// Cache reads the cached object that a write is compared with,
+	// usually NewReader(mgr.Cache()). Defaults to none: every write is
+	// sent.
+	Cache crclient.Reader
+	// Registerer receives metrics.ClientWrites. Defaults to none: writes
+	// are not counted.
+	Registerer prometheus.Registerer
+}
+
+// NewWriter returns a client.Client that writes through c with the
+// controller's field owner, server-side applies with ForceOwnership, and
+// skips the applies and patches that would change nothing (see the
+// package documentation for the rules). Reads and every other call go to c
+// as they are: give it the manager's CachedClient to read from the cache.
+// Its methods are safe for concurrent use.
+func NewWriter(c crclient.Client, opts WriterOptions) (crclient.Client, error) {
+	if opts.Controller == "" {
+		return nil, errors.New("new writer: WriterOptions.Controller is empty: set it to the controller's name, which names the field owner and labels the metrics")
+	}
+	owner := opts.FieldOwner
+	if owner == "" {
+		owner = opts.Controller
+	}
+	w := &writer{
+		Client:  crclient.WithFieldOwner(c, owner),
+		owner:   owner,
+		cache:   opts.Cache,
+		applied: map[objectKey]applied{},
+	}
+	if opts.Registerer != nil {
+		writes, err := metrics.NewClientWrites(opts.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("new writer for %s: %w", opts.Controller, err)
+		}
+		w.count = func(verb, result string) { writes.WithLabelValues(opts.Controller, verb, result).Inc() }
+		for _, verb := range []string{metrics.VerbApply, metrics.VerbPatch} {
+			writes.WithLabelValues(opts.Controller, verb, metrics.WriteSent)
+			writes.WithLabelValues(opts.Controller, verb, metrics.WriteSkipped)
+		}
+	}
+	return w, nil
+}
+
+// writer is the client NewWriter returns.
+type writer struct {
+	crclient.Client // c with the field owner
+	owner           string
+	cache           crclient.Reader           // nil: skip nothing
+	count           func(verb, result string) // nil: count nothing
+
+	mu sync.Mutex
+	// applied holds, per object, this writer's last successful apply: an
+	// entry is the object's uid and resourceVersion that apply returned
+	// and the digest of its request. Entries of objects deleted elsewhere
+	// stay (a recreated object has another uid, so they never cause a
+	// skip); Delete through the writer drops them.
+	applied map[objectKey]applied
+}
+
+var _ crclient.Client = (*writer)(nil)
+
+type objectKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+type applied struct {
+	uid             types.UID
+	resourceVersion string
+	digest          [32]byte
+}
+
+func (w *writer) record(verb, result string) {
+	if w.count != nil {
+		w.count(verb, result)
+	}
+}
+
+// Apply server-side applies obj as the writer's field owner, with
+// ForceOwnership unless opts say otherwise (&client.ApplyOptions{Force:
+// ptr.To(false)}), or skips the request if it would change nothing. On a
+// skip, obj is filled from the cached object, as a sent apply fills it
+// from the response.
+func (w *writer) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.ApplyOption) error {
+	o := &crclient.ApplyOptions{FieldManager: w.owner, Force: new(true)}
+	o.ApplyOptions(opts)
+	req, reqErr := newApplyRequest(obj, o)
+	if reqErr == nil && w.skipApply(ctx, obj, req) {
+		w.record(metrics.VerbApply, metrics.WriteSkipped)
+		return nil
+	}
+	err := w.Client.Apply(ctx, obj, o)
+	w.record(metrics.VerbApply, metrics.WriteSent)
+	if reqErr != nil || !req.skippable {
+		return err
+	}
+	if err != nil {
+		w.forget(req.key)
+		return err
+	}
+	w.remember(req, obj)
+	return nil
+}
+
+// Patch patches obj as the writer's field owner, or skips the request if
+// it would change nothing. On a skip, obj is set to the cached object, as
+// a sent patch sets it to the response.
+func (w *writer) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.PatchOption) error {
+	if w.skipPatch(ctx, obj, patch, opts) {
+		w.record(metrics.VerbPatch, metrics.WriteSkipped)
+		return nil
+	}
+	err := w.Client.Patch(ctx, obj, patch, opts...)
+	w.record(metrics.VerbPatch, metrics.WriteSent)
+	return err
+}
+
+// Delete deletes obj and forgets this writer's last apply of it.
+func (w *writer) Delete(ctx context.Context, obj crclient.Object, opts ...crclient.DeleteOption) error {
+	if gvk, err := w.GroupVersionKindFor(obj); err == nil {
+		w.forget(objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()})
+	}
+	return w.Client.Delete(ctx, obj, opts...)
+}
+
+func (w *writer) forget(key objectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.applied, key)
+}
