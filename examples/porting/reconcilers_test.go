@@ -73,6 +73,19 @@ func until(t *testing.T, w watch.Interface, what string, cond func(watch.Event) 
 // The ported web reconciler creates one ConfigMap, controlled by its
 // Deployment, and reads the Deployment from the cache without modifying it.
 func TestWebReconciler(t *testing.T) {
+	testWeb(t, setupWeb)
+}
+
+// crWebReconciler runs unchanged on the cached client, through
+// fromControllerRuntime, and does the same.
+func TestPortedWebReconciler(t *testing.T) {
+	testWeb(t, setupPortedWeb)
+}
+
+// testWeb runs the web controller that setup registers, and checks that a
+// Deployment gets one ConfigMap it controls.
+func testWeb(t *testing.T, setup func(*manager.Manager) error) {
+	t.Helper()
 	ns := env.Namespace(t)
 	cs := env.Client()
 	w, err := cs.CoreV1().ConfigMaps(ns).Watch(t.Context(), metav1.ListOptions{})
@@ -80,7 +93,7 @@ func TestWebReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	startManager(t, ns, clientgoscheme.Scheme, setupWeb)
+	startManager(t, ns, clientgoscheme.Scheme, setup)
 
 	labels := map[string]string{"app": "web"}
 	dep, err := cs.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
