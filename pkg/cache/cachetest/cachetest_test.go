@@ -3,6 +3,7 @@ package cachetest_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -338,5 +339,56 @@ func TestEventHandlersAreAccepted(t *testing.T) {
 	}
 	if _, err := l.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}); err != nil {
 		t.Errorf("AddEventHandler = %v, want nil", err)
+	}
+}
+
+// Reads and writes may run at once, as a reconciler's workers and a test
+// changing the store do; -race checks it.
+func TestConcurrentReadsAndWrites(t *testing.T) {
+	s := newStore(t, cm("a", "x", map[string]string{"app": "web"}))
+	l := s.Lister()
+	if err := l.AddIndex("app", byApp); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			name := "n" + strconv.Itoa(i)
+			if err := s.Add(cm("a", name, map[string]string{"app": "web"})); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%2 == 0 {
+				if err := s.Delete("a", name); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	for range 100 {
+		if _, err := l.List("a", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.ByIndexInNamespace("a", "app", "web"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	got, _ := l.List("a", nil)
+	if len(got) != 51 {
+		t.Errorf("List after 100 adds and 50 deletes = %d objects, want 51", len(got))
+	}
+}
+
+func TestRemovedStore(t *testing.T) {
+	s := newStore(t, cm("a", "x", nil))
+	s.Lister().Remove()
+	if _, err := s.Lister().Get("a", "x"); !errors.Is(err, cache.ErrRemoved) {
+		t.Errorf("Get after Remove = %v, want ErrRemoved", err)
+	}
+	if err := s.Add(cm("a", "y", nil)); !errors.Is(err, cache.ErrRemoved) {
+		t.Errorf("Add after Remove = %v, want ErrRemoved", err)
 	}
 }
