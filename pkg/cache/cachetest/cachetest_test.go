@@ -3,6 +3,7 @@ package cachetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -390,5 +391,45 @@ func TestRemovedStore(t *testing.T) {
 	}
 	if err := s.Add(cm("a", "y", nil)); !errors.Is(err, cache.ErrRemoved) {
 		t.Errorf("Add after Remove = %v, want ErrRemoved", err)
+	}
+}
+
+func TestNewStaticRefusesWhatItCannotServe(t *testing.T) {
+	if _, err := cache.NewStatic[*corev1.ConfigMap](cache.StaticOptions{}); err == nil || !strings.Contains(err.Error(), "Mapper") {
+		t.Errorf("NewStatic without a mapper = %v, want an error naming StaticOptions.Mapper", err)
+	}
+	if _, err := cachetest.New[*metav1.PartialObjectMetadata](cachetest.Options{}); err == nil || !strings.Contains(err.Error(), "typed") {
+		t.Errorf("New of metadata-only objects = %v, want an error saying only typed objects are supported", err)
+	}
+	m := meta.NewDefaultRESTMapper(nil) // knows no kinds
+	if _, err := cachetest.New[*corev1.ConfigMap](cachetest.Options{Mapper: m}); err == nil || !strings.Contains(err.Error(), "ConfigMap") {
+		t.Errorf("New with a mapper that does not know the kind = %v, want an error naming it", err)
+	}
+}
+
+// recorder is a testing.TB that records failures and cleanups instead of
+// acting on them, to test what NewLister does to the test it is given.
+type recorder struct {
+	testing.TB
+	failures []string
+	cleanups []func()
+}
+
+func (r *recorder) Helper()          {}
+func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Errorf(format string, a ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, a...))
+}
+
+func TestNewListerFailsATestThatModifiesWhatItRead(t *testing.T) {
+	r := &recorder{TB: t}
+	l := cachetest.NewLister(r, cm("a", "x", map[string]string{"app": "web"}))
+	got, _ := l.Get("a", "x")
+	got.Labels = map[string]string{"app": "changed"}
+	for _, f := range r.cleanups {
+		f()
+	}
+	if len(r.failures) != 1 || !strings.Contains(r.failures[0], "a/x") || !strings.Contains(r.failures[0], "DeepCopy") {
+		t.Errorf("failures at cleanup = %q, want one naming a/x and saying to DeepCopy", r.failures)
 	}
 }
