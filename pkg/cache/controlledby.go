@@ -95,9 +95,5 @@ func (r *registration) ensureIndex(name string, fn toolscache.IndexFunc) error {
 	if _, ok := r.indexers[name]; ok {
 		return nil
 	}
-	if r.started {
-		return fmt.Errorf("cache: add index %q to %s: its informers have started; add indexes before Start: %w", name, r.key.gvk, ErrStarted)
-	}
-	r.indexers[name] = fn
-	return nil
+	return r.addIndexLocked(name, fn)
 }

@@ -49,6 +49,9 @@
 //   - Clear about failures: Status and WaitForSync name each type not synced
 //     and why; a list or watch refused by RBAC names the verb, the resource
 //     and the namespace to grant.
+//   - Testable: Lister.WaitFor waits until the cache holds a write's
+//     resourceVersion; NewStatic (through package cachetest) puts a real
+//     Lister over objects in memory, for unit tests without an API server.
 //   - Observable: with Options.Registerer, the objects cached
 //     (MetricObjects), relists (MetricRelists), watch restarts
 //     (MetricWatchRestarts) and time to first sync (MetricFirstSync) of each

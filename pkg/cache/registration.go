@@ -71,6 +71,11 @@ type registration struct {
 	// watch).
 	unwatched map[string]time.Time
 
+	// onIndex, set by NewStatic, adds an index to a store that already has
+	// contents, so that a Static takes indexes at any time; nil for a
+	// cache's registration. Called with mu held.
+	onIndex func(r *registration, name string, fn toolscache.IndexFunc) error
+
 	// handlers are added to the informers when they are made, or at once
 	// if they exist.
 	handlers []*HandlerRegistration
@@ -319,14 +324,10 @@ func (r *registration) remove() {
 func (r *registration) addIndex(name string, fn toolscache.IndexFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.started {
-		return fmt.Errorf("cache: add index %q to %s: its informers have started; add indexes before Start: %w", name, r.key.gvk, ErrStarted)
-	}
 	if _, ok := r.indexers[name]; ok {
 		return fmt.Errorf("cache: add index %q to %s: an index of that name exists", name, r.key.gvk)
 	}
-	r.indexers[name] = fn
-	return nil
+	return r.addIndexLocked(name, fn)
 }
 
 func (r *registration) status() TypeStatus {

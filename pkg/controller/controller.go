@@ -82,7 +82,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
-	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant}
+	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant, Clock: queueClock(opts.Clock)}
 	if opts.Registerer != nil {
 		qm, err := metrics.NewQueueMetrics(opts.Registerer)
 		if err != nil {

@@ -35,6 +35,10 @@
 //     controller-runtime's labels (the controller label is the
 //     controller's name), so existing dashboards and alerts work; package
 //     metrics lists the few differences.
+//   - Testable in fake time: Options.Clock tells the queue the time, so a
+//     test steps a k8s.io/utils/clock/testing FakeClock past a
+//     RequeueAfter or a retry's backoff instead of waiting for it
+//     (Example_requeueAfter).
 //   - Misuse is an error: a controller with no sources, started twice, or
 //     watching after Start returns ErrNoSources or ErrStarted; invalid
 //     Options fail New with a message naming the field.

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -72,6 +73,14 @@ type Options[K comparable] struct {
 	// never silent. logr.Discard() is the zero Logger, so it too means the
 	// default.
 	Logger logr.Logger
+
+	// Clock tells the controller's queue the time: when a key requeued with
+	// reconcile.RequeueAfter, or retried after an error's backoff, is due.
+	// Defaults to the system clock. Tests pass k8s.io/utils/clock/testing's
+	// FakeClock and Step it past a RequeueAfter instead of waiting for it
+	// (see Example_requeueAfter), or run the controller
+	// inside a testing/synctest bubble with the default.
+	Clock clock.Clock
 
 	// Registerer receives the controller's metrics (see package metrics:
 	// controller-runtime's reconcile metrics and client-go's workqueue

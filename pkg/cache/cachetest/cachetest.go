@@ -1,0 +1,74 @@
+package cachetest
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+)
+
+// Options configure New. The zero value is valid.
+type Options struct {
+	// Scheme maps the Go type to its kind, which errors name. Defaults to
+	// client-go's kubernetes scheme, which holds every built-in type; add
+	// your custom resources' types to a scheme of your own.
+	Scheme *runtime.Scheme
+
+	// Mapper says the kind's resource and whether it is namespaced.
+	// Defaults to apimachinery's testrestmapper over Scheme, which knows
+	// the built-in cluster-scoped kinds (Namespace, Node, ClusterRole, …)
+	// and takes every other kind, custom resources included, to be
+	// namespaced. For a cluster-scoped custom resource, pass a
+	// meta.NewDefaultRESTMapper with the kind added at meta.RESTScopeRoot.
+	Mapper meta.RESTMapper
+}
+
+// New returns an in-memory store of the Go type T (a typed pointer such as
+// *corev1.ConfigMap) holding copies of objs, and whose Lister reads it.
+func New[T cache.Object](opts Options, objs ...T) (*cache.Static[T], error) {
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	if opts.Mapper == nil {
+		opts.Mapper = testrestmapper.TestOnlyStaticRESTMapper(opts.Scheme)
+	}
+	s, err := cache.NewStatic[T](cache.StaticOptions{Scheme: opts.Scheme, Mapper: opts.Mapper})
+	if err != nil {
+		return nil, fmt.Errorf("cachetest: %w", err)
+	}
+	for _, o := range objs {
+		if err := s.Add(o); err != nil {
+			return nil, fmt.Errorf("cachetest: add %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return s, nil
+}
+
+// NewLister returns a Lister of the Go type T over copies of objs, with
+// Options' defaults. It fails t at once if objs cannot be stored (two with
+// one namespace and name, a namespace on a cluster-scoped kind), and at
+// the end of the test if a stored object was modified in place.
+func NewLister[T cache.Object](t testing.TB, objs ...T) *cache.Lister[T] {
+	t.Helper()
+	s, err := New(Options{}, objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckMutationsAtCleanup(t, s)
+	return s.Lister()
+}
+
+// CheckMutationsAtCleanup fails t at the end of the test if an object in s
+// was modified in place: a reader broke the Lister's zero-copy contract.
+func CheckMutationsAtCleanup[T cache.Object](t testing.TB, s *cache.Static[T]) {
+	t.Cleanup(func() {
+		if err := s.CheckMutations(); err != nil {
+			t.Errorf("cachetest: a cached object was modified in place (DeepCopy before changing what a Lister returns): %v", err)
+		}
+	})
+}

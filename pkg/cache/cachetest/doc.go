@@ -1,0 +1,34 @@
+// Package cachetest builds the cache's Listers from objects in memory, for
+// unit tests of a reconciler without an API server.
+//
+// Its contract:
+//
+//   - The real Lister: NewLister returns a *cache.Lister[T], not a look-alike,
+//     so a reconciler that holds a *cache.Lister[*corev1.ConfigMap] is tested
+//     unchanged. Get, List, ByIndex, ByIndexInNamespace, ControlledBy,
+//     AddIndex and IndexControlledBy run the cache's own code: the same
+//     sorting (namespace, then name), the same NotFound and other errors,
+//     the same zero-copy reads.
+//   - Changeable: New returns a *cache.Static[T], whose Add, Update and
+//     Delete change what its Lister sees at once, so that a test can check
+//     how a reconciler reacts.
+//   - Strict about mutation: objects are copied in, so the test's own stay
+//     its own, and stored objects modified in place are reported by
+//     Static.CheckMutations; NewLister fails the test at its end when a
+//     stored object was modified (a reconciler that writes into what it
+//     reads fails its unit test, as it fails under a real cache with the
+//     mutation detector on).
+//   - Differences from a cache: there is no Start, so indexes may be added
+//     at any time; nothing is watched, so event handlers added to the
+//     Lister are never called; an object added without a resourceVersion
+//     is given the store's next one ("1", "2", …), as the API server
+//     would, but no UID: set one on owners whose children ControlledBy
+//     lists.
+//
+// Why two packages: the Lister's store, its indexes and its view of them
+// are cache internals, so pkg/cache builds the store (cache.NewStatic);
+// this package adds what only tests want, a REST mapper that knows the
+// built-in kinds without asking an API server (apimachinery's
+// testrestmapper), and helpers that take a testing.TB, which pkg/cache does
+// not import.
+package cachetest
