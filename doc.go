@@ -32,5 +32,7 @@
 //     with the writing client.
 //   - pkg/owner: controller owner references built from the scheme; the
 //     cache's Lister.ControlledBy lists an owner's children.
+//   - pkg/cache/cachetest: in-memory Listers, for unit tests of a
+//     reconciler without an API server.
 //   - pkg/testenv: a local control plane for tests and development.
 package opkit
