@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -75,7 +75,8 @@ type MutationError struct {
 	// Fields are the paths, in the object's JSON form, that changed, such
 	// as "data.k" or "metadata.labels.app".
 	Fields []string
-	// Diff is the object's JSON form as cached (-) and as found (+).
+	// Diff has a line pair per changed field: "- path: <value as cached>"
+	// and "+ path: <value now>", values in JSON.
 	Diff string
 	// ReadAt lists where Listers handed the object out, as
 	// "file:line by function", with TraceReads on; else nil.
@@ -160,15 +161,22 @@ func (d *detector) check() []*MutationError {
 func (d *detector) report(e *ingested) *MutationError {
 	was, _ := apiruntime.DefaultUnstructuredConverter.ToUnstructured(e.copy)
 	now, _ := apiruntime.DefaultUnstructuredConverter.ToUnstructured(e.obj)
-	err := &MutationError{GVK: d.gvk, Fields: changedFields("", was, now), Diff: cmp.Diff(was, now), ReadAt: slices.Clone(e.readAt)}
+	var diff strings.Builder
+	fields := changedFields("", was, now, &diff)
+	err := &MutationError{GVK: d.gvk, Fields: fields, Diff: diff.String(), ReadAt: slices.Clone(e.readAt)}
 	if m, ok := e.obj.(Object); ok {
 		err.Namespace, err.Name = m.GetNamespace(), m.GetName()
 	}
 	return err
 }
 
-// changedFields returns the paths below prefix at which a and b differ.
-func changedFields(prefix string, a, b any) []string {
+// changedFields returns the paths below prefix at which a and b differ, and
+// writes a line pair per path to diff: "- path: <a's value as JSON>" and
+// "+ path: <b's value>". It is written here, not with go-cmp, because
+// go-cmp's reflection on methods keeps the linker from dropping unused
+// methods: linked into an operator, it cost 26 MB of binary and 15 MiB of
+// RSS.
+func changedFields(prefix string, a, b any, diff *strings.Builder) []string {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
 	if !aok || !bok {
@@ -178,13 +186,26 @@ func changedFields(prefix string, a, b any) []string {
 		if prefix == "" {
 			prefix = "(the whole object)"
 		}
+		fmt.Fprintf(diff, "- %s: %s\n+ %s: %s\n", prefix, jsonOf(a), prefix, jsonOf(b))
 		return []string{prefix}
 	}
 	var out []string
 	for _, k := range sortedKeys(am, bm) {
-		out = append(out, changedFields(strings.TrimPrefix(prefix+"."+k, "."), am[k], bm[k])...)
+		out = append(out, changedFields(strings.TrimPrefix(prefix+"."+k, "."), am[k], bm[k], diff)...)
 	}
 	return out
+}
+
+// jsonOf spells v as JSON; nil, a field that is absent, as "(absent)".
+func jsonOf(v any) string {
+	if v == nil {
+		return "(absent)"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return string(b)
 }
 
 func sortedKeys(a, b map[string]any) []string {

@@ -39,7 +39,7 @@ func TestDetectorReportsEachModificationOnce(t *testing.T) {
 	if diff := cmp.Diff([]string{"data.k", "metadata.labels.team"}, r.Fields); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
 	}
-	for _, s := range []string{`-`, `"v"`, `+`, `"changed"`, `"team"`} {
+	for _, s := range []string{`- data.k: "v"`, `+ data.k: "changed"`, `+ metadata.labels.team: "blue"`} {
 		if !strings.Contains(r.Diff, s) {
 			t.Errorf("Diff lacks %q:\n%s", s, r.Diff)
 		}

@@ -53,7 +53,7 @@ func TestMutatingACachedObjectFailsTheTest(t *testing.T) {
 				t.Fatalf("the mutating test passed:\n%s", out.String())
 			}
 			o := out.String()
-			if !report.MatchString(o) || !strings.Contains(o, tt.want) || !strings.Contains(o, `"k": string("changed")`) {
+			if !report.MatchString(o) || !strings.Contains(o, tt.want) || !strings.Contains(o, `+ data.k: "changed"`) {
 				t.Errorf("the mutating test failed (%v), but without the report naming the test, type, object, field and diff, and %q:\n%s", err, tt.want, o)
 			}
 			if tt.trace != "" && !readBy.MatchString(o) {
