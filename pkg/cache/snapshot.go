@@ -31,6 +31,10 @@ type snapshots struct {
 	store toolscache.Store
 	mu    sync.Mutex
 	byNS  map[string]snapshot
+	// waiting is set while someone waits on next, which the next change
+	// closes (see changed).
+	waiting atomic.Bool
+	next    chan struct{}
 }
 
 // storeVersion identifies a state of the store: it changes on every change.
@@ -49,7 +53,36 @@ func newSnapshots() *snapshots { return &snapshots{byNS: map[string]snapshot{}} 
 // indexFunc is the versionIndex function.
 func (s *snapshots) indexFunc(any) ([]string, error) {
 	s.changes.Add(1)
+	if s.waiting.Load() {
+		s.wake()
+	}
 	return nil, nil
+}
+
+// changed returns a channel that the store's next change closes. The
+// change closes it from its index functions, under the store's lock and
+// before it is complete: a waiter woken then reads the store after the
+// change, since its read takes the same lock.
+func (s *snapshots) changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = make(chan struct{})
+		s.waiting.Store(true)
+	}
+	return s.next
+}
+
+// wake closes the channel changed handed out. Called under the store's
+// lock; s.mu is never held while the store's lock is taken.
+func (s *snapshots) wake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != nil {
+		close(s.next)
+		s.next = nil
+		s.waiting.Store(false)
+	}
 }
 
 func (s *snapshots) version() storeVersion {

@@ -48,6 +48,7 @@ type Controller[K comparable] struct {
 	queue      *queue.Queue[K]
 	metrics    metrics.Reconciles
 	panics     *prometheus.CounterVec // handler panics, by controller and type
+	writes     *pendingWrites[K]      // nil when read-your-writes is off
 	log        logr.Logger
 
 	mu      sync.Mutex
@@ -82,6 +83,14 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
+	var writes *pendingWrites[K]
+	if !opts.DisableReadYourWrites {
+		wait, err := metrics.NewReadYourWritesWait(reg)
+		if err != nil {
+			return nil, fmt.Errorf("controller %q: %w", name, err)
+		}
+		writes = newPendingWrites[K](name, opts.ReadYourWritesTimeout, wait)
+	}
 	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant, Clock: queueClock(opts.Clock)}
 	if opts.Registerer != nil {
 		qm, err := metrics.NewQueueMetrics(opts.Registerer)
@@ -97,6 +106,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		queue:      queue.New(qopts),
 		metrics:    cm.For(name, opts.MaxConcurrentReconciles),
 		panics:     panics,
+		writes:     writes,
 		log:        opts.Logger.WithValues("controller", name),
 	}, nil
 }

@@ -19,6 +19,9 @@ import (
 const (
 	DefaultCacheSyncTimeout = 2 * time.Minute
 	DefaultDrainTimeout     = 30 * time.Second
+	// DefaultReadYourWritesTimeout bounds how long a reconcile waits for
+	// the cache to catch up with its key's earlier writes.
+	DefaultReadYourWritesTimeout = 5 * time.Second
 )
 
 // Options configure New. The zero value is valid.
@@ -48,6 +51,23 @@ type Options[K comparable] struct {
 	// opkit_controller_handler_panics_total, and its event dropped (the
 	// object is handled again at its next change or resync).
 	CrashOnPanic bool
+
+	// DisableReadYourWrites turns read-your-writes off. It is on by
+	// default: the writes a reconcile makes through a client of
+	// consistency.NewClient (the manager's Client, CachedClient and
+	// writers over them) are recorded, and the next reconcile of the same
+	// key first waits until the cache has caught up with them, so that it
+	// never acts on a cached copy older than its own writes: a child it
+	// created is listed, a status it patched is read back. The wait is
+	// bounded by ReadYourWritesTimeout, then the reconcile runs with what
+	// the cache holds; waits are observed in
+	// opkit_controller_read_your_writes_wait_seconds. See package
+	// consistency.
+	DisableReadYourWrites bool
+
+	// ReadYourWritesTimeout bounds the read-your-writes wait before a
+	// reconcile. Defaults to DefaultReadYourWritesTimeout.
+	ReadYourWritesTimeout time.Duration
 
 	// CacheSyncTimeout bounds how long Start waits for its sources' initial
 	// lists before it gives up with an error naming the sources not synced
@@ -104,6 +124,7 @@ func (o Options[K]) validate() error {
 		{"ReconcileTimeout", o.ReconcileTimeout},
 		{"CacheSyncTimeout", o.CacheSyncTimeout},
 		{"DrainTimeout", o.DrainTimeout},
+		{"ReadYourWritesTimeout", o.ReadYourWritesTimeout},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %v: it must be 0 (the default) or positive", "Options."+d.field, d.v))
@@ -121,6 +142,9 @@ func (o Options[K]) withDefaults() Options[K] {
 	}
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.ReadYourWritesTimeout == 0 {
+		o.ReadYourWritesTimeout = DefaultReadYourWritesTimeout
 	}
 	if o.Tenant == nil {
 		// For reconcile.Request keys, func(reconcile.Request) string is

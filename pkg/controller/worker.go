@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 
+	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -35,6 +36,11 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int) {
 	id := uuid.NewString()
 	log := c.log.WithValues(keyValues(key)...).WithValues("reconcileID", id)
 	ctx = logr.NewContext(context.WithValue(ctx, reconcileIDKey{}, id), log)
+	if c.writes != nil {
+		var w *consistency.Writes
+		ctx, w = c.writes.before(ctx, key)
+		defer c.writes.after(key, w)
+	}
 
 	start := time.Now()
 	res, err := c.reconcile(ctx, key)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
@@ -141,9 +142,12 @@ func (m *Manager) buildClients() error {
 	if m.cache, err = cache.New(m.config, m.cacheOptions(hc)); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if m.client, err = client.New(m.config, client.Options{HTTPClient: hc, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
+	c, err := client.New(m.config, client.Options{HTTPClient: hc, Scheme: m.scheme, Mapper: m.mapper})
+	if err != nil {
 		return fmt.Errorf("manager: build client: %w", err)
 	}
+	// Writes inside a reconcile are recorded for read-your-writes.
+	m.client = consistency.NewClient(c, m.cache)
 	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build clientset: %w", err)
 	}
@@ -191,7 +195,8 @@ func (m *Manager) Scheme() *runtime.Scheme { return m.scheme }
 func (m *Manager) Cache() *cache.Cache { return m.cache }
 
 // Client returns the write client: uncached, speaking to the API server,
-// server-side apply included.
+// server-side apply included. Its writes inside a reconcile are recorded
+// for read-your-writes (see controller.Options.DisableReadYourWrites).
 func (m *Manager) Client() client.Client { return m.client }
 
 // Registry returns the metrics registry served at /metrics. Register your

@@ -1,0 +1,176 @@
+package cache
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// writtenPoll is how often Written.Wait looks again when no change of the
+// store woke it: a watch bookmark moves a store's resource version without
+// a change that wakes waiters.
+const writtenPoll = 50 * time.Millisecond
+
+// Written is a write the cache is to catch up with, made by
+// Cache.Written: the write of one object, as seen by every informer of the
+// cache that would hold the object. Its zero value has caught up.
+type Written struct {
+	marks []mark
+}
+
+// mark is a write as one informer will see it.
+type mark struct {
+	inf             *nsInformer
+	namespace, name string
+	uid             types.UID
+	resourceVersion string // the version the write returned; "" for a delete
+	deleted         bool
+}
+
+// Written returns the write of obj, of kind gvk, for CaughtUp and Wait:
+// obj as the API server returned it from a create, update or patch (its
+// resourceVersion is the write's), or, when deleted, the object deleted.
+//
+// Every registration of gvk, in every form, that would cache obj takes
+// part: the one informer of the object's namespace in a cache of several
+// namespaces, the informer of every namespace, or the one of a
+// cluster-scoped kind; a registration whose label selector obj does not
+// match, or whose namespaces do not include obj's, would never hold it and
+// takes no part. Nor does one with a field selector on fields other than
+// metadata.name and metadata.namespace, which the cache cannot evaluate.
+// A kind not registered, or not yet started, gives a Written that has
+// caught up: there is no cached copy to be stale.
+func (c *Cache) Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) Written {
+	rv := obj.GetResourceVersion()
+	if !deleted && rv == "" {
+		return Written{}
+	}
+	var w Written
+	for _, r := range c.registered(func(k regKey) bool { return k.gvk == gvk }) {
+		v := r.view.Load()
+		if v == nil || !r.wouldHold(obj) {
+			continue
+		}
+		inf := v.informerOf(obj.GetNamespace())
+		if inf == nil {
+			continue
+		}
+		w.marks = append(w.marks, mark{
+			inf: inf, namespace: obj.GetNamespace(), name: obj.GetName(),
+			uid: obj.GetUID(), resourceVersion: rv, deleted: deleted,
+		})
+	}
+	return w
+}
+
+// wouldHold reports whether obj matches the registration's selectors, as
+// far as the cache can tell: false when it cannot.
+func (r *registration) wouldHold(obj metav1.Object) bool {
+	if s := r.opts.LabelSelector; s != nil && !s.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	s := r.opts.FieldSelector
+	if s == nil || s.Empty() {
+		return true
+	}
+	for _, req := range s.Requirements() {
+		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+			return false
+		}
+	}
+	return s.Matches(fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()})
+}
+
+// informerOf returns the informer that holds the objects of namespace, or
+// nil if the view caches none of them.
+func (v *view) informerOf(namespace string) *nsInformer {
+	if v.namespaced == (namespace == "") {
+		return nil
+	}
+	if v.byNamespace == nil {
+		return v.informers[0]
+	}
+	return v.byNamespace[namespace]
+}
+
+// CaughtUp reports whether every informer that would hold the object has
+// seen the write: its store has reached the write's resourceVersion, or
+// holds the object at that version or a newer one; for a delete, no longer
+// holds the object (or holds it marked for deletion, or another object of
+// its name).
+func (w Written) CaughtUp() bool {
+	for _, m := range w.marks {
+		if !m.caughtUp() {
+			return false
+		}
+	}
+	return true
+}
+
+func (m mark) caughtUp() bool {
+	if !m.deleted {
+		if have := m.inf.indexer.LastStoreSyncResourceVersion(); have != "" && atLeast(have, m.resourceVersion) {
+			return true
+		}
+	}
+	obj, ok, err := getByKey(m.inf.indexer, m.namespace, m.name)
+	if err != nil || !ok {
+		// Not held: deleted, or not yet created in the cache.
+		return m.deleted
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return true // not an object: nothing to wait for
+	}
+	if m.deleted {
+		return (m.uid != "" && o.GetUID() != m.uid) || o.GetDeletionTimestamp() != nil
+	}
+	return atLeast(o.GetResourceVersion(), m.resourceVersion)
+}
+
+// Wait blocks until CaughtUp or ctx ends, and returns ctx's error in that
+// case. It wakes on every change of the informers' stores, and looks again
+// at least every 50ms.
+func (w Written) Wait(ctx context.Context) error {
+	var t *time.Timer
+	for {
+		ch := w.pending()
+		if ch == nil {
+			return nil
+		}
+		if t == nil {
+			t = time.NewTimer(writtenPoll)
+			defer t.Stop()
+		} else {
+			t.Reset(writtenPoll)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		case <-t.C:
+		}
+	}
+}
+
+// pending returns a channel closed at the next change of the store of the
+// first informer that has not caught up, or nil if all have. The channel
+// is taken before the store is looked at, so no change is missed.
+func (w Written) pending() <-chan struct{} {
+	for _, m := range w.marks {
+		if m.caughtUp() {
+			continue
+		}
+		ch := m.inf.snapshots.changed()
+		if !m.caughtUp() {
+			return ch
+		}
+	}
+	return nil
+}
