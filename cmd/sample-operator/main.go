@@ -58,6 +58,7 @@ type flags struct {
 	leaderName      string
 	workers         int
 	verbosity       int
+	readYourWrites  bool
 	local           bool
 	localDir        string
 }
@@ -75,6 +76,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.leaderName, "leader-election-id", "mirror-operator", "name of the Lease")
 	fs.IntVar(&f.workers, "max-concurrent-reconciles", 4, "Mirrors reconciled at once")
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity: 0 or 1")
+	fs.BoolVar(&f.readYourWrites, "read-your-writes", true, "wait, before reconciling a Mirror, until the cache holds the Mirror's own earlier writes (false: measure its cost)")
 	fs.BoolVar(&f.local, "local", false, "start a local control plane with sample Mirrors and run against it")
 	fs.StringVar(&f.localDir, "local-dir", "bin/run", "with --local: where to write the kubeconfig")
 	if err := fs.Parse(args); err != nil {
@@ -140,7 +142,10 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err != nil {
 		return err
 	}
-	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers}); err != nil {
+	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{
+		MaxConcurrentReconciles: f.workers,
+		DisableReadYourWrites:   !f.readYourWrites,
+	}); err != nil {
 		return err
 	}
 	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect)

@@ -18,7 +18,11 @@
 //     precondition, merge patches with an optimistic lock, the finalizer
 //     package's guarded JSON patches, so that a concurrent change is never
 //     overwritten unseen, and status.Patch's merge patch of the status
-//     fields that changed, which only this controller writes.
+//     fields that changed, which only this controller writes. They go
+//     through a client.NewWriter named "mirror" (the field owner; empty
+//     patches skipped; counted in opkit_client_writes_total), and
+//     read-your-writes makes each reconcile of a Mirror see the Mirror's
+//     own earlier writes.
 //
 // The reconcile logic (Reconciler) knows nothing of opkit's cache: it reads
 // through Store, so the same logic runs on controller-runtime in the

@@ -127,9 +127,9 @@ func (r *Reconciler) sync(ctx context.Context, m *v1alpha1.Mirror, src client.Ob
 }
 
 // transient reports whether every error in err is a write race that the
-// retry resolves by itself: another writer changed the object first (409),
-// or the cache had not yet seen a copy of ours (already exists). Those do not
-// make the Mirror unready.
+// retry resolves by itself: another writer changed or created the object
+// before the cache saw it (409, already exists). Those do not make the
+// Mirror unready.
 func transient(err error) bool {
 	if multi, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range multi.Unwrap() {
@@ -164,7 +164,9 @@ func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src clien
 	cur, err := r.Store.Object(m.Spec.Source.Kind, ns, src.GetName())
 	switch {
 	case apierrors.IsNotFound(err):
-		// The cache may lag a create of ours: AlreadyExists retries.
+		// Read-your-writes makes this reconcile see our own earlier
+		// creates; AlreadyExists here is someone else's create that the
+		// cache has not seen yet, and retries.
 		if err := r.Client.Create(ctx, want); err != nil {
 			return false, fmt.Errorf("create %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/cache"
+	opkitclient "github.com/opkit-dev/opkit/pkg/client"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -28,7 +29,17 @@ func Setup(m *manager.Manager, opts controller.Options[reconcile.Request]) (*con
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
 	}
-	r := &Reconciler{Store: s, Client: m.Client(), Recorder: rec}
+	// The writer names the controller as the field owner of its writes,
+	// skips patches that change nothing and counts writes in
+	// opkit_client_writes_total; the manager's client underneath records
+	// them for read-your-writes.
+	w, err := opkitclient.NewWriter(m.CachedClient(), opkitclient.WriterOptions{
+		Controller: "mirror", Cache: opkitclient.NewReader(m.Cache()), Registerer: m.Registry(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up the mirror controller: %w", err)
+	}
+	r := &Reconciler{Store: s, Client: w, Recorder: rec}
 	return manager.NewController(m, "mirror", r,
 		manager.For[*v1alpha1.Mirror](source.Or(
 			source.GenerationChanged[*v1alpha1.Mirror](),

@@ -204,6 +204,9 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 	pkgs := map[string]string{opkit: opkitPkg, cr: "./hack/bench/crmirror", bare: "./hack/bench/baremirror"}
 	bins := map[string]string{}
 	for _, impl := range impls {
+		if impl == noRYW {
+			continue // opkit's binary, with a flag
+		}
 		bins[impl] = filepath.Join(dir, filepath.Base(pkgs[impl]))
 		logf("building %s", pkgs[impl])
 		// As deployed: the Dockerfile builds the operator with -tags
@@ -215,6 +218,7 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 			return nil, fmt.Errorf("build %s: %w", pkgs[impl], err)
 		}
 	}
+	bins[noRYW] = bins[opkit]
 	return bins, nil
 }
 
@@ -234,7 +238,7 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 	if res.Impl == bare {
 		p, err = startBare(bin, kubeconfig, o.workers, w, log)
 	} else {
-		p, err = startOperator(bin, kubeconfig, o.workers, log, o.pprofDir != "" && (impl == cr || o.opkitPprof))
+		p, err = startOperator(bin, kubeconfig, o.workers, implArgs[impl], log, o.pprofDir != "" && (impl == cr || o.opkitPprof))
 	}
 	if err != nil {
 		return res, err

@@ -35,10 +35,10 @@ type process struct {
 }
 
 // startOperator starts an operator binary against kubeconfig with the flags
-// both operators share.
+// both operators share, then args.
 // With pprof, crmirror serves /debug/pprof on an address of its own, and
 // any other operator is assumed to serve it beside /metrics.
-func startOperator(bin, kubeconfig string, workers int, log io.Writer, pprof bool) (*process, error) {
+func startOperator(bin, kubeconfig string, workers int, args []string, log io.Writer, pprof bool) (*process, error) {
 	m, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -49,6 +49,7 @@ func startOperator(bin, kubeconfig string, workers int, log io.Writer, pprof boo
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m,
 		"--health-probe-bind-address", h, "--max-concurrent-reconciles", strconv.Itoa(workers))
+	cmd.Args = append(cmd.Args, args...)
 	p := &process{cmd: cmd, metricsAddr: m, healthAddr: h}
 	if pprof {
 		p.pprofAddr = m

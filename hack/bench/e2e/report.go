@@ -16,9 +16,17 @@ const (
 	opkit = "opkit"
 	cr    = "ctrlruntime"
 	bare  = "bare"
+	// noRYW is opkit's operator with read-your-writes off: the same
+	// binary, run with --read-your-writes=false, to measure what the
+	// feature costs.
+	noRYW = "opkit-noryw"
 )
 
-var impls = []string{opkit, cr, bare}
+var impls = []string{opkit, cr, bare, noRYW}
+
+// implArgs are the flags an implementation's binary runs with beyond
+// those every operator takes.
+var implArgs = map[string][]string{noRYW: {"--read-your-writes=false"}}
 
 // runResult is the figures of one run of one implementation.
 type runResult struct {
@@ -112,7 +120,8 @@ func median(vs []float64) float64 {
 	return (vs[(n-1)/2] + vs[n/2]) / 2
 }
 
-var header = []string{"figure (median, range)", "opkit", "ctrlruntime", "opkit/ctrlruntime", "bare", "opkit/bare"}
+var header = []string{"figure (median, range)", "opkit", "ctrlruntime", "opkit/ctrlruntime", "bare", "opkit/bare",
+	"opkit, read-your-writes off", "on/off"}
 
 // table returns the cells of the table, header first, and how many targets
 // opkit met of how many.
@@ -128,7 +137,8 @@ func table(runs []runResult) (rows [][]string, met, total int) {
 		cells, met, total = append(cells, c, cell(s[bare])), met+m, total+t
 		c, m, t = ratio(s[opkit], s[bare], f.bareTarget)
 		cells, met, total = append(cells, c), met+m, total+t
-		rows = append(rows, cells)
+		c, _, _ = ratio(s[opkit], s[noRYW], 0)
+		rows = append(rows, append(cells, cell(s[noRYW]), c))
 	}
 	return rows, met, total
 }
@@ -170,7 +180,8 @@ func num(v float64) string {
 	}
 }
 
-const footer = "Ratios are opkit's median / the peer's: below 1, opkit uses less (or is faster)."
+const footer = "Ratios are opkit's median / the peer's: below 1, opkit uses less (or is faster). " +
+	"On/off is opkit's median with read-your-writes on (the default) / off: its cost."
 
 // printTable prints the table aligned for a terminal, like hack/benchtable.
 func printTable(w io.Writer, title string, runs []runResult) error {
