@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,21 +12,13 @@ import (
 	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
-// pendingWrites holds, per key, the writes of its last reconcile that the
-// cache had not caught up with when it ended, for read-your-writes.
+// pendingWrites waits, before a reconcile, for the cache to catch up
+// with the writes of the key's last reconcile, for read-your-writes.
 type pendingWrites[K comparable] struct {
 	timeout                      time.Duration
 	caughtUp, timedOut, canceled prometheus.Observer
-
-	mu    sync.Mutex
-	byKey map[K]*consistency.Writes
-	// sweepAt is the size of byKey at which after drops the entries of
-	// keys not reconciled again since their writes were seen: a key whose
-	// writes trigger no event of its own keeps an entry only until then.
-	sweepAt int
+	keys                         consistency.PerKey[K]
 }
-
-const minSweep = 64
 
 func newPendingWrites[K comparable](name string, timeout time.Duration, wait *prometheus.HistogramVec) *pendingWrites[K] {
 	return &pendingWrites[K]{
@@ -35,8 +26,6 @@ func newPendingWrites[K comparable](name string, timeout time.Duration, wait *pr
 		caughtUp: wait.WithLabelValues(name, metrics.WaitCaughtUp),
 		timedOut: wait.WithLabelValues(name, metrics.WaitTimeout),
 		canceled: wait.WithLabelValues(name, metrics.WaitCanceled),
-		byKey:    map[K]*consistency.Writes{},
-		sweepAt:  minSweep,
 	}
 }
 
@@ -44,11 +33,7 @@ func newPendingWrites[K comparable](name string, timeout time.Duration, wait *pr
 // writes of key's last reconcile, and returns ctx carrying the Writes
 // that records the writes of the reconcile about to run.
 func (p *pendingWrites[K]) before(ctx context.Context, key K) (context.Context, *consistency.Writes) {
-	p.mu.Lock()
-	last := p.byKey[key]
-	delete(p.byKey, key)
-	p.mu.Unlock()
-	if last != nil && last.Pending() {
+	if last := p.keys.Take(key); last != nil && last.Pending() {
 		p.wait(ctx, last)
 	}
 	w := new(consistency.Writes)
@@ -75,20 +60,4 @@ func (p *pendingWrites[K]) wait(ctx context.Context, w *consistency.Writes) {
 
 // after keeps the writes of key's reconcile that the cache has not caught
 // up with, for the key's next reconcile.
-func (p *pendingWrites[K]) after(key K, w *consistency.Writes) {
-	if !w.Pending() {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.byKey[key] = w
-	if len(p.byKey) < p.sweepAt {
-		return
-	}
-	for k, kw := range p.byKey {
-		if !kw.Pending() {
-			delete(p.byKey, k)
-		}
-	}
-	p.sweepAt = max(minSweep, 2*len(p.byKey))
-}
+func (p *pendingWrites[K]) after(key K, w *consistency.Writes) { p.keys.Keep(key, w) }
