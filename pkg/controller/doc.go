@@ -22,6 +22,11 @@
 //     reconciles in flight get Options.DrainTimeout to finish with their
 //     contexts live, and Start returns nil. A context canceled with a cause
 //     wrapping ErrAbort (a lost leader lease) cancels them at once instead.
+//   - Reads its own writes: a reconcile does not start until the cache has
+//     caught up with the writes the key's previous reconcile made through
+//     the manager's clients (package consistency), at most
+//     Options.ReadYourWritesTimeout; then it runs anyway. On by default;
+//     Options.DisableReadYourWrites turns it off.
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key (namespace and name for a
 //     reconcile.Request) and a reconcile ID (see ReconcileID).
