@@ -47,6 +47,7 @@ build: ## Compile every package and the commands into bin/.
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/opkit-testenv ./cmd/opkit-testenv
 	$(GO) build -o $(BIN)/sample-operator ./cmd/sample-operator
+	$(GO) build -o $(BIN)/opkit ./cmd/opkit
 
 # The sample operator serves metrics and probes on loopback ports of their
 # own, so that 'make run' does not collide with anything on :8080.
