@@ -32,6 +32,7 @@ type command struct {
 
 // commands are opkit's subcommands, in the order help lists them.
 var commands = []command{
+	{name: "envtest", summary: "build the local control plane (kube-apiserver, etcd, kubectl) into a directory every project shares", run: runEnvtest},
 	{name: "version", summary: "print the opkit version of this binary", run: runVersion},
 }
 
