@@ -43,6 +43,8 @@ type opConfig struct {
 	// anyExit accepts any way the process ends; by default it must exit 0
 	// at SIGTERM.
 	anyExit bool
+	// noLeaderElection leaves --leader-elect out.
+	noLeaderElection bool
 }
 
 // startOperator runs the operator as the Deployment in config/manager
@@ -50,8 +52,10 @@ type opConfig struct {
 func startOperator(t testing.TB, c opConfig) *operator {
 	t.Helper()
 	op := &operator{logs: &logs{}, metricsAddr: freeAddr(t), healthAddr: freeAddr(t), exited: make(chan struct{})}
-	argv := []string{operatorBin, "--leader-elect", "--leader-election-id", c.lease,
-		"--metrics-bind-address", op.metricsAddr, "--metrics-secure", "--health-probe-bind-address", op.healthAddr}
+	argv := []string{operatorBin, "--metrics-bind-address", op.metricsAddr, "--metrics-secure", "--health-probe-bind-address", op.healthAddr}
+	if !c.noLeaderElection {
+		argv = append(argv, "--leader-elect", "--leader-election-id", c.lease)
+	}
 	if c.kubeconfig != "" {
 		argv = append(argv, "--kubeconfig", c.kubeconfig)
 	}

@@ -117,14 +117,20 @@ func (w *world) do(s step) {
 // eventually polls cond until it holds, for at most a minute.
 func eventually(t testing.TB, what string, cond func(*world) error, w *world) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	within(t, time.Minute, what, cond, w)
+}
+
+// within polls cond until it holds, for at most d.
+func within(t testing.TB, d time.Duration, what string, cond func(*world) error, w *world) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		err := cond(w)
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after a minute waiting for %s: %v", what, err)
+			t.Fatalf("timed out after %v waiting for %s: %v", d, what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
