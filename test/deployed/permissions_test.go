@@ -180,6 +180,17 @@ func lacking(t *testing.T, d *deployment, suffix, scraper string, p permission, 
 		return fmt.Errorf("no log line holds all of %q (step %s: %v)", report, n.step, steps[at].done(w))
 	}, w)
 	line, _ := op.logs.find(report...)
+	// What TestDeployedPermissionsSuffice counts sees the refusal (the
+	// reviews guard /metrics itself, which cannot then be read).
+	if p.resource != "tokenreviews" && p.resource != "subjectaccessreviews" {
+		metrics, err := op.scrape(scraper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := sample(metrics, "rest_client_requests_total", `code="403"`); err != nil || n == 0 {
+			t.Errorf("rest_client_requests_total counts no 403 (%v, %v), though the log says: %s", n, err, line)
+		}
+	}
 	if ns := p.namespace; ns != "" && !strings.Contains(line, ns) {
 		t.Errorf("the log line does not name the namespace %s: %s", ns, line)
 	}
