@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 )
 
 // TestDeployedPermissionsSuffice runs the operator with nothing but a
@@ -51,8 +53,15 @@ func TestDeployedPermissionsSuffice(t *testing.T) {
 // A permission with no step breaks nothing in the workload; why it is
 // granted all the same is said in unused.
 type need struct {
-	step   string
-	ready  bool   // /readyz fails naming the verb and resource
+	step  string
+	ready bool // /readyz fails naming the verb and resource
+	// status: the Mirror's Ready condition (reason SyncFailed) and a
+	// Warning Event name the verb and resource.
+	status bool
+	metric string // a metric of the operator's that counts the failure
+	// scrape: /metrics answers a reader 500, saying it cannot check the
+	// reader's token.
+	scrape bool
 	unused string // why it is granted though the workload does not need it
 }
 
@@ -62,19 +71,19 @@ type need struct {
 var needs = map[string]need{
 	"list configmaps":             {unused: listFallback},
 	"watch configmaps":            {step: "start", ready: true},
-	"create configmaps":           {step: "create"},
-	"patch configmaps":            {step: "update"},
-	"delete configmaps":           {step: "unmatch"},
+	"create configmaps":           {step: "create", status: true},
+	"patch configmaps":            {step: "update", status: true},
+	"delete configmaps":           {step: "unmatch", status: true},
 	"list secrets":                {unused: listFallback},
 	"watch secrets":               {step: "start", ready: true},
-	"create secrets":              {step: "create"},
-	"patch secrets":               {step: "update"},
-	"delete secrets":              {step: "unmatch"},
+	"create secrets":              {step: "create", status: true},
+	"patch secrets":               {step: "update", status: true},
+	"delete secrets":              {step: "unmatch", status: true},
 	"list namespaces":             {unused: listFallback},
 	"watch namespaces":            {step: "start", ready: true},
-	"create tokenreviews":         {step: "start"},
-	"create subjectaccessreviews": {step: "start"},
-	"create events":               {step: "collision"},
+	"create tokenreviews":         {step: "start", scrape: true},
+	"create subjectaccessreviews": {step: "start", scrape: true},
+	"create events":               {step: "collision", metric: "opkit_events_refused_total"},
 	"patch events":                {unused: "client-go's event broadcaster patches an Event series when an identical Event repeats"},
 	"list mirrors":                {unused: listFallback},
 	"watch mirrors":               {step: "start", ready: true},
@@ -194,6 +203,27 @@ func lacking(t *testing.T, d *deployment, suffix, scraper string, p permission, 
 	if ns := p.namespace; ns != "" && !strings.Contains(line, ns) {
 		t.Errorf("the log line does not name the namespace %s: %s", ns, line)
 	}
+	if n.status {
+		kind := v1alpha1.KindConfigMap
+		if p.resource == "secrets" {
+			kind = v1alpha1.KindSecret
+		}
+		eventually(t, "the Mirror's status and a Warning Event to say it may not "+p.verb+" "+p.resource, func(w *world) error {
+			return w.failed(kind, report[1])
+		}, w)
+	}
+	if n.metric != "" {
+		metrics, err := op.scrape(scraper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := sample(metrics, n.metric); err != nil || v == 0 {
+			t.Errorf("%s is %v (%v), want it above 0", n.metric, v, err)
+		}
+	}
+	if _, err := op.scrape(scraper); n.scrape && (err == nil || !strings.Contains(err.Error(), "500 Internal Server Error")) {
+		t.Errorf("/metrics answers %v, want a 500", err)
+	}
 	if n.ready {
 		eventually(t, "/readyz to fail naming "+p.verb+" "+p.resource, func(*world) error {
 			code, body, err := op.ready()
@@ -268,14 +298,32 @@ The workload's steps:
 		if p.namespace != "" {
 			scope = "namespace " + p.namespace
 		}
-		breaks, report := "step **"+n.step+"** fails", "log"
+		breaks, report := "step **"+n.step+"** fails", reportedBy(n)
 		if n.step == "" {
-			breaks, report = "nothing in the workload: "+n.unused, "—"
-		}
-		if n.ready {
-			report = "log and /readyz"
+			breaks = "nothing in the workload: " + n.unused
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.verb, p.resource, group, scope, breaks, report)
 	}
 	return b.String()
+}
+
+// reportedBy says where the operator reports a missing permission.
+func reportedBy(n need) string {
+	if n.step == "" {
+		return "—"
+	}
+	out := []string{"log"}
+	if n.ready {
+		out = append(out, "/readyz")
+	}
+	if n.status {
+		out = append(out, "Mirror status (SyncFailed) and Warning Event")
+	}
+	if n.metric != "" {
+		out = append(out, "metric "+n.metric)
+	}
+	if n.scrape {
+		out = append(out, "/metrics answers 500")
+	}
+	return strings.Join(out, ", ")
 }

@@ -350,16 +350,36 @@ func (w *world) conflicted() error {
 }
 
 func (w *world) event(kind string) error {
+	return w.eventWith(kind, v1alpha1.ReasonConflict, "")
+}
+
+// eventWith checks for a Warning Event with reason about the Mirror of
+// kind whose note holds note.
+func (w *world) eventWith(kind, reason, note string) error {
 	evs := &eventsv1.EventList{}
 	if err := w.cl.List(context.Background(), evs, client.InNamespace(w.home)); err != nil {
 		return err
 	}
 	for _, e := range evs.Items {
-		if e.Regarding.Name == w.mirrorName(kind) && e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.ReasonConflict {
+		if e.Regarding.Name == w.mirrorName(kind) && e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Note, note) {
 			return nil
 		}
 	}
-	return fmt.Errorf("no Warning Event %s about Mirror %s", v1alpha1.ReasonConflict, w.mirrorName(kind))
+	return fmt.Errorf("no Warning Event %s about Mirror %s that says %q", reason, w.mirrorName(kind), note)
+}
+
+// failed checks that the Mirror of kind reports a failed sync whose
+// message holds what, in its Ready condition and in a Warning Event.
+func (w *world) failed(kind, what string) error {
+	m := &v1alpha1.Mirror{}
+	if err := w.cl.Get(context.Background(), client.ObjectKey{Namespace: w.home, Name: w.mirrorName(kind)}, m); err != nil {
+		return err
+	}
+	c := apimeta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonSyncFailed || !strings.Contains(c.Message, what) {
+		return fmt.Errorf("Mirror %s status %+v, want Ready=False reason %s saying %q", m.Name, m.Status, v1alpha1.ReasonSyncFailed, what)
+	}
+	return w.eventWith(kind, v1alpha1.ReasonSyncFailed, what)
 }
 
 func (w *world) deleteMirrors() error {
