@@ -121,6 +121,16 @@ func (op *operator) stop() error {
 	}
 }
 
+// running reports whether the process has not exited yet.
+func (op *operator) running() bool {
+	select {
+	case <-op.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // freeAddr returns a loopback address with a port free at the time of
 // the call. The operator does not log where it listens, so the test picks.
 func freeAddr(t testing.TB) string {
