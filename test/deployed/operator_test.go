@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,12 +22,10 @@ import (
 // operator is the sample-operator binary running as a process, with its
 // probes and secure metrics on loopback ports.
 type operator struct {
-	cmd         *exec.Cmd
-	logs        *logs
-	metricsAddr string
-	healthAddr  string
-	exited      chan struct{}
-	err         error // Wait's, once exited is closed
+	cmd    *exec.Cmd
+	logs   *logs
+	exited chan struct{}
+	err    error // Wait's, once exited is closed
 }
 
 // opConfig says how to run the operator.
@@ -51,8 +48,9 @@ type opConfig struct {
 // does (leader election, secure metrics), until the test ends.
 func startOperator(t testing.TB, c opConfig) *operator {
 	t.Helper()
-	op := &operator{logs: &logs{}, metricsAddr: freeAddr(t), healthAddr: freeAddr(t), exited: make(chan struct{})}
-	argv := []string{operatorBin, "--metrics-bind-address", op.metricsAddr, "--metrics-secure", "--health-probe-bind-address", op.healthAddr}
+	op := &operator{logs: &logs{}, exited: make(chan struct{})}
+	// Port 0: the operator picks free ports and logs them ("Serving").
+	argv := []string{operatorBin, "--metrics-bind-address", "127.0.0.1:0", "--metrics-secure", "--health-probe-bind-address", "127.0.0.1:0"}
 	if !c.noLeaderElection {
 		argv = append(argv, "--leader-elect", "--leader-election-id", c.lease)
 	}
@@ -131,21 +129,27 @@ func (op *operator) running() bool {
 	}
 }
 
-// freeAddr returns a loopback address with a port free at the time of
-// the call. The operator does not log where it listens, so the test picks.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// addr returns where the operator serves server ("metrics", "health
+// probes"), from its "Serving" log line, or an error until it has logged it.
+func (op *operator) addr(server string) (string, error) {
+	op.logs.mu.Lock()
+	defer op.logs.mu.Unlock()
+	for _, line := range op.logs.raw {
+		var l struct{ Msg, Server, Address string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "Serving" && l.Server == server {
+			return l.Address, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return "", fmt.Errorf("the operator has not logged where it serves %s yet", server)
 }
 
 // ready reports the answer of /readyz?verbose.
 func (op *operator) ready() (int, string, error) {
-	resp, err := http.Get("http://" + op.healthAddr + "/readyz?verbose")
+	addr, err := op.addr("health probes")
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.Get("http://" + addr + "/readyz?verbose")
 	if err != nil {
 		return 0, "", err
 	}
@@ -156,7 +160,11 @@ func (op *operator) ready() (int, string, error) {
 
 // scrape reads the operator's secure /metrics with token.
 func (op *operator) scrape(token string) (string, error) {
-	req, err := http.NewRequest(http.MethodGet, "https://"+op.metricsAddr+"/metrics", nil)
+	addr, err := op.addr("metrics")
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}

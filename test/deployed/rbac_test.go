@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -61,10 +60,11 @@ func render(t testing.TB) *deployment {
 }
 
 func renderDefault() (*deployment, error) {
-	kubectl := filepath.Join(root, "bin", "k8s", testenv.DefaultVersion, "kubectl")
-	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
-		kubectl = filepath.Join(assets, "kubectl")
+	dir, err := testenv.BinaryDir(testenv.DefaultVersion)
+	if err != nil {
+		return nil, err
 	}
+	kubectl := filepath.Join(dir, "kubectl")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(kubectl, "kustomize", filepath.Join(root, "config", "default"))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
