@@ -141,13 +141,16 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 # an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,
 # for docker load, kind load image-archive or ctr import. IMAGE_PUSH=
 # registry/repository:tag pushes it too, with docker login's credentials.
+# IMAGE_TAG names it in the tarball and the layout (default: IMAGE_PUSH, else
+# ghcr.io/opkit-dev/sample-operator:latest, config/manager's image).
 # SOURCE_DATE_EPOCH sets its timestamps (default: the epoch), so the same
 # commit gives the same digest.
 IMAGE_PUSH ?=
+IMAGE_TAG  ?=
 
 .PHONY: image
 image: ## Build the sample operator's container image into bin/image/ without Docker; IMAGE_PUSH=registry/repo:tag pushes it.
-	IMAGE_PUSH=$(IMAGE_PUSH) $(GO) run ./hack/image -out $(BIN)/image
+	IMAGE_PUSH=$(IMAGE_PUSH) $(GO) run ./hack/image -out $(BIN)/image -tag "$(IMAGE_TAG)"
 
 ##@ Build dependencies
 

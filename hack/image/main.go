@@ -3,7 +3,7 @@
 // and a docker-compatible tarball under bin/image/, prints the image's
 // digest, size and layers, and pushes it when given a reference.
 //
-//	go run ./hack/image [-out bin/image] [-tag name:tag] [-push registry/repo:tag]
+//	go run ./hack/image [-out bin/image] [-tag name:tag] [-arch amd64] [-push registry/repo:tag]
 //
 // -push defaults to IMAGE_PUSH; the tarball is tagged with -tag, or with
 // the -push reference when only that is given.
@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 
 	"github.com/opkit-dev/opkit/hack/image/ociimage"
 )
@@ -33,6 +34,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	out := fs.String("out", "bin/image", "directory to write the image layout and tarball into")
 	tag := fs.String("tag", "", "the tarball's and layout's image name; defaults to -push, else "+ociimage.DefaultTag)
+	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the image: amd64, arm64, ...")
 	push := fs.String("push", os.Getenv("IMAGE_PUSH"), "registry/repository:tag to push to (IMAGE_PUSH); empty: no push")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -46,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			*tag = *push
 		}
 	}
-	img, err := ociimage.Build(ctx, ociimage.Options{})
+	img, err := ociimage.Build(ctx, ociimage.Options{Arch: *arch})
 	if err != nil {
 		return err
 	}
