@@ -195,9 +195,19 @@ func checkMetrics(t *testing.T, pid int, c client.Client, d deployment, url stri
 	ns := env.Namespace(t)
 	reader := serviceAccount(t, c, ns, "scraper", d.clusterRoleNamed(t, "metrics-reader"))
 	stranger := serviceAccount(t, c, ns, "stranger", "")
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last /metrics answer to the authorized token:\n%.3000s", last)
+		}
+	})
 	waitFor(t, pid, "an authorized token reads "+url, func(ctx context.Context) (bool, error) {
 		code, body, err := get(ctx, url, reader)
-		return err == nil && code == http.StatusOK && strings.Contains(body, "# TYPE "), nil
+		if ctx.Err() == nil {
+			last = fmt.Sprint(code, " ", err, "\n", body)
+		}
+		// docs/deploy.md greps for controller_runtime_reconcile_total.
+		return err == nil && code == http.StatusOK && strings.Contains(body, "\ncontroller_runtime_reconcile_total{"), nil
 	})
 	for _, tc := range []struct {
 		who, token string
