@@ -118,6 +118,12 @@ func checkSecurityContext(t *testing.T, pid int, mgr corev1.Container) {
 			t.Errorf("/proc/%d/status %s: %q, want %q", pid, field, st[field], want)
 		}
 	}
+	if limit := mgr.Resources.Limits.Memory(); !limit.IsZero() {
+		got, file, err := cgroupValue(pid, "memory.limit_in_bytes", "memory.max")
+		if err != nil || got != limit.Value() {
+			t.Errorf("the container's memory limit (%s) is %d (%v), want the Deployment's %s", file, got, err, limit)
+		}
+	}
 	mountinfo, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
 	if err != nil {
 		t.Fatal(err)

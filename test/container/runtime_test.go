@@ -242,6 +242,12 @@ func procStatus(t *testing.T, pid int) map[string]string {
 // (memory.peak in cgroup v2, memory.max_usage_in_bytes in v1: the
 // processes' memory and the page cache they caused), and the file read.
 func cgroupPeak(pid int) (int64, string, error) {
+	return cgroupValue(pid, "memory.max_usage_in_bytes", "memory.peak")
+}
+
+// cgroupValue reads the number in the memory controller's file v1name (in
+// cgroup v1) or v2name (in cgroup v2) of pid's cgroup, and names the file.
+func cgroupValue(pid int, v1name, v2name string) (int64, string, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return 0, "", err
@@ -252,9 +258,9 @@ func cgroupPeak(pid int) (int64, string, error) {
 		switch {
 		case len(parts) != 3:
 		case parts[1] == "memory":
-			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.max_usage_in_bytes")
+			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], v1name)
 		case parts[0] == "0" && parts[1] == "" && file == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], "memory.peak")
+			file = filepath.Join("/sys/fs/cgroup", parts[2], v2name)
 		}
 	}
 	if file == "" {
