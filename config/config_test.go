@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,13 +41,9 @@ type rendered []*unstructured.Unstructured
 // plane (testenv.BinaryDir).
 func kubectl(t *testing.T) string {
 	t.Helper()
-	dir, err := testenv.BinaryDir(testenv.DefaultVersion)
+	p, err := testenv.Kubectl()
 	if err != nil {
 		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "kubectl")
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-		t.Fatalf("no kubectl executable at %s; run 'make envtest' to build it", p)
 	}
 	return p
 }

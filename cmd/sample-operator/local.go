@@ -49,8 +49,8 @@ func startLocal(ctx context.Context, dir string, out io.Writer) (controlPlane, s
 		return nil, "", errors.Join(err, env.Stop())
 	}
 	kubectl := "kubectl"
-	if dir, err := testenv.BinaryDir(testenv.DefaultVersion); err == nil && fileExists(filepath.Join(dir, "kubectl")) {
-		kubectl = filepath.Join(dir, "kubectl")
+	if p, err := testenv.Kubectl(); err == nil {
+		kubectl = p
 	}
 	fmt.Fprintf(out, `
 The Mirror operator runs against a local control plane at %s.
@@ -104,9 +104,4 @@ func seed(ctx context.Context, env *testenv.Environment) error {
 		}
 	}
 	return nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

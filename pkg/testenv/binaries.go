@@ -130,3 +130,19 @@ func ModuleRoot(dir string) (string, error) {
 		}
 	}
 }
+
+// Kubectl returns the kubectl that "opkit envtest" builds beside the
+// control plane of DefaultVersion (in BinaryDir's directory), for tests
+// that drive the control plane as a user would. The error says how to
+// build it.
+func Kubectl() (string, error) {
+	dir, err := BinaryDir(DefaultVersion)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubectl")
+	if err := checkExecutable(p); err != nil {
+		return "", fmt.Errorf("%w: %v; run 'make envtest' (%s) to build it beside kube-apiserver", ErrBinariesMissing, err, EnvtestCommand)
+	}
+	return p, nil
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,11 +40,9 @@ func render(t *testing.T) deployment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubectl := filepath.Join(root, "bin", "k8s", testenv.DefaultVersion, "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		if kubectl, err = exec.LookPath("kubectl"); err != nil {
-			t.Fatalf("no kubectl in bin/k8s/%s/ (make envtest builds it) nor in PATH", testenv.DefaultVersion)
-		}
+	kubectl, err := testenv.Kubectl()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(kubectl, "kustomize", filepath.Join(root, "config", "default"))

@@ -60,11 +60,10 @@ func render(t testing.TB) *deployment {
 }
 
 func renderDefault() (*deployment, error) {
-	dir, err := testenv.BinaryDir(testenv.DefaultVersion)
+	kubectl, err := testenv.Kubectl()
 	if err != nil {
 		return nil, err
 	}
-	kubectl := filepath.Join(dir, "kubectl")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(kubectl, "kustomize", filepath.Join(root, "config", "default"))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,7 +1,6 @@
 package mirror_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -13,13 +12,9 @@ import (
 // plane, and a kubeconfig for the test control plane.
 func kubectl(t *testing.T) (bin, kubeconfig string) {
 	t.Helper()
-	dir, err := testenv.BinaryDir(testenv.DefaultVersion)
+	bin, err := testenv.Kubectl()
 	if err != nil {
 		t.Fatal(err)
-	}
-	bin = filepath.Join(dir, "kubectl")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no kubectl at %s: run 'make envtest', which builds it beside kube-apiserver", bin)
 	}
 	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
