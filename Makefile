@@ -141,8 +141,13 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 ##@ Build dependencies
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver, etcd and kubectl into bin/k8s/<version>/ (once; about fifteen minutes cold).
-	@hack/setup-envtest.sh >/dev/null
+envtest: ## Build kube-apiserver, etcd and kubectl into the directory every project shares (once per machine; about fifteen minutes cold).
+	@$(GO) run ./cmd/opkit envtest >/dev/null
+
+.PHONY: envtest-pins
+envtest-pins: ## Copy the control plane's pins (hack/tools/envtest) into the opkit binary's embedded copy.
+	cp hack/tools/envtest/go.mod internal/envtest/pins/go.mod.txt
+	cp hack/tools/envtest/go.sum internal/envtest/pins/go.sum.txt
 
 .PHONY: tools
 tools: $(STATICCHECK) $(CONTROLLER_GEN) ## Build the pinned developer tools into bin/.

@@ -1,5 +1,5 @@
 // Package config_test renders the kustomizations in config/ with the kubectl
-// that hack/setup-envtest.sh builds, and checks what a cluster would get:
+// that make envtest builds, and checks what a cluster would get:
 // every object the operator needs, least-privilege RBAC, a locked-down
 // Deployment with its probes wired, and samples that exercise a Mirror.
 package config_test
@@ -39,27 +39,19 @@ const (
 // rendered is the output of one kubectl kustomize run.
 type rendered []*unstructured.Unstructured
 
-// kubectl returns the kubectl that make envtest builds: in
-// KUBEBUILDER_ASSETS when it holds one, else in bin/k8s/<version>/ under the
-// module root.
+// kubectl returns the kubectl that make envtest builds beside the control
+// plane (testenv.BinaryDir).
 func kubectl(t *testing.T) string {
 	t.Helper()
-	var tried []string
-	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
-		tried = append(tried, filepath.Join(assets, "kubectl"))
-	}
-	root, err := filepath.Abs("..") // this package is config/, one below the root
+	dir, err := testenv.BinaryDir(testenv.DefaultVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tried = append(tried, filepath.Join(root, "bin", "k8s", testenv.DefaultVersion, "kubectl"))
-	for _, p := range tried {
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
-			return p
-		}
+	p := filepath.Join(dir, "kubectl")
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("no kubectl executable at %s; run 'make envtest' to build it", p)
 	}
-	t.Fatalf("no kubectl executable at %s; run 'make envtest' to build it", strings.Join(tried, " or "))
-	return ""
+	return p
 }
 
 // render runs kubectl kustomize on dir and decodes every object it prints.

@@ -49,8 +49,8 @@ func startLocal(ctx context.Context, dir string, out io.Writer) (controlPlane, s
 		return nil, "", errors.Join(err, env.Stop())
 	}
 	kubectl := "kubectl"
-	if p := filepath.Join(root, "bin", "k8s", testenv.DefaultVersion, "kubectl"); fileExists(p) {
-		kubectl = p
+	if dir, err := testenv.BinaryDir(testenv.DefaultVersion); err == nil && fileExists(filepath.Join(dir, "kubectl")) {
+		kubectl = filepath.Join(dir, "kubectl")
 	}
 	fmt.Fprintf(out, `
 The Mirror operator runs against a local control plane at %s.

@@ -14,7 +14,8 @@ import (
 
 // checkInvariants verifies the queue's structure: every key in items is in
 // exactly one of the ready set, the waiting heap and the processing slice,
-// once; the counts agree; the rings keep their invariants.
+// once; the counts agree; the rings keep their invariants; the heap is in
+// order.
 func (q *Queue[K]) checkInvariants() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -100,6 +101,9 @@ func (q *Queue[K]) checkInvariants() error {
 	for i, n := range q.waiting {
 		if int(n.index) != i || n.state != stateWaiting {
 			return fmt.Errorf("waiting key %v at %d has index %d, state %d", n.key, i, n.index, n.state)
+		}
+		if i > 0 && q.waiting.less(i, (i-1)/2) {
+			return fmt.Errorf("waiting key %v at %d comes before its parent", n.key, i)
 		}
 		if err := place(n.key, "waiting"); err != nil {
 			return err

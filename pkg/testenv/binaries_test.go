@@ -11,6 +11,8 @@ import (
 
 func TestFindBinaries(t *testing.T) {
 	root := t.TempDir()
+	cacheHome := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cacheHome)
 	write := func(t *testing.T, path string, mode os.FileMode) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -27,6 +29,8 @@ func TestFindBinaries(t *testing.T) {
 	}
 	write(t, filepath.Join(root, "noexec", "kube-apiserver"), 0o644)
 	write(t, filepath.Join(root, "noexec", "etcd"), 0o755)
+	write(t, filepath.Join(cacheHome, "opkit/k8s/1.36.0/kube-apiserver"), 0o755)
+	write(t, filepath.Join(cacheHome, "opkit/k8s/1.36.0/etcd"), 0o755)
 	workDir := filepath.Join(root, "pkg", "deep")
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -40,8 +44,9 @@ func TestFindBinaries(t *testing.T) {
 		{name: "module root", workDir: workDir, version: "1.37.1", wantDir: "bin/k8s/1.37.1"},
 		{name: "assets win over module root", assets: filepath.Join(root, "assets"), workDir: workDir, version: "1.37.1", wantDir: "assets"},
 		{name: "explicit wins over assets", dir: filepath.Join(root, "explicit"), assets: filepath.Join(root, "assets"), workDir: workDir, version: "1.37.1", wantDir: "explicit"},
+		{name: "shared directory when the module root has none", workDir: workDir, version: "1.36.0", wantDir: "shared:1.36.0"},
 		{name: "version not built", workDir: workDir, version: "1.36.3",
-			wantErr: []string{"bin/k8s/1.36.3/kube-apiserver", "make envtest", "hack/setup-envtest.sh", "the module root"}},
+			wantErr: []string{"opkit/k8s/1.36.3/kube-apiserver", "nor in " + filepath.Join(root, "bin/k8s/1.36.3"), "make envtest", "go run github.com/opkit-dev/opkit/cmd/opkit envtest", "the shared directory"}},
 		{name: "assets empty", assets: filepath.Join(root, "nothing"), workDir: workDir, version: "1.37.1",
 			wantErr: []string{"nothing/kube-apiserver", "KUBEBUILDER_ASSETS", "make envtest"}},
 		{name: "not executable", dir: filepath.Join(root, "noexec"), workDir: workDir, version: "1.37.1",
@@ -64,10 +69,11 @@ func TestFindBinaries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := binaries{
-				apiServer: filepath.Join(root, tt.wantDir, "kube-apiserver"),
-				etcd:      filepath.Join(root, tt.wantDir, "etcd"),
+			dir := filepath.Join(root, tt.wantDir)
+			if v, ok := strings.CutPrefix(tt.wantDir, "shared:"); ok {
+				dir = filepath.Join(cacheHome, "opkit", "k8s", v)
 			}
+			want := binaries{dir: dir, apiServer: filepath.Join(dir, "kube-apiserver"), etcd: filepath.Join(dir, "etcd")}
 			if got != want {
 				t.Errorf("findBinaries = %+v, want %+v", got, want)
 			}
@@ -76,6 +82,7 @@ func TestFindBinaries(t *testing.T) {
 }
 
 func TestFindBinariesNoModule(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	_, err := findBinaries("", "", "/", "1.37.1")
 	if err == nil || !strings.Contains(err.Error(), "KUBEBUILDER_ASSETS") {
 		t.Fatalf("err = %v, want an error that suggests KUBEBUILDER_ASSETS", err)

@@ -9,8 +9,11 @@
 //
 //   - Binaries come from Options.BinaryDir, else KUBEBUILDER_ASSETS, else
 //     bin/k8s/<Options.Version>/ under the nearest directory above the working
-//     directory that holds a go.mod. hack/setup-envtest.sh (make envtest)
-//     builds them there. Nothing is downloaded at run time.
+//     directory that holds a go.mod, if it holds them, else the per-user
+//     directory SharedBinaryDir ($XDG_CACHE_HOME/opkit/k8s/<version>),
+//     which "opkit envtest" (make envtest, in opkit and in the projects it
+//     scaffolds) builds them into from the Go module proxy, once for every
+//     project on the machine. Nothing is downloaded at run time.
 //   - When a binary is missing, Start returns an error that wraps
 //     ErrBinariesMissing and names the command that builds it.
 //   - CRDs in Options.CRDDirs are installed and served (discovery lists

@@ -15,12 +15,12 @@ import (
 	"github.com/opkit-dev/opkit/pkg/testenv/internal/plane"
 )
 
-// DefaultVersion is the Kubernetes version whose binaries hack/setup-envtest.sh
-// builds and Start looks for under bin/k8s/.
+// DefaultVersion is the Kubernetes version whose binaries "opkit envtest"
+// (make envtest) builds and Start looks for.
 const DefaultVersion = "1.37.1"
 
-// Options configure Start. The zero value starts a control plane from the
-// binaries in bin/k8s/DefaultVersion/ with no CRDs.
+// Options configure Start. The zero value starts a control plane of
+// DefaultVersion, from the binaries BinaryDir finds, with no CRDs.
 type Options struct {
 	// CRDDirs are directories (or files) of CustomResourceDefinition
 	// manifests to install; Start returns once every CRD is established.
@@ -28,12 +28,16 @@ type Options struct {
 	CRDDirs []string
 
 	// BinaryDir is the directory holding kube-apiserver and etcd. Defaults to
-	// KUBEBUILDER_ASSETS when set, else bin/k8s/<Version>/ under the nearest
-	// directory above the working directory that holds a go.mod.
+	// what the function BinaryDir finds: KUBEBUILDER_ASSETS when set, else
+	// bin/k8s/<Version>/ under the nearest directory above the working
+	// directory that holds a go.mod, if it holds them, else the shared
+	// per-user directory that "opkit envtest" builds into
+	// (SharedBinaryDir).
 	BinaryDir string
 
-	// Version selects bin/k8s/<Version>/ when BinaryDir and
-	// KUBEBUILDER_ASSETS are unset. Defaults to DefaultVersion.
+	// Version selects the binaries of that Kubernetes version when
+	// BinaryDir and KUBEBUILDER_ASSETS are unset. Defaults to
+	// DefaultVersion.
 	Version string
 
 	// StartTimeout bounds the start of etcd and of kube-apiserver, each,

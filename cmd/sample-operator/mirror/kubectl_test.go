@@ -13,14 +13,9 @@ import (
 // plane, and a kubeconfig for the test control plane.
 func kubectl(t *testing.T) (bin, kubeconfig string) {
 	t.Helper()
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		wd, _ := os.Getwd()
-		root, err := testenv.ModuleRoot(wd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "bin", "k8s", testenv.DefaultVersion)
+	dir, err := testenv.BinaryDir(testenv.DefaultVersion)
+	if err != nil {
+		t.Fatal(err)
 	}
 	bin = filepath.Join(dir, "kubectl")
 	if _, err := os.Stat(bin); err != nil {

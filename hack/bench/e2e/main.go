@@ -129,6 +129,11 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Without this, the first round's first Mirror create took 2s more
+	// whenever the warm-up was off (see crdCreateHold).
+	if err := waitCRDsSettled(ctx, dyn); err != nil {
+		return err
+	}
 	cfg.ContentType = "application/vnd.kubernetes.protobuf" // the driver's polling lists cost the API server less
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
