@@ -48,9 +48,11 @@ func TestCreateAPIRejects(t *testing.T) {
 			is: ErrAPIExists, want: []string{"ship/v1 Frigate"},
 		},
 		{
-			name:    "types file there already",
-			prepare: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "api", "v1", "frigate_types.go"), "package v1\n") },
-			is:      ErrAPIExists, want: []string{"api/v1/frigate_types.go"},
+			name: "types file there already",
+			prepare: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "api", "v1", "frigate_types.go"), "package v1\n")
+			},
+			is: ErrAPIExists, want: []string{"api/v1/frigate_types.go"},
 		},
 		{
 			name: "second group in a version",
@@ -63,9 +65,11 @@ func TestCreateAPIRejects(t *testing.T) {
 			input: "--group", want: []string{"api/v1 holds group fleet"},
 		},
 		{
-			name:    "marker gone from main.go",
-			prepare: func(t *testing.T, dir string) { replaceIn(t, filepath.Join(dir, "cmd", "main.go"), markerControllers, "") },
-			want:    []string{"cmd/main.go", markerControllers},
+			name: "marker gone from main.go",
+			prepare: func(t *testing.T, dir string) {
+				replaceIn(t, filepath.Join(dir, "cmd", "main.go"), markerControllers, "")
+			},
+			want: []string{"cmd/main.go", markerControllers},
 		},
 	}
 	for _, tt := range tests {
