@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/mod/module"
 )
 
 // DevelVersion is the version a build of opkit from a checkout reports:
@@ -30,7 +32,8 @@ type InitOptions struct {
 	// Defaults to the last element of Module.
 	Name string
 	// OpkitVersion is the opkit version the project requires: the running
-	// opkit's. DevelVersion requires OpkitReplace.
+	// opkit's. One that a go.mod cannot require (DevelVersion, or a
+	// checkout's "+dirty" version) requires OpkitReplace.
 	OpkitVersion string
 	// OpkitReplace is a local opkit checkout that go.mod's replace
 	// directive points at. Defaults to none: the module proxy serves opkit.
@@ -69,8 +72,8 @@ func (o *InitOptions) validate(dir string) error {
 	if err := validateName(o.Name); err != nil {
 		return err
 	}
-	if o.OpkitVersion == DevelVersion && o.OpkitReplace == "" {
-		return errors.New("init: this opkit was built from a checkout (version (devel)), which no go.mod can require: pass --opkit-replace <path to an opkit checkout>, or install a released opkit (go install github.com/opkit-dev/opkit/cmd/opkit@latest)")
+	if o.OpkitReplace == "" && (module.Check(opkitModule, o.OpkitVersion) != nil || strings.Contains(o.OpkitVersion, "+")) {
+		return fmt.Errorf("init: this opkit was built from a checkout (version %s), which no go.mod can require: pass --opkit-replace <path to an opkit checkout>, or install a released opkit (go install github.com/opkit-dev/opkit/cmd/opkit@latest)", o.OpkitVersion)
 	}
 	if o.OpkitReplace != "" {
 		if err := checkOpkitCheckout(o.OpkitReplace); err != nil {

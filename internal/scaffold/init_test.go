@@ -26,6 +26,7 @@ func TestInitRejects(t *testing.T) {
 		{name: "name not a label", change: func(o *InitOptions) { o.Name = "acme.operator" }, input: "--name", want: []string{`"acme.operator"`, "DNS label"}},
 		{name: "name from a module that is not a label", change: func(o *InitOptions) { o.Module = "example.com/Acme" }, input: "--name", want: []string{`"Acme"`}},
 		{name: "devel build without a replace", change: func(o *InitOptions) { o.OpkitVersion = DevelVersion }, want: []string{"--opkit-replace <path to an opkit checkout>", "released opkit"}},
+		{name: "dirty checkout build without a replace", change: func(o *InitOptions) { o.OpkitVersion = "v0.1.1-0.20261123081200-827057e1a2b3+dirty" }, want: []string{"--opkit-replace", "+dirty"}},
 		{name: "replace that is no opkit checkout", change: func(o *InitOptions) { o.OpkitReplace = os.TempDir() }, input: "--opkit-replace", want: []string{"module github.com/opkit-dev/opkit"}},
 		{
 			name:    "directory not empty",
