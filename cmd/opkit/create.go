@@ -38,6 +38,10 @@ func runCreateAPI(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := scaffold.CreateAPI(ctx, dir, opts); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Added %s/%s %s. Next: edit it, then make test.\n", opts.Group, opts.Version, opts.Kind)
+	group := opts.Group
+	if group == "" {
+		group = "core"
+	}
+	fmt.Fprintf(stdout, "Added %s/%s %s. Next: edit it, then make test.\n", group, opts.Version, opts.Kind)
 	return nil
 }

@@ -172,7 +172,7 @@ func TestCreateAPIComposes(t *testing.T) {
 		"internal/controller/deployment_controller.go": {
 			`appsv1 "k8s.io/api/apps/v1"`, "groups=apps,resources=deployments,verbs=get;list;watch",
 		},
-		"internal/controller/admiral_controller_test.go": {"Name: env.Namespace(t)"},
+		"internal/controller/admiral_controller_test.go": {`GenerateName: "test-"`},
 		"PROJECT": {"kind: Frigate", "kind: Admiral", "kind: Deployment"},
 	} {
 		got := read(path)
