@@ -135,6 +135,7 @@ func TestCreateAPIComposes(t *testing.T) {
 		{Group: "ship", Version: "v1", Kind: "Frigate", Namespaced: true, Resource: true, Controller: true},
 		{Group: "ship", Version: "v1", Kind: "Admiral", Resource: true, Controller: true},
 		{Group: "apps", Version: "v1", Kind: "Deployment", Controller: true},
+		{Group: "", Version: "v1", Kind: "Namespace", Controller: true},
 	} {
 		p, err := LoadProject(dir)
 		if err != nil {
@@ -173,7 +174,10 @@ func TestCreateAPIComposes(t *testing.T) {
 			`appsv1 "k8s.io/api/apps/v1"`, "groups=apps,resources=deployments,verbs=get;list;watch",
 		},
 		"internal/controller/admiral_controller_test.go": {`GenerateName: "test-"`},
-		"PROJECT": {"kind: Frigate", "kind: Admiral", "kind: Deployment"},
+		// A test's object of a cluster-scoped built-in kind must not take
+		// the name of the test's namespace: for a Namespace, it is taken.
+		"internal/controller/namespace_controller_test.go": {`GenerateName: "test-"`},
+		"PROJECT": {"kind: Frigate", "kind: Admiral", "kind: Deployment", "kind: Namespace"},
 	} {
 		got := read(path)
 		for _, l := range lines {
