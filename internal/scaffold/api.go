@@ -14,7 +14,8 @@ import (
 // APIOptions are what opkit create api is given.
 type APIOptions struct {
 	// Group is the API group: its first part for a new resource (the
-	// project's domain follows), or a built-in group with Resource false.
+	// project's domain follows), or a built-in group with Resource false
+	// ("" and "core" both name the core group; PROJECT records "core").
 	Group   string
 	Version string
 	Kind    string
@@ -102,6 +103,9 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 	}
 	if !o.Resource && !o.Controller {
 		return apiData{}, errors.New("create api: --resource=false and --controller=false leave nothing to scaffold: keep at least one")
+	}
+	if !o.Resource && o.Group == "" {
+		o.Group = "core" // one name for the core group, so that PROJECT finds it
 	}
 	if _, ok := p.find(o.Group, o.Version, o.Kind); ok {
 		return apiData{}, fmt.Errorf("create api: %w: the project has %s/%s %s already (see PROJECT)", ErrAPIExists, o.Group, o.Version, o.Kind)

@@ -48,6 +48,17 @@ func TestCreateAPIRejects(t *testing.T) {
 			is: ErrAPIExists, want: []string{"ship/v1 Frigate"},
 		},
 		{
+			name:   "core API in PROJECT already, named by the empty group",
+			change: func(o *APIOptions) { o.Group, o.Kind, o.Resource = "", "ConfigMap", false },
+			prepare: func(t *testing.T, dir string) {
+				p, _ := LoadProject(dir)
+				p.APIs = append(p.APIs, API{Group: "core", Version: "v1", Kind: "ConfigMap", Controller: true})
+				b, _ := p.marshal()
+				write(t, filepath.Join(dir, ProjectFile), string(b))
+			},
+			is: ErrAPIExists, want: []string{"core/v1 ConfigMap"},
+		},
+		{
 			name: "types file there already",
 			prepare: func(t *testing.T, dir string) {
 				write(t, filepath.Join(dir, "api", "v1", "frigate_types.go"), "package v1\n")
