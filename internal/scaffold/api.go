@@ -20,7 +20,9 @@ type APIOptions struct {
 	Version string
 	Kind    string
 	// Namespaced scopes the new resource to namespaces; false makes it
-	// cluster-scoped.
+	// cluster-scoped. For a built-in type, the cluster-scoped kinds opkit
+	// knows (Namespace, Node, ClusterRole...) are cluster-scoped whatever it
+	// says.
 	Namespaced bool
 	// Resource scaffolds the type and its CRD; false scaffolds a controller
 	// for a built-in type.
@@ -154,7 +156,7 @@ func (o *APIOptions) resolveBuiltin(d *apiData) error {
 	d.GroupVersion = strings.TrimPrefix(d.FullGroup+"/"+o.Version, "/")
 	d.Alias = pkg + o.Version
 	d.ImportPath = "k8s.io/api/" + pkg + "/" + o.Version
-	d.Namespaced = !slices.Contains(clusterScoped, o.Kind)
+	d.Namespaced = o.Namespaced && !slices.Contains(clusterScoped, o.Kind)
 	fx := builtinFixture(pkg, o.Version, o.Kind)
 	if fx.fields != "" {
 		d.Fixture = "\n" + fx.fields
