@@ -60,9 +60,10 @@ const (
 )
 
 // CreateAPI adds an API, its controller or both to the project in dir,
-// then runs make manifests there. Every input is checked before anything
-// is written; if a write or make manifests fails, the files it created are
-// removed and those it changed restored (bin/ excepted).
+// then runs go mod tidy and make manifests there. Every input is checked
+// before anything is written; if a write or either command fails, the
+// files it created are removed and those it changed restored (bin/
+// excepted).
 func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
