@@ -138,6 +138,21 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
 	  for t in queue cache source e2e; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
+# make image builds the operator's OCI image without Docker (hack/image):
+# an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,
+# for docker load, kind load image-archive or ctr import. IMAGE_PUSH=
+# registry/repository:tag pushes it too, with docker login's credentials.
+# IMAGE_TAG names it in the tarball and the layout (default: IMAGE_PUSH, else
+# ghcr.io/opkit-dev/sample-operator:latest, config/manager's image).
+# SOURCE_DATE_EPOCH sets its timestamps (default: the epoch), so the same
+# commit gives the same digest.
+IMAGE_PUSH ?=
+IMAGE_TAG  ?=
+
+.PHONY: image
+image: ## Build the sample operator's container image into bin/image/ without Docker; IMAGE_PUSH=registry/repo:tag pushes it.
+	IMAGE_PUSH=$(IMAGE_PUSH) $(GO) run ./hack/image -out $(BIN)/image -tag "$(IMAGE_TAG)"
+
 ##@ Build dependencies
 
 .PHONY: envtest

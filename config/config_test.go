@@ -257,13 +257,13 @@ func TestDefaultRBACGrantsWhatTheOperatorNeeds(t *testing.T) {
 		}
 	}
 	anywhere := append(slices.Clone(cluster), local...)
-	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors"}, "get", "list", "watch", "update", "patch")
-	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors/status"}, "update", "patch")
-	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors/finalizers"}, "update")
-	need(cluster, "cluster-wide", "", []string{"configmaps", "secrets"}, "get", "list", "watch", "create", "update", "patch", "delete")
-	need(cluster, "cluster-wide", "", []string{"namespaces"}, "get", "list", "watch")
+	// test/deployed shows what each of these is for (docs/rbac.md).
+	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors"}, "list", "watch", "patch")
+	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors/status"}, "patch")
+	need(cluster, "cluster-wide", "", []string{"configmaps", "secrets"}, "list", "watch", "create", "patch", "delete")
+	need(cluster, "cluster-wide", "", []string{"namespaces"}, "list", "watch")
 	need(anywhere, "in "+namespace, "events.k8s.io", []string{"events"}, "create", "patch")
-	need(anywhere, "in "+namespace, "coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update", "patch")
+	need(anywhere, "in "+namespace, "coordination.k8s.io", []string{"leases"}, "get", "create", "update")
 	for _, r := range cluster {
 		if r.group == "coordination.k8s.io" {
 			t.Errorf("the operator may %s %s cluster-wide; leader election needs leases in %s only", r.verb, r.resource, namespace)

@@ -43,6 +43,11 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	m.setServers(servers)
+	for _, s := range servers {
+		// The bound address: with port 0 in the options, only the log
+		// says where to connect.
+		m.log.Info("Serving", "server", s.name, "address", s.Addr().String())
+	}
 	r := newRun(ctx, m)
 	for _, s := range servers {
 		go s.serve(r.fail)

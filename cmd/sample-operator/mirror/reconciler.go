@@ -31,12 +31,17 @@ type Reconciler struct {
 
 var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
 
-// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// What the Reconciler, its caches and its Events use, and no more:
+// test/deployed removes each verb in turn and shows what breaks
+// (docs/rbac.md). Reads come from caches (watch; list is the fallback of
+// the streaming list), writes are creates, patches and deletes, never
+// updates; patch on events is for client-go's Event series.
+//
+// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -1,0 +1,69 @@
+// Command image builds the sample operator's container image without
+// Docker (make image; see package ociimage): it writes an OCI image layout
+// and a docker-compatible tarball under bin/image/, prints the image's
+// digest, size and layers, and pushes it when given a reference.
+//
+//	go run ./hack/image [-out bin/image] [-tag name:tag] [-arch amd64] [-push registry/repo:tag]
+//
+// -push defaults to IMAGE_PUSH; the tarball is tagged with -tag, or with
+// the -push reference when only that is given.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+
+	"github.com/opkit-dev/opkit/hack/image/ociimage"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "image: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("image", flag.ContinueOnError)
+	out := fs.String("out", "bin/image", "directory to write the image layout and tarball into")
+	tag := fs.String("tag", "", "the tarball's and layout's image name; defaults to -push, else "+ociimage.DefaultTag)
+	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the image: amd64, arm64, ...")
+	push := fs.String("push", os.Getenv("IMAGE_PUSH"), "registry/repository:tag to push to (IMAGE_PUSH); empty: no push")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: every option is a flag (see -h)", fs.Args())
+	}
+	if *tag == "" {
+		*tag = ociimage.DefaultTag
+		if *push != "" {
+			*tag = *push
+		}
+	}
+	img, err := ociimage.Build(ctx, ociimage.Options{Arch: *arch})
+	if err != nil {
+		return err
+	}
+	if err := ociimage.Write(*out, img, *tag); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "image  %s\nlayout %s/%s\ntar    %s/%s\n", *tag, *out, ociimage.LayoutDir, *out, ociimage.TarFile)
+	if err := ociimage.Summarize(stdout, img); err != nil {
+		return err
+	}
+	if *push != "" {
+		if err := ociimage.Push(ctx, img, *push); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "pushed %s\n", *push)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package ociimage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Package is the operator's Go package, relative to the module root.
+const Package = "./cmd/sample-operator"
+
+// Entrypoint is where the image holds the operator's binary, and what it
+// runs: the path config/manager's Deployment names as its command.
+const Entrypoint = "/sample-operator"
+
+// User is the image's user and group: distroless's "nonroot", numeric so
+// that runAsNonRoot can verify it.
+const User = "65532:65532"
+
+// GoBuildFlags are the go build flags of the operator's binary, here and
+// in the Dockerfile: -tags nolocal leaves --local's test control plane out,
+// -trimpath keeps the build directory out of the binary (reproducible), and
+// -s -w drop the symbol table and DWARF, which a pod never reads.
+var GoBuildFlags = []string{"-tags", "nolocal", "-trimpath", "-ldflags=-s -w"}
+
+// Labels are the image's OCI annotations, here and in the Dockerfile.
+var Labels = map[string]string{
+	"org.opencontainers.image.title":       "sample-operator",
+	"org.opencontainers.image.description": "opkit's Mirror sample operator: copies a ConfigMap or Secret into every namespace that matches a selector",
+	"org.opencontainers.image.source":      "https://github.com/opkit-dev/opkit",
+	"org.opencontainers.image.licenses":    "Apache-2.0",
+}
+
+// Options configure Build. The zero value builds for the machine's
+// architecture from the module around the working directory, with
+// timestamps at the Unix epoch.
+type Options struct {
+	// ModuleRoot is the directory of opkit's go.mod. Defaults to the
+	// nearest directory at or above the working directory that holds one.
+	ModuleRoot string
+
+	// Arch is the GOARCH to build for. Defaults to runtime.GOARCH.
+	Arch string
+
+	// Created is every timestamp in the image. Defaults to
+	// SOURCE_DATE_EPOCH (seconds) when set, else the Unix epoch.
+	Created time.Time
+}
+
+// Build compiles the operator with GoBuildFlags and assembles its image.
+// It needs the go command and the module's dependencies, not the network
+// when they are in the module cache.
+func Build(ctx context.Context, opts Options) (v1.Image, error) {
+	opts, err := opts.defaulted()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := Compile(ctx, opts.ModuleRoot, opts.Arch)
+	if err != nil {
+		return nil, err
+	}
+	return Assemble(bin, opts.Arch, opts.Created)
+}
+
+// Compile builds the operator's static linux binary for arch with
+// GoBuildFlags and returns its contents.
+func Compile(ctx context.Context, moduleRoot, arch string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "opkit-image-")
+	if err != nil {
+		return nil, fmt.Errorf("make a build directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "sample-operator")
+	args := append(append([]string{"build"}, GoBuildFlags...), "-o", out, Package)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("compile %s for linux/%s: %w: %s", Package, arch, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return os.ReadFile(out)
+}
+
+func (o Options) defaulted() (Options, error) {
+	if o.ModuleRoot == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return o, err
+		}
+		o.ModuleRoot = root
+	}
+	if o.Arch == "" {
+		o.Arch = runtime.GOARCH
+	}
+	if o.Created.IsZero() {
+		created, err := SourceDateEpoch()
+		if err != nil {
+			return o, err
+		}
+		o.Created = created
+	}
+	return o, nil
+}
+
+// SourceDateEpoch returns the time SOURCE_DATE_EPOCH holds (the
+// reproducible-builds.org convention), or the Unix epoch when it is unset.
+func SourceDateEpoch() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse SOURCE_DATE_EPOCH %q: it must be seconds since the epoch: %w", s, err)
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the module root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find the module root: no go.mod at or above the working directory; run from opkit's module or set Options.ModuleRoot")
+		}
+		dir = parent
+	}
+}
