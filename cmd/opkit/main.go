@@ -32,6 +32,8 @@ type command struct {
 
 // commands are opkit's subcommands, in the order help lists them.
 var commands = []command{
+	{name: "init", summary: "make a new operator project in the current directory", run: runInit},
+	{name: "create api", summary: "add an API type and its controller to the project", run: runCreateAPI},
 	{name: "envtest", summary: "build the local control plane (kube-apiserver, etcd, kubectl) into a directory every project shares", run: runEnvtest},
 	{name: "version", summary: "print the opkit version of this binary", run: runVersion},
 }

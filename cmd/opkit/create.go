@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/opkit-dev/opkit/internal/scaffold"
+)
+
+func runCreateAPI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("opkit create api", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: opkit create api --group G --version V --kind K [flags]\n\nAdds an API type, its controller or both to the project in the current\ndirectory (one opkit init made), then runs make manifests there.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	var opts scaffold.APIOptions
+	fs.StringVar(&opts.Group, "group", "", "the API group: ship makes ship.<domain>; with --resource=false a built-in group such as apps, or core")
+	fs.StringVar(&opts.Version, "version", "", "the API version, such as v1, v1alpha1, v2beta3")
+	fs.StringVar(&opts.Kind, "kind", "", "the kind, UpperCamelCase, such as Frigate")
+	fs.BoolVar(&opts.Namespaced, "namespaced", true, "the kind lives in namespaces; false: cluster-scoped")
+	fs.BoolVar(&opts.Resource, "resource", true, "scaffold the type and its CRD; false: a controller for a built-in type")
+	fs.BoolVar(&opts.Controller, "controller", true, "scaffold a controller and its test")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("create api: unexpected arguments %q: every option is a flag (see -h)", fs.Args())
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("create api: %w", err)
+	}
+	opts.Progress = stderr
+	if err := scaffold.CreateAPI(ctx, dir, opts); err != nil {
+		return err
+	}
+	group := opts.Group
+	if group == "" {
+		group = "core"
+	}
+	fmt.Fprintf(stdout, "Added %s/%s %s. Next: edit it, then make test.\n", group, opts.Version, opts.Kind)
+	return nil
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/opkit-dev/opkit/internal/scaffold"
+)
+
+func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("opkit init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: opkit init --module M [flags]\n\nMakes a new operator project in the current directory, which must be empty\n(or hold only .git), then runs go mod tidy there.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	var opts scaffold.InitOptions
+	fs.StringVar(&opts.Module, "module", "", "the project's Go module path, such as example.com/acme-operator (required)")
+	fs.StringVar(&opts.Domain, "domain", "example.com", "the domain of the project's API groups: --group ship makes ship.<domain>")
+	fs.StringVar(&opts.Name, "name", "", "the operator's name (binary, namespace, Lease, RBAC roles); defaults to the last element of --module")
+	fs.StringVar(&opts.OpkitReplace, "opkit-replace", "", "a local opkit checkout for go.mod's replace directive, for an opkit that the module proxy does not serve (a build from a checkout)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("init: unexpected arguments %q: every option is a flag (see -h)", fs.Args())
+	}
+	if opts.Module == "" {
+		return fmt.Errorf("init: --module is required: the project's Go module path, such as example.com/acme-operator")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	opts.OpkitVersion = Version()
+	opts.Progress = stderr
+	if err := scaffold.Init(ctx, dir, opts); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Made the project %s in %s. Next:\n  go tool opkit create api --group <group> --version v1alpha1 --kind <Kind>\n  make run\n  make test\n", opts.Module, dir)
+	return nil
+}

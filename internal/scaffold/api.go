@@ -1,0 +1,286 @@
+package scaffold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// APIOptions are what opkit create api is given.
+type APIOptions struct {
+	// Group is the API group: its first part for a new resource (the
+	// project's domain follows), or a built-in group with Resource false
+	// ("" and "core" both name the core group; PROJECT records "core").
+	Group   string
+	Version string
+	Kind    string
+	// Namespaced scopes the new resource to namespaces; false makes it
+	// cluster-scoped. For a built-in type, the cluster-scoped kinds opkit
+	// knows (Namespace, Node, ClusterRole...) are cluster-scoped whatever it
+	// says.
+	Namespaced bool
+	// Resource scaffolds the type and its CRD; false scaffolds a controller
+	// for a built-in type.
+	Resource bool
+	// Controller scaffolds a controller and its test.
+	Controller bool
+	// Progress receives a line before each slow step. Defaults to none.
+	Progress io.Writer
+}
+
+// apiData is what the api templates see.
+type apiData struct {
+	Module, Domain              string
+	Group, FullGroup, RBACGroup string
+	Version, GroupVersion       string
+	Kind, KindPlural, Lower     string
+	Plural                      string
+	Namespaced                  bool
+	Alias, ImportPath           string
+	Fixture, FixtureImports     string
+}
+
+// Paths of the files create api changes in place.
+const (
+	mainFile          = "cmd/main.go"
+	samplesKustomize  = "config/samples/kustomization.yaml"
+	crdKustomize      = "config/crd/kustomization.yaml"
+	controllerDir     = "internal/controller"
+	markerImports     = "// +opkit:scaffold:imports"
+	markerScheme      = "// +opkit:scaffold:scheme"
+	markerControllers = "// +opkit:scaffold:controllers"
+	markerKinds       = "// +opkit:scaffold:kinds"
+	markerSamples     = "# +opkit:scaffold:samples"
+	markerCRDs        = "# +opkit:scaffold:crds"
+)
+
+// CreateAPI adds an API, its controller or both to the project in dir,
+// then runs go mod tidy and make manifests there. Every input is checked
+// before anything is written; if a write or either command fails, the
+// files it created are removed and those it changed restored (bin/
+// excepted).
+func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	p, err := LoadProject(dir)
+	if err != nil {
+		return err
+	}
+	d, err := opts.resolve(p)
+	if err != nil {
+		return err
+	}
+	fs, err := apiFiles(dir, p, opts, d)
+	if err != nil {
+		return err
+	}
+	return transact(dir, func() error {
+		if err := fs.write(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Progress, "Running go mod tidy and make manifests in %s...\n", dir)
+		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
+			return fmt.Errorf("create api: %w; the project is left as it was", err)
+		}
+		if err := runIn(ctx, dir, "make", "manifests"); err != nil {
+			return fmt.Errorf("create api: %w; the project is left as it was: fix what make manifests reports (run it yourself to see), then run create api again", err)
+		}
+		return nil
+	})
+}
+
+// resolve checks the options against the project and derives the names
+// the templates use.
+func (o *APIOptions) resolve(p *Project) (apiData, error) {
+	if err := validateKind(o.Kind); err != nil {
+		return apiData{}, err
+	}
+	if err := validateVersion(o.Version); err != nil {
+		return apiData{}, err
+	}
+	if !o.Resource && !o.Controller {
+		return apiData{}, errors.New("create api: --resource=false and --controller=false leave nothing to scaffold: keep at least one")
+	}
+	if !o.Resource && o.Group == "" {
+		o.Group = "core" // one name for the core group, so that PROJECT finds it
+	}
+	if _, ok := p.find(o.Group, o.Version, o.Kind); ok {
+		return apiData{}, fmt.Errorf("create api: %w: the project has %s/%s %s already (see PROJECT)", ErrAPIExists, o.Group, o.Version, o.Kind)
+	}
+	plural := pluralize(o.Kind)
+	d := apiData{
+		Module: p.Module, Domain: p.Domain, Group: o.Group, Version: o.Version,
+		Kind: o.Kind, KindPlural: plural, Lower: strings.ToLower(o.Kind), Plural: strings.ToLower(plural),
+		Namespaced: o.Namespaced,
+	}
+	if !o.Resource {
+		return d, o.resolveBuiltin(&d)
+	}
+	if err := validateSubdomain("--group", o.Group, "webapp"); err != nil {
+		return apiData{}, err
+	}
+	for _, a := range p.APIs {
+		if a.Resource && a.Version == o.Version && a.Group != o.Group {
+			return apiData{}, &InputError{Input: "--group", Value: o.Group, Allowed: fmt.Sprintf("api/%s holds group %s already, and a project has one group per version: use --group %s, or another version", o.Version, a.Group, a.Group)}
+		}
+	}
+	d.FullGroup = o.Group + "." + p.Domain
+	if err := validateSubdomain("--group", d.FullGroup, "webapp"); err != nil {
+		return apiData{}, err
+	}
+	d.RBACGroup = d.FullGroup
+	d.GroupVersion = d.FullGroup + "/" + o.Version
+	d.Alias = strings.ReplaceAll(strings.Split(o.Group, ".")[0], "-", "") + o.Version
+	d.ImportPath = p.Module + "/api/" + o.Version
+	return d, nil
+}
+
+func (o *APIOptions) resolveBuiltin(d *apiData) error {
+	pkg, ok := builtinGroups[o.Group]
+	if !ok {
+		return &InputError{Input: "--group", Value: o.Group, Allowed: "with --resource=false the group must be a built-in one (core, or " + builtinGroupList() + "); for a type of your own, leave --resource on"}
+	}
+	d.FullGroup = o.Group
+	if pkg == "core" {
+		d.FullGroup = ""
+	}
+	d.RBACGroup = d.FullGroup
+	if d.RBACGroup == "" {
+		d.RBACGroup = `""`
+	}
+	d.GroupVersion = strings.TrimPrefix(d.FullGroup+"/"+o.Version, "/")
+	d.Alias = pkg + o.Version
+	d.ImportPath = "k8s.io/api/" + pkg + "/" + o.Version
+	d.Namespaced = o.Namespaced && !slices.Contains(clusterScoped, o.Kind)
+	fx := builtinFixture(pkg, o.Version, o.Kind)
+	if fx.fields != "" {
+		d.Fixture = "\n" + fx.fields
+	}
+	for _, imp := range fx.imports {
+		d.FixtureImports += "\n\t" + imp
+	}
+	return nil
+}
+
+// pluralize is the resource name of a kind, the way kubectl users expect
+// it: Frigate frigates, Policy policies, Ingress ingresses.
+func pluralize(kind string) string {
+	lower := strings.ToLower(kind)
+	switch {
+	case strings.HasSuffix(lower, "s"), strings.HasSuffix(lower, "x"), strings.HasSuffix(lower, "z"),
+		strings.HasSuffix(lower, "ch"), strings.HasSuffix(lower, "sh"):
+		return kind + "es"
+	case strings.HasSuffix(lower, "y") && len(lower) > 1 && !strings.ContainsRune("aeiou", rune(lower[len(lower)-2])):
+		return kind[:len(kind)-1] + "ies"
+	}
+	return kind + "s"
+}
+
+// apiFiles renders every file create api writes, new or changed, in
+// memory; a file it would create that exists is an error.
+func apiFiles(dir string, p *Project, o APIOptions, d apiData) (files, error) {
+	c := &changes{dir: dir, out: files{}}
+	if o.Resource {
+		c.resource(d)
+	}
+	if o.Controller {
+		c.controller(o, d)
+	}
+	p.APIs = append(p.APIs, API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced, Resource: o.Resource, Controller: o.Controller})
+	b, err := p.marshal()
+	c.fail(err)
+	c.out[ProjectFile] = b
+	return c.out, c.err
+}
+
+// changes collects the files of a create api and the first error.
+type changes struct {
+	dir string
+	out files
+	err error
+}
+
+func (c *changes) fail(err error) {
+	if c.err == nil && err != nil {
+		c.err = err
+	}
+}
+
+// create renders a new file from a template; it must not exist.
+func (c *changes) create(path, tmpl string, d apiData) {
+	if c.err != nil {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, path)); err == nil {
+		c.fail(fmt.Errorf("create api: %w: %s exists already; remove it to scaffold it again", ErrAPIExists, path))
+		return
+	}
+	b, err := render("api/"+tmpl, d)
+	c.fail(err)
+	c.out[path] = b
+}
+
+// current is a file as this create api has it so far: rendered, else on
+// disk.
+func (c *changes) current(path string) []byte {
+	if b, ok := c.out[path]; ok {
+		return b
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, path))
+	if err != nil {
+		c.fail(fmt.Errorf("create api: read %s: %w (opkit init made it; create api adds to it)", path, err))
+	}
+	return b
+}
+
+// insert adds lines to a file at its marker.
+func (c *changes) insert(path, marker string, lines ...string) {
+	if c.err != nil {
+		return
+	}
+	b, err := insertAt(path, c.current(path), marker, lines...)
+	if c.err == nil {
+		c.fail(err)
+		c.out[path] = b
+	}
+}
+
+func (c *changes) resource(d apiData) {
+	gv := "api/" + d.Version + "/groupversion_info.go"
+	if _, err := os.Stat(filepath.Join(c.dir, gv)); err != nil {
+		b, err := render("api/groupversion_info.go.tmpl", d)
+		c.fail(err)
+		c.out[gv] = b
+	}
+	c.insert(gv, markerKinds, "&"+d.Kind+"{}, &"+d.Kind+"List{},")
+	c.create("api/"+d.Version+"/"+d.Lower+"_types.go", "types.go.tmpl", d)
+	sample := strings.ReplaceAll(d.Group, ".", "_") + "_" + d.Version + "_" + d.Lower + ".yaml"
+	c.create("config/samples/"+sample, "sample.yaml.tmpl", d)
+	c.insert(samplesKustomize, markerSamples, "- "+sample)
+	c.insert(crdKustomize, markerCRDs, "- bases/"+d.FullGroup+"_"+d.Plural+".yaml")
+	c.insert(mainFile, markerImports, d.Alias+" \""+d.ImportPath+"\"")
+	c.insert(mainFile, markerScheme, d.Alias+".AddToScheme(scheme),")
+}
+
+func (c *changes) controller(o APIOptions, d apiData) {
+	name, test := "controller.go.tmpl", "controller_test.go.tmpl"
+	if !o.Resource {
+		name, test = "builtin_controller.go.tmpl", "builtin_controller_test.go.tmpl"
+	}
+	c.create(controllerDir+"/"+d.Lower+"_controller.go", name, d)
+	c.create(controllerDir+"/"+d.Lower+"_controller_test.go", test, d)
+	if _, err := os.Stat(filepath.Join(c.dir, controllerDir, "main_test.go")); err != nil {
+		c.create(controllerDir+"/main_test.go", "main_test.go.tmpl", d)
+	}
+	c.insert(mainFile, markerImports, "\""+d.Module+"/"+controllerDir+"\"")
+	c.insert(mainFile, markerControllers,
+		"if _, err := controller.Setup"+d.Kind+"(mgr); err != nil {",
+		"\treturn err",
+		"}")
+}

@@ -1,0 +1,180 @@
+package scaffold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/module"
+)
+
+// DevelVersion is the version a build of opkit from a checkout reports:
+// not a version a go.mod can require.
+const DevelVersion = "(devel)"
+
+// develPseudoVersion is required, with a replace directive, when the opkit
+// module comes from a local checkout: the zero pseudo-version, which the
+// replace makes irrelevant.
+const develPseudoVersion = "v0.0.0-00010101000000-000000000000"
+
+// InitOptions are what opkit init is given.
+type InitOptions struct {
+	// Module is the new project's Go module path. Required.
+	Module string
+	// Domain suffixes every API group. Defaults to "example.com".
+	Domain string
+	// Name names the operator's binary, namespace, Lease and RBAC roles.
+	// Defaults to the last element of Module.
+	Name string
+	// OpkitVersion is the opkit version the project requires: the running
+	// opkit's. One that a go.mod cannot require (DevelVersion, or a
+	// checkout's "+dirty" version) requires OpkitReplace.
+	OpkitVersion string
+	// OpkitReplace is a local opkit checkout that go.mod's replace
+	// directive points at. Defaults to none: the module proxy serves opkit.
+	OpkitReplace string
+	// Progress receives a line before each slow step. Defaults to none.
+	Progress io.Writer
+}
+
+// initData is what the init templates see.
+type initData struct {
+	Module, Domain, Name       string
+	OpkitVersion, OpkitReplace string
+	Pad                        string // spaces as wide as Name, to align comments
+	ExampleGroup               string
+}
+
+func (o *InitOptions) defaults() {
+	if o.Domain == "" {
+		o.Domain = "example.com"
+	}
+	if o.Name == "" {
+		o.Name = path.Base(o.Module)
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+func (o *InitOptions) validate(dir string) error {
+	if err := validateModule(o.Module); err != nil {
+		return err
+	}
+	if err := validateSubdomain("--domain", o.Domain, "example.com"); err != nil {
+		return err
+	}
+	if err := validateName(o.Name); err != nil {
+		return err
+	}
+	if o.OpkitReplace == "" && (module.Check(opkitModule, o.OpkitVersion) != nil || strings.Contains(o.OpkitVersion, "+")) {
+		return fmt.Errorf("init: this opkit was built from a checkout (version %s), which no go.mod can require: pass --opkit-replace <path to an opkit checkout>, or install a released opkit (go install github.com/opkit-dev/opkit/cmd/opkit@latest)", o.OpkitVersion)
+	}
+	if o.OpkitReplace != "" {
+		if err := checkOpkitCheckout(o.OpkitReplace); err != nil {
+			return err
+		}
+	}
+	return checkEmpty(dir)
+}
+
+// Init makes a new project in dir (which must be empty but for .git, or
+// not exist), then runs go mod tidy there. Every input is checked before
+// anything is written; if a write or go mod tidy fails, dir is left as it
+// was.
+func Init(ctx context.Context, dir string, opts InitOptions) error {
+	opts.defaults()
+	if opts.OpkitReplace != "" {
+		abs, err := filepath.Abs(opts.OpkitReplace)
+		if err != nil {
+			return fmt.Errorf("init: --opkit-replace: %w", err)
+		}
+		opts.OpkitReplace = abs
+	}
+	if err := opts.validate(dir); err != nil {
+		return err
+	}
+	fs, err := initFiles(opts)
+	if err != nil {
+		return err
+	}
+	return transact(dir, func() error {
+		if err := fs.write(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Progress, "Running go mod tidy in %s...\n", dir)
+		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
+			return fmt.Errorf("init: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", err, opts.OpkitVersion)
+		}
+		return nil
+	})
+}
+
+// initFiles renders the new project in memory.
+func initFiles(opts InitOptions) (files, error) {
+	version := opts.OpkitVersion
+	replace := ""
+	if opts.OpkitReplace != "" {
+		version = develPseudoVersion
+		replace = strconv.Quote(opts.OpkitReplace)
+	}
+	data := initData{
+		Module: opts.Module, Domain: opts.Domain, Name: opts.Name,
+		OpkitVersion: version, OpkitReplace: replace,
+		Pad:          strings.Repeat(" ", len(opts.Name)),
+		ExampleGroup: "webapp",
+	}
+	fs, err := renderTree("init", data)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := toolsFile(f, opts.Module)
+		if err != nil {
+			return nil, err
+		}
+		fs["hack/tools/"+f] = b
+	}
+	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name}
+	if fs[ProjectFile], err = p.marshal(); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
+// toolsFile is opkit's own hack/tools go.mod or go.sum, so that a project
+// builds controller-gen and staticcheck at the versions opkit's own
+// generated files come from; go.mod gets the project's module path.
+func toolsFile(name, module string) ([]byte, error) {
+	b, err := templates.ReadFile("templates/tools/" + name + ".txt")
+	if err != nil {
+		return nil, fmt.Errorf("read the tools' %s: %w", name, err)
+	}
+	if name != "go.mod" {
+		return b, nil
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "module ") {
+			lines[i] = "module " + module + "/hack/tools"
+		}
+	}
+	return []byte("// Code generated by opkit init; DO NOT EDIT.\n" + strings.Join(lines, "\n")), nil
+}
+
+// transact runs change on dir and, if it fails, puts dir back as it was.
+func transact(dir string, change func() error) error {
+	snap, err := takeSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	if err := change(); err != nil {
+		return errors.Join(err, snap.restore(dir))
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package scaffold
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestInitRejects(t *testing.T) {
+	good := InitOptions{Module: "example.com/acme-operator", OpkitVersion: "v0.1.0"}
+	tests := []struct {
+		name    string
+		change  func(*InitOptions)
+		prepare func(t *testing.T, dir string)
+		input   string // the InputError's Input, or "" for another error
+		want    []string
+		is      error
+	}{
+		{name: "module with a space", change: func(o *InitOptions) { o.Module = "example.com/acme operator" }, input: "--module", want: []string{`"example.com/acme operator"`, "Go module path"}},
+		{name: "module with an upper-case dot path", change: func(o *InitOptions) { o.Module = "-example.com/acme" }, input: "--module", want: []string{"--module"}},
+		{name: "domain not a subdomain", change: func(o *InitOptions) { o.Domain = "Example_COM" }, input: "--domain", want: []string{`"Example_COM"`, "DNS subdomain"}},
+		{name: "name not a label", change: func(o *InitOptions) { o.Name = "acme.operator" }, input: "--name", want: []string{`"acme.operator"`, "DNS label"}},
+		{name: "name from a module that is not a label", change: func(o *InitOptions) { o.Module = "example.com/Acme" }, input: "--name", want: []string{`"Acme"`}},
+		{name: "devel build without a replace", change: func(o *InitOptions) { o.OpkitVersion = DevelVersion }, want: []string{"--opkit-replace <path to an opkit checkout>", "released opkit"}},
+		{name: "dirty checkout build without a replace", change: func(o *InitOptions) { o.OpkitVersion = "v0.1.1-0.20261123081200-827057e1a2b3+dirty" }, want: []string{"--opkit-replace", "+dirty"}},
+		{name: "replace that is no opkit checkout", change: func(o *InitOptions) { o.OpkitReplace = os.TempDir() }, input: "--opkit-replace", want: []string{"module github.com/opkit-dev/opkit"}},
+		{
+			name:    "directory not empty",
+			prepare: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "notes.txt"), "mine") },
+			want:    []string{"notes.txt", "empty directory"},
+			is:      ErrDirNotEmpty,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n")
+			if tt.prepare != nil {
+				tt.prepare(t, dir)
+			}
+			opts := good
+			if tt.change != nil {
+				tt.change(&opts)
+			}
+			before := tree(t, dir)
+			err := Init(t.Context(), dir, opts)
+			checkError(t, err, tt.input, tt.is, tt.want)
+			checkUnchanged(t, dir, before)
+		})
+	}
+}
+
+// checkError checks that err is an InputError for input (if input is not
+// ""), wraps is (if not nil) and says every want.
+func checkError(t *testing.T, err error, input string, is error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var ie *InputError
+	if input != "" && (!errors.As(err, &ie) || ie.Input != input) {
+		t.Errorf("error %q is not an InputError for %s", err, input)
+	}
+	if is != nil && !errors.Is(err, is) {
+		t.Errorf("error %q does not wrap %q", err, is)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInitRollsBack makes go mod tidy fail for real (an opkit version the
+// module cache lacks, with the proxy off): init must leave the directory as
+// it found it, or not there if it was not.
+func TestInitRollsBack(t *testing.T) {
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOFLAGS", "-mod=mod")
+	opts := InitOptions{Module: "example.com/acme-operator", OpkitVersion: "v0.99.0"}
+
+	t.Run("git-only directory", func(t *testing.T) {
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n")
+		before := tree(t, dir)
+		err := Init(t.Context(), dir, opts)
+		checkError(t, err, "", nil, []string{"go mod tidy", "left as it was", "v0.99.0"})
+		checkUnchanged(t, dir, before)
+	})
+	t.Run("new directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "acme")
+		err := Init(t.Context(), dir, opts)
+		checkError(t, err, "", nil, []string{"go mod tidy"})
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s exists after a failed init: %v", dir, err)
+		}
+	})
+}
+
+// TestToolsPinnedAsOpkits: a project builds controller-gen and staticcheck
+// at the versions that generate opkit's own files.
+func TestToolsPinnedAsOpkits(t *testing.T) {
+	for _, name := range []string{"go.mod", "go.sum"} {
+		want, err := os.ReadFile(filepath.Join(opkitRoot(t), "hack", "tools", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := toolsFile(name, "example.com/acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := string(want)
+		if name == "go.mod" {
+			w = "// Code generated by opkit init; DO NOT EDIT.\n" + strings.Replace(w, "module github.com/opkit-dev/opkit/hack/tools", "module example.com/acme/hack/tools", 1)
+		}
+		if string(got) != w {
+			t.Errorf("the project's hack/tools/%s differs from opkit's: copy hack/tools/%s to internal/scaffold/templates/tools/%s.txt", name, name, name)
+		}
+	}
+}
+
+// TestManagerIsOpkits: the project's Deployment is as hardened as opkit's
+// sample's: the same manifest but for the names.
+func TestManagerIsOpkits(t *testing.T) {
+	opts := InitOptions{Module: "example.com/acme-operator", OpkitVersion: "v0.1.0"}
+	opts.defaults()
+	fs, err := initFiles(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(opkitRoot(t), "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(s string) string { // without the header comment
+		return s[strings.Index(s, "apiVersion:"):]
+	}
+	w := strings.NewReplacer("mirror-operator", "acme-operator", "image: operator:latest", "image: controller:latest", "- /sample-operator", "- /manager").Replace(body(string(want)))
+	if got := body(string(fs["config/manager/manager.yaml"])); got != w {
+		t.Errorf("config/manager/manager.yaml differs from opkit's:\n%s\nwant:\n%s", got, w)
+	}
+}
+
+func TestInitFiles(t *testing.T) {
+	opts := InitOptions{Module: "example.com/acme-operator", OpkitVersion: "v0.1.0"}
+	opts.defaults()
+	fs, err := initFiles(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, b := range fs {
+		s := string(b)
+		if strings.Contains(s, "<no value>") || strings.Contains(s, "{{") {
+			t.Errorf("%s holds an unrendered template field", path)
+		}
+		first, _, _ := strings.Cut(s, "\n")
+		owned := strings.Contains(first, "Code generated by opkit") && strings.HasSuffix(first, "DO NOT EDIT.")
+		yours := strings.Contains(first, "Scaffolded by opkit; yours to edit")
+		switch {
+		case path == "go.mod" || path == "hack/tools/go.sum" || path == "config/crd/bases/.gitkeep" || path == "config/rbac/role.yaml":
+			// go's and controller-gen's formats: no header.
+		case owned == yours:
+			t.Errorf("%s: its first line %q says neither or both of 'DO NOT EDIT' and 'yours to edit'", path, first)
+		}
+	}
+	if !strings.Contains(string(fs["go.mod"]), "require github.com/opkit-dev/opkit v0.1.0\n") || strings.Contains(string(fs["go.mod"]), "replace") {
+		t.Errorf("go.mod does not require opkit v0.1.0 alone:\n%s", fs["go.mod"])
+	}
+	p := &Project{}
+	if err := yaml.UnmarshalStrict(fs[ProjectFile], p); err != nil || p.Name != "acme-operator" || p.Domain != "example.com" || p.Layout != Layout {
+		t.Errorf("PROJECT = %+v, %v", p, err)
+	}
+}
