@@ -53,6 +53,14 @@
 //     the cache and servers stop, within Options.ShutdownTimeout in all;
 //     Start returns nil. SignalContext ends a context at SIGTERM or SIGINT
 //     and exits at a second.
+//   - Webhooks: with Options.Webhook.Port set, Start runs
+//     controller-runtime's webhook server (WebhookServer; package webhook
+//     registers typed handlers on it) with the HTTP servers, before the
+//     cache and on every replica, leader or not, since the API server
+//     calls any of them; /readyz has a check named "webhook" that fails
+//     until it serves TLS; it stops last, with the HTTP servers. A
+//     CertDir without tls.crt and tls.key fails Start at once
+//     (ErrNoWebhookCertificate), naming both files.
 //   - Thin builder: NewController wires the common controller, one primary
 //     type (For), owned types (Owns), other watches (Watches, WatchSource),
 //     predicates and options, as values rather than a chain of methods.

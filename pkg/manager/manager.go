@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -60,7 +61,8 @@ type Manager struct {
 	elected       chan struct{} // closed once leader-only runnables may run
 	health        *checks
 	ready         *checks
-	synced        atomic.Bool // the cache has synced once
+	synced        atomic.Bool      // the cache has synced once
+	webhook       crwebhook.Server // nil without Options.Webhook
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -105,6 +107,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	m.health.add("ping", func(*http.Request) error { return nil })
 	m.ready.add("cache-sync", m.cacheSynced)
+	if err := m.newWebhookServer(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -126,6 +131,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.Logger = logging.Or(o.Logger)
 	o.LeaderElection = o.LeaderElection.withDefaults()
+	o.Webhook = o.Webhook.withDefaults()
 	return o
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Options configure New. The zero value is valid: no leader election,
-// metrics on :8080, health probes off, a 30s shutdown.
+// metrics on :8080, health probes off, no webhook server, a 30s shutdown.
 type Options struct {
 	// Scheme maps Go types to kinds, for the cache, the client and events.
 	// Defaults to client-go's kubernetes scheme; add your own types to a
@@ -42,6 +42,10 @@ type Options struct {
 
 	// Health configures the /healthz and /readyz endpoints.
 	Health HealthOptions
+
+	// Webhook configures the admission webhook server (see package
+	// webhook). Defaults to none.
+	Webhook WebhookOptions
 
 	// ShutdownTimeout bounds a graceful stop: reconciles in flight, the
 	// lease's release, caches and servers get this long in all. Defaults to
@@ -167,6 +171,9 @@ func (o Options) validate() error {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			add("Options.%s %q: want host:port, such as \":8080\", or \"0\" for off: %w", a.field, a.addr, err)
 		}
+	}
+	if err := o.Webhook.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

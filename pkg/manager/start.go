@@ -14,8 +14,8 @@ import (
 
 // Start runs the manager until ctx ends or a runnable fails: it checks that
 // the API server answers, failing at once with an error that wraps
-// ErrUnreachable and names its address if it does not, serves metrics and
-// probes, starts the cache and waits for it to sync (at most
+// ErrUnreachable and names its address if it does not, serves metrics,
+// probes and webhooks, starts the cache and waits for it to sync (at most
 // Options.CacheSyncTimeout), starts the runnables that need no lease, and,
 // once elected (at once without leader election), the leader-only ones.
 //
@@ -38,6 +38,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		return err
 	}
+	if err := m.checkWebhookCertificate(); err != nil {
+		return err
+	}
 	servers, err := m.listen()
 	if err != nil {
 		return err
@@ -52,6 +55,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	for _, s := range servers {
 		go s.serve(r.fail)
 	}
+	r.serveWebhook()
 	r.run(runnables)
 	<-r.ctx.Done()
 	return r.shutdown(servers)
@@ -109,6 +113,9 @@ type run struct {
 	electCtx   context.Context
 	stopElect  context.CancelFunc
 	elector    chan struct{} // closed when the election loop has ended; nil without one
+	// stopWebhook stops the webhook server and waits for it; nil without
+	// one.
+	stopWebhook func(context.Context) error
 
 	mu       sync.Mutex
 	stopping bool // set by shutdown: no runnable starts after it
@@ -237,6 +244,9 @@ func (r *run) shutdown(servers []*server) error {
 	m.broadcast.Shutdown()
 	for _, s := range servers {
 		errs = append(errs, s.shutdown(ctx))
+	}
+	if r.stopWebhook != nil {
+		errs = append(errs, r.stopWebhook(ctx))
 	}
 	err := errors.Join(errs...)
 	if err == nil {

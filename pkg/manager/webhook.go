@@ -1,0 +1,147 @@
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// WebhookOptions configure the admission webhook server, which is
+// controller-runtime's webhook.Server run by the manager. The zero value
+// means no webhook server.
+type WebhookOptions struct {
+	// Port is the port the webhook server serves HTTPS on, such as 9443
+	// (kubebuilder's). Defaults to 0: no webhook server. A free port cannot
+	// be asked for with 0, since the API server must be told the port.
+	Port int
+	// Host is the address it listens on, such as "127.0.0.1". Defaults to
+	// "": every address.
+	Host string
+	// CertDir holds the serving certificate, tls.crt and tls.key (PEM), as a
+	// kubernetes.io/tls Secret mounted there provides them; a new pair
+	// written there is picked up without a restart. Defaults to
+	// DefaultWebhookCertDir(), where kubebuilder's config mounts it.
+	CertDir string
+	// GetCertificate, when set, supplies the serving certificate instead of
+	// CertDir, for certificates kept in memory. A handshake it fails fails,
+	// and /readyz with it. Defaults to nil: CertDir.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// TLSOpts change the server's TLS configuration, such as its minimum
+	// version or (as kubebuilder's main does) NextProtos to turn HTTP/2 off.
+	// Set a certificate with GetCertificate, not here: the manager checks
+	// CertDir unless GetCertificate is set. Defaults to none.
+	TLSOpts []func(*tls.Config)
+}
+
+// DefaultWebhookCertDir returns where the webhook server looks for its
+// certificate by default: <os.TempDir()>/k8s-webhook-server/serving-certs,
+// as in controller-runtime and kubebuilder's config.
+func DefaultWebhookCertDir() string {
+	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
+// Names of the certificate files in WebhookOptions.CertDir.
+const (
+	WebhookCertFile = "tls.crt"
+	WebhookKeyFile  = "tls.key"
+)
+
+// ErrNoWebhookCertificate: Start found no usable certificate in
+// Options.Webhook.CertDir.
+var ErrNoWebhookCertificate = errors.New("no webhook serving certificate")
+
+func (o WebhookOptions) enabled() bool { return o.Port != 0 }
+
+func (o WebhookOptions) validate() error {
+	if o.Port < 0 || o.Port > 65535 {
+		return fmt.Errorf("Options.Webhook.Port is %d: want a port from 1 to 65535, such as 9443, or 0 for no webhook server", o.Port)
+	}
+	if !o.enabled() && (o.Host != "" || o.CertDir != "" || o.GetCertificate != nil || len(o.TLSOpts) > 0) {
+		return errors.New("Options.Webhook.Port is 0, which turns the webhook server off, but other Options.Webhook fields are set: set the port, such as 9443")
+	}
+	return nil
+}
+
+func (o WebhookOptions) withDefaults() WebhookOptions {
+	if o.enabled() && o.CertDir == "" {
+		o.CertDir = DefaultWebhookCertDir()
+	}
+	return o
+}
+
+// newWebhookServer makes the webhook server and its readiness check, when
+// Options.Webhook asks for one.
+func (m *Manager) newWebhookServer() error {
+	o := m.opts.Webhook
+	if !o.enabled() {
+		return nil
+	}
+	tlsOpts := o.TLSOpts
+	if o.GetCertificate != nil {
+		tlsOpts = append(tlsOpts[:len(tlsOpts):len(tlsOpts)], func(c *tls.Config) { c.GetCertificate = o.GetCertificate })
+	}
+	m.webhook = crwebhook.NewServer(crwebhook.Options{
+		Host:     o.Host,
+		Port:     o.Port,
+		CertDir:  o.CertDir,
+		CertName: WebhookCertFile,
+		KeyName:  WebhookKeyFile,
+		TLSOpts:  tlsOpts,
+	})
+	// The check dials the server and completes a TLS handshake: it fails
+	// until the server serves TLS, and while no certificate is available.
+	return m.ready.add("webhook", m.webhook.StartedChecker())
+}
+
+// WebhookServer returns the admission webhook server, on which package
+// webhook registers handlers, or nil when Options.Webhook.Port is 0.
+// Handlers may be registered before or after Start.
+func (m *Manager) WebhookServer() crwebhook.Server { return m.webhook }
+
+// checkWebhookCertificate fails Start at once, naming the files it wants,
+// when the webhook server would find no certificate in CertDir.
+func (m *Manager) checkWebhookCertificate() error {
+	o := m.opts.Webhook
+	if !o.enabled() || o.GetCertificate != nil {
+		return nil
+	}
+	crt, key := filepath.Join(o.CertDir, WebhookCertFile), filepath.Join(o.CertDir, WebhookKeyFile)
+	if _, err := tls.LoadX509KeyPair(crt, key); err != nil {
+		return fmt.Errorf("manager: webhook server: load %s and %s (PEM) from Options.Webhook.CertDir: mount a kubernetes.io/tls Secret there, or set Options.Webhook.GetCertificate: %w: %w",
+			crt, key, ErrNoWebhookCertificate, err)
+	}
+	return nil
+}
+
+// serveWebhook starts the webhook server, which runs on every replica,
+// leader or not, until stopWebhook.
+func (r *run) serveWebhook() {
+	if r.m.webhook == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.parent))
+	done := make(chan struct{})
+	r.stopWebhook = func(shutdown context.Context) error {
+		cancel()
+		select {
+		case <-done:
+			return nil
+		case <-shutdown.Done():
+			return fmt.Errorf("manager: stop webhook server: %w", context.Cause(shutdown))
+		}
+	}
+	r.m.log.Info("Serving", "server", "webhook", "address", net.JoinHostPort(r.m.opts.Webhook.Host, strconv.Itoa(r.m.opts.Webhook.Port)))
+	go func() {
+		defer close(done)
+		if err := r.m.webhook.Start(ctx); err != nil {
+			r.fail(fmt.Errorf("manager: webhook server on port %d (Options.Webhook.Port): %w", r.m.opts.Webhook.Port, err))
+		}
+	}()
+}

@@ -1,0 +1,63 @@
+// Package webhook serves typed admission webhooks (defaulting and
+// validation) for a type T on the manager's webhook server, which is
+// controller-runtime's webhook.Server (see manager.Options.Webhook).
+//
+// Its contract:
+//
+//   - Typed: Register[T] takes Hooks[T], a Defaulter[T] and a Validator[T],
+//     which are controller-runtime's admission.Defaulter[T] and
+//     admission.Validator[T]; a defaulter or validator written for
+//     ctrl.NewWebhookManagedBy works unchanged. DefaulterFunc and
+//     ValidatorFuncs adapt functions.
+//   - kubebuilder's paths: the Defaulter is served at MutatePath, such as
+//     /mutate--v1-configmap or /mutate-samples-opkit-dev-v1alpha1-mirror,
+//     the Validator at ValidatePath (/validate-...), as kubebuilder's
+//     +kubebuilder:webhook markers and controller-runtime's builder name
+//     them, so a project's webhook configurations port unchanged.
+//   - Errors kubectl shows well: a Validator (or Defaulter) that returns
+//     apierrors.NewInvalid(groupKind, name, field.ErrorList{...}) refuses
+//     the request with 422 Invalid; the client gets each field's path and
+//     message in the Status's causes, and kubectl prints
+//     'admission webhook "<name>" denied the request: <Kind> "<name>" is
+//     invalid: data.size: Invalid value: "big": must be a whole number'.
+//     Another API status (NewForbidden, ...) keeps its reason and code; any
+//     other error refuses with its text (403).
+//   - Warnings reach the client: what a Validator returns as Warnings
+//     (with or without an error) comes back in Warning headers, which
+//     kubectl prints as "Warning: ..." and client-go hands to
+//     rest.Config.WarningHandler.
+//   - Served on every replica, leader or not; /readyz fails until the
+//     server serves TLS (see package manager).
+//   - Logs: each request is logged through the manager's logger, named
+//     "webhook", with group, version, kind, path, namespace, name,
+//     operation and uid. The server's own start and stop lines go through
+//     controller-runtime's logger (ctrl.SetLogger), and its request metrics
+//     (controller_runtime_webhook_*) into controller-runtime's registry,
+//     not yet the manager's /metrics.
+//
+// # Differences from controller-runtime's builder
+//
+// ctrl.NewWebhookManagedBy(mgr, &T{}).WithDefaulter(d).WithValidator(v).Complete()
+// becomes webhook.Register(mgr, webhook.Hooks[T]{Defaulter: d, Validator: v}):
+//
+//   - One value, not a chain: the type is named once, in Hooks[T], and
+//     Register returns an error rather than a builder whose mistakes
+//     surface at Complete or as a panic. A path registered twice is
+//     ErrRegistered, not controller-runtime's panic; a manager without a
+//     webhook server is ErrNoServer.
+//   - No custom paths, log constructors or context functions: the paths
+//     are kubebuilder's, requests log through the manager's logger. Panics
+//     in a handler are recovered into a 500 response, as in
+//     controller-runtime.
+//   - The name is Hooks, not For: For already names a Lister in package
+//     cache and a watch in package manager.
+//   - Conversion webhooks are not served here yet.
+//
+// Certificates: the server reads tls.crt and tls.key from
+// manager.Options.Webhook.CertDir and picks up a new pair written there
+// without a restart, or takes Options.Webhook.GetCertificate. Locally and
+// in tests, make a self-signed pair (k8s.io/client-go/util/cert
+// GenerateSelfSignedCertKey) and give its certificate to the API server as
+// the caBundle of a webhook configuration whose clientConfig.url is
+// https://127.0.0.1:<port><path>.
+package webhook
