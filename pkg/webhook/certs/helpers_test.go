@@ -183,3 +183,8 @@ func validating(t *testing.T, name string) *admissionv1.ValidatingWebhookConfigu
 func ptr[T any](v T) *T { return &v }
 
 func readFile(dir, name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+
+// due is when c is to be replaced: two thirds into its validity.
+func due(c *x509.Certificate) time.Time {
+	return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore) * 2 / 3)
+}

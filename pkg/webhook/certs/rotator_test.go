@@ -163,7 +163,7 @@ func TestServingCertificateRenewedBeforeExpiry(t *testing.T) {
 	r := newRotator(t, opts)
 	mustSync(t, r)
 	first := servingCert(t, opts)
-	renew := first.NotBefore.Add(first.NotAfter.Sub(first.NotBefore) * 2 / 3)
+	renew := due(first)
 
 	clk.SetTime(renew.Add(-time.Minute))
 	mustSync(t, r)
