@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,4 +188,14 @@ func readFile(dir, name string) ([]byte, error) { return os.ReadFile(filepath.Jo
 // due is when c is to be replaced: two thirds into its validity.
 func due(c *x509.Certificate) time.Time {
 	return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore) * 2 / 3)
+}
+
+// noLeaks fails t if goroutines it starts outlive it. Call it first, so
+// that its check runs after every other cleanup.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		// Idle HTTP/2 connections of the clients stay open for reuse.
+		goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+	})
 }

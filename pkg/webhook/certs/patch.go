@@ -47,14 +47,10 @@ func (r *Rotator) patchValidating(ctx context.Context, name string, bundle []byt
 			stale = append(stale, w.Name)
 		}
 	}
-	if len(stale) == 0 {
-		return nil
-	}
-	if _, err := api.Patch(ctx, name, types.StrategicMergePatchType, webhooksPatch(stale, bundle), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch caBundle of ValidatingWebhookConfiguration %s: %w", name, err)
-	}
-	r.opts.Logger.Info("patched caBundle", "kind", "ValidatingWebhookConfiguration", "name", name, "webhooks", stale)
-	return nil
+	return r.patchWebhooks("ValidatingWebhookConfiguration", name, stale, bundle, func(p []byte) error {
+		_, err := api.Patch(ctx, name, types.StrategicMergePatchType, p, metav1.PatchOptions{})
+		return err
+	})
 }
 
 func (r *Rotator) patchMutating(ctx context.Context, name string, bundle []byte) error {
@@ -69,13 +65,22 @@ func (r *Rotator) patchMutating(ctx context.Context, name string, bundle []byte)
 			stale = append(stale, w.Name)
 		}
 	}
+	return r.patchWebhooks("MutatingWebhookConfiguration", name, stale, bundle, func(p []byte) error {
+		_, err := api.Patch(ctx, name, types.StrategicMergePatchType, p, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// patchWebhooks sends the patch that sets the caBundle of the stale
+// webhooks of the kind's object name, if any are.
+func (r *Rotator) patchWebhooks(kind, name string, stale []string, bundle []byte, patch func([]byte) error) error {
 	if len(stale) == 0 {
 		return nil
 	}
-	if _, err := api.Patch(ctx, name, types.StrategicMergePatchType, webhooksPatch(stale, bundle), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch caBundle of MutatingWebhookConfiguration %s: %w", name, err)
+	if err := patch(webhooksPatch(stale, bundle)); err != nil {
+		return fmt.Errorf("patch caBundle of %s %s: %w", kind, name, err)
 	}
-	r.opts.Logger.Info("patched caBundle", "kind", "MutatingWebhookConfiguration", "name", name, "webhooks", stale)
+	r.opts.Logger.Info("patched caBundle", "kind", kind, "name", name, "webhooks", stale)
 	return nil
 }
 

@@ -98,6 +98,7 @@ func createMutating(t *testing.T, opts certs.Options, name string) {
 // After a failed sync Start tries again within seconds, not at the next
 // resync, so a transient error at start does not keep readiness down.
 func TestStartRetriesSoonAfterAFailure(t *testing.T) {
+	noLeaks(t)
 	clk := newArmedClock()
 	opts := options(t, env.Namespace(t), clk)
 	opts.Targets.ValidatingWebhooks = []string{"certs-missing-validating"}

@@ -102,6 +102,7 @@ func TestSyncCreatesCAAndPatchesTargets(t *testing.T) {
 
 // A Start that runs puts back a caBundle someone reset, at its next resync.
 func TestStartPutsBackAResetCABundle(t *testing.T) {
+	noLeaks(t)
 	ns := env.Namespace(t)
 	clk := newArmedClock()
 	opts := options(t, ns, clk)

@@ -24,6 +24,7 @@ import (
 // bundle from the Secret accepts it, even after the first certificate
 // expired.
 func TestServerPicksUpRotatedCertificate(t *testing.T) {
+	noLeaks(t)
 	ns := env.Namespace(t)
 	clk := clocktesting.NewFakeClock(time.Now())
 	opts := options(t, ns, clk)
