@@ -40,7 +40,7 @@ func (r *Rotator) ensureCA(ctx context.Context) (*authority, error) {
 			return a, err
 		}
 		if err != nil {
-			return nil, fmt.Errorf("get CA Secret %s: %w", r.opts.CASecret, err)
+			return nil, fmt.Errorf("get CA Secret %s: %w%s", r.opts.CASecret, err, secretHint(err))
 		}
 		a, err := authorityFrom(s)
 		if err != nil {
@@ -70,7 +70,7 @@ func (r *Rotator) createCA(ctx context.Context) (*authority, error) {
 	}
 	a.into(s)
 	if _, err := r.client.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("create CA Secret %s: %w", r.opts.CASecret, err)
+		return nil, fmt.Errorf("create CA Secret %s: %w%s", r.opts.CASecret, err, secretHint(err))
 	}
 	r.opts.Logger.Info("created CA", "namespace", s.Namespace, "name", s.Name, "notAfter", a.ca.cert.NotAfter)
 	return a, nil
@@ -86,7 +86,7 @@ func (r *Rotator) rotateCA(ctx context.Context, s *corev1.Secret, old *authority
 	s = s.DeepCopy()
 	a.into(s)
 	if _, err := r.client.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("rotate CA in Secret %s: %w", r.opts.CASecret, err)
+		return nil, fmt.Errorf("rotate CA in Secret %s: %w%s", r.opts.CASecret, err, secretHint(err))
 	}
 	r.opts.Logger.Info("rotated CA", "namespace", s.Namespace, "name", s.Name, "notAfter", a.ca.cert.NotAfter)
 	return a, nil
@@ -135,4 +135,11 @@ func authorityFrom(s *corev1.Secret) (*authority, error) {
 		bundle = ca.certPEM
 	}
 	return &authority{ca: ca, bundle: bundle}, nil
+}
+
+func secretHint(err error) string {
+	if apierrors.IsForbidden(err) {
+		return " (grant get, create and update on secrets in its namespace to the operator's service account)"
+	}
+	return ""
 }

@@ -17,6 +17,11 @@ const (
 	DefaultCALifetime     = 10 * 365 * 24 * time.Hour
 	DefaultCertLifetime   = 365 * 24 * time.Hour
 	DefaultResyncInterval = time.Minute
+
+	// MinLifetime is the shortest CALifetime or CertLifetime New accepts:
+	// certificates are backdated by minutes for clock skew, so a much
+	// shorter one would be due for renewal as soon as it is made.
+	MinLifetime = time.Hour
 )
 
 // retryInterval is how soon Start tries again after a failed sync, unless
@@ -60,12 +65,13 @@ type Options struct {
 	CertDir string
 
 	// CALifetime is how long a new CA is valid. It is replaced two thirds
-	// into its life. Defaults to DefaultCALifetime (ten years).
+	// into its life. At least MinLifetime. Defaults to DefaultCALifetime
+	// (ten years).
 	CALifetime time.Duration
 
 	// CertLifetime is how long a serving certificate is valid, never beyond
-	// its CA. It is renewed two thirds into its life. Must be shorter than
-	// CALifetime. Defaults to DefaultCertLifetime (a year).
+	// its CA. It is renewed two thirds into its life. At least MinLifetime
+	// and shorter than CALifetime. Defaults to DefaultCertLifetime (a year).
 	CertLifetime time.Duration
 
 	// Targets are the objects whose caBundle is kept equal to the CA bundle.
@@ -134,6 +140,9 @@ func (o *Options) validate() error {
 	}
 	if o.CALifetime < 0 || o.CertLifetime < 0 || o.ResyncInterval < 0 {
 		errs = append(errs, errors.New("CALifetime, CertLifetime and ResyncInterval must not be negative"))
+	}
+	if (o.CALifetime > 0 && o.CALifetime < MinLifetime) || (o.CertLifetime > 0 && o.CertLifetime < MinLifetime) {
+		errs = append(errs, fmt.Errorf("CALifetime and CertLifetime must be at least MinLifetime (%s)", MinLifetime))
 	}
 	if o.CertLifetime >= o.CALifetime {
 		errs = append(errs, fmt.Errorf("CertLifetime (%s) must be shorter than CALifetime (%s)", o.CertLifetime, o.CALifetime))

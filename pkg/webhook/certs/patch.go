@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,7 +40,7 @@ func (r *Rotator) patchValidating(ctx context.Context, name string, bundle []byt
 	api := r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	c, err := api.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get ValidatingWebhookConfiguration %s for its caBundle: %w", name, err)
+		return fmt.Errorf("get ValidatingWebhookConfiguration %s for its caBundle: %w%s", name, err, hint(err))
 	}
 	var stale []string
 	for _, w := range c.Webhooks {
@@ -57,7 +58,7 @@ func (r *Rotator) patchMutating(ctx context.Context, name string, bundle []byte)
 	api := r.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	c, err := api.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get MutatingWebhookConfiguration %s for its caBundle: %w", name, err)
+		return fmt.Errorf("get MutatingWebhookConfiguration %s for its caBundle: %w%s", name, err, hint(err))
 	}
 	var stale []string
 	for _, w := range c.Webhooks {
@@ -78,7 +79,7 @@ func (r *Rotator) patchWebhooks(kind, name string, stale []string, bundle []byte
 		return nil
 	}
 	if err := patch(webhooksPatch(stale, bundle)); err != nil {
-		return fmt.Errorf("patch caBundle of %s %s: %w", kind, name, err)
+		return fmt.Errorf("patch caBundle of %s %s: %w%s", kind, name, err, hint(err))
 	}
 	r.opts.Logger.Info("patched caBundle", "kind", kind, "name", name, "webhooks", stale)
 	return nil
@@ -109,7 +110,7 @@ func (r *Rotator) patchCRD(ctx context.Context, name string, bundle []byte) erro
 	api := r.dynamic.Resource(crdResource)
 	crd, err := api.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get CustomResourceDefinition %s for its conversion caBundle: %w", name, err)
+		return fmt.Errorf("get CustomResourceDefinition %s for its conversion caBundle: %w%s", name, err, hint(err))
 	}
 	strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
 	if strategy != "Webhook" {
@@ -124,8 +125,19 @@ func (r *Rotator) patchCRD(ctx context.Context, name string, bundle []byte) erro
 		"clientConfig": map[string]any{"caBundle": want}}}}}
 	b, _ := json.Marshal(patch) // cannot fail: strings only
 	if _, err := api.Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch conversion caBundle of CustomResourceDefinition %s: %w", name, err)
+		return fmt.Errorf("patch conversion caBundle of CustomResourceDefinition %s: %w%s", name, err, hint(err))
 	}
 	r.opts.Logger.Info("patched caBundle", "kind", "CustomResourceDefinition", "name", name)
 	return nil
+}
+
+// hint says what to do about the errors a user causes.
+func hint(err error) string {
+	switch {
+	case apierrors.IsNotFound(err):
+		return " (create it, or drop it from Options.Targets)"
+	case apierrors.IsForbidden(err):
+		return " (grant get and patch on it to the operator's service account: see the package doc, Permissions)"
+	}
+	return ""
 }

@@ -26,8 +26,9 @@ func TestReadyWaitsForEveryTarget(t *testing.T) {
 	r := newRotator(t, opts)
 
 	err := r.Sync(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "MutatingWebhookConfiguration certs-ready-mutating") {
-		t.Fatalf("Sync with a missing target: %v, want an error naming it", err)
+	if err == nil || !strings.Contains(err.Error(), "MutatingWebhookConfiguration certs-ready-mutating") ||
+		!strings.Contains(err.Error(), "create it, or drop it from Options.Targets") {
+		t.Fatalf("Sync with a missing target: %v, want an error naming it and what to do", err)
 	}
 	ready := r.Check(&http.Request{})
 	if !errors.Is(ready, certs.ErrNotReady) || !strings.Contains(ready.Error(), "certs-ready-mutating") {

@@ -34,7 +34,8 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"no CA Secret", func(o *certs.Options) { o.CASecret = types.NamespacedName{} }, "CASecret needs a namespace and a name"},
 		{"no name at all", func(o *certs.Options) { o.Hosts = nil }, "set Service or Hosts"},
 		{"Service without namespace", func(o *certs.Options) { o.Service.Name = "webhook" }, "the Service needs both a namespace and a name"},
-		{"cert outlives CA", func(o *certs.Options) { o.CALifetime, o.CertLifetime = time.Hour, 2*time.Hour }, "CertLifetime (2h0m0s) must be shorter than CALifetime (1h0m0s)"},
+		{"cert outlives CA", func(o *certs.Options) { o.CALifetime, o.CertLifetime = 2*time.Hour, 3*time.Hour }, "CertLifetime (3h0m0s) must be shorter than CALifetime (2h0m0s)"},
+		{"cert too short", func(o *certs.Options) { o.CertLifetime = time.Minute }, "at least MinLifetime (1h0m0s)"},
 		{"negative resync", func(o *certs.Options) { o.ResyncInterval = -time.Second }, "must not be negative"},
 	}
 	for _, tt := range tests {
