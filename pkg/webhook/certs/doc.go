@@ -65,11 +65,13 @@
 //
 // # Permissions
 //
-// The operator's service account needs: get, create and update on secrets
-// in the CA Secret's namespace (resourceNames cannot restrict create); get
-// and patch on validatingwebhookconfigurations and
-// mutatingwebhookconfigurations, and on customresourcedefinitions, each
-// restricted by resourceNames to the Targets.
+// The operator's service account needs, in a Role in the CA Secret's
+// namespace, create on secrets, and get and update on secrets restricted by
+// resourceNames to the CA Secret (create cannot be restricted by name); in
+// a ClusterRole, get and patch on validatingwebhookconfigurations,
+// mutatingwebhookconfigurations and customresourcedefinitions, each
+// restricted by resourceNames to the Targets. TestDocumentedPermissionsSuffice
+// checks that these are enough.
 //
 // # Compared with cert-manager
 //
