@@ -104,6 +104,9 @@ func TestStartRetriesSoonAfterAFailure(t *testing.T) {
 	opts := options(t, env.Namespace(t), clk)
 	opts.Targets.ValidatingWebhooks = []string{"certs-missing-validating"}
 	r := newRotator(t, opts)
+	if r.NeedLeaderElection() {
+		t.Error("NeedLeaderElection: true, want false: every replica serves webhooks")
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- r.Start(ctx) }()

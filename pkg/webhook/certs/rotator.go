@@ -79,6 +79,9 @@ func (r *Rotator) Start(ctx context.Context) error {
 	}
 	for {
 		next, err := r.sync(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
 		wait := next.Sub(r.opts.Clock.Now())
 		if err != nil {
 			r.opts.Logger.Error(err, "sync webhook certificates")
