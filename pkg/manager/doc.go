@@ -34,8 +34,9 @@
 //   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
 //     reconcile metrics (client-go's and controller-runtime's names), the
 //     REST client metrics of every request the manager's clients make, the
-//     Events the API server refused (MetricEventsRefused), and the Go and
-//     process collectors. Options.Metrics.Secure serves them over
+//     Events the API server refused (MetricEventsRefused), the Go and
+//     process collectors, and with a webhook server controller-runtime's
+//     webhook request metrics (controller_runtime_webhook_*). Options.Metrics.Secure serves them over
 //     HTTPS only to tokens the API server authenticates (TokenReview) and
 //     authorizes for get on /metrics (SubjectAccessReview). pprof is
 //     optional.

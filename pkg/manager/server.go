@@ -58,7 +58,7 @@ func (m *Manager) listen() ([]*server, error) {
 
 func (m *Manager) metricsServer(addr string) (*server, error) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: nil}))
+	mux.Handle("/metrics", promhttp.HandlerFor(m.gatherer(), promhttp.HandlerOpts{ErrorLog: nil}))
 	if m.opts.Metrics.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -1,10 +1,18 @@
 package manager_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
@@ -51,4 +59,52 @@ func TestWebhookCertificateMissing(t *testing.T) {
 			t.Errorf("Start = %v, want it to name %s", err, f)
 		}
 	}
+}
+
+// The webhook server's request metrics (controller-runtime's
+// controller_runtime_webhook_*, kept in its global registry) are served at
+// the manager's /metrics, beside opkit's own.
+func TestWebhookMetricsServed(t *testing.T) {
+	crt, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{manager.WebhookCertFile: crt, manager.WebhookKeyFile: key} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := freePort(t)
+	m := newManager(t, env.Namespace(t), manager.Options{Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: port, CertDir: dir}})
+	const path = "/test-webhook-metrics-served"
+	m.WebhookServer().Register(path, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	start(t, m)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(crt)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	eventually(t, "the webhook server to answer", func() bool {
+		resp, err := c.Get("https://127.0.0.1:" + strconv.Itoa(port) + path)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	_, body := get(t, "http://"+m.MetricsAddr()+"/metrics")
+	want := `controller_runtime_webhook_requests_total{code="200",webhook="` + path + `"}`
+	if !strings.Contains(body, want) {
+		t.Fatalf("/metrics has no %s:\n%s", want, body)
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -31,9 +31,10 @@
 //   - Logs: each request is logged through the manager's logger, named
 //     "webhook", with group, version, kind, path, namespace, name,
 //     operation and uid. The server's own start and stop lines go through
-//     controller-runtime's logger (ctrl.SetLogger), and its request metrics
-//     (controller_runtime_webhook_*) into controller-runtime's registry,
-//     not yet the manager's /metrics.
+//     controller-runtime's logger (ctrl.SetLogger). Its request metrics
+//     (controller_runtime_webhook_latency_seconds, _requests_total,
+//     _requests_in_flight, by path in the label "webhook") are served at
+//     the manager's /metrics.
 //
 // # Differences from controller-runtime's builder
 //
