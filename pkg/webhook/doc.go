@@ -73,8 +73,7 @@
 // Certificates: the server reads tls.crt and tls.key from
 // manager.Options.Webhook.CertDir and picks up a new pair written there
 // without a restart, or takes Options.Webhook.GetCertificate. Locally and
-// in tests, make a self-signed pair (k8s.io/client-go/util/cert
-// GenerateSelfSignedCertKey) and give its certificate to the API server as
-// the caBundle of a webhook configuration whose clientConfig.url is
-// https://127.0.0.1:<port><path>.
+// in tests, testenv.Options.Webhook installs a project's webhook
+// configurations and CRD conversion pointed at the local server, and
+// Environment.Webhook gives its port and certificate directory.
 package webhook
