@@ -114,7 +114,7 @@ func testConversion(t *testing.T, c client.Client, ns string) {
 	bad := &GadgetV2{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}}
 	bad.Spec.Endpoint = "nowhere"
 	err := c.Create(ctx, bad)
-	if err == nil || !strings.Contains(err.Error(), `endpoint "nowhere" is not host:port`) {
+	if err == nil || !strings.Contains(err.Error(), `conversion webhook for conv.webhook-test.opkit.dev/v2, Kind=Gadget failed: endpoint "nowhere" is not host:port`) {
 		t.Errorf("create of an unconvertible v2 object = %v, want the converter's message", err)
 	}
 }
