@@ -19,6 +19,14 @@
 //   - CRDs in Options.CRDDirs are installed and served (discovery lists
 //     them) before Start returns; a directory that does not exist is an
 //     error.
+//   - Webhooks: Options.Webhook installs webhook configurations (as
+//     controller-gen writes them) and CRD conversion pointed at
+//     https://127.0.0.1:<port><path>, with a CA Start made as caBundle;
+//     Environment.Webhook gives the Host, Port and CertDir (tls.crt,
+//     tls.key) for manager.Options.Webhook. Webhooks with failurePolicy
+//     Fail refuse the writes they match until the test's manager serves
+//     them. It does what envtest's WebhookInstallOptions do, without
+//     importing envtest (see below).
 //   - Main starts one control plane for a whole test package from TestMain
 //     and stops it after the tests ran; Namespace gives each test its own.
 //   - RestartAPIServer restarts kube-apiserver on the same port, certificates

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -49,5 +50,30 @@ func ExampleReportMutations() {
 			t.Fatal(err)
 		}
 		_ = c
+	}
+}
+
+// A test package whose manager serves the project's webhooks: TestMain
+// installs config/webhook/manifests.yaml and the conversion of the CRD
+// with two versions; each test's manager serves at env.Webhook().
+func ExampleEnvironment_Webhook() {
+	_ = func(m *testing.M) { // func TestMain(m *testing.M)
+		testenv.Main(m, testenv.Options{
+			CRDDirs: []string{"../../config/crd/bases"},
+			Webhook: testenv.WebhookOptions{
+				Paths:       []string{"../../config/webhook"},
+				ConvertCRDs: []string{"mirrors.samples.opkit.dev"},
+			},
+		}, func(e *testenv.Environment) { env = e })
+	}
+	_ = func(t *testing.T) { // func TestMirrorWebhooks(t *testing.T)
+		s := env.Webhook()
+		mgr, err := manager.New(env.Config(), manager.Options{
+			Webhook: manager.WebhookOptions{Host: s.Host, Port: s.Port, CertDir: s.CertDir},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = mgr // webhook.Register(mgr, ...); webhook.RegisterConversion(mgr, ...); mgr.Start(ctx)
 	}
 }

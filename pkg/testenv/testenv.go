@@ -51,6 +51,11 @@ type Options struct {
 	// Output receives the control plane's standard output and error.
 	// Defaults to discarding it.
 	Output io.Writer
+
+	// Webhook installs webhook configurations and CRD conversion that the
+	// API server calls on the test's own webhook server, at
+	// Environment.Webhook(). Defaults to none.
+	Webhook WebhookOptions
 }
 
 func (o *Options) defaults() {
@@ -77,10 +82,14 @@ type Environment struct {
 	// certDir holds kube-apiserver's certificates. Start makes it, so that
 	// a restarted API server serves the same certificate; Stop removes it.
 	certDir string
+	// webhook is what Options.Webhook installs; nil without it. Stop
+	// removes its CertDir.
+	webhook *webhookInstall
 }
 
 // Start starts etcd and kube-apiserver, waits until the API server serves the
-// default namespace and installs the CRDs. The caller must call Stop.
+// default namespace and installs the CRDs, then the webhooks of
+// Options.Webhook. The caller must call Stop.
 func Start(opts Options) (*Environment, error) {
 	opts.defaults()
 	wd, err := os.Getwd()
@@ -95,12 +104,17 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	reapOrphans()
-	certDir, err := os.MkdirTemp("", "opkit-apiserver-")
+	wh, err := prepareWebhook(opts.Webhook)
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	e := &Environment{bins: bins, certDir: certDir}
+	reapOrphans()
+	certDir, err := os.MkdirTemp("", "opkit-apiserver-")
+	if err != nil {
+		wh.cleanup()
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	e := &Environment{bins: bins, certDir: certDir, webhook: wh}
 	if err := e.start(opts, crdDirs); err != nil {
 		// The control plane may have started before failing (say, on a
 		// bad CRD); stop it so a failed Start leaks nothing.
@@ -134,7 +148,13 @@ func (e *Environment) start(opts Options, crdDirs []string) error {
 	if err := waitForDefaultNamespace(ctx, e.client); err != nil {
 		return err
 	}
-	return plane.InstallCRDs(ctx, e.config, crdDirs)
+	if e.webhook == nil {
+		return plane.InstallCRDs(ctx, e.config, crdDirs, nil)
+	}
+	if err := plane.InstallCRDs(ctx, e.config, crdDirs, e.webhook.convertCRD); err != nil {
+		return err
+	}
+	return e.webhook.install(ctx, e.config)
 }
 
 // RestartAPIServer stops kube-apiserver and starts it again on the same
@@ -165,6 +185,7 @@ func (e *Environment) Stop() error {
 		}
 	}
 	_ = os.RemoveAll(e.certDir)
+	e.webhook.cleanup()
 	if e.record != "" {
 		_ = os.Remove(e.record)
 	}

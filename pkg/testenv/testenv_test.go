@@ -22,7 +22,10 @@ import (
 var env *Environment
 
 func TestMain(m *testing.M) {
-	Main(m, Options{CRDDirs: []string{"testdata/crds"}}, func(e *Environment) { env = e })
+	Main(m, Options{
+		CRDDirs: []string{"testdata/crds"},
+		Webhook: WebhookOptions{Paths: []string{"testdata/webhook"}, ConvertCRDs: []string{"gadgets.testenv.opkit.dev"}},
+	}, func(e *Environment) { env = e })
 }
 
 func TestConfigMapRoundTrip(t *testing.T) {

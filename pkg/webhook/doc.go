@@ -1,6 +1,7 @@
 // Package webhook serves typed admission webhooks (defaulting and
-// validation) for a type T on the manager's webhook server, which is
-// controller-runtime's webhook.Server (see manager.Options.Webhook).
+// validation) for a type T, and the conversion webhook of multi-version
+// CRDs, on the manager's webhook server, which is controller-runtime's
+// webhook.Server (see manager.Options.Webhook).
 //
 // Its contract:
 //
@@ -26,12 +27,28 @@
 //     (with or without an error) comes back in Warning headers, which
 //     kubectl prints as "Warning: ..." and client-go hands to
 //     rest.Config.WarningHandler.
+//   - Conversion: RegisterConversion[H] serves the conversion between the
+//     versions of H's kind at ConversionPath (/convert, kubebuilder's and
+//     envtest's), through the hub version H, with controller-runtime's
+//     conversion handler. In kubebuilder's style H has a Hub() method and
+//     every other version ConvertTo(hub) and ConvertFrom(hub), so a
+//     kubebuilder project's API types port unchanged; or Conversion.Spokes
+//     gives typed functions per version (SpokeFuncs). The kinds of one
+//     server share its /convert handler, one call per kind. A conversion
+//     error refuses the client's request with the converter's message,
+//     such as 'conversion webhook for example.com/v2, Kind=Gadget failed:
+//     endpoint "x" is not host:port'. A version a kind cannot convert is
+//     an error of RegisterConversion naming the type and the method it
+//     lacks, not a failure of the first request.
 //   - Served on every replica, leader or not; /readyz fails until the
 //     server serves TLS (see package manager).
 //   - Logs: each request is logged through the manager's logger, named
 //     "webhook", with group, version, kind, path, namespace, name,
-//     operation and uid. The server's own start and stop lines go through
-//     controller-runtime's logger (ctrl.SetLogger). Its request metrics
+//     operation and uid; each conversion request at V(1) with uid,
+//     desiredAPIVersion, objects and the first object's apiVersion, kind,
+//     namespace and name, and a failed one at V(0). The server's own start
+//     and stop lines go through controller-runtime's logger
+//     (ctrl.SetLogger). Its request metrics
 //     (controller_runtime_webhook_latency_seconds, _requests_total,
 //     _requests_in_flight, by path in the label "webhook") are served at
 //     the manager's /metrics.
@@ -52,13 +69,13 @@
 //     controller-runtime.
 //   - The name is Hooks, not For: For already names a Lister in package
 //     cache and a watch in package manager.
-//   - Conversion webhooks are not served here yet.
+//   - Conversion is registered by RegisterConversion[Hub], not by the
+//     builder of any version; a kind registered twice is ErrRegistered.
 //
 // Certificates: the server reads tls.crt and tls.key from
 // manager.Options.Webhook.CertDir and picks up a new pair written there
 // without a restart, or takes Options.Webhook.GetCertificate. Locally and
-// in tests, make a self-signed pair (k8s.io/client-go/util/cert
-// GenerateSelfSignedCertKey) and give its certificate to the API server as
-// the caBundle of a webhook configuration whose clientConfig.url is
-// https://127.0.0.1:<port><path>.
+// in tests, testenv.Options.Webhook installs a project's webhook
+// configurations and CRD conversion pointed at the local server, and
+// Environment.Webhook gives its port and certificate directory.
 package webhook

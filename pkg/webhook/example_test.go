@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/webhook"
@@ -72,4 +73,37 @@ func ExampleMutatePath() {
 	// Output:
 	// /mutate--v1-configmap
 	// /validate-apps-v1-deployment
+}
+
+// Serving the conversion between the versions of a kind: in kubebuilder's
+// style, where the hub type has Hub() and every other version ConvertTo
+// and ConvertFrom, one call per kind is all:
+//
+//	webhook.RegisterConversion(mgr, webhook.Conversion[*v2.Gadget]{})
+//
+// Or with typed functions per version, here for v1:
+func ExampleRegisterConversion() {
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:6443"}, manager.Options{
+		Scheme:  gadgetScheme(), // both versions of Gadget
+		Metrics: manager.MetricsOptions{BindAddress: "0"},
+		Webhook: manager.WebhookOptions{Port: 9443},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = webhook.RegisterConversion(mgr, webhook.Conversion[*GadgetV2]{
+		Spokes: []webhook.Spoke[*GadgetV2]{
+			webhook.SpokeFuncs(
+				func(_ context.Context, src *GadgetV1, dst *GadgetV2) error { return v1ToV2(src, dst) },
+				func(_ context.Context, src *GadgetV2, dst *GadgetV1) error { return v2ToV1(src, dst) },
+			),
+		},
+	})
+	fmt.Println(err)
+	// The CRD's spec.conversion.webhook.clientConfig points at:
+	fmt.Println(webhook.ConversionPath)
+	// Output:
+	// <nil>
+	// /convert
 }

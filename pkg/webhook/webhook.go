@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 
@@ -147,7 +146,7 @@ func newObject[T runtime.Object]() (T, error) {
 
 // serve registers wh at path, logging through log, and turns
 // controller-runtime's panic on a second registration into ErrRegistered.
-func serve(srv crwebhook.Server, path string, wh *admission.Webhook, log logr.Logger) (err error) {
+func serve(srv crwebhook.Server, path string, wh *admission.Webhook, log logr.Logger) error {
 	log = log.WithValues("path", path)
 	wh.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		if req == nil {
@@ -155,18 +154,7 @@ func serve(srv crwebhook.Server, path string, wh *admission.Webhook, log logr.Lo
 		}
 		return log.WithValues("namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "uid", req.UID)
 	}
-	defer func() {
-		// controller-runtime panics on a path registered twice, and on
-		// nothing else.
-		if r := recover(); r != nil {
-			if e, ok := r.(error); !ok || !strings.Contains(e.Error(), "duplicate path") {
-				panic(r)
-			}
-			err = fmt.Errorf("webhook: register %s: %w", path, ErrRegistered)
-		}
-	}()
-	srv.Register(path, http.Handler(wh))
-	return nil
+	return register(srv, path, wh)
 }
 
 // MutatePath returns the path the Defaulter of gvk is served at, as

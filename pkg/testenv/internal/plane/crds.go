@@ -28,7 +28,8 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // directories whose .yaml, .yml and .json files are read, not recursively;
 // documents of other kinds are skipped) and returns once discovery serves
 // every version of each, so that a client or cache can use them at once.
-func InstallCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
+// modify, when not nil, may change each CRD before it is created.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, paths []string, modify func(*unstructured.Unstructured) error) error {
 	var crds []*unstructured.Unstructured
 	for _, p := range paths {
 		got, err := readCRDs(p)
@@ -36,6 +37,13 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
 			return fmt.Errorf("read CRDs in %s: %w", p, err)
 		}
 		crds = append(crds, got...)
+	}
+	if modify != nil {
+		for _, crd := range crds {
+			if err := modify(crd); err != nil {
+				return fmt.Errorf("install CRD %s: %w", crd.GetName(), err)
+			}
+		}
 	}
 	if len(crds) == 0 {
 		return nil
@@ -75,6 +83,13 @@ func crdFiles(path string) ([]string, error) {
 }
 
 func readCRDs(path string) ([]*unstructured.Unstructured, error) {
+	return ReadManifests(path, "CustomResourceDefinition")
+}
+
+// ReadManifests returns the documents of the given kinds in path (a file,
+// or a directory whose .yaml, .yml and .json files are read, not
+// recursively).
+func ReadManifests(path string, kinds ...string) ([]*unstructured.Unstructured, error) {
 	files, err := crdFiles(path)
 	if err != nil {
 		return nil, err
@@ -98,7 +113,7 @@ func readCRDs(path string) ([]*unstructured.Unstructured, error) {
 			if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
-			if u.GetKind() == "CustomResourceDefinition" {
+			if slices.Contains(kinds, u.GetKind()) {
 				out = append(out, u)
 			}
 		}
