@@ -154,8 +154,9 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err != nil {
 		return err
 	}
-	// The Mirror's webhooks are registered on mgr.WebhookServer() here,
-	// when it is not nil (--webhook-port=0 turns it off).
+	if err := registerWebhooks(mgr); err != nil {
+		return err
+	}
 	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{
 		MaxConcurrentReconciles: f.workers,
 		DisableReadYourWrites:   !f.readYourWrites,

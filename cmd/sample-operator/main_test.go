@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,10 +14,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
 func TestBadFlags(t *testing.T) {
@@ -171,4 +175,65 @@ func TestWebhookNamespaceOutsideAPod(t *testing.T) {
 		!slices.Equal(o.Targets.CRDs, []string{"mirrors.samples.opkit.dev"}) || len(o.Targets.MutatingWebhooks) != 1 || len(o.Targets.ValidatingWebhooks) != 1 {
 		t.Errorf("rotator options = %+v", o)
 	}
+}
+
+// registerWebhooks registers on the webhook server, and skips registering
+// when --webhook-port=0 turned it off.
+func TestRegisterWebhooks(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--webhook-port", "0"}, 0},
+		{nil, 1},
+	} {
+		f, err := parse(tt.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{Webhook: f.webhook.options(), Logger: logr.Discard()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		err = registerWebhooks(mgr, func(m *manager.Manager) error {
+			calls++
+			if m.WebhookServer() == nil {
+				t.Error("registered without a webhook server")
+			}
+			return nil
+		})
+		if err != nil || calls != tt.want {
+			t.Errorf("registerWebhooks with %q: %d calls, %v; want %d calls", tt.args, calls, err, tt.want)
+		}
+	}
+}
+
+// docs/webhooks.md lists every webhook flag with its default.
+func TestWebhookFlagsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/webhooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	var w webhookFlags
+	w.register(fs)
+	fs.VisitAll(func(fl *flag.Flag) {
+		row := ""
+		for _, line := range strings.Split(string(doc), "\n") {
+			if strings.HasPrefix(line, "| `--"+fl.Name+"` |") {
+				row = line
+			}
+		}
+		switch {
+		case row == "":
+			t.Errorf("docs/webhooks.md has no row for --%s", fl.Name)
+		case fl.Name == "webhook-cert-dir":
+			if !strings.Contains(row, "k8s-webhook-server/serving-certs") {
+				t.Errorf("docs/webhooks.md gives --%s a default other than %s: %s", fl.Name, fl.DefValue, row)
+			}
+		case fl.DefValue != "" && !strings.Contains(row, "`"+fl.DefValue+"`"):
+			t.Errorf("docs/webhooks.md gives --%s a default other than %s: %s", fl.Name, fl.DefValue, row)
+		}
+	})
 }

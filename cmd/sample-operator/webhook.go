@@ -137,6 +137,21 @@ func (w *webhookFlags) rotatorOptions(log logr.Logger) (certs.Options, error) {
 	return opts, nil
 }
 
+// registerWebhooks calls each register (mirror.SetupWebhooks, say) to
+// register handlers on mgr's webhook server, unless --webhook-port=0 turned
+// the server off.
+func registerWebhooks(mgr *manager.Manager, register ...func(*manager.Manager) error) error {
+	if mgr.WebhookServer() == nil {
+		return nil
+	}
+	for _, r := range register {
+		if err := r(mgr); err != nil {
+			return fmt.Errorf("register webhooks: %w", err)
+		}
+	}
+	return nil
+}
+
 // startCertificates syncs the self-managed certificates once, so that the
 // certificate is in --webhook-cert-dir before the webhook server serves
 // (the manager refuses to start without it), then keeps them in sync until
