@@ -163,14 +163,14 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	}); err != nil {
 		return err
 	}
-	waitCerts, err := startCertificates(ctx, cfg, mgr, f.webhook, log)
+	stopCerts, err := startCertificates(ctx, cfg, mgr, f.webhook, log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it began
 		}
 		return err
 	}
-	defer waitCerts()
+	defer stopCerts()
 	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs)
 	return mgr.Start(ctx)
 }

@@ -159,8 +159,9 @@ func registerWebhooks(mgr *manager.Manager, register ...func(*manager.Manager) e
 // says what is missing (a permission, a target): the kubelet restarts it,
 // and nothing is served meanwhile with a certificate the API server does
 // not trust. The rotator's check joins /readyz as "webhook-certificate".
-// The returned function waits for the rotator to stop.
-func startCertificates(ctx context.Context, cfg *rest.Config, mgr *manager.Manager, w webhookFlags, log logr.Logger) (wait func(), err error) {
+// The returned function stops the rotator and waits for it: Start may
+// return while ctx goes on (a lost lease, a failed runnable).
+func startCertificates(ctx context.Context, cfg *rest.Config, mgr *manager.Manager, w webhookFlags, log logr.Logger) (stop func(), err error) {
 	if w.port == 0 || w.certs != certsSelfManaged {
 		return func() {}, nil
 	}
@@ -183,10 +184,11 @@ func startCertificates(ctx context.Context, cfg *rest.Config, mgr *manager.Manag
 		return nil, fmt.Errorf("make the webhook certificate (--webhook-certs=self-managed; or turn the webhook server off with --webhook-port=0): %w", err)
 	}
 	log.Info("Webhook certificate ready", "caSecret", opts.CASecret.String(), "service", opts.Service.String(), "certDir", opts.CertDir)
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = rot.Start(ctx) // nil when ctx ends; a failed sync is logged and retried
 	}()
-	return func() { <-done }, nil
+	return func() { cancel(); <-done }, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -239,5 +240,27 @@ func clearCABundles(t testing.TB) {
 		if _, err := dyn.Resource(gvr).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("clear the caBundles of %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
+	}
+}
+
+// TestExitsWithTheCertificatesRunning: an operator whose manager stops on
+// its own (here a Lease it may not renew) exits, though the rotator of its
+// webhook certificates runs on a context that has not ended.
+func TestExitsWithTheCertificatesRunning(t *testing.T) {
+	d := render(t)
+	p := permission{"coordination.k8s.io", "leases", "update", webhookNamespace, ""}
+	id := d.apply(t, "exits", p)
+	lease := leaseRef{namespace: id.namespace, name: "deployed-exits"}
+	w := newWorld(t, lease, d.scraper(t))
+	op := startOperator(t, opConfig{kubeconfig: writeKubeconfig(t, token(t, id, 3600)), lease: lease.name, leaseNS: lease.namespace, anyExit: true})
+	w.op = op
+	eventually(t, "the operator to give up the Lease it may not renew, and exit", func(*world) error {
+		if op.running() {
+			return errors.New("it still runs")
+		}
+		return nil
+	}, w)
+	if line, ok := op.logs.find("Webhook certificate ready"); !ok {
+		t.Errorf("the operator never ran its webhook certificates: %s", line)
 	}
 }
