@@ -5,7 +5,10 @@
 //	sample-operator --local [flags]  start a local control plane with sample
 //	                                 Mirrors and run against it ('make run')
 //
-// It logs JSON to standard error and stops gracefully at SIGTERM or Ctrl-C.
+// It serves the Mirror's webhooks on --webhook-port (9443; 0 turns them
+// off) with certificates it manages itself or that are mounted
+// (--webhook-certs; docs/webhooks.md lists the flags). It logs JSON to
+// standard error and stops gracefully at SIGTERM or Ctrl-C.
 package main
 
 import (

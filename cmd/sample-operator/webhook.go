@@ -82,12 +82,13 @@ func (w *webhookFlags) check(set map[string]bool) error {
 		}
 		return out
 	}
+	ignoredWhenOff := given(append([]string{"webhook-cert-dir", "webhook-certs"}, selfManagedFlags...)...)
 	switch {
 	case w.port < 0 || w.port > 65535:
 		return fmt.Errorf("--webhook-port is %d: want a port from 1 to 65535, or 0 to turn the webhook server off", w.port)
-	case w.port == 0 && len(given(append([]string{"webhook-cert-dir", "webhook-certs"}, selfManagedFlags...)...)) > 0:
+	case w.port == 0 && len(ignoredWhenOff) > 0:
 		return fmt.Errorf("--webhook-port=0 turns the webhook server off, so %s would do nothing: drop them or set the port",
-			strings.Join(given(append([]string{"webhook-cert-dir", "webhook-certs"}, selfManagedFlags...)...), ", "))
+			strings.Join(ignoredWhenOff, ", "))
 	case w.certs != certsSelfManaged && w.certs != certsMounted:
 		return fmt.Errorf("--webhook-certs is %q: want %q or %q", w.certs, certsSelfManaged, certsMounted)
 	case w.certs == certsMounted && len(given(selfManagedFlags...)) > 0:
