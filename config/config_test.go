@@ -132,6 +132,13 @@ func TestDefaultHasEveryObject(t *testing.T) {
 		{"ClusterRole", "", "mirror-metrics-reader"},
 		{"Deployment", namespace, "mirror-controller-manager"},
 		{"Service", namespace, "mirror-controller-manager-metrics-service"},
+		{"Service", namespace, webhookService},
+		{"MutatingWebhookConfiguration", "", mutatingConfig},
+		{"ValidatingWebhookConfiguration", "", validatingConfig},
+		{"Role", namespace, "mirror-webhook-certs"},
+		{"ClusterRole", "", "mirror-webhook-certs"},
+		{"RoleBinding", namespace, "mirror-webhook-certs-rolebinding"},
+		{"ClusterRoleBinding", "", "mirror-webhook-certs-rolebinding"},
 	}
 	for _, w := range want {
 		if objs.find(w.kind, w.namespace, w.name) == nil {
@@ -295,7 +302,8 @@ func TestDefaultDeployment(t *testing.T) {
 		t.Errorf("image = %q, want %q", c.Image, image)
 	}
 	wantCmd := []string{"/sample-operator"}
-	wantArgs := []string{"--leader-elect", fmt.Sprintf("--metrics-bind-address=:%d", metricsPort), "--metrics-secure", fmt.Sprintf("--health-probe-bind-address=:%d", healthPort)}
+	wantArgs := []string{"--leader-elect", fmt.Sprintf("--metrics-bind-address=:%d", metricsPort), "--metrics-secure", fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
+		fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-certs=self-managed"}
 	if diff := cmp.Diff(wantCmd, c.Command); diff != "" {
 		t.Errorf("command (-want +got):\n%s", diff)
 	}
@@ -384,7 +392,7 @@ func containerPort(c corev1.Container, port intstr.IntOrString) int32 {
 
 func TestDefaultMetricsService(t *testing.T) {
 	objs := render(t, "default")
-	svc := one[corev1.Service](t, objs, "Service")
+	svc := service(t, objs, "mirror-controller-manager-metrics-service")
 	d := one[appsv1.Deployment](t, objs, "Deployment")
 	if len(svc.Spec.Selector) == 0 {
 		t.Fatal("the metrics Service selects no pods")

@@ -5,7 +5,10 @@
 //	sample-operator --local [flags]  start a local control plane with sample
 //	                                 Mirrors and run against it ('make run')
 //
-// It logs JSON to standard error and stops gracefully at SIGTERM or Ctrl-C.
+// It serves the Mirror's webhooks on --webhook-port (9443; 0 turns them
+// off) with certificates it manages itself or that are mounted
+// (--webhook-certs; docs/webhooks.md lists the flags). It logs JSON to
+// standard error and stops gracefully at SIGTERM or Ctrl-C.
 package main
 
 import (
@@ -61,6 +64,7 @@ type flags struct {
 	readYourWrites  bool
 	local           bool
 	localDir        string
+	webhook         webhookFlags
 }
 
 func parse(args []string, stderr io.Writer) (flags, error) {
@@ -79,7 +83,17 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.BoolVar(&f.readYourWrites, "read-your-writes", true, "wait, before reconciling a Mirror, until the cache holds the Mirror's own earlier writes (false: measure its cost)")
 	fs.BoolVar(&f.local, "local", false, "start a local control plane with sample Mirrors and run against it")
 	fs.StringVar(&f.localDir, "local-dir", "bin/run", "with --local: where to write the kubeconfig")
+	f.webhook.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.local && !set["webhook-port"] {
+		// The local control plane has no Service to reach a webhook by.
+		f.webhook.port = 0
+	}
+	if err := f.webhook.check(set); err != nil {
 		return f, err
 	}
 	switch {
@@ -138,8 +152,12 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		},
 		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr, Secure: f.metricsSecure},
 		Health:  manager.HealthOptions{BindAddress: f.healthAddr},
+		Webhook: f.webhook.options(),
 	})
 	if err != nil {
+		return err
+	}
+	if err := registerWebhooks(mgr); err != nil {
 		return err
 	}
 	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{
@@ -148,6 +166,14 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	}); err != nil {
 		return err
 	}
-	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect)
+	stopCerts, err := startCertificates(ctx, cfg, mgr, f.webhook, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it began
+		}
+		return err
+	}
+	defer stopCerts()
+	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs)
 	return mgr.Start(ctx)
 }

@@ -102,6 +102,7 @@ func containerSpec(t *testing.T, bundle, id string, pod corev1.PodSpec, c corev1
 	s["mounts"] = append(s["mounts"].([]any), map[string]any{
 		"destination": serviceAccountDir, "type": "bind", "source": saDir, "options": []string{"rbind", "ro"},
 	})
+	s["mounts"] = append(s["mounts"].([]any), emptyDirMounts(pod, c)...)
 	s.withoutNamespace("network")
 	linux := s.obj("linux")
 	if seccompRuntimeDefault(pod, c) {

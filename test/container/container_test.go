@@ -51,6 +51,7 @@ func TestContainerRunsAsDeployed(t *testing.T) {
 	mgr := d.manager(t)
 	c := newClient(t)
 	d.applyIdentity(t, c)
+	d.applyWebhookTargets(t, c)
 
 	img, err := ociimage.Build(t.Context(), ociimage.Options{})
 	if err != nil {
@@ -70,6 +71,7 @@ func TestContainerRunsAsDeployed(t *testing.T) {
 	args := command(mgr, cf)
 	args = rebind(t, args, containerPort(t, mgr, "health"), healthAddr)
 	args = rebind(t, args, containerPort(t, mgr, "https"), metricsAddr)
+	args = rebindWebhook(t, args)
 	id := containerID()
 	if err := containerSpec(t, bundle, id, d.deploy.Spec.Template.Spec, mgr, args, saDir).write(bundle); err != nil {
 		t.Fatal(err)

@@ -81,6 +81,7 @@ func podConfig(t *testing.T, id identity, tok string, c opConfig) opConfig {
 		t.Fatal(err)
 	}
 	c.wrap = inPod(t, dir)
+	c.podNamespace = true
 	c.env = append(c.env, "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
 	return c
 }

@@ -42,6 +42,9 @@ type opConfig struct {
 	anyExit bool
 	// noLeaderElection leaves --leader-elect out.
 	noLeaderElection bool
+	// podNamespace leaves --webhook-namespace out, for an operator that
+	// reads its namespace as a pod does.
+	podNamespace bool
 }
 
 // startOperator runs the operator as the Deployment in config/manager
@@ -59,6 +62,14 @@ func startOperator(t testing.TB, c opConfig) *operator {
 	}
 	if c.leaseNS != "" {
 		argv = append(argv, "--leader-election-namespace", c.leaseNS)
+	}
+	// The webhook server with self-managed certificates, as config/default
+	// runs it, on a free port (the API server cannot call it here: see
+	// webhook_test.go) and a certificate directory of its own.
+	installWebhookTargets(t)
+	argv = append(argv, "--webhook-port", fmt.Sprint(freePort(t)), "--webhook-cert-dir", filepath.Join(t.TempDir(), "certs"), "--webhook-certs", "self-managed")
+	if !c.podNamespace {
+		argv = append(argv, "--webhook-namespace", webhookNamespace)
 	}
 	if c.wrap != nil {
 		argv = c.wrap(argv)

@@ -1,6 +1,7 @@
 package deployed
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -63,6 +64,9 @@ type need struct {
 	// reader's token.
 	scrape bool
 	unused string // why it is granted though the workload does not need it
+	// exits: the operator stops at start with an error naming it (the
+	// self-managed webhook certificates' first sync).
+	exits bool
 }
 
 // needs is, for each permission in config/rbac, what the operator needs it
@@ -92,6 +96,35 @@ var needs = map[string]need{
 	"get leases":                  {step: "start"},
 	"create leases":               {step: "start"},
 	"update leases":               {step: "start"},
+	// The self-managed webhook certificates (config/rbac/webhook_certs_role.yaml).
+	"create secrets (mirror-system)":        {unused: "the ClusterRole grants create on secrets everywhere, for copies; the Role grants it in mirror-system for the webhook CA Secret, which it creates when missing, so that the certificates need nothing of the Mirror's rules"},
+	"get secrets":                           {step: "start", exits: true},
+	"update secrets":                        {unused: "the webhook CA Secret is updated only when the CA is replaced, two thirds into its ten years (pkg/webhook/certs tests it in fake time)"},
+	"get mutatingwebhookconfigurations":     {step: "start", exits: true},
+	"patch mutatingwebhookconfigurations":   {step: "start", exits: true},
+	"get validatingwebhookconfigurations":   {step: "start", exits: true},
+	"patch validatingwebhookconfigurations": {step: "start", exits: true},
+	"get customresourcedefinitions":         {step: "start", exits: true},
+	"patch customresourcedefinitions":       {step: "start", exits: true},
+}
+
+// needOf is what p is needed for: the entry for its verb and resource in
+// its namespace, "verb resource (namespace)", where one permission is
+// granted in two scopes for two reasons; else the verb and resource's.
+func needOf(p permission) need {
+	if n, ok := needs[scopedKey(p)]; ok {
+		return n
+	}
+	return needs[key(p)]
+}
+
+func scopedKey(p permission) string { return key(p) + " (" + p.namespace + ")" }
+
+// hasNeed reports whether needs says anything of p.
+func hasNeed(p permission) bool {
+	_, scoped := needs[scopedKey(p)]
+	_, plain := needs[key(p)]
+	return scoped || plain
 }
 
 // listFallback is why list is granted on what the cache reads.
@@ -112,21 +145,21 @@ func TestEachRuleIsNeededAndReported(t *testing.T) {
 	perms := d.permissions()
 	var unused []permission
 	for _, p := range perms {
-		if _, ok := needs[key(p)]; !ok {
+		if !hasNeed(p) {
 			t.Errorf("config/rbac grants %s, which needs says nothing of: add it, with what breaks without it", p)
 		}
-		if needs[key(p)].step == "" {
+		if needOf(p).step == "" {
 			unused = append(unused, p)
 		}
 	}
 	for k := range needs {
-		if !slices.ContainsFunc(perms, func(p permission) bool { return key(p) == k }) {
+		if !slices.ContainsFunc(perms, func(p permission) bool { return key(p) == k || scopedKey(p) == k }) {
 			t.Errorf("needs holds %q, which config/rbac no longer grants: remove it", k)
 		}
 	}
 	scraper := d.scraper(t)
 	for i, p := range perms {
-		n := needs[key(p)]
+		n := needOf(p)
 		if n.step == "" {
 			continue
 		}
@@ -157,6 +190,11 @@ func TestEachRuleIsNeededAndReported(t *testing.T) {
 // lacking runs the workload as an identity without p, up to n.step.
 func lacking(t *testing.T, d *deployment, suffix, scraper string, p permission, n need) {
 	id := d.apply(t, suffix, p)
+	if p.verb == "patch" && p.names != "" {
+		// The caBundles hold the CA already if an earlier operator put it
+		// there, and an operator patches only what differs.
+		clearCABundles(t)
+	}
 	lease := leaseRef{namespace: id.namespace, name: "deployed-lacking-" + suffix}
 	w := newWorld(t, lease, scraper)
 	// Without a permission, the operator may exit (a Lease it cannot
@@ -189,6 +227,14 @@ func lacking(t *testing.T, d *deployment, suffix, scraper string, p permission, 
 		return fmt.Errorf("no log line holds all of %q (step %s: %v)", report, n.step, steps[at].done(w))
 	}, w)
 	line, _ := op.logs.find(report...)
+	if n.exits {
+		eventually(t, "the operator to exit", func(*world) error {
+			if op.running() {
+				return errors.New("it still runs")
+			}
+			return nil
+		}, w)
+	}
 	// What TestDeployedPermissionsSuffice counts sees the refusal (the
 	// reviews guard /metrics itself, which cannot then be read).
 	if !op.running() {
@@ -268,7 +314,9 @@ this file differs from what it generates. Rewrite it with
 OPKIT_UPDATE_DOCS=1 go test ./test/deployed/ -run TestEachRuleIsNeededAndReported -->
 
 config/rbac grants the Mirror operator's ServiceAccount the permissions below
-(its ClusterRole and, for leader election, its Role in mirror-system).
+(its ClusterRole, for leader election its Role in mirror-system, and for its
+self-managed webhook certificates the Role and ClusterRole mirror-webhook-certs,
+restricted to the objects named; config/cert-manager removes those two).
 test/deployed applies them as 'kubectl kustomize config/default' renders them,
 runs the real operator binary with a token of that ServiceAccount, and drives
 the whole Mirror workload to convergence with no request refused (403). Then
@@ -296,13 +344,16 @@ The workload's steps:
 |---|---|---|---|---|---|
 `)
 	for _, p := range perms {
-		n := needs[key(p)]
+		n := needOf(p)
 		group, scope := p.group, "cluster"
 		if group == "" {
 			group = "core"
 		}
 		if p.namespace != "" {
 			scope = "namespace " + p.namespace
+		}
+		if p.names != "" {
+			scope += ", only " + p.names
 		}
 		breaks, report := "step **"+n.step+"** fails", reportedBy(n)
 		if n.step == "" {
@@ -330,6 +381,9 @@ func reportedBy(n need) string {
 	}
 	if n.scrape {
 		out = append(out, "/metrics answers 500")
+	}
+	if n.exits {
+		out = append(out, "the operator exits at start, before it serves anything")
 	}
 	return strings.Join(out, ", ")
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -28,8 +29,9 @@ import (
 
 // deployment is what 'kubectl kustomize config/default' renders for the
 // operator's identity: its namespace, ServiceAccount, roles and bindings.
-// The Deployment, CRD and Service are left out: the test runs the binary
-// itself, and TestMain installed the CRD.
+// The Deployment and Services are left out: the test runs the binary
+// itself. TestMain installed the CRD; installWebhookTargets gives it the
+// rendered conversion webhook.
 type deployment struct {
 	namespace           *corev1.Namespace
 	serviceAccount      *corev1.ServiceAccount
@@ -37,6 +39,10 @@ type deployment struct {
 	roles               []*rbacv1.Role
 	clusterRoleBindings []*rbacv1.ClusterRoleBinding
 	roleBindings        []*rbacv1.RoleBinding
+	// webhookTargets are the objects whose caBundle the operator's
+	// self-managed certificates keep: the webhook configurations and the
+	// CRD, as rendered.
+	webhookTargets []*unstructured.Unstructured
 }
 
 // metricsReader is the ClusterRole config/rbac grants scrapers, bound to
@@ -113,6 +119,9 @@ func (d *deployment) add(u *unstructured.Unstructured) error {
 	case "RoleBinding":
 		d.roleBindings = append(d.roleBindings, &rbacv1.RoleBinding{})
 		obj = d.roleBindings[len(d.roleBindings)-1]
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition":
+		d.webhookTargets = append(d.webhookTargets, u)
+		return nil
 	default:
 		return nil
 	}
@@ -120,9 +129,10 @@ func (d *deployment) add(u *unstructured.Unstructured) error {
 }
 
 // permission is one verb on one resource, granted cluster-wide (namespace
-// "") or in one namespace.
+// "") or in one namespace, on every object of it or only on those that
+// names lists (resourceNames, comma-separated).
 type permission struct {
-	group, resource, verb, namespace string
+	group, resource, verb, namespace, names string
 }
 
 func (p permission) String() string {
@@ -133,6 +143,9 @@ func (p permission) String() string {
 	g := p.group
 	if g == "" {
 		g = "core"
+	}
+	if p.names != "" {
+		scope = "named " + p.names + " " + scope
 	}
 	return fmt.Sprintf("%s %s (%s) %s", p.verb, p.resource, g, scope)
 }
@@ -160,7 +173,7 @@ func flatten(rules []rbacv1.PolicyRule, ns string) []permission {
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
-					out = append(out, permission{g, res, v, ns})
+					out = append(out, permission{g, res, v, ns, strings.Join(r.ResourceNames, ",")})
 				}
 			}
 		}
@@ -175,7 +188,11 @@ func without(rules []rbacv1.PolicyRule, ns string, drop []permission) []rbacv1.P
 		if slices.Contains(drop, p) {
 			continue
 		}
-		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.group}, Resources: []string{p.resource}, Verbs: []string{p.verb}})
+		var names []string
+		if p.names != "" {
+			names = strings.Split(p.names, ",")
+		}
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.group}, Resources: []string{p.resource}, ResourceNames: names, Verbs: []string{p.verb}})
 	}
 	return out
 }

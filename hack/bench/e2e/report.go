@@ -25,8 +25,10 @@ const (
 var impls = []string{opkit, cr, bare, noRYW}
 
 // implArgs are the flags an implementation's binary runs with beyond
-// those every operator takes.
-var implArgs = map[string][]string{noRYW: {"--read-your-writes=false"}}
+// those every operator takes. opkit's runs without its webhook server,
+// which needs webhook configurations the benchmark's cluster has not, and
+// which controller-runtime's mirror does not run either.
+var implArgs = map[string][]string{opkit: {"--webhook-port=0"}, noRYW: {"--read-your-writes=false", "--webhook-port=0"}}
 
 // runResult is the figures of one run of one implementation.
 type runResult struct {
