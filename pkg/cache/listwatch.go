@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -50,8 +51,15 @@ func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMa
 		return &toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				res := listObj.DeepCopyObject()
-				err := client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Do(ctx).Into(res)
-				return res, err
+				result := client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Do(ctx)
+				if err := result.Error(); err != nil {
+					return res, err
+				}
+				if err := result.Into(res); err != nil {
+					// The request succeeded: the body did not decode.
+					return res, &decodeError{err}
+				}
+				return res, nil
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				return client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Watch(ctx)
@@ -183,6 +191,9 @@ func (r *registration) applySelectors(opts *metav1.ListOptions) {
 // recordListWatch keeps the latest list or watch error for Status, with a
 // message that says what to do about the common ones.
 func (r *registration) recordListWatch(verb, ns string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		r.c.metrics.syncError(r, syncErrorClass(verb, err))
+	}
 	if err == nil {
 		r.mu.Lock()
 		if r.err == listWatchError {
