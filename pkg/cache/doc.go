@@ -54,8 +54,17 @@
 //     Lister over objects in memory, for unit tests without an API server.
 //   - Observable: with Options.Registerer, the objects cached
 //     (MetricObjects), relists (MetricRelists), watch restarts
-//     (MetricWatchRestarts) and time to first sync (MetricFirstSync) of each
-//     type, and no global registration.
+//     (MetricWatchRestarts), time to first sync (MetricFirstSync), event
+//     lag (MetricEventLag) and failed lists and watches by class
+//     (MetricSyncErrors) of each type, and no global registration. The lag
+//     is estimated from each object's timestamps read before managedFields
+//     are stripped (to the second, so up to 1s long), which the cache
+//     remembers by object until the informer delivers it; handlers that
+//     implement TimedEventHandler are handed that change time
+//     (TestEventLag in pkg/controller). Sync errors are classified when a
+//     list or a watch fails to open (TestSyncErrorClasses in test/faults):
+//     a watch that ends early counts in MetricWatchRestarts, and its
+//     error only if reopening it fails.
 //
 // # Differences from client-go and controller-runtime
 //
