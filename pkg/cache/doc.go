@@ -62,9 +62,14 @@
 //     remembers by object until the informer delivers it; handlers that
 //     implement TimedEventHandler are handed that change time
 //     (TestEventLag in pkg/controller). Sync errors are classified when a
-//     list or a watch fails to open (TestSyncErrorClasses in test/faults):
-//     a watch that ends early counts in MetricWatchRestarts, and its
-//     error only if reopening it fails.
+//     list or a watch fails to open, and when a watch's stream fails
+//     midway (a connection reset or cut: class connection)
+//     (TestSyncErrorClasses in test/faults). An error the API server
+//     sends inside a watch stream (a 410 on a long-open watch) or an
+//     event that does not decode ends the watch without a count there:
+//     client-go handles both inside its reflector, out of the cache's
+//     sight; the watch restart (MetricWatchRestarts) and, if reopening
+//     fails, that failure are counted.
 //
 // # Differences from client-go and controller-runtime
 //

@@ -37,7 +37,7 @@ func (c *Cache) listWatchFactory(gvk schema.GroupVersionKind, f form, mapping *m
 // which speaks protobuf to the API server for the built-in types and JSON
 // for custom resources.
 func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
-	client, err := apiutil.RESTClientForGVK(gvk, false, false, c.cfg, c.codecs, c.opts.HTTPClient)
+	client, err := apiutil.RESTClientForGVK(gvk, false, false, c.cfg, c.codecs, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make REST client for %s: %w", gvk, err)
 	}
@@ -71,7 +71,7 @@ func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMa
 func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.NegotiatedSerializer = nil
-	client, err := metadata.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	client, err := metadata.NewForConfigAndClient(cfg, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make metadata client: %w", err)
 	}
@@ -108,7 +108,7 @@ func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RES
 func (c *Cache) dynamicListWatch(mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.NegotiatedSerializer = nil
-	client, err := dynamic.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	client, err := dynamic.NewForConfigAndClient(cfg, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make dynamic client: %w", err)
 	}
@@ -153,6 +153,11 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 				if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 					r.c.metrics.relist(r) // a streaming list replaces the list
 				}
+			}
+			if r.c.metrics != nil {
+				ctx = context.WithValue(ctx, streamFailedKey{}, func(err error) {
+					r.c.metrics.syncError(r, syncErrorClass("watch", err))
+				})
 			}
 			w, err := watchFn(ctx, opts)
 			r.recordListWatch("watch", ns, err)

@@ -45,7 +45,10 @@ const (
 	// MetricSyncErrors counts the informers' failed lists and watches by
 	// type and class (see the SyncError constants): each failure counts
 	// once, in the first class that matches in the order forbidden,
-	// expired, decode, connection, then list_failed or watch_failed.
+	// expired, decode, connection, then list_failed or watch_failed. A
+	// failure is a list or watch request that fails, or a watch stream
+	// whose connection fails midway (connection); the package doc says
+	// what is not seen.
 	MetricSyncErrors = "opkit_cache_sync_errors_total"
 )
 

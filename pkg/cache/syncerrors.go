@@ -1,11 +1,15 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,4 +54,59 @@ func isConnectionError(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
 		errors.As(err, &ne) || errors.As(err, &ue)
+}
+
+// streamFailedKey is the context key under which a watch request carries
+// the function to call if its response stream fails midway.
+type streamFailedKey struct{}
+
+// streamErrors is the transport of the cache's list and watch clients with
+// metrics on: it hands the body of each watch response whose request
+// carries a streamFailedKey function a reader that calls it with the first
+// read error other than the stream's end (a connection reset or cut
+// midway), unless the watch was stopped first. The informer itself only
+// sees such a watch end, as if the API server had ended it.
+type streamErrors struct{ next http.RoundTripper }
+
+func (t streamErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	if f, ok := req.Context().Value(streamFailedKey{}).(func(error)); ok {
+		resp.Body = &watchedBody{ReadCloser: resp.Body, failed: f}
+	}
+	return resp, nil
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	failed func(error)
+	closed atomic.Bool // Close was called: later read errors are its doing
+	once   sync.Once
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !b.closed.Load() && !errors.Is(err, context.Canceled) {
+		b.once.Do(func() { b.failed(err) })
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	b.closed.Store(true)
+	return b.ReadCloser.Close()
+}
+
+// withStreamErrors returns hc with a transport that reports failed watch
+// streams (see streamErrors), sharing hc's connections.
+func withStreamErrors(hc *http.Client) *http.Client {
+	c := *hc
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = streamErrors{next: next}
+	return &c
 }

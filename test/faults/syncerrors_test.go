@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -81,9 +82,18 @@ func TestSyncErrorClasses(t *testing.T) {
 		p.closeAll(1) // every watch ends and resumes from its resource version: 410
 		eventually(t, 60*time.Second, "an expired sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorExpired)) })
 		exp.expiring.Store(false)
-		onlyClass(t, op, cache.SyncErrorExpired)
+		// The cut that makes the watches resume counts as a connection error.
+		onlyClass(t, op, cache.SyncErrorExpired, cache.SyncErrorConnection)
 	})
-	t.Run("connection", func(t *testing.T) {
+	t.Run("cut", func(t *testing.T) {
+		p := startProxy(t)
+		op := startOperator(t, opOptions{config: p.config()})
+		waitWatching(t, op)
+		p.closeAll(1) // every watch stream is cut midway
+		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorConnection)) })
+		onlyClass(t, op, cache.SyncErrorConnection)
+	})
+	t.Run("refused", func(t *testing.T) {
 		// The API server's port refuses connections while on, as when it
 		// restarts. (The proxy's blackout is not used: client-go's REST
 		// client retries a reset connection for a long while before the
@@ -137,13 +147,14 @@ func waitWatching(t *testing.T, op *operator) {
 	})
 }
 
-// onlyClass checks that no other class of ConfigMap sync errors counted.
-func onlyClass(t *testing.T, op *operator, class string) {
+// onlyClass checks that no class of ConfigMap sync errors but those given
+// counted.
+func onlyClass(t *testing.T, op *operator, classes ...string) {
 	t.Helper()
 	for _, c := range []string{cache.SyncErrorForbidden, cache.SyncErrorExpired, cache.SyncErrorDecode,
 		cache.SyncErrorConnection, cache.SyncErrorList, cache.SyncErrorWatch} {
-		if v := op.syncErrors(t, c); c != class && v != 0 {
-			t.Errorf("%s{type=v1/ConfigMap,class=%s} = %v; the fault injected was %s", cache.MetricSyncErrors, c, v, class)
+		if v := op.syncErrors(t, c); !slices.Contains(classes, c) && v != 0 {
+			t.Errorf("%s{type=v1/ConfigMap,class=%s} = %v; the faults injected were %v", cache.MetricSyncErrors, c, v, classes)
 		}
 	}
 }
