@@ -23,6 +23,13 @@ type decodeError struct{ err error }
 func (e *decodeError) Error() string { return "decode response: " + e.err.Error() }
 func (e *decodeError) Unwrap() error { return e.err }
 
+// Errors are classified here, in the list and watch wrapper and the watch
+// body, not in an informer's WatchErrorHandler: in client-go v0.37 that
+// handler sees only errors the wrapper has seen already (a failed list, a
+// watch that cannot be reopened), since a failed streaming list falls back
+// to a list silently and an error inside a watch stream ends the watch
+// without reaching it.
+
 // syncErrorClass returns the MetricSyncErrors class of a failed list or
 // watch (verb "list" or "watch"). Precedence: the API server's answer
 // first (a 403 is forbidden and a 410 expired, whatever the verb), then a
