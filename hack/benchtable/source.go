@@ -46,6 +46,12 @@ func printSourceTable(w io.Writer, r results) {
 		if okA && okB && cpu > 0 {
 			fmt.Fprintf(tw, "%s\tCPU ns/event\t%.0f\t%.0f\t%.2fx\t-\t\n", wl, cpu, peerCPU, peerCPU/cpu)
 		}
+		// The lag metrics' cost: opkit with them on (opkitlag) beside
+		// opkit, shown, not checked.
+		lagNS, okL := r.median(wl, "opkitlag", "ns/event")
+		if offNS, okO := r.median(wl, "opkit", "ns/event"); okL && okO && lagNS > 0 {
+			fmt.Fprintf(tw, "%s\tevents/s, lag metrics on / off\t%.0f\t%.0f\t%.2fx\t-\t\n", wl, 1e9/lagNS, 1e9/offNS, offNS/lagNS)
+		}
 		allocs, okA := r.median(wl, "opkit", "allocs/event")
 		peerAllocs, okB := r.median(wl, "ctrlruntime", "allocs/event")
 		if okA && okB {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +50,9 @@ type Cache struct {
 	paramCodec runtime.ParameterCodec
 	metrics    *metrics
 	log        logr.Logger
+	// listWatchClient carries the informers' lists and watches:
+	// opts.HTTPClient, reporting failed watch streams with metrics on.
+	listWatchClient *http.Client
 
 	mu   sync.Mutex
 	regs []*registration // in registration order
@@ -101,6 +105,10 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: register metrics: %w", err)
 	}
 	c.metrics = m
+	c.listWatchClient = opts.HTTPClient
+	if m != nil {
+		c.listWatchClient = withStreamErrors(opts.HTTPClient)
+	}
 	return c, nil
 }
 

@@ -54,8 +54,22 @@
 //     Lister over objects in memory, for unit tests without an API server.
 //   - Observable: with Options.Registerer, the objects cached
 //     (MetricObjects), relists (MetricRelists), watch restarts
-//     (MetricWatchRestarts) and time to first sync (MetricFirstSync) of each
-//     type, and no global registration.
+//     (MetricWatchRestarts), time to first sync (MetricFirstSync), event
+//     lag (MetricEventLag) and failed lists and watches by class
+//     (MetricSyncErrors) of each type, and no global registration. The lag
+//     is estimated from each object's timestamps read before managedFields
+//     are stripped (to the second, so up to 1s long), which the cache
+//     remembers by object until the informer delivers it; handlers that
+//     implement TimedEventHandler are handed that change time
+//     (TestEventLag in pkg/controller). Sync errors are classified when a
+//     list or a watch fails to open, and when a watch's stream fails
+//     midway (a connection reset or cut: class connection)
+//     (TestSyncErrorClasses in test/faults). An error the API server
+//     sends inside a watch stream (a 410 on a long-open watch) or an
+//     event that does not decode ends the watch without a count there:
+//     client-go handles both inside its reflector, out of the cache's
+//     sight; the watch restart (MetricWatchRestarts) and, if reopening
+//     fails, that failure are counted.
 //
 // # Differences from client-go and controller-runtime
 //

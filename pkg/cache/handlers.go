@@ -87,7 +87,11 @@ func (r *registration) addHandler(h toolscache.ResourceEventHandler) (*HandlerRe
 func (h *HandlerRegistration) attach(v *view) error {
 	regs := make([]toolscache.ResourceEventHandlerRegistration, 0, len(v.informers))
 	for _, i := range v.informers {
-		reg, err := i.informer.AddEventHandler(h.handler)
+		handler := h.handler
+		if th, ok := handler.(TimedEventHandler); ok && i.stamps != nil {
+			handler = timedHandler{h: th, stamps: i.stamps}
+		}
+		reg, err := i.informer.AddEventHandler(handler)
 		if err != nil {
 			for j, done := range regs {
 				_ = v.informers[j].informer.RemoveEventHandler(done)

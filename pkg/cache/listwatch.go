@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,7 @@ func (c *Cache) listWatchFactory(gvk schema.GroupVersionKind, f form, mapping *m
 // which speaks protobuf to the API server for the built-in types and JSON
 // for custom resources.
 func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
-	client, err := apiutil.RESTClientForGVK(gvk, false, false, c.cfg, c.codecs, c.opts.HTTPClient)
+	client, err := apiutil.RESTClientForGVK(gvk, false, false, c.cfg, c.codecs, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make REST client for %s: %w", gvk, err)
 	}
@@ -50,8 +51,15 @@ func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMa
 		return &toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				res := listObj.DeepCopyObject()
-				err := client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Do(ctx).Into(res)
-				return res, err
+				result := client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Do(ctx)
+				if err := result.Error(); err != nil {
+					return res, err
+				}
+				if err := result.Into(res); err != nil {
+					// The request succeeded: the body did not decode.
+					return res, &decodeError{err}
+				}
+				return res, nil
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				return client.Get().Namespace(ns).Resource(resource).VersionedParams(&opts, c.paramCodec).Watch(ctx)
@@ -63,7 +71,7 @@ func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMa
 func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.NegotiatedSerializer = nil
-	client, err := metadata.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	client, err := metadata.NewForConfigAndClient(cfg, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make metadata client: %w", err)
 	}
@@ -100,7 +108,7 @@ func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RES
 func (c *Cache) dynamicListWatch(mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.NegotiatedSerializer = nil
-	client, err := dynamic.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	client, err := dynamic.NewForConfigAndClient(cfg, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make dynamic client: %w", err)
 	}
@@ -146,6 +154,11 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 					r.c.metrics.relist(r) // a streaming list replaces the list
 				}
 			}
+			if r.c.metrics != nil {
+				ctx = context.WithValue(ctx, streamFailedKey{}, func(err error) {
+					r.c.metrics.syncError(r, syncErrorClass("watch", err))
+				})
+			}
 			w, err := watchFn(ctx, opts)
 			r.recordListWatch("watch", ns, err)
 			if err != nil {
@@ -183,6 +196,9 @@ func (r *registration) applySelectors(opts *metav1.ListOptions) {
 // recordListWatch keeps the latest list or watch error for Status, with a
 // message that says what to do about the common ones.
 func (r *registration) recordListWatch(verb, ns string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		r.c.metrics.syncError(r, syncErrorClass(verb, err))
+	}
 	if err == nil {
 		r.mu.Lock()
 		if r.err == listWatchError {

@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	opkitmetrics "github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // The cache's metrics, kept when Options.Registerer is set. Each is
@@ -21,7 +24,55 @@ const (
 	// MetricFirstSync is the seconds from Start (or from the type's
 	// registration, if later) until the type first synced.
 	MetricFirstSync = "opkit_cache_first_sync_seconds"
+	// MetricEventLag observes, per event an informer delivers, the seconds
+	// from the change at the API server to the delivery, labelled by type
+	// ("v1/ConfigMap", "apps/v1/Deployment") and event (add, update,
+	// delete). The change time is estimated from the object's own
+	// timestamps, read before the cache strips managedFields: the newest
+	// managedFields time for adds and updates (the creationTimestamp for an
+	// object without managedFields), the deletionTimestamp for deletes
+	// (and for the update that sets it), or the newest managedFields time
+	// if later (a finalizer removed after the delete request). They
+	// have whole seconds, so an observation is up to 1s too long, and it
+	// carries any skew between the API server's clock and the operator's.
+	// Not observed: the adds of an informer's initial list (an object's
+	// age is not lag), resync updates (nothing changed), deletes of
+	// objects without a deletionTimestamp (deleted at once, with no
+	// finalizer: most objects), inferred deletes (tombstones), objects
+	// without a timestamp, and events delivered after maxStamps (4096)
+	// later objects were ingested.
+	MetricEventLag = "opkit_cache_event_lag_seconds"
+	// MetricSyncErrors counts the informers' failed lists and watches by
+	// type and class (see the SyncError constants): each failure counts
+	// once, in the first class that matches in the order forbidden,
+	// expired, decode, connection, then list_failed or watch_failed. A
+	// failure is a list or watch request that fails, or a watch stream
+	// whose connection fails midway (connection); the package doc says
+	// what is not seen.
+	MetricSyncErrors = "opkit_cache_sync_errors_total"
 )
+
+// The classes of MetricSyncErrors.
+const (
+	// SyncErrorForbidden: 403, RBAC refused the list or watch.
+	SyncErrorForbidden = "forbidden"
+	// SyncErrorExpired: 410 Gone or resource version too old; the
+	// informer lists again.
+	SyncErrorExpired = "expired"
+	// SyncErrorDecode: a response body the client could not decode.
+	SyncErrorDecode = "decode"
+	// SyncErrorConnection: the connection was refused, reset or cut, or
+	// ended early (EOF).
+	SyncErrorConnection = "connection"
+	// SyncErrorList and SyncErrorWatch: any other failed list or watch.
+	SyncErrorList  = "list_failed"
+	SyncErrorWatch = "watch_failed"
+)
+
+var syncErrorClasses = []string{SyncErrorForbidden, SyncErrorExpired, SyncErrorDecode, SyncErrorConnection, SyncErrorList, SyncErrorWatch}
+
+// lagEvents are the values of MetricEventLag's event label.
+var lagEvents = []string{"add", "update", "delete"}
 
 var metricLabels = []string{"group", "version", "kind", "form", "scope"}
 
@@ -30,6 +81,8 @@ type metrics struct {
 	relists       *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
 	firstSync     *prometheus.GaugeVec
+	lag           *prometheus.HistogramVec // by type and event
+	syncErrors    *prometheus.CounterVec   // by type and class
 	cache         *Cache
 }
 
@@ -50,9 +103,16 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		firstSync: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricFirstSync, Help: "Seconds from Start (or registration, if later) until the type first synced.",
 		}, metricLabels),
+		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: MetricEventLag, Help: "Seconds from a change at the API server to the informer's delivery of its event, by type and event; estimated from the object's timestamps (whole seconds).",
+			Buckets: opkitmetrics.LagBuckets, // 1ms to 60s
+		}, []string{"type", "event"}),
+		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSyncErrors, Help: "Failed lists and watches of the informers, by type and class.",
+		}, []string{"type", "class"}),
 		cache: c,
 	}
-	for _, col := range []prometheus.Collector{objectsCollector{m}, m.relists, m.watchRestarts, m.firstSync} {
+	for _, col := range []prometheus.Collector{objectsCollector{m}, m.relists, m.watchRestarts, m.firstSync, m.lag, m.syncErrors} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -78,6 +138,31 @@ func (m *metrics) registered(r *registration) {
 	// Start the counters at zero, so that rates work from the first scrape.
 	m.relists.WithLabelValues(r.labels()...)
 	m.watchRestarts.WithLabelValues(r.labels()...)
+	for _, c := range syncErrorClasses {
+		m.syncErrors.WithLabelValues(r.typeLabel(), c)
+	}
+}
+
+// typeLabel is the type label of MetricEventLag and MetricSyncErrors, as
+// pkg/source and pkg/controller spell types: "v1/ConfigMap".
+func (r *registration) typeLabel() string {
+	return r.key.gvk.GroupVersion().String() + "/" + r.key.gvk.Kind
+}
+
+func (m *metrics) syncError(r *registration, class string) {
+	if m != nil {
+		m.syncErrors.WithLabelValues(r.typeLabel(), class).Inc()
+	}
+}
+
+// lagObserver returns the handler that observes MetricEventLag for one of
+// r's informers, or nil without metrics.
+func (m *metrics) lagObserver(r *registration, s *stamps) toolscache.ResourceEventHandler {
+	if m == nil {
+		return nil
+	}
+	o := func(event string) func(float64) { return m.lag.WithLabelValues(r.typeLabel(), event).Observe }
+	return lagObserver{stamps: s, add: o(lagEvents[0]), update: o(lagEvents[1]), del: o(lagEvents[2]), now: time.Now}
 }
 
 func (m *metrics) relist(r *registration) {

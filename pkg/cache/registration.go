@@ -241,6 +241,11 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 			d = newDetector(r.key.gvk)
 			transform = d.wrap(transform)
 		}
+		var st *stamps
+		if r.c.metrics != nil {
+			st = newStamps()
+			transform = st.wrap(transform)
+		}
 		lw := r.instrument(lwf(ns), ns)
 		snaps := newSnapshots()
 		indexers := maps.Clone(r.indexers)
@@ -260,8 +265,13 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 		}
+		if lo := r.c.metrics.lagObserver(r, st); lo != nil {
+			if _, err := inf.AddEventHandler(lo); err != nil {
+				return nil, fmt.Errorf("add lag observer for %s: %w", r.key.gvk, err)
+			}
+		}
 		snaps.store = inf.GetIndexer()
-		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d}
+		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, stamps: st}
 		v.informers = append(v.informers, i)
 		if v.byNamespace != nil {
 			v.byNamespace[ns] = i
@@ -404,6 +414,7 @@ type nsInformer struct {
 	indexer   toolscache.Indexer
 	snapshots *snapshots // of namespace Lists
 	detector  *detector  // nil unless MutationOptions.Detect
+	stamps    *stamps    // nil without metrics
 }
 
 // indexerFor returns the indexer that holds objects of namespace.

@@ -49,6 +49,7 @@ type Controller[K comparable] struct {
 	metrics    metrics.Reconciles
 	panics     *prometheus.CounterVec // handler panics, by controller and type
 	writes     *pendingWrites[K]      // nil when read-your-writes is off
+	lag        *eventLag[K]           // nil without Options.Registerer
 	log        logr.Logger
 
 	mu      sync.Mutex
@@ -99,6 +100,10 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		}
 		qopts.Metrics = qm
 	}
+	lag, err := newEventLag[K](opts.Registerer, name)
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: %w", name, err)
+	}
 	return &Controller[K]{
 		name:       name,
 		reconciler: r,
@@ -107,6 +112,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		metrics:    cm.For(name, opts.MaxConcurrentReconciles),
 		panics:     panics,
 		writes:     writes,
+		lag:        lag,
 		log:        opts.Logger.WithValues("controller", name),
 	}, nil
 }
@@ -148,6 +154,9 @@ func (c *Controller[K]) Start(ctx context.Context) error {
 	}
 	defer c.queue.ShutDown()
 	srcCtx := source.WithPanicObserver(logr.NewContext(ctx, c.log), c.handlerPanicked)
+	if c.lag != nil {
+		srcCtx = source.WithLag(srcCtx, c.lag.sourceLag())
+	}
 	for _, src := range sources {
 		if err := src.Start(srcCtx, c.queue); err != nil {
 			return fmt.Errorf("controller %q: start source %s: %w", c.name, describe(src), err)

@@ -40,6 +40,14 @@
 //     controller-runtime's labels (the controller label is the
 //     controller's name), so existing dashboards and alerts work; package
 //     metrics lists the few differences.
+//   - Lag measured end to end: with Options.Registerer, the controller's
+//     sources record when the change behind each key happened at the API
+//     server, and a worker that gets the key observes the time since in
+//     opkit_controller_event_lag_seconds{controller} (package metrics says
+//     how it splits into parts, and its precision); the sources observe
+//     their own part in opkit_source_event_lag_seconds{controller,type}.
+//     The change times wait beside the queue, not in it, and only while
+//     metrics are on (TestEventLag).
 //   - Testable in fake time: Options.Clock tells the queue the time, so a
 //     test steps a k8s.io/utils/clock/testing FakeClock past a
 //     RequeueAfter or a retry's backoff instead of waiting for it

@@ -23,6 +23,7 @@ func (c *Controller[K]) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	c.lag.reconcileStarts(key)
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
 	c.handle(ctx, key, priority)

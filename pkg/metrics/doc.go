@@ -21,6 +21,24 @@
 //     controller_runtime_reconcile_time_seconds,
 //     controller_runtime_max_concurrent_reconciles and
 //     controller_runtime_active_workers, each {controller}.
+//   - Event lag, from a change at the API server to the start of the
+//     reconcile it caused, in three parts and in total, each a histogram
+//     with LagBuckets (1ms to 60s): (a) the cache's
+//     opkit_cache_event_lag_seconds{type,event}, from the change to the
+//     informer's delivery; (b) opkit_source_event_lag_seconds{controller,type}
+//     (SourceEventLag), from the delivery to the handler's return with the
+//     keys queued (predicates and map functions included); (c)
+//     workqueue_queue_duration_seconds{name,controller}, the wait in the
+//     queue until a worker gets the key; and, end to end,
+//     opkit_controller_event_lag_seconds{controller} (ControllerEventLag).
+//     The change's time is estimated from the object's own timestamps
+//     (managedFields times, creation and deletion timestamps), which have
+//     whole seconds: (a) and the total read up to 1s long, and include
+//     any skew between the API server's clock and the operator's. Initial
+//     lists and resyncs are not lag and are not observed; nor are
+//     reconciles of retries and requeues. When several changes of a key
+//     coalesce into one reconcile, the earliest counts. (a) and the total
+//     need the cache's metrics on (the manager sets its Registerer).
 //   - Shared: constructors called again with one registry return metrics
 //     over the collectors registered first, so every queue and controller
 //     of a manager may call them; series are told apart by their labels.

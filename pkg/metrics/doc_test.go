@@ -29,6 +29,12 @@ func TestDocNamesMetricsThatExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm.For("c", 1).Time.Observe(1)
+	lag, err := NewEventLag(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag.Source.WithLabelValues("c", "v1/ConfigMap").Observe(1)
+	lag.Controller.WithLabelValues("c").Observe(1)
 	q := queue.New(queue.Options[string]{Name: "c", Metrics: qm})
 	defer q.ShutDown()
 	q.Add("a")
@@ -47,7 +53,7 @@ func TestDocNamesMetricsThatExist(t *testing.T) {
 		labels[mf.GetName()] = names
 	}
 	text := strings.ReplaceAll(string(doc), "\n//", "")
-	named := regexp.MustCompile(`\b((?:workqueue|controller_runtime)_[a-z_]*[a-z])(\{[a-z,]+\})?`).FindAllStringSubmatch(text, -1)
+	named := regexp.MustCompile(`\b((?:workqueue|controller_runtime|opkit_source|opkit_controller)_[a-z_]*[a-z])(\{[a-z,]+\})?`).FindAllStringSubmatch(text, -1)
 	if len(named) == 0 {
 		t.Fatal("doc.go names no metric")
 	}

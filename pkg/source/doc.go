@@ -41,6 +41,13 @@
 //     and allocates nothing; the source allocates nothing per event beyond
 //     what client-go does. BenchmarkInformerUpdates measures it against
 //     controller-runtime's source, handler and priority queue.
+//   - Lag measured where asked: under WithLag (a controller with metrics
+//     starts its sources so), an informer source times each event from
+//     delivery to its handler's return, and records each key's change
+//     time (Event.Changed, which pkg/cache provides with its metrics on)
+//     in a ChangeTimes, the earliest per key until a worker takes it.
+//     Handlers of your own queue with Enqueue to take part. Without
+//     WithLag, nothing is timed or recorded.
 //   - Isolated failures: a panic in a handler, a map function or a
 //     predicate is recovered on the goroutine that delivered the event, so
 //     it never ends the informer's delivery goroutine, the process, or

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"time"
+
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
@@ -48,6 +50,13 @@ type Event[T cache.Object] struct {
 	// (client-go's DeletedFinalStateUnknown tombstone): Object is the last
 	// state it saw, which may be stale.
 	StateUnknown bool
+	// Changed is when the change happened at the API server, estimated
+	// from the object's timestamps as for cache.MetricEventLag (whole
+	// seconds); zero when unknown: for the initial list, resyncs, deletes
+	// without a deletionTimestamp, and whenever the cache keeps no metrics.
+	Changed time.Time
+
+	changes any // the *ChangeTimes[K] of the controller measuring lag, or nil
 }
 
 // Resync reports whether e is an update in which the object did not change:

@@ -3,6 +3,7 @@ package source
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,20 +24,40 @@ type eventHandler[T cache.Object, K comparable] struct {
 	handler Handler[T, K]
 	preds   []Predicate[T]
 	stopped atomic.Bool // set when the source's context ends
+
+	// queued observes the seconds from delivery to the handler's return;
+	// changes records the keys' change times. Both nil unless the source
+	// was started under WithLag.
+	queued  func(seconds float64)
+	changes *ChangeTimes[K]
 }
 
-var _ toolscache.ResourceEventHandler = (*eventHandler[cache.Object, int])(nil)
+var (
+	_ toolscache.ResourceEventHandler = (*eventHandler[cache.Object, int])(nil)
+	_ cache.TimedEventHandler         = (*eventHandler[cache.Object, int])(nil)
+)
 
 func (h *eventHandler[T, K]) OnAdd(obj any, isInInitialList bool) {
+	h.OnAddAt(obj, isInInitialList, time.Time{})
+}
+
+func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) { h.OnUpdateAt(oldObj, newObj, time.Time{}) }
+
+func (h *eventHandler[T, K]) OnDelete(obj any) { h.OnDeleteAt(obj, time.Time{}) }
+
+// OnAddAt is OnAdd with the change's time, which pkg/cache passes when it
+// keeps metrics.
+func (h *eventHandler[T, K]) OnAddAt(obj any, isInInitialList bool, changed time.Time) {
 	o, ok := obj.(T)
 	if !ok {
 		h.unexpected("add", obj)
 		return
 	}
-	h.handle(Event[T]{Type: Create, Object: o, InInitialList: isInInitialList})
+	h.handle(Event[T]{Type: Create, Object: o, InInitialList: isInInitialList, Changed: changed})
 }
 
-func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) {
+// OnUpdateAt is OnUpdate with the change's time.
+func (h *eventHandler[T, K]) OnUpdateAt(oldObj, newObj any, changed time.Time) {
 	o, ok := newObj.(T)
 	if !ok {
 		h.unexpected("update", newObj)
@@ -47,11 +68,12 @@ func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) {
 		h.unexpected("update", oldObj)
 		return
 	}
-	h.handle(Event[T]{Type: Update, Object: o, Old: old})
+	h.handle(Event[T]{Type: Update, Object: o, Old: old, Changed: changed})
 }
 
-func (h *eventHandler[T, K]) OnDelete(obj any) {
-	e := Event[T]{Type: Delete}
+// OnDeleteAt is OnDelete with the change's time.
+func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed time.Time) {
+	e := Event[T]{Type: Delete, Changed: changed}
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		e.StateUnknown = true
 		obj = tomb.Obj
@@ -73,6 +95,13 @@ func (h *eventHandler[T, K]) handle(e Event[T]) {
 	if h.stopped.Load() {
 		return
 	}
+	var delivered time.Time
+	if h.queued != nil {
+		delivered = time.Now()
+		if h.changes != nil {
+			e.changes = h.changes
+		}
+	}
 	defer h.recover(&e)
 	for _, p := range h.preds {
 		if !p.Keep(e) {
@@ -80,6 +109,9 @@ func (h *eventHandler[T, K]) handle(e Event[T]) {
 		}
 	}
 	h.handler.Handle(e, h.q)
+	if h.queued != nil {
+		h.queued(time.Since(delivered).Seconds())
+	}
 }
 
 // recover reports a panic of a predicate or handler handed e. It must be

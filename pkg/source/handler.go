@@ -38,7 +38,7 @@ func (enqueueObject[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) {
 	// An update never changes an object's namespace and name, so the new
 	// object's key is the old one's too.
 	key := reconcile.Request{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
-	q.AddWithOpts(queue.AddOpts{Priority: e.Priority()}, key)
+	Enqueue(e, q, key)
 }
 
 // EnqueueMapped returns the Handler that queues the keys fn returns for the
@@ -58,9 +58,8 @@ type enqueueMapped[T cache.Object, K comparable] func(obj T) []K
 var _ Handler[cache.Object, int] = enqueueMapped[cache.Object, int](nil)
 
 func (fn enqueueMapped[T, K]) Handle(e Event[T], q *queue.Queue[K]) {
-	opts := queue.AddOpts{Priority: e.Priority()}
 	if e.Type == Update && !e.Resync() {
-		q.AddWithOpts(opts, fn(e.Old)...)
+		Enqueue(e, q, fn(e.Old)...)
 	}
-	q.AddWithOpts(opts, fn(e.Object)...)
+	Enqueue(e, q, fn(e.Object)...)
 }

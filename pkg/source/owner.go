@@ -64,7 +64,6 @@ type enqueueOwner[T cache.Object] struct {
 var _ Handler[cache.Object, reconcile.Request] = (*enqueueOwner[cache.Object])(nil)
 
 func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) {
-	opts := queue.AddOpts{Priority: e.Priority()}
 	refs := e.Object.GetOwnerReferences()
 	ns, known := "", false
 	if e.Type == Update && !e.Resync() {
@@ -78,7 +77,7 @@ func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) 
 						return
 					}
 				}
-				q.AddWithOpts(opts, reconcile.Request{Namespace: ns, Name: old.Name})
+				Enqueue(e, q, reconcile.Request{Namespace: ns, Name: old.Name})
 			}
 		}
 	}
@@ -89,7 +88,7 @@ func (h *enqueueOwner[T]) Handle(e Event[T], q *queue.Queue[reconcile.Request]) 
 					return
 				}
 			}
-			q.AddWithOpts(opts, reconcile.Request{Namespace: ns, Name: refs[i].Name})
+			Enqueue(e, q, reconcile.Request{Namespace: ns, Name: refs[i].Name})
 		}
 	}
 }

@@ -59,6 +59,12 @@ func (s *eventSource[T, K]) start(ctx context.Context, q *queue.Queue[K]) error 
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
 	h := &eventHandler[T, K]{name: s.name, typ: s.typ, q: q, handler: s.handler, preds: s.preds, onPanic: panicObserver(ctx)}
+	if l := lagFrom[K](ctx); l.Queued != nil || l.Changes != nil {
+		h.queued, h.changes = func(float64) {}, l.Changes
+		if l.Queued != nil {
+			h.queued = l.Queued(s.typ)
+		}
+	}
 	att, err := s.attach(h)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.name, err)

@@ -1,0 +1,160 @@
+package faults
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+)
+
+// forbiddenStatus is what the API server answers a request RBAC refuses.
+const forbiddenStatus = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+	`"message":"configmaps is forbidden: User \"test\" cannot list resource \"configmaps\"","reason":"Forbidden","code":403}`
+
+// answerer answers the lists and watches of ConfigMaps itself while on,
+// with status and body, instead of passing them to the API server.
+type answerer struct {
+	on       atomic.Bool
+	status   int
+	body     string
+	answered atomic.Int64
+}
+
+func (a *answerer) wrap(cfg *rest.Config) *rest.Config {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if !a.on.Load() || req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/configmaps") {
+				return rt.RoundTrip(req)
+			}
+			a.answered.Add(1)
+			return &http.Response{
+				Status: http.StatusText(a.status), StatusCode: a.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header:  http.Header{"Content-Type": []string{"application/json"}},
+				Body:    io.NopCloser(strings.NewReader(a.body)),
+				Request: req,
+			}, nil
+		})
+	})
+	return cfg
+}
+
+// syncErrors returns the operator's ConfigMap sync errors of class.
+func (op *operator) syncErrors(t *testing.T, class string) float64 {
+	return op.counter(t, cache.MetricSyncErrors, map[string]string{"type": "v1/ConfigMap", "class": class})
+}
+
+// Each fault increments opkit_cache_sync_errors_total of its class, and
+// only that class: a 403 is forbidden, not list_failed or watch_failed.
+func TestSyncErrorClasses(t *testing.T) {
+	t.Run("forbidden", func(t *testing.T) {
+		a := &answerer{status: http.StatusForbidden, body: forbiddenStatus}
+		a.on.Store(true)
+		op := startOperator(t, opOptions{config: a.wrap(env.Config())})
+		eventually(t, 60*time.Second, "a forbidden sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorForbidden)) })
+		a.on.Store(false)
+		onlyClass(t, op, cache.SyncErrorForbidden)
+	})
+	t.Run("decode", func(t *testing.T) {
+		a := &answerer{status: http.StatusOK, body: `{"kind":"ConfigMapList","items":[{`}
+		a.on.Store(true)
+		op := startOperator(t, opOptions{config: a.wrap(env.Config())})
+		eventually(t, 60*time.Second, "a decode sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorDecode)) })
+		a.on.Store(false)
+		onlyClass(t, op, cache.SyncErrorDecode)
+	})
+	t.Run("expired", func(t *testing.T) {
+		p := startProxy(t)
+		exp := &expirer{}
+		op := startOperator(t, opOptions{config: exp.wrap(p.config())})
+		waitWatching(t, op)
+		exp.expiring.Store(true)
+		p.closeAll(1) // every watch ends and resumes from its resource version: 410
+		eventually(t, 60*time.Second, "an expired sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorExpired)) })
+		exp.expiring.Store(false)
+		// The cut that makes the watches resume counts as a connection error.
+		onlyClass(t, op, cache.SyncErrorExpired, cache.SyncErrorConnection)
+	})
+	t.Run("cut", func(t *testing.T) {
+		p := startProxy(t)
+		op := startOperator(t, opOptions{config: p.config()})
+		waitWatching(t, op)
+		p.closeAll(1) // every watch stream is cut midway
+		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorConnection)) })
+		onlyClass(t, op, cache.SyncErrorConnection)
+	})
+	t.Run("refused", func(t *testing.T) {
+		// The API server's port refuses connections while on, as when it
+		// restarts. (The proxy's blackout is not used: client-go's REST
+		// client retries a reset connection for a long while before the
+		// informer sees the error.)
+		var refusing atomic.Bool
+		cfg := env.Config()
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if refusing.Load() && strings.HasSuffix(req.URL.Path, "/configmaps") {
+					return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+				}
+				return rt.RoundTrip(req)
+			})
+		})
+		refusing.Store(true)
+		op := startOperator(t, opOptions{config: cfg})
+		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorConnection)) })
+		refusing.Store(false)
+		onlyClass(t, op, cache.SyncErrorConnection)
+	})
+}
+
+func atLeastOne(v float64) error {
+	if v < 1 {
+		return errNone
+	}
+	return nil
+}
+
+var errNone = errors.New("none counted yet")
+
+// waitWatching waits until the operator's ConfigMap watch has delivered an
+// event. A watch cut before it delivered anything, within its first
+// second, is a "very short watch" to client-go, which then lists again
+// (a streaming list, which the faults here let pass) instead of resuming
+// the watch.
+func waitWatching(t *testing.T, op *operator) {
+	t.Helper()
+	if err := op.mgr.Cache().WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	w.configMap(w.home, "watched", map[string]string{"v": "1"})
+	lister, err := cache.For[*corev1.ConfigMap](op.mgr.Cache(), cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the ConfigMap cached", func() error {
+		_, err := lister.Get(w.home, "watched")
+		return err
+	})
+}
+
+// onlyClass checks that no class of ConfigMap sync errors but those given
+// counted.
+func onlyClass(t *testing.T, op *operator, classes ...string) {
+	t.Helper()
+	for _, c := range []string{cache.SyncErrorForbidden, cache.SyncErrorExpired, cache.SyncErrorDecode,
+		cache.SyncErrorConnection, cache.SyncErrorList, cache.SyncErrorWatch} {
+		if v := op.syncErrors(t, c); !slices.Contains(classes, c) && v != 0 {
+			t.Errorf("%s{type=v1/ConfigMap,class=%s} = %v; the faults injected were %v", cache.MetricSyncErrors, c, v, classes)
+		}
+	}
+}
