@@ -149,10 +149,30 @@ func TestManagerIsOpkits(t *testing.T) {
 	body := func(s string) string { // without the header comment
 		return s[strings.Index(s, "apiVersion:"):]
 	}
-	w := strings.NewReplacer("mirror-operator", "acme-operator", "image: operator:latest", "image: controller:latest", "- /sample-operator", "- /manager").Replace(body(string(want)))
+	// The sample serves webhooks; a new project has none until "opkit create
+	// webhook" adds them.
+	withoutWebhooks := strings.NewReplacer(sampleWebhookParts...).Replace(body(string(want)))
+	w := strings.NewReplacer("mirror-operator", "acme-operator", "image: operator:latest", "image: controller:latest", "- /sample-operator", "- /manager").Replace(withoutWebhooks)
 	if got := body(string(fs["config/manager/manager.yaml"])); got != w {
 		t.Errorf("config/manager/manager.yaml differs from opkit's:\n%s\nwant:\n%s", got, w)
 	}
+}
+
+// sampleWebhookParts pairs each part of the sample's Deployment that serves
+// its webhooks with "", for a strings.Replacer.
+var sampleWebhookParts = []string{
+	"      volumes:\n      - name: webhook-certs\n        emptyDir: {}\n", "",
+	"        - --webhook-port=9443\n        - --webhook-certs=self-managed\n", "",
+	"        - name: webhook-server\n          containerPort: 9443\n          protocol: TCP\n", "",
+	`        # The webhook server's certificate, tls.crt and tls.key, in the
+        # default --webhook-cert-dir. The root filesystem is read-only: with
+        # self-managed certificates the operator writes them into this
+        # emptyDir; config/components/cert-manager mounts its Secret here
+        # instead.
+        volumeMounts:
+        - name: webhook-certs
+          mountPath: /tmp/k8s-webhook-server/serving-certs
+`, "",
 }
 
 func TestInitFiles(t *testing.T) {

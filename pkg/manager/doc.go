@@ -36,10 +36,10 @@
 //     REST client metrics of every request the manager's clients make, the
 //     Events the API server refused (MetricEventsRefused), the Go and
 //     process collectors, and with a webhook server controller-runtime's
-//     webhook request metrics (controller_runtime_webhook_*). Options.Metrics.Secure serves them over
-//     HTTPS only to tokens the API server authenticates (TokenReview) and
-//     authorizes for get on /metrics (SubjectAccessReview). pprof is
-//     optional.
+//     webhook request metrics (MetricWebhookRequests and the like).
+//     Options.Metrics.Secure serves them over HTTPS only to tokens the API
+//     server authenticates (TokenReview) and authorizes for get on
+//     /metrics (SubjectAccessReview). pprof is optional.
 //   - Events: EventRecorder records events.k8s.io/v1 Events. It refuses a
 //     name the API server would refuse on every Event (not a qualified
 //     name), gives an Event without an action its reason as action, and

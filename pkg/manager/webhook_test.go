@@ -92,7 +92,7 @@ func TestWebhookMetricsServed(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	_, body := get(t, "http://"+m.MetricsAddr()+"/metrics")
-	want := `controller_runtime_webhook_requests_total{code="200",webhook="` + path + `"}`
+	want := manager.MetricWebhookRequests + `{code="200",webhook="` + path + `"}`
 	if !strings.Contains(body, want) {
 		t.Fatalf("/metrics has no %s:\n%s", want, body)
 	}

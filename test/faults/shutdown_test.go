@@ -41,7 +41,10 @@ type process struct {
 func startProcess(t *testing.T, bin, kubeconfig, log string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4",
-		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
+		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
+		// No webhook configurations point at it here, and outside a pod
+		// self-managed certificates would need --webhook-namespace.
+		"--webhook-port", "0")
 	f, err := os.Create(log)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +86,16 @@ func startProcess(t *testing.T, bin, kubeconfig, log string) *process {
 	return p
 }
 
+// hasExited reports whether the process has exited; p.err is then set.
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // term sends SIGTERM and waits for the exit, at most limit.
 func (p *process) term(t *testing.T, limit time.Duration) (time.Duration, error) {
 	t.Helper()
@@ -118,6 +131,9 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	logs := t.TempDir()
 	p := startProcess(t, bin, kubeconfig, filepath.Join(logs, "first.log"))
 	eventually(t, 60*time.Second, "the first reconciles", func() error {
+		if p.hasExited() {
+			t.Fatalf("the operator exited before reconciling: %v; its log is %s", p.err, filepath.Join(logs, "first.log"))
+		}
 		if n := p.reconciled.Load(); n < 3 {
 			return fmt.Errorf("%d reconciled", n)
 		}
