@@ -26,8 +26,8 @@ const (
 type SourceRef struct {
 	// Kind of the source: ConfigMap or Secret. When omitted, the Mirror's
 	// defaulting webhook sets it from what exists in the namespace (see
-	// package mirror's SetupWebhooks); without that webhook a Mirror
-	// without a kind is reported InvalidSpec.
+	// package mirror's SetupWebhooks); without that webhook the controller
+	// cannot read a source without a kind, and retries with backoff.
 	// +kubebuilder:validation:Enum=ConfigMap;Secret
 	// +optional
 	Kind string `json:"kind,omitempty"`
