@@ -24,13 +24,15 @@ STATICCHECK    := $(BIN)/staticcheck
 CONTROLLER_GEN := $(BIN)/controller-gen
 
 # What controller-gen generates from the markers in cmd/sample-operator: the
-# Mirror API's deepcopy code, its CRD and the operator's ClusterRole. Run from
-# the root of a copy of the module.
+# Mirror API's deepcopy code, its CRD, the operator's ClusterRole and its
+# admission webhook configurations (config/webhook/manifests.yaml, from the
+# +kubebuilder:webhook markers). Run from the root of a copy of the module.
 GENERATE_MANIFESTS = \
   $(CONTROLLER_GEN) object paths=./cmd/sample-operator/api/... && \
-  $(CONTROLLER_GEN) crd rbac:roleName=mirror-operator paths=./cmd/sample-operator/... \
-    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
-GENERATED := config/crd config/rbac cmd/sample-operator/api
+  $(CONTROLLER_GEN) crd rbac:roleName=mirror-operator webhook paths=./cmd/sample-operator/... \
+    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+    output:webhook:artifacts:config=config/webhook
+GENERATED := config/crd config/rbac config/webhook/manifests.yaml cmd/sample-operator/api
 
 ##@ General
 
@@ -62,7 +64,7 @@ run-control-plane: envtest build ## Run a local control plane alone until Ctrl-C
 	$(BIN)/opkit-testenv --kubeconfig $(BIN)/run/kubeconfig
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, CRD and RBAC role from their markers.
+manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, CRD, RBAC role and webhook configurations from their markers.
 	$(GENERATE_MANIFESTS)
 
 # verify-manifests regenerates into a copy of the module, so it never writes

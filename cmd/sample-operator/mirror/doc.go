@@ -24,6 +24,24 @@
 //     read-your-writes makes each reconcile of a Mirror see the Mirror's
 //     own earlier writes.
 //
+// Its admission webhooks (SetupWebhooks; configurations generated into
+// config/webhook/manifests.yaml):
+//
+//   - Defaulter: an omitted spec.source.kind becomes ConfigMap or Secret,
+//     whichever of the two exists under the source's name in the Mirror's
+//     namespace; neither or both is refused on spec.source.kind.
+//   - Validator: a source that is another Mirror's copy is refused on
+//     spec.source.name; changing spec.source.kind is refused on update;
+//     kubectl warns when the selector matches no namespace and when an
+//     update changes the source.
+//   - They read live from the API server, with list, which the controller
+//     holds already; they hook v1alpha1 Mirrors only, not their status.
+//
+// Versions: Mirrors are stored as v1alpha1, the version the controller
+// reads and writes and the hub of conversion; v1beta1 (spec.from,
+// spec.to) is served beside it and converted losslessly (package v1beta1).
+// SetupWebhooks serves no conversion.
+//
 // The reconcile logic (Reconciler) knows nothing of opkit's cache: it reads
 // through Store, so the same logic runs on controller-runtime in the
 // benchmarks.

@@ -24,9 +24,13 @@ const (
 
 // SourceRef names the object a Mirror copies, in the Mirror's namespace.
 type SourceRef struct {
-	// Kind of the source: ConfigMap or Secret.
+	// Kind of the source: ConfigMap or Secret. When omitted, the Mirror's
+	// defaulting webhook sets it from what exists in the namespace (see
+	// package mirror's SetupWebhooks); without that webhook the controller
+	// cannot read a source without a kind, and retries with backoff.
 	// +kubebuilder:validation:Enum=ConfigMap;Secret
-	Kind string `json:"kind"`
+	// +optional
+	Kind string `json:"kind,omitempty"`
 	// Name of the source, in the Mirror's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -84,7 +88,12 @@ type MirrorStatus struct {
 // Its name labels every copy, and a label value holds at most 63
 // characters.
 //
+// v1alpha1 is the storage version and the conversion hub: Mirrors
+// written as v1beta1 are stored as v1alpha1, so objects written before
+// v1beta1 existed need no migration.
+//
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=opkit
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it labels every copy"

@@ -1,0 +1,123 @@
+package mirror_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+)
+
+const (
+	// mirrors names v1alpha1 for kubectl, which otherwise reads the
+	// preferred version, v1beta1, through conversion.
+	mirrors = "mirrors.v1alpha1.samples.opkit.dev"
+	// matchesDefault selects the namespace "default", which always exists,
+	// so that a Mirror with it is not warned about.
+	matchesDefault = `{kubernetes.io/metadata.name: default}`
+)
+
+// The Mirror's webhooks, installed from config/webhook/manifests.yaml and
+// driven with kubectl as a user would: the Defaulter sets an omitted kind
+// or refuses on spec.source.kind, the Validator refuses a chained source
+// on spec.source.name and a kind change against the old object, and its
+// warnings reach kubectl.
+func TestWebhooksWithKubectl(t *testing.T) {
+	h := serveWebhooks(t)
+	h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}})
+
+	t.Run("kind defaulted", func(t *testing.T) {
+		out, ok := h.run(h.mirrorYAML("defaulted", "", "settings", matchesDefault), "create", "-f", "-")
+		if !ok {
+			t.Fatalf("kubectl create refused a Mirror without kind:\n%s", out)
+		}
+		if strings.Contains(out, "Warning:") {
+			t.Errorf("kubectl printed a warning for a selector that matches a namespace:\n%s", out)
+		}
+		got, _ := h.run("", "get", mirrors, "defaulted", "-o", "jsonpath={.spec.source.kind}")
+		if got != v1alpha1.KindConfigMap {
+			t.Errorf("spec.source.kind = %q, want %q", got, v1alpha1.KindConfigMap)
+		}
+	})
+
+	t.Run("kind defaulted to Secret", func(t *testing.T) {
+		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"}})
+		if out, ok := h.run(h.mirrorYAML("secret", "", "token", matchesDefault), "create", "-f", "-"); !ok {
+			t.Fatalf("kubectl create refused a Mirror without kind:\n%s", out)
+		}
+		if got, _ := h.run("", "get", mirrors, "secret", "-o", "jsonpath={.spec.source.kind}"); got != v1alpha1.KindSecret {
+			t.Errorf("spec.source.kind = %q, want %q", got, v1alpha1.KindSecret)
+		}
+	})
+
+	t.Run("kind not defaulted without a source", func(t *testing.T) {
+		out, ok := h.run(h.mirrorYAML("absent", "", "absent", matchesDefault), "create", "-f", "-")
+		want := fmt.Sprintf(`The Mirror "absent" is invalid: spec.source.kind: Required value: `+
+			`neither a ConfigMap nor a Secret named "absent" exists in namespace %s: set it to ConfigMap or Secret`, h.ns)
+		if ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant a refusal with:\n%s", out, want)
+		}
+	})
+
+	t.Run("kind not defaulted when ambiguous", func(t *testing.T) {
+		h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "both"}})
+		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "both"}})
+		out, ok := h.run(h.mirrorYAML("both", "", "both", matchesDefault), "create", "-f", "-")
+		want := fmt.Sprintf(`The Mirror "both" is invalid: spec.source.kind: Required value: `+
+			`both a ConfigMap and a Secret named "both" exist in namespace %s: set it to the one to copy`, h.ns)
+		if ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant a refusal with:\n%s", out, want)
+		}
+	})
+
+	t.Run("chained source refused", func(t *testing.T) {
+		h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copied", Labels: map[string]string{
+			mirror.LabelMirrorNamespace: "elsewhere", mirror.LabelMirrorName: "upstream",
+		}}})
+		out, ok := h.run(h.mirrorYAML("chain", "ConfigMap", "copied", matchesDefault), "create", "-f", "-")
+		want := fmt.Sprintf(`The Mirror "chain" is invalid: spec.source.name: Invalid value: "copied": `+
+			`ConfigMap %s/copied is a copy made by Mirror elsewhere/upstream: copy that Mirror's source instead, since chained copies can loop`, h.ns)
+		if ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant a refusal with:\n%s", out, want)
+		}
+	})
+
+	t.Run("kind change refused on update", func(t *testing.T) {
+		out, ok := h.run("", "patch", mirrors, "defaulted", "--type=merge", "-p", `{"spec":{"source":{"kind":"Secret"}}}`)
+		want := `The Mirror "defaulted" is invalid: spec.source.kind: Forbidden: ` +
+			`cannot change from ConfigMap to Secret: delete the Mirror and create it again`
+		if ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl patch printed:\n%s\nwant a refusal with:\n%s", out, want)
+		}
+	})
+
+	t.Run("source change warned on update", func(t *testing.T) {
+		out, ok := h.run("", "patch", mirrors, "defaulted", "--type=merge", "-p", `{"spec":{"source":{"name":"settings-v2"}}}`)
+		want := `Warning: spec.source changed from ConfigMap "settings" to ConfigMap "settings-v2": every copy will be replaced`
+		if !ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl patch printed:\n%s\nwant success with:\n%s", out, want)
+		}
+	})
+
+	t.Run("selector matching nothing warned", func(t *testing.T) {
+		out, ok := h.run(h.mirrorYAML("nowhere", "ConfigMap", "settings", `{no-such-label: x}`), "create", "-f", "-")
+		want := "Warning: spec.namespaceSelector matches no namespace now: the Mirror makes no copies until a namespace it matches exists"
+		if !ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant success with:\n%s", out, want)
+		}
+	})
+}
+
+// create creates obj in the hooked namespace.
+func (h *hooked) create(obj client.Object) {
+	h.t.Helper()
+	obj.SetNamespace(h.ns)
+	if err := h.cl.Create(h.t.Context(), obj); err != nil {
+		h.t.Fatal(err)
+	}
+}
