@@ -10,10 +10,15 @@ import (
 	"os"
 	"path/filepath"
 
+	"time"
+
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
@@ -22,21 +27,33 @@ import (
 
 // startLocal starts a control plane with the Mirror CRD and sample objects,
 // writes its kubeconfig under dir and says how to watch the operator work.
-// It returns the control plane and the kubeconfig's path, which the caller
-// removes when it stops the control plane.
-func startLocal(ctx context.Context, dir string, out io.Writer) (controlPlane, string, error) {
+// It installs the operator's webhooks and the Mirror's conversion pointed
+// at 127.0.0.1:webhookPort (0: a free port) with a certificate of its own,
+// unless webhookPort is localNoWebhooks. It returns the control plane, with
+// the webhook flags that serve what it installed, and the kubeconfig's
+// path, which the caller removes when it stops the control plane. The
+// sample Mirror is left to seedMirror: its create waits for the webhooks.
+func startLocal(ctx context.Context, dir string, webhookPort int, out io.Writer) (localPlane, string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return nil, "", err
+		return localPlane{}, "", err
 	}
 	root, err := testenv.ModuleRoot(wd)
 	if err != nil {
-		return nil, "", fmt.Errorf("--local runs from the opkit repository (for its CRDs and control plane): %w", err)
+		return localPlane{}, "", fmt.Errorf("--local runs from the opkit repository (for its CRDs and control plane): %w", err)
+	}
+	opts := testenv.Options{CRDDirs: []string{filepath.Join(root, "config", "crd", "bases")}}
+	if webhookPort != localNoWebhooks {
+		opts.Webhook = testenv.WebhookOptions{
+			Paths:       []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+			ConvertCRDs: []string{defaultConversionCRD},
+			Port:        webhookPort,
+		}
 	}
 	fmt.Fprintln(out, "Starting a local kube-apiserver and etcd...")
-	env, err := testenv.Start(testenv.Options{CRDDirs: []string{filepath.Join(root, "config", "crd", "bases")}})
+	env, err := testenv.Start(opts)
 	if err != nil {
-		return nil, "", err
+		return localPlane{}, "", err
 	}
 	kubeconfig, err := filepath.Abs(filepath.Join(dir, "kubeconfig"))
 	if err == nil {
@@ -46,7 +63,11 @@ func startLocal(ctx context.Context, dir string, out io.Writer) (controlPlane, s
 		err = seed(ctx, env)
 	}
 	if err != nil {
-		return nil, "", errors.Join(err, env.Stop())
+		return localPlane{}, "", errors.Join(err, env.Stop())
+	}
+	lp := localPlane{controlPlane: env}
+	if s := env.Webhook(); s.Port != 0 {
+		lp.webhook = webhookFlags{port: s.Port, host: s.Host, certDir: s.CertDir, certs: certsMounted}
 	}
 	kubectl := "kubectl"
 	if p, err := testenv.Kubectl(); err == nil {
@@ -64,20 +85,18 @@ Watch it work, in another terminal:
   %s label namespace team-b team=a --overwrite     # team-b gets a copy
   %s -n platform patch configmap ca-bundle -p '{"data":{"ca.crt":"rotated"}}'   # every copy follows
   %s -n team-a-web delete configmap ca-bundle        # the copy comes back
+  %s -n platform get mirror ca-bundle -o yaml                         # v1beta1, converted by the webhook
+  %s -n platform get mirrors.v1alpha1.samples.opkit.dev ca-bundle -o yaml  # v1alpha1, as stored
 
 Press Ctrl-C to stop the operator and the control plane.
 
-`, env.Config().Host, kubeconfig, kubectl, kubectl, "samples.opkit.dev/mirror-name", kubectl, kubectl, kubectl)
-	return env, kubeconfig, nil
+`, env.Config().Host, kubeconfig, kubectl, kubectl, "samples.opkit.dev/mirror-name", kubectl, kubectl, kubectl, kubectl, kubectl)
+	return lp, kubeconfig, nil
 }
 
-// seed creates the sample namespaces, source and Mirror.
+// seed creates the sample namespaces and source.
 func seed(ctx context.Context, env *testenv.Environment) error {
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
-		return err
-	}
-	cl, err := client.New(env.Config(), client.Options{Scheme: scheme})
+	cl, err := client.New(env.Config(), client.Options{})
 	if err != nil {
 		return err
 	}
@@ -90,13 +109,6 @@ func seed(ctx context.Context, env *testenv.Environment) error {
 			ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},
 			Data:       map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\n(sample)\n-----END CERTIFICATE-----\n"},
 		},
-		&v1alpha1.Mirror{
-			ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},
-			Spec: v1alpha1.MirrorSpec{
-				Source:            v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "ca-bundle"},
-				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
-			},
-		},
 	}
 	for _, o := range objs {
 		if err := cl.Create(ctx, o); err != nil {
@@ -104,4 +116,39 @@ func seed(ctx context.Context, env *testenv.Environment) error {
 		}
 	}
 	return nil
+}
+
+// sampleMirror is the sample Mirror --local creates.
+var sampleMirror = &v1alpha1.Mirror{
+	ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},
+	Spec: v1alpha1.MirrorSpec{
+		Source:            v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "ca-bundle"},
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+	},
+}
+
+// seedMirror creates the sample Mirror once the API server takes it: its
+// webhooks refuse every Mirror until the operator serves them.
+func seedMirror(ctx context.Context, cfg *rest.Config, log logr.Logger) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		log.Error(err, "Cannot create the sample Mirror")
+		return
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		log.Error(err, "Cannot create the sample Mirror")
+		return
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cl.Create(ctx, sampleMirror.DeepCopy())
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			log.V(1).Info("The sample Mirror is not taken yet", "error", err.Error())
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error(err, "Cannot create the sample Mirror: its webhooks did not answer within a minute")
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1beta1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -44,7 +45,15 @@ func main() {
 	}
 }
 
-// controlPlane is the local control plane --local runs (pkg/testenv's).
+// localPlane is the local control plane --local runs (pkg/testenv's), and
+// the webhook flags that serve the webhooks it installed.
+type localPlane struct {
+	controlPlane
+	webhook webhookFlags
+}
+
+// controlPlane is pkg/testenv's Environment, which a build with -tags
+// nolocal leaves out.
 type controlPlane interface {
 	Config() *rest.Config
 	Stop() error
@@ -89,11 +98,11 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if f.local && !set["webhook-port"] {
-		// The local control plane has no Service to reach a webhook by.
-		f.webhook.port = 0
-	}
-	if err := f.webhook.check(set); err != nil {
+	if f.local {
+		if err := f.webhook.checkLocal(set); err != nil {
+			return f, err
+		}
+	} else if err := f.webhook.check(set); err != nil {
 		return f, err
 	}
 	switch {
@@ -122,10 +131,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var cfg *rest.Config
 	if f.local {
-		env, kubeconfig, err := startLocal(ctx, f.localDir, stdout)
+		env, kubeconfig, err := startLocal(ctx, f.localDir, f.webhook.port, stdout)
 		if err != nil {
 			return err
 		}
+		f.webhook = env.webhook
+		go seedMirror(ctx, env.Config(), log)
 		defer func() {
 			fmt.Fprintln(stdout, "Stopping the local control plane...")
 			if err := errors.Join(env.Stop(), os.Remove(kubeconfig)); err != nil {
@@ -141,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) error {
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
 		return err
 	}
 	mgr, err := manager.New(cfg, manager.Options{
@@ -157,7 +168,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err != nil {
 		return err
 	}
-	if err := registerWebhooks(mgr); err != nil {
+	if err := registerWebhooks(mgr, mirror.SetupWebhooks); err != nil {
 		return err
 	}
 	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{

@@ -35,6 +35,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"--metrics-bind-address", "8080", "--kubeconfig", "testdata/unreachable.kubeconfig"}, `Metrics.BindAddress "8080"`},
 		{[]string{"--webhook-port", "70000"}, "--webhook-port is 70000"},
+		{[]string{"--local", "--webhook-port", "70000"}, "--webhook-port is 70000"},
+		{[]string{"--local", "--webhook-certs", "mounted"}, "--local installs the webhooks on its control plane with a certificate of its own, so --webhook-certs would do nothing"},
 		{[]string{"--webhook-port", "-1"}, "--webhook-port is -1"},
 		{[]string{"--webhook-certs", "cert-manager"}, `--webhook-certs is "cert-manager": want "self-managed" or "mounted"`},
 		{[]string{"--webhook-port", "0", "--webhook-certs", "mounted"}, "--webhook-port=0 turns the webhook server off, so --webhook-certs would do nothing"},
@@ -107,6 +109,7 @@ func TestLocal(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	t.Run("webhooks", func(t *testing.T) { testLocalWebhooks(t, kubeconfig) })
 	cancel()
 	select {
 	case err := <-done:
@@ -144,9 +147,13 @@ func TestWebhookFlagDefaults(t *testing.T) {
 	if o := f.webhook.options(); o.Port != 9443 || o.CertDir != want.certDir {
 		t.Errorf("manager webhook options = %+v, want port 9443 and the cert dir", o)
 	}
-	// --local has no Service to reach a webhook by: off unless asked for.
+	// --local installs the webhooks for a free port, or none with
+	// --webhook-port=0.
 	if f, err := parse([]string{"--local"}, io.Discard); err != nil || f.webhook.port != 0 {
-		t.Errorf("parse(--local): webhook port %d, %v; want 0", f.webhook.port, err)
+		t.Errorf("parse(--local): webhook port %d, %v; want 0, a free port", f.webhook.port, err)
+	}
+	if f, err := parse([]string{"--local", "--webhook-port", "0"}, io.Discard); err != nil || f.webhook.port != localNoWebhooks {
+		t.Errorf("parse(--local --webhook-port 0): webhook port %d, %v; want localNoWebhooks", f.webhook.port, err)
 	}
 	if f, err := parse([]string{"--webhook-port", "0"}, io.Discard); err != nil || f.webhook.options().Port != 0 {
 		t.Errorf("parse(--webhook-port 0): %+v, %v; want no webhook server", f.webhook.options(), err)

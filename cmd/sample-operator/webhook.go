@@ -45,6 +45,7 @@ const podNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespac
 // webhookFlags configure the webhook server and its certificates.
 type webhookFlags struct {
 	port       int
+	host       string // "" is every address; --local serves on 127.0.0.1
 	certDir    string
 	certs      string
 	namespace  string // of the Service and the CA Secret; "" is the pod's
@@ -107,7 +108,35 @@ func (w *webhookFlags) options() manager.WebhookOptions {
 	if w.port == 0 {
 		return manager.WebhookOptions{}
 	}
-	return manager.WebhookOptions{Port: w.port, CertDir: w.certDir}
+	return manager.WebhookOptions{Port: w.port, Host: w.host, CertDir: w.certDir}
+}
+
+// localNoWebhooks is the port that tells startLocal to install no
+// webhooks: --local with --webhook-port=0.
+const localNoWebhooks = -1
+
+// checkLocal checks the webhook flags of --local, whose control plane
+// installs the webhooks and makes their certificate: only --webhook-port
+// applies. Unset, startLocal picks a free port; 0 becomes localNoWebhooks.
+func (w *webhookFlags) checkLocal(set map[string]bool) error {
+	var given []string
+	for _, n := range append([]string{"webhook-cert-dir", "webhook-certs"}, selfManagedFlags...) {
+		if set[n] {
+			given = append(given, "--"+n)
+		}
+	}
+	switch {
+	case len(given) > 0:
+		return fmt.Errorf("--local installs the webhooks on its control plane with a certificate of its own, so %s would do nothing: drop them (--webhook-port applies)",
+			strings.Join(given, ", "))
+	case w.port < 0 || w.port > 65535:
+		return fmt.Errorf("--webhook-port is %d: want a port from 1 to 65535, or 0 to turn the webhook server off", w.port)
+	case !set["webhook-port"]:
+		w.port = 0
+	case w.port == 0:
+		w.port = localNoWebhooks
+	}
+	return nil
 }
 
 // rotatorOptions are the certs.Options of a self-managed rotator.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1beta1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -28,7 +29,7 @@ import (
 func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(s), v1alpha1.AddToScheme(s), v1beta1.AddToScheme(s)); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -33,16 +33,21 @@ import (
 //
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets;namespaces,verbs=list
 
-// SetupWebhooks serves the Mirror's admission webhooks on m's webhook
-// server: the Defaulter and the Validator, for v1alpha1 Mirrors, reading
-// through m.Client(). It serves no conversion: v1beta1 conversion is
-// served separately. m's scheme must hold v1alpha1, and m must have a
-// webhook server (manager.Options.Webhook.Port).
+// SetupWebhooks serves the Mirror's webhooks on m's webhook server: the
+// Defaulter and the Validator, for v1alpha1 Mirrors, reading through
+// m.Client(), and the conversion between v1alpha1 (the hub, and the
+// storage version) and v1beta1 at webhook.ConversionPath. m's scheme must
+// hold both versions, and m must have a webhook server
+// (manager.Options.Webhook.Port).
 func SetupWebhooks(m *manager.Manager) error {
 	err := webhook.Register(m, webhook.Hooks[*v1alpha1.Mirror]{
 		Defaulter: &Defaulter{Reader: m.Client()},
 		Validator: &Validator{Reader: m.Client()},
 	})
+	if err == nil {
+		// v1beta1.Mirror converts through its ConvertTo and ConvertFrom.
+		err = webhook.RegisterConversion(m, webhook.Conversion[*v1alpha1.Mirror]{})
+	}
 	if err != nil {
 		return fmt.Errorf("set up the mirror webhooks: %w", err)
 	}

@@ -1,12 +1,18 @@
 package mirror_test
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
@@ -120,4 +126,51 @@ func (h *hooked) create(obj client.Object) {
 	if err := h.cl.Create(h.t.Context(), obj); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// With its webhooks down and failurePolicy Fail, a Mirror cannot be
+// written, and the API server says why; the operator's own work on the
+// Mirrors that exist goes on: copies follow their source and status is
+// written, since neither is hooked.
+func TestWebhooksDownReconcilesGoOn(t *testing.T) {
+	w := operator(t)
+	a := w.namespace(map[string]string{"team": "a"})
+	src := w.configMap(w.home, "ca-bundle", map[string]string{"ca.crt": "v1"})
+	m := w.mirror("ca-bundle", v1alpha1.KindConfigMap, "ca-bundle", w.selecting(map[string]string{"team": "a"}))
+	w.eventually("a copy in "+a, w.hasData(a, "ca-bundle", map[string]string{"ca.crt": "v1"}))
+
+	// The webhooks call a port nothing serves: the operator's webhook
+	// server is down.
+	crt, _, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, hookedLabel, w.home)
+	if _, err := env.Client().CoreV1().Namespaces().Patch(t.Context(), w.home, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	installManifests(t, w.home, fmt.Sprintf("https://127.0.0.1:%d", freePort(t)), crt)
+
+	refused := &v1alpha1.Mirror{
+		ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: w.home},
+		Spec:       v1alpha1.MirrorSpec{Source: v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "ca-bundle"}},
+	}
+	var createErr error
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		createErr = w.cl.Create(ctx, refused.DeepCopy(), client.DryRunAll)
+		return createErr != nil, nil
+	})
+	if err != nil || !strings.Contains(createErr.Error(), `failed calling webhook "default.mirrors.samples.opkit.dev"`) {
+		t.Fatalf("create of a Mirror with its webhooks down = %v (%v), want the API server's refusal naming the webhook", createErr, err)
+	}
+	t.Logf("refused as: %v", createErr)
+
+	src.Data["ca.crt"] = "v2"
+	if err := w.cl.Update(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("the copy to follow the source with the webhooks down", w.hasData(a, "ca-bundle", map[string]string{"ca.crt": "v2"}))
+	b := w.namespace(map[string]string{"team": "a"})
+	w.eventually("a new namespace to get a copy with the webhooks down", w.hasData(b, "ca-bundle", map[string]string{"ca.crt": "v2"}))
+	w.eventually("status to count the new namespace", w.ready(m, v1alpha1.ReasonSynced, 2))
 }
