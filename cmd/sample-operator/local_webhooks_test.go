@@ -1,5 +1,3 @@
-//go:build !nolocal
-
 package main
 
 import (
