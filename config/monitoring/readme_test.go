@@ -74,7 +74,9 @@ func documented(t *testing.T) map[string]row {
 	rows := map[string]row{}
 	metricsTable(t, "../../README.md", "## Metrics", rows)
 	coming := map[string]row{}
-	metricsTable(t, "README.md", "## Metrics to come", coming)
+	if len(pending) > 0 {
+		metricsTable(t, "README.md", "## Metrics to come", coming)
+	}
 	if got := slices.Sorted(maps.Keys(coming)); !slices.Equal(got, slices.Sorted(slices.Values(pending))) {
 		t.Errorf("README.md's metrics to come are %v, want pending's %v", got, slices.Sorted(slices.Values(pending)))
 	}
