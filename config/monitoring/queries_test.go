@@ -246,7 +246,8 @@ func refs(t *testing.T) []ref {
 }
 
 // baseName is the metric a series belongs to: a histogram's _bucket, _sum
-// and _count series are its own.
+// and _count series are its own. Every histogram opkit serves is in
+// seconds, which tells them from a counter that happens to end in _count.
 func baseName(series string) string {
 	for _, s := range []string{"_bucket", "_sum", "_count"} {
 		if b, ok := strings.CutSuffix(series, s); ok && strings.HasSuffix(b, "_seconds") {
