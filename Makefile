@@ -1,7 +1,8 @@
 # opkit's Makefile. 'make' alone lists the targets.
 #
 # Everything the targets need is built here from versions pinned in go.mod
-# files: the developer tools by hack/tools/go.mod, the test control plane by
+# files: the developer tools by hack/tools/go.mod, promtool by
+# hack/tools/promtool/go.mod, the test control plane by
 # hack/tools/envtest/go.mod. Nothing is downloaded but Go modules.
 
 SHELL := /usr/bin/env bash
@@ -22,6 +23,8 @@ TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 STATICCHECK    := $(BIN)/staticcheck
 CONTROLLER_GEN := $(BIN)/controller-gen
+PROMTOOL       := $(BIN)/promtool
+PROMTOOL_MOD   := $(TOOLS)/promtool
 
 # What controller-gen generates from the markers in cmd/sample-operator: the
 # Mirror API's deepcopy code, its CRD, the operator's ClusterRole and its
@@ -91,8 +94,13 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: lint verify-manifests envtest ## Lint, check generated files, then run unit and integration tests with -race against a local control plane.
+test: lint verify-manifests test-alerts envtest ## Lint, check generated files and alert rules, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
+
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL) ## Check the alert rules in config/monitoring and run their unit tests with promtool (part of 'make test').
+	$(PROMTOOL) check rules config/monitoring/rules.yaml
+	$(PROMTOOL) test rules config/monitoring/tests/*.yaml
 
 # Every row runs for BENCH_TIME, BENCH_COUNT times; benchtable takes the
 # medians. Rows of one workload run back to back, so their ratios hold up on
@@ -167,13 +175,19 @@ envtest-pins: ## Copy the control plane's pins (hack/tools/envtest) into the opk
 	cp hack/tools/envtest/go.sum internal/envtest/pins/go.sum.txt
 
 .PHONY: tools
-tools: $(STATICCHECK) $(CONTROLLER_GEN) ## Build the pinned developer tools into bin/.
+tools: $(STATICCHECK) $(CONTROLLER_GEN) $(PROMTOOL) ## Build the pinned developer tools into bin/.
 
 $(STATICCHECK): $(TOOLS)/go.mod $(TOOLS)/go.sum
 	cd $(TOOLS) && $(GO) build -o $@ honnef.co/go/tools/cmd/staticcheck
 
 $(CONTROLLER_GEN): $(TOOLS)/go.mod $(TOOLS)/go.sum
 	cd $(TOOLS) && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# promtool has a module of its own: its dependencies are many, and
+# hack/tools/go.mod is copied into every project opkit scaffolds. A cold
+# build takes minutes.
+$(PROMTOOL): $(PROMTOOL_MOD)/go.mod $(PROMTOOL_MOD)/go.sum
+	cd $(PROMTOOL_MOD) && $(GO) build -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: clean
 clean: ## Remove bin/ except the control plane (bin/k8s), which is slow to rebuild.
