@@ -187,7 +187,7 @@ $(CONTROLLER_GEN): $(TOOLS)/go.mod $(TOOLS)/go.sum
 # hack/tools/go.mod is copied into every project opkit scaffolds. A cold
 # build takes minutes.
 $(PROMTOOL): $(PROMTOOL_MOD)/go.mod $(PROMTOOL_MOD)/go.sum
-	cd $(PROMTOOL_MOD) && $(GO) build -o $@ github.com/prometheus/prometheus/cmd/promtool
+	cd $(PROMTOOL_MOD) && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: clean
 clean: ## Remove bin/ except the control plane (bin/k8s), which is slow to rebuild.

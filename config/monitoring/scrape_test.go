@@ -29,16 +29,10 @@ import (
 )
 
 // pending are the metrics the dashboard and rules query that opkit does not
-// export yet (issue 20's event lag and sync error metrics, another part of
-// the issue). The scrape test skips them while they are absent, and fails,
-// asking to remove them from this list, once they are served: this list is
-// the one place to change when they land.
-var pending = []string{
-	"opkit_cache_event_lag_seconds",
-	"opkit_source_event_lag_seconds",
-	"opkit_controller_event_lag_seconds",
-	"opkit_cache_sync_errors_total",
-}
+// export yet. The scrape test skips them while they are absent, and fails,
+// asking to remove them from this list, once they are served. None is
+// pending now.
+var pending []string
 
 // targetLabels are the labels Prometheus adds to every series it scrapes
 // (job, instance) or a Kubernetes service discovery adds (the rest): a scrape
