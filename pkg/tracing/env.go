@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -39,7 +38,7 @@ func FromEnv(ctx context.Context) (trace.TracerProvider, func(context.Context) e
 	if err != nil || !on {
 		return nil, noop, err
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := newExporter()
 	if err != nil {
 		return nil, noop, fmt.Errorf("build OTLP trace exporter: %w", err)
 	}
