@@ -77,8 +77,14 @@ func TestFromEnvOTLP(t *testing.T) {
 	if err != nil || tp == nil {
 		t.Fatalf("FromEnv = %v, %v; want a provider", tp, err)
 	}
+	// The first reconcile fails, so that the receiver gets an error
+	// status, an exception event and the retry's link.
 	reconciled := make(chan struct{})
+	calls := 0
 	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		if calls++; calls == 1 {
+			return reconcile.Done(), errors.New("broken")
+		}
 		close(reconciled)
 		return reconcile.Done(), nil
 	})
@@ -109,17 +115,32 @@ func TestFromEnvOTLP(t *testing.T) {
 	if service != "test-operator" {
 		t.Errorf("service.name %q, want test-operator from OTEL_SERVICE_NAME", service)
 	}
-	if len(spans) != 1 || spans[0].GetName() != "reconcile otlp" {
-		t.Fatalf("received %v, want one span \"reconcile otlp\"", spans)
+	if len(spans) != 2 || spans[0].GetName() != "reconcile otlp" || spans[1].GetName() != "reconcile otlp" {
+		t.Fatalf("received %v, want two spans \"reconcile otlp\"", spans)
 	}
-	got := map[string]string{}
-	for _, kv := range spans[0].GetAttributes() {
-		got[kv.GetKey()] = kv.GetValue().GetStringValue()
-	}
-	for k, v := range map[string]string{"opkit.controller": "otlp", "k8s.namespace.name": "ns", "opkit.name": "obj", "opkit.result": "success"} {
-		if got[k] != v {
-			t.Errorf("attribute %s = %q, want %q (all: %v)", k, got[k], v, got)
+	failed, retry := spans[0], spans[1]
+	for i, want := range []string{"error", "success"} {
+		got := map[string]string{}
+		for _, kv := range spans[i].GetAttributes() {
+			got[kv.GetKey()] = kv.GetValue().GetStringValue()
 		}
+		for k, v := range map[string]string{"opkit.controller": "otlp", "k8s.namespace.name": "ns", "opkit.name": "obj", "opkit.result": want} {
+			if got[k] != v {
+				t.Errorf("span %d: attribute %s = %q, want %q (all: %v)", i, k, got[k], v, got)
+			}
+		}
+	}
+	if st := failed.GetStatus(); st.GetCode() != tracepb.Status_STATUS_CODE_ERROR || st.GetMessage() != "broken" {
+		t.Errorf("the failed reconcile's status %v, want ERROR \"broken\"", st)
+	}
+	if ev := failed.GetEvents(); len(ev) != 1 || ev[0].GetName() != "exception" {
+		t.Errorf("the failed reconcile's events %v, want an exception", ev)
+	}
+	if l := retry.GetLinks(); len(l) != 1 || string(l[0].GetSpanId()) != string(failed.GetSpanId()) || string(l[0].GetTraceId()) != string(failed.GetTraceId()) {
+		t.Errorf("the retry's links %v, want one to the failed reconcile", l)
+	}
+	if retry.GetKind() != tracepb.Span_SPAN_KIND_INTERNAL || len(retry.GetTraceId()) != 16 || len(retry.GetSpanId()) != 8 || retry.GetEndTimeUnixNano() < retry.GetStartTimeUnixNano() {
+		t.Errorf("the retry's kind, IDs or times are off: %v", retry)
 	}
 }
 
