@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -32,6 +33,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/tracing"
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=mirror-system
@@ -155,9 +157,22 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
 		return err
 	}
+	// Traces go where the OTEL_* variables say (docs/tracing.md); none by default.
+	tp, stopTracing, err := tracing.FromEnv(ctx)
+	if err != nil {
+		return fmt.Errorf("configure tracing from the OTEL_* variables: %w", err)
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			log.Error(err, "Cannot flush the last traces")
+		}
+	}()
 	mgr, err := manager.New(cfg, manager.Options{
-		Scheme: scheme,
-		Logger: log,
+		Scheme:         scheme,
+		Logger:         log,
+		TracerProvider: tp,
 		LeaderElection: manager.LeaderElectionOptions{
 			Enabled: f.leaderElect, Name: f.leaderName, Namespace: f.leaderNamespace, ReleaseOnCancel: true,
 		},

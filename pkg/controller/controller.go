@@ -49,7 +49,8 @@ type Controller[K comparable] struct {
 	metrics    metrics.Reconciles
 	panics     *prometheus.CounterVec // handler panics, by controller and type
 	writes     *pendingWrites[K]      // nil when read-your-writes is off
-	lag        *eventLag[K]           // nil without Options.Registerer
+	lag        *eventLag[K]           // nil without Options.Registerer and Options.TracerProvider
+	tracer     *reconcileTracer[K]    // nil without Options.TracerProvider
 	log        logr.Logger
 
 	mu      sync.Mutex
@@ -100,7 +101,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		}
 		qopts.Metrics = qm
 	}
-	lag, err := newEventLag[K](opts.Registerer, name)
+	lag, err := newEventLag[K](opts.Registerer, name, opts.TracerProvider != nil)
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
@@ -113,6 +114,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		panics:     panics,
 		writes:     writes,
 		lag:        lag,
+		tracer:     newReconcileTracer[K](opts.TracerProvider, name),
 		log:        opts.Logger.WithValues("controller", name),
 	}, nil
 }

@@ -29,7 +29,12 @@
 //     Options.DisableReadYourWrites turns it off.
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key (namespace and name for a
-//     reconcile.Request) and a reconcile ID (see ReconcileID).
+//     reconcile.Request) and a reconcile ID (see ReconcileID). With
+//     Options.TracerProvider it also carries an OpenTelemetry span,
+//     "reconcile <name>", with the key, the reconcile ID, the result and
+//     the change time of the event that queued the key, linked to the
+//     reconcile that requeued the key if one did (package tracing); without
+//     one no tracing code runs.
 //   - Observable: with Options.Registerer, controller-runtime's reconcile
 //     metrics (controller_runtime_reconcile_total{controller,result},
 //     controller_runtime_reconcile_errors_total, ..._terminal_reconcile_errors_total,

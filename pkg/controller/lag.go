@@ -13,7 +13,9 @@ import (
 // metrics.ControllerEventLag: its sources record when the change behind
 // each key they queue happened, and a worker takes that time when it gets
 // the key. Kept only with Options.Registerer: it costs a map operation per
-// key queued and per reconcile.
+// key queued and per reconcile. Tracing keeps the change times too, for
+// the reconcile span's attributes, without the metrics (source and e2e
+// nil).
 type eventLag[K comparable] struct {
 	name    string
 	source  *prometheus.HistogramVec
@@ -22,10 +24,14 @@ type eventLag[K comparable] struct {
 	now     func() time.Time
 }
 
-// newEventLag returns the controller's lag metrics, or nil when reg is nil.
-func newEventLag[K comparable](reg prometheus.Registerer, name string) (*eventLag[K], error) {
+// newEventLag returns the controller's lag metrics, or, when reg is nil,
+// the change times alone if traced, else nil.
+func newEventLag[K comparable](reg prometheus.Registerer, name string, traced bool) (*eventLag[K], error) {
 	if reg == nil {
-		return nil, nil
+		if !traced {
+			return nil, nil
+		}
+		return &eventLag[K]{name: name, changes: source.NewChangeTimes[K](), now: time.Now}, nil
 	}
 	m, err := metrics.NewEventLag(reg)
 	if err != nil {
@@ -42,19 +48,23 @@ func newEventLag[K comparable](reg prometheus.Registerer, name string) (*eventLa
 
 // sourceLag is what the controller's sources measure.
 func (l *eventLag[K]) sourceLag() source.Lag[K] {
-	return source.Lag[K]{
-		Queued:  func(typ string) func(float64) { return l.source.WithLabelValues(l.name, typ).Observe },
-		Changes: l.changes,
+	lag := source.Lag[K]{Changes: l.changes}
+	if l.source != nil {
+		lag.Queued = func(typ string) func(float64) { return l.source.WithLabelValues(l.name, typ).Observe }
 	}
+	return lag
 }
 
 // reconcileStarts observes the lag of the change that queued key, if its
-// time is known. A nil l measures nothing.
-func (l *eventLag[K]) reconcileStarts(key K) {
+// time is known, and returns that time (zero if unknown). A nil l
+// measures nothing.
+func (l *eventLag[K]) reconcileStarts(key K) time.Time {
 	if l == nil {
-		return
+		return time.Time{}
 	}
-	if t, ok := l.changes.Take(key); ok {
+	t, ok := l.changes.Take(key)
+	if ok && l.e2e != nil {
 		l.e2e.Observe(l.now().Sub(t).Seconds())
 	}
+	return t
 }

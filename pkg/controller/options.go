@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -107,6 +108,13 @@ type Options[K comparable] struct {
 	// metrics, under their usual names). Several controllers may share
 	// one. Defaults to none.
 	Registerer prometheus.Registerer
+
+	// TracerProvider, when set, makes a span for each reconcile (see
+	// package tracing for its name, attributes and links) and puts it in
+	// the reconcile's context, so that the API requests the reconcile
+	// makes through a client instrumented with tracing.Transport are its
+	// children. Defaults to nil: no spans, and no tracing calls at all.
+	TracerProvider trace.TracerProvider
 }
 
 // validName is what a controller's name may be: it labels metrics and logs.

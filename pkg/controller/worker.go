@@ -9,10 +9,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/tracing"
 )
 
 // processNext reconciles the next key, and reports false once the queue has
@@ -23,20 +25,25 @@ func (c *Controller[K]) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	c.lag.reconcileStarts(key)
+	changed := c.lag.reconcileStarts(key)
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
-	c.handle(ctx, key, priority)
+	c.handle(ctx, key, priority, changed)
 	return true
 }
 
 // handle reconciles key and acts on the outcome: forget it, requeue it, or
 // retry it with backoff. A requeue keeps the priority the key was handed
-// out with unless the Result sets one.
-func (c *Controller[K]) handle(ctx context.Context, key K, priority int) {
+// out with unless the Result sets one. changed is when the change that
+// queued key happened, if known.
+func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) {
 	id := uuid.NewString()
 	log := c.log.WithValues(keyValues(key)...).WithValues("reconcileID", id)
 	ctx = logr.NewContext(context.WithValue(ctx, reconcileIDKey{}, id), log)
+	var span trace.Span
+	if c.tracer != nil {
+		ctx, span = c.tracer.start(ctx, key, id, changed)
+	}
 	if c.writes != nil {
 		var w *consistency.Writes
 		ctx, w = c.writes.before(ctx, key)
@@ -50,7 +57,25 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int) {
 	if p, ok := res.Priority(); ok {
 		priority = p
 	}
+	result, requeued := c.settle(log, key, priority, res, err, took)
+	if span != nil {
+		var after time.Duration
+		if result == tracing.ResultRequeueAfter {
+			after, _ = res.Requeue()
+		}
+		c.tracer.end(span, key, result, after, err, requeued)
+	}
+}
+
+// settle acts on a reconcile's outcome: forget key, requeue it, or retry it
+// with backoff; counts and logs it. It returns the outcome as the result
+// label of the reconcile metrics says it, and whether key was queued
+// again.
+func (c *Controller[K]) settle(log logr.Logger, key K, priority int, res reconcile.Result, err error, took time.Duration) (string, bool) {
 	after, requeue := res.Requeue()
+	if err != nil && requeue {
+		log.V(1).Info("The reconciler returned both an error and a requeue; the requeue is ignored", "result", res.String())
+	}
 	switch {
 	case errors.Is(err, reconcile.ErrTerminal):
 		c.queue.Forget(key)
@@ -58,27 +83,29 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int) {
 		c.metrics.Errors.Inc()
 		c.metrics.Terminal.Inc()
 		log.Error(err, "Reconcile failed with a terminal error; not retrying until the object changes")
+		return tracing.ResultError, false
 	case err != nil:
 		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
 		c.metrics.Error.Inc()
 		c.metrics.Errors.Inc()
 		log.Error(err, "Reconcile failed; retrying with backoff", "retries", c.queue.NumRequeues(key))
+		return tracing.ResultError, true
 	case !requeue:
 		c.queue.Forget(key)
 		c.metrics.Success.Inc()
 		log.V(1).Info("Reconciled", "seconds", took.Seconds())
+		return tracing.ResultSuccess, false
 	case after > 0:
 		c.queue.Forget(key)
 		c.queue.AddWithOpts(queue.AddOpts{After: after, Priority: priority}, key)
 		c.metrics.RequeueAfter.Inc()
 		log.V(1).Info("Reconciled; requeued", "after", after.String(), "seconds", took.Seconds())
+		return tracing.ResultRequeueAfter, true
 	default:
 		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
 		c.metrics.Requeue.Inc()
 		log.V(1).Info("Reconciled; requeued with backoff", "seconds", took.Seconds())
-	}
-	if err != nil && requeue {
-		log.V(1).Info("The reconciler returned both an error and a requeue; the requeue is ignored", "result", res.String())
+		return tracing.ResultRequeue, true
 	}
 }
 

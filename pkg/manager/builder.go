@@ -156,6 +156,7 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = m.opts.ShutdownTimeout
 	}
+	m.traceReconciles(&opts)
 	c, err := controller.New(name, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)

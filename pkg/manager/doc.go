@@ -46,6 +46,11 @@
 //     logs and counts each Event the API server refuses all the same
 //     (MetricEventsRefused), which client-go's broadcaster would drop
 //     with a line in klog only.
+//   - Traced when asked: with Options.TracerProvider, every controller
+//     NewController builds makes a span per reconcile, and the manager's
+//     clients make a child span for each API request sent with the
+//     reconcile's context (package tracing). The manager sets no global
+//     tracer provider; without one nothing is traced.
 //   - Never silent: without Options.Logger the manager, its cache and its
 //     controllers log through klog, as client-go does, to standard error
 //     unless klog is configured otherwise.

@@ -102,6 +102,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	m.config = rest.CopyConfig(cfg)
 	m.config.Wrap(rm.Wrap)
+	m.traceRequests()
 	if err := m.buildClients(); err != nil {
 		return nil, err
 	}

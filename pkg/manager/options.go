@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -58,6 +59,15 @@ type Options struct {
 	// a failed reconcile or an unreachable API server is never silent.
 	// logr.Discard() is the zero Logger, so it too means the default.
 	Logger logr.Logger
+
+	// TracerProvider, when set, traces reconciles: each controller that
+	// NewController builds makes a span per reconcile (unless its own
+	// options name another provider), and the manager's clients make a
+	// child span for each API request sent with the reconcile's context
+	// (see package tracing; tracing.FromEnv builds one from the OTEL_*
+	// environment variables). Defaults to nil: no spans and no tracing
+	// calls at all. The manager sets no global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // LeaderElectionOptions configure leader election through a

@@ -8,6 +8,8 @@ package source_test
 //   - opkitlag: opkit with the lag metrics on (see opkitLagSink).
 //   - ctrlruntime: controller-runtime's source.Informer with
 //     handler.EnqueueRequestForObject into its priority queue.
+//   - controller, controllertraced: opkit through a controller.Controller,
+//     tracing off and on (see controllerSink).
 //
 // Both listen to the same kind of client-go SharedIndexInformer, fed by an
 // in-memory ListerWatcher, and both queues are drained by one worker (Get,
@@ -55,6 +57,10 @@ func BenchmarkInformerUpdates(b *testing.B) {
 	// keeps them: the cost of measuring lag is its difference from opkit.
 	b.Run("opkitlag", func(b *testing.B) { benchInformer(b, opkitLagSink) })
 	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink) })
+	// Through a controller, with tracing off (the default) and on: the
+	// cost of tracing is their difference (see controllerSink).
+	b.Run("controller", func(b *testing.B) { benchInformer(b, controllerSink(tracingOff)) })
+	b.Run("controllertraced", func(b *testing.B) { benchInformer(b, controllerSink(tracingOn)) })
 }
 
 func opkitSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {

@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/tracing"
+)
+
+// reconcileTracer makes a controller's reconcile spans (see package
+// tracing). It remembers, per key, the span of a reconcile that queued the
+// key again (an error's retry, a requeue), until the key's next reconcile
+// links to it: at most one entry per queued key. Nil when tracing is off,
+// so that a controller without a TracerProvider makes no calls at all.
+type reconcileTracer[K comparable] struct {
+	tracer   trace.Tracer
+	spanName string
+	name     attribute.KeyValue
+
+	mu       sync.Mutex
+	requeued map[K]requeuedBy
+}
+
+type requeuedBy struct {
+	span   trace.SpanContext
+	reason string
+}
+
+func newReconcileTracer[K comparable](tp trace.TracerProvider, name string) *reconcileTracer[K] {
+	if tp == nil {
+		return nil
+	}
+	return &reconcileTracer[K]{
+		tracer:   tp.Tracer(tracing.ScopeName),
+		spanName: "reconcile " + name,
+		name:     tracing.Controller.String(name),
+		requeued: map[K]requeuedBy{},
+	}
+}
+
+// start starts the span of a reconcile of key whose change happened at
+// changed (zero if unknown), linked to the reconcile that queued it again
+// if one did.
+func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, changed time.Time) (context.Context, trace.Span) {
+	attrs := append(keyAttributes(key), t.name, tracing.ReconcileID.String(id))
+	if !changed.IsZero() {
+		attrs = append(attrs, tracing.EventChanged.String(changed.UTC().Format(time.RFC3339)),
+			tracing.EventLag.Float64(time.Since(changed).Seconds()))
+	}
+	opts := []trace.SpanStartOption{trace.WithAttributes(attrs...)}
+	t.mu.Lock()
+	by, ok := t.requeued[key]
+	delete(t.requeued, key)
+	t.mu.Unlock()
+	if ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: by.span, Attributes: []attribute.KeyValue{tracing.LinkReason.String(by.reason)}}))
+	}
+	return t.tracer.Start(ctx, t.spanName, opts...)
+}
+
+// end records the outcome on span and ends it. requeued says whether the
+// controller queued key again, so that its next reconcile links here.
+func (t *reconcileTracer[K]) end(span trace.Span, key K, result string, after time.Duration, err error, requeued bool) {
+	span.SetAttributes(tracing.Result.String(result))
+	if after > 0 {
+		span.SetAttributes(tracing.RequeueAfter.Float64(after.Seconds()))
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	if requeued {
+		t.mu.Lock()
+		t.requeued[key] = requeuedBy{span: span.SpanContext(), reason: result}
+		t.mu.Unlock()
+	}
+	span.End()
+}
+
+// keyAttributes are the span attributes of key, as keyValues are the
+// logger's.
+func keyAttributes[K comparable](key K) []attribute.KeyValue {
+	switch k := any(key).(type) {
+	case reconcile.Request:
+		if k.Namespace == "" {
+			return []attribute.KeyValue{tracing.Name.String(k.Name)}
+		}
+		return []attribute.KeyValue{tracing.Namespace.String(k.Namespace), tracing.Name.String(k.Name)}
+	case fmt.Stringer:
+		return []attribute.KeyValue{tracing.Key.String(k.String())}
+	default:
+		return []attribute.KeyValue{tracing.Key.String(fmt.Sprint(key))}
+	}
+}
