@@ -123,14 +123,11 @@ func runOperator(t *testing.T) string {
 		t.Fatal(err)
 	}
 	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
-	args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr}
-	// With webhooks (issue 19), the operator would serve them on a fixed
-	// port, with certificates it manages in the cluster; the test's control
-	// plane has no Service to reach them by, and they have no queries here.
-	help, _ := exec.Command(bin, "-h").CombinedOutput()
-	if strings.Contains(string(help), "-webhook-port") {
-		args = append(args, "--webhook-port=0")
-	}
+	// Leader election on, as config/default runs it, so that the leader
+	// metric is served. The webhook server off: the test's control plane
+	// has no Service to reach it by, and no query reads its metrics.
+	args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr,
+		"--leader-elect", "--leader-election-namespace", "default", "--webhook-port=0"}
 	cmd := exec.Command(bin, args...)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &logs

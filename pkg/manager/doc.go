@@ -34,7 +34,8 @@
 //   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
 //     reconcile metrics (client-go's and controller-runtime's names), the
 //     REST client metrics of every request the manager's clients make, the
-//     Events the API server refused (MetricEventsRefused), the Go and
+//     Events the API server refused (MetricEventsRefused), with leader
+//     election whether this replica leads (MetricLeader), the Go and
 //     process collectors, and with a webhook server controller-runtime's
 //     webhook request metrics (MetricWebhookRequests and the like).
 //     Options.Metrics.Secure serves them over HTTPS only to tokens the API

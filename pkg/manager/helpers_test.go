@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -118,9 +119,23 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
+// gauge returns the value of the gauge name with the given label pairs in
+// reg, or fails the test if there is no such series.
+func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	return series(t, reg, name, labels...).GetGauge().GetValue()
+}
+
 // counter returns the value of the counter name with the given
 // label pairs in reg, or fails the test if there is no such series.
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	return series(t, reg, name, labels...).GetCounter().GetValue()
+}
+
+// series returns the series name with the given label pairs in reg, or
+// fails the test if there is none.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels ...string) *dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -141,9 +156,9 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...stri
 					continue metric
 				}
 			}
-			return m.GetCounter().GetValue()
+			return m
 		}
 	}
 	t.Fatalf("no series %s%v", name, labels)
-	return 0
+	return nil
 }

@@ -8,11 +8,33 @@ import (
 	"sync/atomic"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
+
+// MetricLeader is 1 while this process holds the Lease named by its label
+// "name", else 0: client-go's and controller-runtime's
+// leader_election_master_status, which kubebuilder's dashboards read. Served
+// only with Options.LeaderElection.Enabled; summed over the replicas, it
+// is 1 when exactly one leads.
+const MetricLeader = "leader_election_master_status"
+
+// newLeaderGauge registers MetricLeader in reg, at 0 for the Lease name.
+func newLeaderGauge(reg prometheus.Registerer, name string) (prometheus.Gauge, error) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricLeader,
+		Help: "1 while this process holds the leader election Lease of the label name, else 0.",
+	}, []string{"name"})
+	if err := reg.Register(g); err != nil {
+		return nil, fmt.Errorf("manager: register %s: %w", MetricLeader, err)
+	}
+	gauge := g.WithLabelValues(name)
+	gauge.Set(0)
+	return gauge, nil
+}
 
 // serviceAccountNamespace is where a pod finds its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -67,10 +89,12 @@ func (r *run) elect(leaderOnly []Runnable) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
 				leading.Store(true)
+				m.leader.Set(1)
 				log.Info("Elected leader; starting leader-only runnables")
 				r.lead(leaderOnly)
 			},
 			OnStoppedLeading: func() {
+				m.leader.Set(0)
 				if r.electCtx.Err() != nil {
 					if leading.Load() {
 						log.Info("Left leadership on shutdown", "released", le.ReleaseOnCancel)

@@ -119,6 +119,13 @@ func TestLeaderElection(t *testing.T) {
 				t.Fatal("the standby was elected or reconciled while the leader held the lease")
 			}
 
+			if l := gauge(t, a.Registry(), manager.MetricLeader); l != 1 {
+				t.Errorf("the leader's %s = %v, want 1", manager.MetricLeader, l)
+			}
+			if l := gauge(t, b.Registry(), manager.MetricLeader); l != 0 {
+				t.Errorf("the standby's %s = %v, want 0", manager.MetricLeader, l)
+			}
+
 			stopped := time.Now()
 			if err := sa.stop(t); err != nil {
 				t.Errorf("the leader's Start = %v after a clean stop", err)
@@ -127,6 +134,9 @@ func TestLeaderElection(t *testing.T) {
 			takeover := time.Since(stopped)
 			t.Logf("takeover %v after the leader stopped (release on cancel: %v; lease duration 3s, retry period 250ms)", takeover.Round(time.Millisecond), release)
 			eventually(t, "b to reconcile", func() bool { return s.count("b") > 10 })
+			if l := gauge(t, b.Registry(), manager.MetricLeader); l != 1 {
+				t.Errorf("the new leader's %s = %v, want 1", manager.MetricLeader, l)
+			}
 			if x, y, ok := s.overlaps(); ok {
 				t.Errorf("two managers reconciled at once: %+v and %+v", x, y)
 			}

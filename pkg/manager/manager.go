@@ -53,6 +53,7 @@ type Manager struct {
 	client    client.Client
 	clientset kubernetes.Interface
 	registry  *prometheus.Registry
+	leader    prometheus.Gauge // MetricLeader, with leader election
 	log       logr.Logger
 	broadcast events.EventBroadcaster
 	// eventsRefused is MetricEventsRefused, whose series each recorder
@@ -96,6 +97,13 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		ready:    newChecks("readyz"),
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.LeaderElection.Enabled {
+		g, err := newLeaderGauge(m.registry, opts.LeaderElection.Name)
+		if err != nil {
+			return nil, err
+		}
+		m.leader = g
+	}
 	rm, err := metrics.NewRESTClientMetrics(m.registry)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
