@@ -201,23 +201,7 @@ func (c *changes) server(p *Project, d webhookData) {
 		"defer stopCertificates()")
 	c.insert(mainTestFile, markerFlagDefaults, "want.webhook = webhookDefaults()")
 
-	var cfg struct {
-		Name                            string
-		Admission, Mutating, Validating bool
-		CRDs                            []string
-	}
-	cfg.Name = p.Name
-	for _, a := range p.APIs {
-		if a.Webhooks == nil {
-			continue
-		}
-		cfg.Mutating = cfg.Mutating || a.Webhooks.Defaulting
-		cfg.Validating = cfg.Validating || a.Webhooks.Validation
-		if a.Webhooks.Conversion {
-			cfg.CRDs = append(cfg.CRDs, crdName(p, a))
-		}
-	}
-	cfg.Admission = cfg.Mutating || cfg.Validating
+	cfg := webhookConfigOf(p)
 	if cfg.Mutating {
 		c.insert(cmdWebhookFile, markerTargets, "t.MutatingWebhooks = []string{\""+p.Name+"-mutating"+webhookConfigSuffix+"\"}")
 	}
@@ -234,6 +218,30 @@ func (c *changes) server(p *Project, d webhookData) {
 	c.renderTo("config/rbac/webhook_certs_role.yaml", "webhook/config/webhook_certs_role.yaml.tmpl", cfg)
 	c.createMissing("config/rbac/webhook_certs_role_binding.yaml", "webhook/config/webhook_certs_role_binding.yaml.tmpl", cfg)
 	c.insert(rbacKustomize, markerRBAC, "- webhook_certs_role.yaml", "- webhook_certs_role_binding.yaml")
+}
+
+// webhookConfig is what the project's webhooks are, all kinds together:
+// what config/webhook, the certificates' RBAC and their targets hold.
+type webhookConfig struct {
+	Name                            string
+	Admission, Mutating, Validating bool
+	CRDs                            []string // that convert
+}
+
+func webhookConfigOf(p *Project) webhookConfig {
+	cfg := webhookConfig{Name: p.Name}
+	for _, a := range p.APIs {
+		if a.Webhooks == nil {
+			continue
+		}
+		cfg.Mutating = cfg.Mutating || a.Webhooks.Defaulting
+		cfg.Validating = cfg.Validating || a.Webhooks.Validation
+		if a.Webhooks.Conversion {
+			cfg.CRDs = append(cfg.CRDs, crdName(p, a))
+		}
+	}
+	cfg.Admission = cfg.Mutating || cfg.Validating
+	return cfg
 }
 
 // crdName is the name of an API's CRD.
