@@ -63,6 +63,7 @@ func TestScaffold(t *testing.T) {
 	t.Logf("opkit init to a passing make test: %s", time.Since(start).Round(time.Second))
 	shell(t, dir, "go", "build", "./...")
 
+	t.Run("kustomize", func(t *testing.T) { testKustomize(t, dir) })
 	t.Run("make run", func(t *testing.T) {
 		shell(t, dir, "make", "build")
 		testLocal(t, dir)
