@@ -45,3 +45,35 @@ func runCreateAPI(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "Added %s/%s %s. Next: edit it, then make test.\n", group, opts.Version, opts.Kind)
 	return nil
 }
+
+func runCreateWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("opkit create webhook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: opkit create webhook --group G --version V --kind K [--defaulting] [--validation] [--conversion]\n\nAdds webhooks for an API type that opkit create api made (at least one of\nthe three), the operator's webhook server and its certificates if the\nproject has none yet, then runs make manifests there.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	var opts scaffold.WebhookOptions
+	fs.StringVar(&opts.Group, "group", "", "the API group, as given to create api, such as ship")
+	fs.StringVar(&opts.Version, "version", "", "the API version, such as v1alpha1")
+	fs.StringVar(&opts.Kind, "kind", "", "the kind, such as Frigate")
+	fs.BoolVar(&opts.Defaulting, "defaulting", false, "scaffold a defaulter: a mutating webhook that sets defaults on create and update")
+	fs.BoolVar(&opts.Validation, "validation", false, "scaffold a validator: a validating webhook for create and update")
+	fs.BoolVar(&opts.Conversion, "conversion", false, "make --version the hub of the kind's conversion between its versions (the project must have two)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("create webhook: unexpected arguments %q: every option is a flag (see -h)", fs.Args())
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("create webhook: %w", err)
+	}
+	opts.Progress = stderr
+	if err := scaffold.CreateWebhook(ctx, dir, opts); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Added webhooks for %s/%s %s. Next: edit them in internal/webhook/%s, then make test.\n", opts.Group, opts.Version, opts.Kind, opts.Version)
+	return nil
+}

@@ -27,7 +27,8 @@ import (
 const e2eTimeout = 15 * time.Minute
 
 // TestScaffold builds opkit, makes a project with it, adds two APIs of its
-// own and a controller of Deployments, and runs the project's make test and
+// own, a controller of Deployments, a defaulting and validating webhook, and
+// a second version of a kind with its conversion webhook, and runs the project's make test and
 // go build; then runs the operator as make run does and checks that it
 // reconciles the samples. The project uses this checkout of opkit (through
 // --opkit-replace) and the control plane of the shared per-user cache that
@@ -53,10 +54,16 @@ func TestScaffold(t *testing.T) {
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1alpha1", "--kind", "Admiral", "--namespaced=false")
 	// As the project's README says: the opkit its go.mod requires.
 	shell(t, dir, "go", "tool", "opkit", "create", "api", "--group", "apps", "--version", "v1", "--kind", "Deployment", "--resource=false")
+	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--defaulting", "--validation")
+	// A second version of Frigate (stored, as the second version of a
+	// kind is), converted through the hub v1alpha1.
+	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--controller=false")
+	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--conversion")
 	shell(t, dir, "make", "test")
 	t.Logf("opkit init to a passing make test: %s", time.Since(start).Round(time.Second))
 	shell(t, dir, "go", "build", "./...")
 
+	t.Run("kustomize", func(t *testing.T) { testKustomize(t, dir) })
 	t.Run("make run", func(t *testing.T) {
 		shell(t, dir, "make", "build")
 		testLocal(t, dir)

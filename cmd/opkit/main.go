@@ -2,6 +2,8 @@
 //
 //	opkit init --module example.com/acme-operator   a new project
 //	opkit create api --group G --version V --kind K an API and its controller
+//	opkit create webhook --group G --version V --kind K --defaulting --validation
+//	                                                webhooks for the API
 //	opkit envtest                                   the local control plane's binaries
 //	opkit version                                   the opkit version of this binary
 //
@@ -34,6 +36,7 @@ type command struct {
 var commands = []command{
 	{name: "init", summary: "make a new operator project in the current directory", run: runInit},
 	{name: "create api", summary: "add an API type and its controller to the project", run: runCreateAPI},
+	{name: "create webhook", summary: "add defaulting, validation or conversion webhooks for an API type", run: runCreateWebhook},
 	{name: "envtest", summary: "build the local control plane (kube-apiserver, etcd, kubectl) into a directory every project shares", run: runEnvtest},
 	{name: "version", summary: "print the opkit version of this binary", run: runVersion},
 }
@@ -77,7 +80,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "opkit <command> -h" for a command's flags.`)

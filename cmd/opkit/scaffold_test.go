@@ -67,3 +67,24 @@ func TestCreateAPIHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateWebhookOutsideAProject(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var out strings.Builder
+	err := run(t.Context(), []string{"create", "webhook", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--defaulting"}, &out, &out)
+	if !errors.Is(err, scaffold.ErrNotProject) {
+		t.Errorf("create webhook outside a project = %v, want an error wrapping ErrNotProject", err)
+	}
+}
+
+func TestCreateWebhookHelp(t *testing.T) {
+	var out strings.Builder
+	if err := run(t.Context(), []string{"create", "webhook", "-h"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"-group", "-version", "-kind", "-defaulting", "-validation", "-conversion"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("create webhook -h does not list %s:\n%s", flag, out.String())
+		}
+	}
+}

@@ -43,6 +43,14 @@ type apiData struct {
 	Namespaced                  bool
 	Alias, ImportPath           string
 	Fixture, FixtureImports     string
+	// SampleName names the sample object: <kind>-sample, or
+	// <kind>-<version>-sample when the kind is in another version already.
+	SampleName string
+	// StorageVersion: the type is marked +kubebuilder:storageversion, as a
+	// kind's second version must be when no version is.
+	StorageVersion bool
+	// otherVersions are those the project has the kind in already.
+	otherVersions []string
 }
 
 // Paths of the files create api changes in place.
@@ -117,7 +125,10 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 	d := apiData{
 		Module: p.Module, Domain: p.Domain, Group: o.Group, Version: o.Version,
 		Kind: o.Kind, KindPlural: plural, Lower: strings.ToLower(o.Kind), Plural: strings.ToLower(plural),
-		Namespaced: o.Namespaced,
+		Namespaced: o.Namespaced, SampleName: strings.ToLower(o.Kind) + "-sample",
+	}
+	if d.otherVersions = p.versions(o.Group, o.Kind); len(d.otherVersions) > 0 {
+		d.SampleName = d.Lower + "-" + o.Version + "-sample"
 	}
 	if !o.Resource {
 		return d, o.resolveBuiltin(&d)
@@ -212,16 +223,39 @@ func (c *changes) fail(err error) {
 	}
 }
 
-// create renders a new file from a template; it must not exist.
+// create renders a new file from a template under api/; it must not
+// exist.
 func (c *changes) create(path, tmpl string, d apiData) {
+	c.createFrom(path, "api/"+tmpl, d, fmt.Errorf("create api: %w: %s exists already; remove it to scaffold it again", ErrAPIExists, path))
+}
+
+// createFrom renders a new file from the template at name; exists is the
+// error if the file exists.
+func (c *changes) createFrom(path, name string, data any, exists error) {
 	if c.err != nil {
 		return
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, path)); err == nil {
-		c.fail(fmt.Errorf("create api: %w: %s exists already; remove it to scaffold it again", ErrAPIExists, path))
+		c.fail(exists)
 		return
 	}
-	b, err := render("api/"+tmpl, d)
+	c.renderTo(path, name, data)
+}
+
+// createMissing renders a file from the template at name unless it exists.
+func (c *changes) createMissing(path, name string, data any) {
+	if _, err := os.Stat(filepath.Join(c.dir, path)); err != nil {
+		c.renderTo(path, name, data)
+	}
+}
+
+// renderTo renders path from the template at name, whether or not the
+// file exists: for the files opkit owns, which it renders again.
+func (c *changes) renderTo(path, name string, data any) {
+	if c.err != nil {
+		return
+	}
+	b, err := render(name, data)
 	c.fail(err)
 	c.out[path] = b
 }
@@ -259,6 +293,7 @@ func (c *changes) resource(d apiData) {
 		c.out[gv] = b
 	}
 	c.insert(gv, markerKinds, "&"+d.Kind+"{}, &"+d.Kind+"List{},")
+	d.StorageVersion = c.needsStorageVersion(d)
 	c.create("api/"+d.Version+"/"+d.Lower+"_types.go", "types.go.tmpl", d)
 	sample := strings.ReplaceAll(d.Group, ".", "_") + "_" + d.Version + "_" + d.Lower + ".yaml"
 	c.create("config/samples/"+sample, "sample.yaml.tmpl", d)
@@ -283,4 +318,17 @@ func (c *changes) controller(o APIOptions, d apiData) {
 		"if _, err := controller.Setup"+d.Kind+"(mgr); err != nil {",
 		"\treturn err",
 		"}")
+}
+
+// needsStorageVersion: the project has d's kind in other versions, none of
+// whose types is marked +kubebuilder:storageversion. A CRD of several
+// versions stores one, and controller-gen refuses to guess which.
+func (c *changes) needsStorageVersion(d apiData) bool {
+	for _, v := range d.otherVersions {
+		b := c.current("api/" + v + "/" + d.Lower + "_types.go")
+		if strings.Contains(string(b), "+kubebuilder:storageversion") {
+			return false
+		}
+	}
+	return len(d.otherVersions) > 0
 }

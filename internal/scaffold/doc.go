@@ -1,17 +1,19 @@
-// Package scaffold makes operator projects: what "opkit init" and "opkit
-// create api" write, kubebuilder's layout with opkit's libraries.
+// Package scaffold makes operator projects: what "opkit init", "opkit
+// create api" and "opkit create webhook" write, kubebuilder's layout with
+// opkit's libraries.
 //
 // Its contract:
 //
 //   - Inputs are checked before anything is written. A refused input is an
 //     *InputError naming the flag, the value and what is allowed; create
-//     api outside a project wraps ErrNotProject, an API the project has
-//     wraps ErrAPIExists, init in a directory holding more than .git wraps
-//     ErrDirNotEmpty.
+//     api or create webhook outside a project wraps ErrNotProject, an API
+//     the project has wraps ErrAPIExists, a hook (defaulting, validation,
+//     conversion) a kind has wraps ErrWebhookExists, init in a directory
+//     holding more than .git wraps ErrDirNotEmpty.
 //   - Every file is rendered in memory first (Go files gofmt-formatted, or
 //     the render fails), then written.
-//   - All or nothing: if a write, go mod tidy (init, create api) or make
-//     manifests (create api) fails, the directory is put back as it was:
+//   - All or nothing: if a write, go mod tidy (init, create api, create
+//     webhook) or make manifests (create api, create webhook) fails, the directory is put back as it was:
 //     files created are removed, files changed are restored, and a
 //     directory init made is removed. .git and bin/ (build output) are left
 //     alone. The error carries the failed command's output.
@@ -24,13 +26,33 @@
 //   - create api adds lines to files the user owns only at the markers
 //     "+opkit:scaffold:imports", "scheme" and "controllers" (cmd/main.go),
 //     "kinds" (api/<version>/groupversion_info.go), "samples" and "crds"
-//     (the kustomizations), and each line once, so that calls compose.
+//     (the kustomizations), and each line once (compared word by word, as
+//     gofmt realigns), so that calls compose. create webhook adds at
+//     "webhooks", "flags", "flagset", "manager-options" and "start"
+//     (cmd/main.go), "flag-defaults" (cmd/main_test.go), "webhook-targets"
+//     (cmd/webhook.go), "hooks" (internal/webhook/<version>/<kind>_webhook.go),
+//     "imports", "scheme", "webhooks" and "convert-crds" (that package's
+//     main_test.go), "rbac" and "crdpatches" (the kustomizations).
+//   - Webhooks: a project serves none until create webhook adds the first,
+//     with cmd/webhook.go (flags --webhook-port, default 9443 and 0 for
+//     off, --webhook-cert-dir, --webhook-certs=self-managed|mounted;
+//     --local serves none), config/webhook and its wiring, and
+//     certificates the operator manages itself (pkg/webhook/certs). Each
+//     hook is a file of its own (<kind>_defaulter.go, <kind>_validator.go
+//     and their tests), so that hooks added later compose. Conversion
+//     makes the given version the hub and needs the kind in two versions;
+//     create api marks a kind's second version +kubebuilder:storageversion
+//     when no version is, and names its sample <kind>-<version>-sample.
 //   - The PROJECT file (YAML) records the layout, domain, module, name and
-//     every API; create api finds the project by it.
+//     every API with its webhooks (kubebuilder's "webhooks: {defaulting,
+//     validation, conversion, webhookVersion}"); create api and create
+//     webhook find the project by it.
 //   - A project builds controller-gen and staticcheck from hack/tools/go.mod,
 //     a copy of opkit's own (a test fails when they differ), and its local
 //     control plane with "opkit envtest" at the opkit version go.mod
 //     requires (a tool directive).
 //   - Layout: one API group per version (api/<version>/), one controller
-//     package (internal/controller/) whose tests share one control plane.
+//     package (internal/controller/) whose tests share one control plane,
+//     one webhook package per version (internal/webhook/<version>/) whose
+//     tests share another, which calls the webhooks as a cluster would.
 package scaffold

@@ -48,6 +48,7 @@ type initData struct {
 	OpkitVersion, OpkitReplace string
 	Pad                        string // spaces as wide as Name, to align comments
 	ExampleGroup               string
+	Webhook                    bool // config/default serves webhooks (create webhook renders it again)
 }
 
 func (o *InitOptions) defaults() {

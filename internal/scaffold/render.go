@@ -92,7 +92,13 @@ func insertAt(file string, content []byte, marker string, lines ...string) ([]by
 	if at < 0 {
 		return nil, fmt.Errorf("add to %s: it has no line %q, where opkit adds its lines: put the marker back", file, marker)
 	}
-	if len(lines) == 0 || slices.ContainsFunc(src, func(l string) bool { return strings.TrimSpace(l) == strings.TrimSpace(lines[0]) }) {
+	if len(lines) == 0 {
+		return content, nil
+	}
+	// Compared word by word: gofmt realigns a struct field or a key once
+	// it is in.
+	first := strings.Join(strings.Fields(lines[0]), " ")
+	if slices.ContainsFunc(src, func(l string) bool { return strings.Join(strings.Fields(l), " ") == first }) {
 		return content, nil
 	}
 	indent := src[at][:len(src[at])-len(strings.TrimLeft(src[at], " \t"))]

@@ -31,6 +31,10 @@ var (
 	// ErrAPIExists is wrapped by the error of create api for a
 	// group/version/kind the PROJECT file already lists.
 	ErrAPIExists = errors.New("the API exists")
+	// ErrWebhookExists is wrapped by the error of create webhook for a hook
+	// (defaulting, validation, conversion) the PROJECT file already lists
+	// for the kind.
+	ErrWebhookExists = errors.New("the webhook exists")
 	// ErrDirNotEmpty is wrapped by the error of init in a directory that
 	// holds anything but .git.
 	ErrDirNotEmpty = errors.New("the directory is not empty")

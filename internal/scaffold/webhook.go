@@ -1,0 +1,364 @@
+package scaffold
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// WebhookOptions are what opkit create webhook is given: the API version's
+// kind, as opkit create api made it, and at least one hook.
+type WebhookOptions struct {
+	Group   string
+	Version string
+	Kind    string
+	// Defaulting scaffolds a Defaulter, served at the kind's mutating path.
+	Defaulting bool
+	// Validation scaffolds a Validator, served at the kind's validating
+	// path.
+	Validation bool
+	// Conversion makes Version the hub of the kind's conversion: every
+	// other version the project has converts to and from it.
+	Conversion bool
+	// Progress receives a line before each slow step. Defaults to none.
+	Progress io.Writer
+}
+
+// webhookData is what the webhook templates see: the kind's API names and
+// the webhooks' paths.
+type webhookData struct {
+	apiData
+	Name                     string // the project's
+	MutatePath, ValidatePath string
+	CRD                      string // the CRD's name: plural.group
+}
+
+// Paths of the files create webhook changes in place, and their markers.
+const (
+	mainTestFile        = "cmd/main_test.go"
+	cmdWebhookFile      = "cmd/webhook.go"
+	webhookDir          = "internal/webhook"
+	rbacKustomize       = "config/rbac/kustomization.yaml"
+	markerWebhooks      = "// +opkit:scaffold:webhooks"
+	markerFlags         = "// +opkit:scaffold:flags"
+	markerFlagSet       = "// +opkit:scaffold:flagset"
+	markerMgrOptions    = "// +opkit:scaffold:manager-options"
+	markerStart         = "// +opkit:scaffold:start"
+	markerFlagDefaults  = "// +opkit:scaffold:flag-defaults"
+	markerTargets       = "// +opkit:scaffold:webhook-targets"
+	markerHooks         = "// +opkit:scaffold:hooks"
+	markerConvertCRDs   = "// +opkit:scaffold:convert-crds"
+	markerCRDPatches    = "# +opkit:scaffold:crdpatches"
+	markerRBAC          = "# +opkit:scaffold:rbac"
+	webhookVersionV1    = "v1"
+	webhookConfigSuffix = "-webhook-configuration"
+)
+
+// CreateWebhook adds webhooks for an API's kind to the project in dir, and
+// the webhook server, its certificates and config/webhook if the project
+// had none, then runs go mod tidy and make manifests there. Every input is
+// checked before anything is written; if a write or either command fails,
+// the project is put back as it was (bin/ excepted).
+func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	p, err := LoadProject(dir)
+	if err != nil {
+		return err
+	}
+	d, err := opts.resolve(p)
+	if err != nil {
+		return err
+	}
+	fs, err := webhookFiles(dir, p, opts, d)
+	if err != nil {
+		return err
+	}
+	return transact(dir, func() error {
+		if err := fs.write(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Progress, "Running go mod tidy and make manifests in %s...\n", dir)
+		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
+			return fmt.Errorf("create webhook: %w; the project is left as it was", err)
+		}
+		if err := runIn(ctx, dir, "make", "manifests"); err != nil {
+			return fmt.Errorf("create webhook: %w; the project is left as it was: fix what make manifests reports (run it yourself to see), then run create webhook again", err)
+		}
+		return nil
+	})
+}
+
+// resolve checks the options against the project and derives the names
+// the templates use.
+func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
+	if err := validateKind(o.Kind); err != nil {
+		return webhookData{}, err
+	}
+	if err := validateVersion(o.Version); err != nil {
+		return webhookData{}, err
+	}
+	if !o.Defaulting && !o.Validation && !o.Conversion {
+		return webhookData{}, &InputError{Input: "--defaulting, --validation, --conversion", Value: "none", Allowed: "create webhook needs at least one of them"}
+	}
+	a, ok := p.find(o.Group, o.Version, o.Kind)
+	if !ok || !a.Resource {
+		return webhookData{}, &InputError{Input: "--kind", Value: o.Group + "/" + o.Version + " " + o.Kind,
+			Allowed: "the project has no such API type of its own (see PROJECT): run opkit create api --group " + o.Group + " --version " + o.Version + " --kind " + o.Kind + " first"}
+	}
+	if err := o.checkNew(a.Webhooks); err != nil {
+		return webhookData{}, err
+	}
+	if o.Conversion {
+		if err := o.checkConversion(p); err != nil {
+			return webhookData{}, err
+		}
+	}
+	ao := APIOptions{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: a.Namespaced, Resource: true}
+	others := *p
+	others.APIs = nil // resolve refuses an API the project has
+	for _, b := range p.APIs {
+		if b != a {
+			others.APIs = append(others.APIs, b)
+		}
+	}
+	ad, err := ao.resolve(&others)
+	if err != nil {
+		return webhookData{}, err
+	}
+	slug := strings.ReplaceAll(ad.FullGroup, ".", "-") + "-" + ad.Version + "-" + ad.Lower
+	return webhookData{
+		apiData: ad, Name: p.Name,
+		MutatePath: "/mutate-" + slug, ValidatePath: "/validate-" + slug,
+		CRD: ad.Plural + "." + ad.FullGroup,
+	}, nil
+}
+
+// checkNew refuses a hook the kind has already.
+func (o *WebhookOptions) checkNew(w *Webhooks) error {
+	if w == nil {
+		return nil
+	}
+	var dup []string
+	if o.Defaulting && w.Defaulting {
+		dup = append(dup, "--defaulting")
+	}
+	if o.Validation && w.Validation {
+		dup = append(dup, "--validation")
+	}
+	if o.Conversion && w.Conversion {
+		dup = append(dup, "--conversion")
+	}
+	if len(dup) > 0 {
+		return fmt.Errorf("create webhook: %w: the project has %s for %s/%s %s already (see PROJECT); leave it out", ErrWebhookExists, strings.Join(dup, " and "), o.Group, o.Version, o.Kind)
+	}
+	return nil
+}
+
+// webhookFiles renders every file create webhook writes, new or changed,
+// in memory.
+func webhookFiles(dir string, p *Project, o WebhookOptions, d webhookData) (files, error) {
+	c := &changes{dir: dir, out: files{}}
+	i := p.index(o.Group, o.Version, o.Kind)
+	w := p.APIs[i].Webhooks
+	if w == nil {
+		w = &Webhooks{WebhookVersion: webhookVersionV1}
+		p.APIs[i].Webhooks = w
+	}
+	w.Defaulting = w.Defaulting || o.Defaulting
+	w.Validation = w.Validation || o.Validation
+	w.Conversion = w.Conversion || o.Conversion
+	c.server(p, d)
+	if o.Defaulting || o.Validation {
+		c.admission(o, d)
+	}
+	if o.Conversion {
+		c.conversion(p, d)
+	}
+	b, err := p.marshal()
+	c.fail(err)
+	c.out[ProjectFile] = b
+	return c.out, c.err
+}
+
+// server adds what every project with webhooks has once: the server's
+// flags and certificates in cmd/, config/webhook and its wiring in
+// config/default and config/rbac. The files opkit owns are rendered again
+// from PROJECT, which already holds this call's webhooks.
+func (c *changes) server(p *Project, d webhookData) {
+	c.createMissing(cmdWebhookFile, "webhook/cmd_webhook.go.tmpl", d)
+	c.insert(mainFile, markerFlags, "webhook webhookFlags")
+	c.insert(mainFile, markerFlagSet, "f.webhook.register(fs)")
+	c.insert(mainFile, markerMgrOptions, "Webhook: f.webhookOptions(),")
+	c.insert(mainFile, markerStart,
+		"stopCertificates, err := startCertificates(ctx, cfg, mgr, f, log)",
+		"if err != nil {",
+		"\treturn err",
+		"}",
+		"defer stopCertificates()")
+	c.insert(mainTestFile, markerFlagDefaults, "want.webhook = webhookDefaults()")
+
+	cfg := webhookConfigOf(p)
+	if cfg.Mutating {
+		c.insert(cmdWebhookFile, markerTargets, "t.MutatingWebhooks = []string{\""+p.Name+"-mutating"+webhookConfigSuffix+"\"}")
+	}
+	if cfg.Validating {
+		c.insert(cmdWebhookFile, markerTargets, "t.ValidatingWebhooks = []string{\""+p.Name+"-validating"+webhookConfigSuffix+"\"}")
+	}
+	for _, crd := range cfg.CRDs {
+		c.insert(cmdWebhookFile, markerTargets, "t.CRDs = append(t.CRDs, \""+crd+"\")")
+	}
+	c.renderTo("config/webhook/kustomization.yaml", "webhook/config/webhook_kustomization.yaml.tmpl", cfg)
+	c.createMissing("config/webhook/service.yaml", "webhook/config/service.yaml.tmpl", cfg)
+	c.renderTo("config/default/kustomization.yaml", "init/config/default/kustomization.yaml.tmpl", initData{Name: p.Name, Webhook: true})
+	c.createMissing("config/default/manager_webhook_patch.yaml", "webhook/config/manager_webhook_patch.yaml.tmpl", cfg)
+	c.renderTo("config/rbac/webhook_certs_role.yaml", "webhook/config/webhook_certs_role.yaml.tmpl", cfg)
+	c.createMissing("config/rbac/webhook_certs_role_binding.yaml", "webhook/config/webhook_certs_role_binding.yaml.tmpl", cfg)
+	c.insert(rbacKustomize, markerRBAC, "- webhook_certs_role.yaml", "- webhook_certs_role_binding.yaml")
+}
+
+// webhookConfig is what the project's webhooks are, all kinds together:
+// what config/webhook, the certificates' RBAC and their targets hold.
+type webhookConfig struct {
+	Name                            string
+	Admission, Mutating, Validating bool
+	CRDs                            []string // that convert
+}
+
+func webhookConfigOf(p *Project) webhookConfig {
+	cfg := webhookConfig{Name: p.Name}
+	for _, a := range p.APIs {
+		if a.Webhooks == nil {
+			continue
+		}
+		cfg.Mutating = cfg.Mutating || a.Webhooks.Defaulting
+		cfg.Validating = cfg.Validating || a.Webhooks.Validation
+		if a.Webhooks.Conversion {
+			cfg.CRDs = append(cfg.CRDs, crdName(p, a))
+		}
+	}
+	cfg.Admission = cfg.Mutating || cfg.Validating
+	return cfg
+}
+
+// crdName is the name of an API's CRD.
+func crdName(p *Project, a API) string {
+	return strings.ToLower(pluralize(a.Kind)) + "." + a.Group + "." + p.Domain
+}
+
+// admission adds the kind's defaulter, validator or both, their tests,
+// and their registration.
+func (c *changes) admission(o WebhookOptions, d webhookData) {
+	pkg := path.Join(webhookDir, d.Version)
+	c.webhookPackage(d)
+	kindFile := pkg + "/" + d.Lower + "_webhook.go"
+	c.createMissing(kindFile, "webhook/webhook.go.tmpl", d)
+	exists := func(f string) error {
+		return fmt.Errorf("create webhook: %w: %s exists already; remove it to scaffold it again", ErrWebhookExists, f)
+	}
+	for _, h := range []struct {
+		on         bool
+		name, hook string
+	}{
+		{o.Defaulting, "defaulter", "Defaulter: " + d.Kind + "Defaulter{},"},
+		{o.Validation, "validator", "Validator: " + d.Kind + "Validator{},"},
+	} {
+		if !h.on {
+			continue
+		}
+		for _, f := range []string{h.name + ".go", h.name + "_test.go"} {
+			p := pkg + "/" + d.Lower + "_" + f
+			c.createFrom(p, "webhook/"+f+".tmpl", d, exists(p))
+		}
+		c.insert(kindFile, markerHooks, h.hook)
+	}
+	c.insert(pkg+"/main_test.go", markerWebhooks, "webhook"+d.Version+".Setup"+d.Kind+"Webhook(mgr),")
+	c.registerInMain(d, "webhook"+d.Version+".Setup"+d.Kind+"Webhook")
+}
+
+// webhookPackage makes internal/webhook/<version> if the project lacks it,
+// and adds the API to its tests' scheme.
+func (c *changes) webhookPackage(d webhookData) {
+	pkg := path.Join(webhookDir, d.Version)
+	c.createMissing(pkg+"/doc.go", "webhook/doc.go.tmpl", d)
+	c.createMissing(pkg+"/main_test.go", "webhook/main_test.go.tmpl", d)
+	c.insert(pkg+"/main_test.go", markerImports, d.Alias+" \""+d.ImportPath+"\"")
+	c.insert(pkg+"/main_test.go", markerScheme, d.Alias+".AddToScheme(scheme),")
+}
+
+// registerInMain has cmd/main.go call setup, a function of the webhook
+// package of d's version.
+func (c *changes) registerInMain(d webhookData, setup string) {
+	c.insert(mainFile, markerImports, "webhook"+d.Version+" \""+d.Module+"/"+webhookDir+"/"+d.Version+"\"")
+	c.insert(mainFile, markerWebhooks,
+		"if err := "+setup+"(mgr); err != nil {",
+		"\treturn err",
+		"}")
+}
+
+// checkConversion refuses a conversion hub for a kind that the project has
+// in one version only.
+func (o *WebhookOptions) checkConversion(p *Project) error {
+	if len(p.versions(o.Group, o.Kind)) < 2 {
+		return &InputError{Input: "--conversion", Value: o.Group + "/" + o.Version + " " + o.Kind,
+			Allowed: "conversion needs the kind in at least two versions, and the project has it in " + o.Version + " only: add another with opkit create api --group " + o.Group + " --version <another> --kind " + o.Kind + " --controller=false"}
+	}
+	return nil
+}
+
+// spokeData is what the spoke templates see: the hub's names, and the
+// spoke's version, alias and import path.
+type spokeData struct {
+	webhookData
+	Spoke, SpokeAlias, SpokeImportPath string
+}
+
+// conversion makes d's version the hub of its kind and every other version
+// a spoke that converts to and from it, serves the conversion, tests a
+// round trip and points the CRD at the webhook.
+func (c *changes) conversion(p *Project, d webhookData) {
+	exists := func(f string) error {
+		return fmt.Errorf("create webhook: %w: %s exists already; remove it to scaffold it again", ErrWebhookExists, f)
+	}
+	create := func(path, tmpl string, data any) { c.createFrom(path, "webhook/"+tmpl, data, exists(path)) }
+	create("api/"+d.Version+"/"+d.Lower+"_conversion.go", "hub.go.tmpl", d)
+	pkg := path.Join(webhookDir, d.Version)
+	c.webhookPackage(d)
+	var first *spokeData
+	for _, v := range p.versions(d.Group, d.Kind) {
+		if v == d.Version {
+			continue
+		}
+		s := spokeData{webhookData: d, Spoke: v, SpokeAlias: strings.TrimSuffix(d.Alias, d.Version) + v, SpokeImportPath: d.Module + "/api/" + v}
+		create("api/"+v+"/"+d.Lower+"_conversion.go", "spoke.go.tmpl", s)
+		c.insert(pkg+"/main_test.go", markerImports, s.SpokeAlias+" \""+s.SpokeImportPath+"\"")
+		c.insert(pkg+"/main_test.go", markerScheme, s.SpokeAlias+".AddToScheme(scheme),")
+		if first == nil {
+			first = &s
+		}
+	}
+	create(pkg+"/"+d.Lower+"_conversion.go", "conversion.go.tmpl", d)
+	create(pkg+"/"+d.Lower+"_conversion_test.go", "conversion_test.go.tmpl", *first)
+	c.insert(pkg+"/main_test.go", markerConvertCRDs, "\""+d.CRD+"\",")
+	c.insert(pkg+"/main_test.go", markerWebhooks, "webhook"+d.Version+".Setup"+d.Kind+"Conversion(mgr),")
+	c.registerInMain(d, "webhook"+d.Version+".Setup"+d.Kind+"Conversion")
+	c.crdPatch(d)
+}
+
+// crdPatch points d's CRD at the conversion webhook in config/crd, as
+// kubebuilder's config/crd does, with a patch and the kustomize
+// configuration that lets config/default rename the Service it names.
+func (c *changes) crdPatch(d webhookData) {
+	patch := "patches/webhook_in_" + d.Plural + ".yaml"
+	c.createMissing("config/crd/"+patch, "webhook/config/crd_patch.yaml.tmpl", d)
+	c.createMissing("config/crd/kustomizeconfig.yaml", "webhook/config/crd_kustomizeconfig.yaml.tmpl", d)
+	k := string(c.current(crdKustomize))
+	if !strings.Contains(k, markerCRDPatches) {
+		k += "\n# The CRDs whose versions convert through the webhook; opkit create\n# webhook adds each at the marker.\npatches:\n" + markerCRDPatches + "\n\nconfigurations:\n- kustomizeconfig.yaml\n"
+		c.out[crdKustomize] = []byte(k)
+	}
+	c.insert(crdKustomize, markerCRDPatches, "- path: "+patch)
+}
