@@ -295,10 +295,30 @@ func writeDoc(w io.Writer, d doc) {
 // writeRuns writes every run's main figures as a markdown table.
 func writeRuns(w io.Writer, runs []runResult) {
 	fmt.Fprintf(w, "Every run, in the order they ran:\n\n")
+	if len(runs) > 0 && runs[0].scenario() == scenarioNoisy {
+		writeNoisyRuns(w, runs)
+		return
+	}
 	fmt.Fprintf(w, "| round | implementation | create (s) | update (s) | CPU (s) | peak RSS (MiB) | ready (s) | heap after sync (MiB) | API requests |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f | %s |\n", r.Round, r.Impl, r.CreateSeconds, r.UpdateSeconds,
 			r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), r.ReadySeconds, float64(r.HeapAfterSyncBytes)/(1<<20), formatRequests(r.Requests))
+	}
+	fmt.Fprintln(w)
+}
+
+func writeNoisyRuns(w io.Writer, runs []runResult) {
+	fmt.Fprintf(w, "| round | implementation | quiet, no flood: p50 / p99 / max (s), changes | quiet, flood: p50 / p99 / max (s), changes | flood create (s) | flood burst (s) | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|---|---|---|\n")
+	lat := func(vs []float64) string {
+		return fmt.Sprintf("%.3f / %.3f / %.3f, %d", percentile(vs, 50), percentile(vs, 99), percentile(vs, 100), len(vs))
+	}
+	for _, r := range runs {
+		n := r.Noisy
+		if n == nil {
+			n = &noisyResult{}
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1f |\n", r.Round, r.Impl, lat(n.QuietFloor), lat(n.QuietFlood),
+			n.FloodCreateSeconds, n.FloodBurstSeconds, r.CPUSeconds, mib(r.PeakRSSBytes))
 	}
 	fmt.Fprintln(w)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -165,5 +166,31 @@ go_memstats_heap_inuse_bytes 1.2345678e+07
 	}
 	if _, err := parseGauge(strings.NewReader("go_goroutines 3\n"), heapMetric); !errors.Is(err, errNoMetric) {
 		t.Errorf("a missing metric gave %v, want errNoMetric", err)
+	}
+}
+
+func TestReportEveryScenario(t *testing.T) {
+	dir := t.TempDir()
+	runs := []runResult{
+		{Impl: opkit, Round: 1, CreateSeconds: 1}, // written before scenarios: the original
+		{Impl: opkit, Scenario: scenarioFill, Round: 1, ReadySeconds: 2, HeapAfterSyncBytes: 1 << 20},
+		{Impl: cr, Scenario: scenarioNoisy, Round: 1, Noisy: &noisyResult{QuietFlood: []float64{0.25}, QuietFloor: []float64{0.125}}},
+	}
+	titles := map[string]string{scenarioOriginal: "T-original", scenarioFill: "T-fill", scenarioNoisy: "T-noisy"}
+	if err := report(dir, titles, runs); err != nil {
+		t.Fatal(err)
+	}
+	md := string(mustRead(t, dir+"/e2e.md"))
+	for _, want := range []string{"### T-original\n", "### T-fill\n", "### T-noisy\n", "| time to ready (s) | 2 |", "| 1 | ctrlruntime | 0.125 / 0.125 / 0.125, 1 | 0.250 / 0.250 / 0.250, 1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("e2e.md lacks %q:\n%s", want, md)
+		}
+	}
+	var back []runResult
+	if err := json.Unmarshal(mustRead(t, dir+"/e2e-runs.json"), &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(runs, back); diff != "" {
+		t.Errorf("e2e-runs.json does not give the runs back (-want +got):\n%s", diff)
 	}
 }
