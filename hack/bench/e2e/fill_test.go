@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 func TestFillObjectShapes(t *testing.T) {
@@ -88,5 +90,60 @@ func TestWithLastApplied(t *testing.T) {
 	}
 	if applied.APIVersion != "v1" || applied.Kind != "ConfigMap" {
 		t.Errorf("last-applied configuration has apiVersion %q, kind %q, as kubectl writes them", applied.APIVersion, applied.Kind)
+	}
+}
+
+// The fill's objects reach the API server shaped as kubectl apply and
+// server-side apply leave them, and unfill deletes them.
+func TestFillInAPIServer(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fillOptions{configMaps: 6, secrets: 4, namespaces: 2}
+	if err := fillCluster(t.Context(), cs, f); err != nil {
+		t.Fatal(err)
+	}
+	sel := metav1.ListOptions{LabelSelector: fillLabel + "=true"}
+	cms, err := cs.CoreV1().ConfigMaps("").List(t.Context(), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := cs.CoreV1().Secrets("").List(t.Context(), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != f.configMaps || len(secrets.Items) != f.secrets {
+		t.Fatalf("%d ConfigMaps and %d Secrets in the API server, want %d and %d", len(cms.Items), len(secrets.Items), f.configMaps, f.secrets)
+	}
+	var metas []metav1.ObjectMeta
+	for _, c := range cms.Items {
+		metas = append(metas, c.ObjectMeta)
+	}
+	for _, s := range secrets.Items {
+		metas = append(metas, s.ObjectMeta)
+	}
+	for _, m := range metas {
+		var managers []string
+		for _, e := range m.ManagedFields {
+			managers = append(managers, e.Manager+"/"+string(e.Operation))
+		}
+		ssa := m.Labels["app.kubernetes.io/managed-by"] == "Helm"
+		want := []string{csaManager + "/" + string(metav1.ManagedFieldsOperationUpdate)}
+		if ssa {
+			want = []string{ssaManager + "/" + string(metav1.ManagedFieldsOperationApply)}
+		}
+		if diff := cmp.Diff(want, managers); diff != "" {
+			t.Errorf("%s/%s managed by (-want +got):\n%s", m.Namespace, m.Name, diff)
+		}
+		if _, has := m.Annotations[lastApplied]; has == ssa {
+			t.Errorf("%s/%s: server-side applied %v, has the last-applied annotation %v", m.Namespace, m.Name, ssa, has)
+		}
+	}
+	if err := unfill(t.Context(), cs, f); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := cs.CoreV1().ConfigMaps("").List(t.Context(), sel); err != nil || len(l.Items) != 0 {
+		t.Errorf("after unfill: %d ConfigMaps left, %v", len(l.Items), err)
 	}
 }
