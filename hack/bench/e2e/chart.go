@@ -32,27 +32,45 @@ const (
 	columns        = 3
 )
 
+// panel is a figure of the runs of one scenario.
 type panel struct {
-	title string
-	value func(runResult) float64
+	scenario string
+	title    string
+	value    func(runResult) float64
 }
 
 var panels = []panel{
-	{"WALL CREATE (S)", func(r runResult) float64 { return r.CreateSeconds }},
-	{"WALL UPDATE (S)", func(r runResult) float64 { return r.UpdateSeconds }},
-	{"CPU (S)", func(r runResult) float64 { return r.CPUSeconds }},
-	{"PEAK RSS (MIB)", func(r runResult) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }},
-	{"API REQUESTS", runResult.totalRequests},
+	{scenarioOriginal, "WALL CREATE (S)", func(r runResult) float64 { return r.CreateSeconds }},
+	{scenarioOriginal, "WALL UPDATE (S)", func(r runResult) float64 { return r.UpdateSeconds }},
+	{scenarioOriginal, "CPU (S)", func(r runResult) float64 { return r.CPUSeconds }},
+	{scenarioOriginal, "PEAK RSS (MIB)", func(r runResult) float64 { return mib(r.PeakRSSBytes) }},
+	{scenarioOriginal, "API REQUESTS", runResult.totalRequests},
+	{scenarioFill, "FILL: TIME TO READY (S)", func(r runResult) float64 { return r.ReadySeconds }},
+	{scenarioFill, "FILL: HEAP AFTER SYNC (MIB)", func(r runResult) float64 { return mib(r.HeapAfterSyncBytes) }},
+	{scenarioFill, "FILL: PEAK RSS (MIB)", func(r runResult) float64 { return mib(r.PeakRSSBytes) }},
+	{scenarioFill, "FILL: CPU (S)", func(r runResult) float64 { return r.CPUSeconds }},
+	{scenarioFill, "FILL: WALL BOTH PHASES (S)", func(r runResult) float64 { return r.CreateSeconds + r.UpdateSeconds }},
+	{scenarioNoisy, "NOISY: QUIET P99, FLOOD (S)", noisyValue(func(n *noisyResult) float64 { return percentile(n.QuietFlood, 99) })},
+	{scenarioNoisy, "NOISY: QUIET P99, NO FLOOD (S)", noisyValue(func(n *noisyResult) float64 { return percentile(n.QuietFloor, 99) })},
+	{scenarioNoisy, "NOISY: FLOOD TOTAL (S)", noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds + n.FloodBurstSeconds })},
 }
 
+// writeChart draws the panels of the scenarios runs ran, each over the
+// runs of its scenario, and a legend.
 func writeChart(path string, runs []runResult) error {
-	rows := (len(panels) + 1 + columns - 1) / columns
+	var shown []panel
+	for _, p := range panels {
+		if len(ofScenario(runs, p.scenario)) > 0 {
+			shown = append(shown, p)
+		}
+	}
+	rows := (len(shown) + 1 + columns - 1) / columns
 	img := image.NewRGBA(image.Rect(0, 0, columns*panelW, rows*panelH))
 	draw.Draw(img, img.Bounds(), image.NewUniform(paper), image.Point{}, draw.Src)
-	for i, p := range panels {
-		drawPanel(img, image.Pt(i%columns*panelW, i/columns*panelH), p, runs)
+	for i, p := range shown {
+		drawPanel(img, image.Pt(i%columns*panelW, i/columns*panelH), p, ofScenario(runs, p.scenario))
 	}
-	i := len(panels)
+	i := len(shown)
 	drawLegend(img, image.Pt(i%columns*panelW, i/columns*panelH), runs)
 	f, err := os.Create(path)
 	if err != nil {

@@ -42,3 +42,28 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestWriteChartPanelsPerScenario(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e2e.png")
+	runs := []runResult{
+		{Impl: opkit, Round: 1, CreateSeconds: 1},
+		{Impl: opkit, Scenario: scenarioNoisy, Round: 1, Noisy: &noisyResult{QuietFlood: []float64{0.1}, FloodCreateSeconds: 3}},
+		{Impl: cr, Scenario: scenarioNoisy, Round: 1, Noisy: &noisyResult{QuietFlood: []float64{2}, FloodCreateSeconds: 4}},
+	}
+	if err := writeChart(path, runs); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 original panels, 3 noisy ones and the legend; no fill panels.
+	if b := img.Bounds(); b.Dy() != 3*panelH {
+		t.Errorf("chart is %v, want %d high", b, 3*panelH)
+	}
+}

@@ -3,23 +3,38 @@
 // controller-runtime (hack/bench/crmirror), and a bare client writing the
 // same objects (hack/bench/baremirror), one at a time as their own
 // processes against one control plane, in alternation for several rounds.
+// It measures them from outside: /readyz, /metrics, /proc and the API
+// server. -scenarios picks the workloads, which run in this order:
 //
-// Each run creates N namespaces and M source ConfigMaps with Mirrors that
-// select all the namespaces, waits until the API server holds the N×M
-// copies, then updates every source and waits until every copy follows.
-// It records the wall time of both phases, the operator process's CPU
-// seconds, peak RSS and API requests by method, and prints the medians and
-// opkit's ratios to its peers against their targets; it writes the table
-// as markdown, every run as JSON and a chart of every run as PNG into -out.
+//   - original: each run creates N namespaces and M source ConfigMaps with
+//     Mirrors that select all the namespaces, waits until the API server
+//     holds the N×M copies, then updates every source and waits until
+//     every copy follows. Figures: wall time of both phases, the operator
+//     process's CPU seconds, peak RSS and API requests by method.
+//   - fill: the same, in a cluster first filled, once, with ConfigMaps and
+//     Secrets the operator watches but never copies, half as kubectl apply
+//     creates them and half by server-side apply (fill.go); deleted after
+//     the scenario. Figures add the time from process start to ready and
+//     the heap right after (go_memstats_heap_inuse_bytes).
+//   - noisy: quiet tenants, each changing its one source and waiting for
+//     its copies, first alone (the floor), then while another tenant floods
+//     the operator with Mirrors and a burst of source updates (noisy.go).
+//     Figures: the quiet changes' latencies and the flood's time. The bare
+//     client does not run it.
 //
-//	go run ./hack/bench/e2e                # 50 namespaces × 40 sources, 5 rounds
-//	BENCH_QUICK=1 go run ./hack/bench/e2e  # 10 × 10, 1 round
+// It prints each scenario's medians and opkit's ratios to its peers against
+// their targets as a table, and writes the tables as markdown, every run as
+// JSON and a chart of every run as PNG into -out.
+//
+//	go run ./hack/bench/e2e                # full sizes (see -h), 5 rounds
+//	BENCH_QUICK=1 go run ./hack/bench/e2e  # small sizes, 1 round
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -49,6 +64,9 @@ type options struct {
 	pprofSeconds                                  int
 	out, binDir                                   string
 	phaseTimeout                                  time.Duration
+	scenarios                                     []string
+	fill                                          fillOptions
+	noisy                                         noisyOptions
 }
 
 func main() {
@@ -62,9 +80,13 @@ func main() {
 
 func parse(args []string, root string) (options, error) {
 	quick := os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0"
-	o := options{namespaces: 50, sources: 40, rounds: 5}
+	o := options{namespaces: 50, sources: 40, rounds: 5,
+		fill:  fillOptions{configMaps: 20000, secrets: 10000, namespaces: 40},
+		noisy: noisyOptions{quiet: 20, quietNamespaces: 3, quietEvery: 500 * time.Millisecond, floorWaves: 10, flood: 1000, floodNamespaces: 20, burstUpdates: 2}}
 	if quick {
-		o = options{namespaces: 10, sources: 10, rounds: 1}
+		o = options{namespaces: 10, sources: 10, rounds: 1,
+			fill:  fillOptions{configMaps: 2000, secrets: 1000, namespaces: 10},
+			noisy: noisyOptions{quiet: 5, quietNamespaces: 3, quietEvery: 500 * time.Millisecond, floorWaves: 10, flood: 100, floodNamespaces: 5, burstUpdates: 2}}
 	}
 	fs := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fs.IntVar(&o.namespaces, "namespaces", o.namespaces, "namespaces each Mirror selects (BENCH_QUICK=1: 10)")
@@ -72,6 +94,17 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "runs of each implementation, in alternation (BENCH_QUICK=1: 1)")
 	fs.IntVar(&o.workers, "workers", 4, "--max-concurrent-reconciles of every implementation")
 	fs.IntVar(&o.payload, "payload", 1024, "bytes of payload in every source")
+	scenarioList := fs.String("scenarios", strings.Join(scenarios, ","), "scenarios to run, in this order: original, fill (a cluster full of objects), noisy (a noisy neighbour)")
+	fs.IntVar(&o.fill.configMaps, "fill-configmaps", o.fill.configMaps, "fill: ConfigMaps in the cluster (BENCH_QUICK=1: 2000)")
+	fs.IntVar(&o.fill.secrets, "fill-secrets", o.fill.secrets, "fill: Secrets in the cluster (BENCH_QUICK=1: 1000)")
+	fs.IntVar(&o.fill.namespaces, "fill-namespaces", o.fill.namespaces, "fill: namespaces they are in (BENCH_QUICK=1: 10)")
+	fs.IntVar(&o.noisy.quiet, "quiet", o.noisy.quiet, "noisy: quiet tenants (BENCH_QUICK=1: 5)")
+	fs.IntVar(&o.noisy.quietNamespaces, "quiet-namespaces", o.noisy.quietNamespaces, "noisy: namespaces each quiet tenant copies into")
+	fs.DurationVar(&o.noisy.quietEvery, "quiet-every", o.noisy.quietEvery, "noisy: least time between the starts of a quiet tenant's changes")
+	fs.IntVar(&o.noisy.floorWaves, "floor-waves", o.noisy.floorWaves, "noisy: changes of every quiet tenant with no flood")
+	fs.IntVar(&o.noisy.flood, "flood", o.noisy.flood, "noisy: the flooding tenant's sources and Mirrors (BENCH_QUICK=1: 100)")
+	fs.IntVar(&o.noisy.floodNamespaces, "flood-namespaces", o.noisy.floodNamespaces, "noisy: namespaces each flood Mirror copies into (BENCH_QUICK=1: 5)")
+	fs.IntVar(&o.noisy.burstUpdates, "burst-updates", o.noisy.burstUpdates, "noisy: updates of every flood source in the burst")
 	implList := fs.String("impls", strings.Join(impls, ","), "implementations to run, in this order every round")
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table, the runs' JSON and the chart")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the binaries, the kubeconfig and the processes' logs")
@@ -85,6 +118,10 @@ func parse(args []string, root string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	var err error
+	if o.scenarios, err = parseScenarios(*scenarioList); err != nil {
+		return o, err
+	}
 	o.impls = strings.Split(*implList, ",")
 	for _, i := range o.impls {
 		if !slices.Contains(impls, i) {
@@ -93,6 +130,9 @@ func parse(args []string, root string) (options, error) {
 	}
 	if o.namespaces < 1 || o.sources < 1 || o.rounds < 1 || o.workers < 1 {
 		return o, fmt.Errorf("-namespaces, -sources, -rounds and -workers must be at least 1")
+	}
+	if min(o.fill.namespaces, o.noisy.quiet, o.noisy.quietNamespaces, o.noisy.floorWaves, o.noisy.flood, o.noisy.floodNamespaces, o.noisy.burstUpdates) < 1 {
+		return o, fmt.Errorf("-fill-namespaces, -quiet, -quiet-namespaces, -floor-waves, -flood, -flood-namespaces and -burst-updates must be at least 1")
 	}
 	return o, nil
 }
@@ -140,7 +180,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	title := o.title(time.Now())
+	titles := o.titles(time.Now())
 	newWorkload := func(run string) *workload {
 		return &workload{cs: cs, dyn: dyn, run: run, namespaces: o.namespaces, sources: o.sources, payload: strings.Repeat("x", o.payload)}
 	}
@@ -155,34 +195,75 @@ func run(ctx context.Context, args []string) error {
 	}
 	var runs []runResult
 	var runErr error
-	for round := 1; round <= o.rounds && runErr == nil; round++ {
-		for _, impl := range o.impls {
-			r, err := runOne(ctx, o, impl, bins[impl], kubeconfig, newWorkload(fmt.Sprintf("r%d-%s", round, impl)))
-			if err != nil {
-				runErr = fmt.Errorf("round %d, %s: %w", round, impl, err)
-				break
+	for _, sc := range o.scenarios {
+		var newJob func(run string) job = func(run string) job { return newWorkload(run) }
+		switch sc {
+		case scenarioFill:
+			if err := fillCluster(ctx, cs, o.fill); err != nil {
+				runErr = err
 			}
-			r.Round = round
-			runs = append(runs, r)
-			logf("round %d %-11s create %6.2fs  update %6.2fs  CPU %6.2fs  peak RSS %6.1f MiB  requests %s, %.0f failed",
-				round, impl, r.CreateSeconds, r.UpdateSeconds, r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), formatRequests(r.Requests), r.failed())
+		case scenarioNoisy:
+			newJob = func(run string) job {
+				return newNoisy(cs, dyn, run, o.noisy, o.phaseTimeout, strings.Repeat("x", o.payload))
+			}
+		}
+		if runErr == nil {
+			var scRuns []runResult
+			scRuns, runErr = runScenario(ctx, o, sc, bins, kubeconfig, newJob)
+			runs = append(runs, scRuns...)
+		}
+		if sc == scenarioFill {
+			runErr = errors.Join(runErr, unfill(ctx, cs, o.fill))
+		}
+		if runErr != nil {
+			break
 		}
 	}
 	if len(runs) > 0 {
-		if err := report(o.out, title, runs); err != nil {
+		if err := report(o.out, titles, runs); err != nil {
 			return err
 		}
 	}
 	return runErr
 }
 
-func (o options) title(date time.Time) string {
-	return fmt.Sprintf("Mirror end to end: %d namespaces × %d sources = %d copies, then %d updates; %d workers; %d round(s); %s",
-		o.namespaces, o.sources, o.namespaces*o.sources, o.namespaces*o.sources, o.workers, o.rounds, date.UTC().Format("2006-01-02"))
+// runScenario runs the rounds of scenario sc, implementations in
+// alternation.
+func runScenario(ctx context.Context, o options, sc string, bins map[string]string, kubeconfig string, newJob func(run string) job) ([]runResult, error) {
+	var runs []runResult
+	for round := 1; round <= o.rounds; round++ {
+		for _, impl := range scenarioImpls(sc, o.impls) {
+			name := fmt.Sprintf("r%d-%s", round, impl)
+			if sc != scenarioOriginal {
+				name = sc + "-" + name
+			}
+			r, err := runOne(ctx, o, impl, bins[impl], kubeconfig, newJob(name))
+			if err != nil {
+				return runs, fmt.Errorf("%s, round %d, %s: %w", sc, round, impl, err)
+			}
+			r.Round, r.Scenario = round, sc
+			runs = append(runs, r)
+			logRun(sc, r)
+		}
+	}
+	return runs, nil
 }
 
-// reportFrom reports the runs of an earlier e2e-runs.json; the title takes
-// the workload from the flags and the date from the file.
+func logRun(sc string, r runResult) {
+	if n := r.Noisy; n != nil {
+		logf("%s round %d %-11s quiet p50/p99/max %.3f/%.3f/%.3fs (%d changes) with no flood, %.3f/%.3f/%.3fs (%d) during the flood; flood create %.2fs, burst %.2fs; CPU %.2fs, peak RSS %.1f MiB",
+			sc, r.Round, r.Impl, percentile(n.QuietFloor, 50), percentile(n.QuietFloor, 99), percentile(n.QuietFloor, 100), len(n.QuietFloor),
+			percentile(n.QuietFlood, 50), percentile(n.QuietFlood, 99), percentile(n.QuietFlood, 100), len(n.QuietFlood),
+			n.FloodCreateSeconds, n.FloodBurstSeconds, r.CPUSeconds, mib(r.PeakRSSBytes))
+		return
+	}
+	logf("%s round %d %-11s create %6.2fs  update %6.2fs  CPU %6.2fs  peak RSS %6.1f MiB  ready %5.2fs  heap %6.1f MiB  requests %s, %.0f failed",
+		sc, r.Round, r.Impl, r.CreateSeconds, r.UpdateSeconds, r.CPUSeconds, mib(r.PeakRSSBytes), r.ReadySeconds, mib(r.HeapAfterSyncBytes),
+		formatRequests(r.Requests), r.failed())
+}
+
+// reportFrom reports the runs of an earlier e2e-runs.json; the titles take
+// the workloads from the flags and the date from the file.
 func reportFrom(o options) error {
 	b, err := os.ReadFile(o.from)
 	if err != nil {
@@ -196,7 +277,7 @@ func reportFrom(o options) error {
 	if err := json.Unmarshal(b, &runs); err != nil {
 		return fmt.Errorf("read %s: %w", o.from, err)
 	}
-	return report(o.out, o.title(fi.ModTime()), runs)
+	return report(o.out, o.titles(fi.ModTime()), runs)
 }
 
 func logf(format string, args ...any) {
@@ -227,10 +308,21 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 	return bins, nil
 }
 
-// runOne runs one implementation through both phases of w, then cleans up.
-func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *workload) (runResult, error) {
+// job is one run's workload, which the implementation under test serves.
+type job interface {
+	name() string // unique per run, used in every name
+	// exec writes the workload and waits for the operator p to converge,
+	// recording the figures into res.
+	exec(ctx context.Context, o options, p *process, res *runResult) error
+	// clean deletes what exec created, the operator stopped.
+	clean(ctx context.Context) error
+}
+
+// runOne runs one implementation through j, then cleans up. The bare
+// client serves only a workload.
+func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, j job) (runResult, error) {
 	res := runResult{Impl: impl}
-	logPath := filepath.Join(o.binDir, "logs", w.run+".log")
+	logPath := filepath.Join(o.binDir, "logs", j.name()+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return res, err
 	}
@@ -240,21 +332,27 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 	}
 	defer log.Close()
 	var p *process
-	if res.Impl == bare {
+	if w, ok := j.(*workload); ok && res.Impl == bare {
 		p, err = startBare(bin, kubeconfig, o.workers, w, log)
+	} else if res.Impl == bare {
+		err = fmt.Errorf("the bare client cannot run %T", j)
 	} else {
 		p, err = startOperator(bin, kubeconfig, o.workers, implArgs[impl], log, o.pprofDir != "" && (impl == cr || o.opkitPprof))
 	}
 	if err != nil {
 		return res, err
 	}
-	err = p.waitReady(ctx, 2*time.Minute)
+	err = p.waitReady(ctx, 5*time.Minute)
+	if err == nil && p.healthAddr != "" {
+		res.ReadySeconds = p.ready.Sub(p.started).Seconds()
+		res.HeapAfterSyncBytes, err = p.heapInuse(ctx)
+	}
 	var profiled <-chan error
 	if err == nil && p.pprofAddr != "" {
-		profiled = p.profile(ctx, filepath.Join(o.pprofDir, w.run), o.pprofSeconds)
+		profiled = p.profile(ctx, filepath.Join(o.pprofDir, j.name()), o.pprofSeconds)
 	}
 	if err == nil {
-		err = phases(ctx, o, p, w, &res)
+		err = j.exec(ctx, o, p, &res)
 	}
 	if profiled != nil {
 		if perr := <-profiled; err == nil {
@@ -276,10 +374,16 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, w *wor
 	if err == nil && stopErr != nil {
 		err = fmt.Errorf("stop %s (log: %s): %w", bin, logPath, stopErr)
 	}
-	if cleanErr := w.clean(ctx); err == nil {
+	if cleanErr := j.clean(ctx); err == nil {
 		err = cleanErr
 	}
 	return res, err
+}
+
+func (w *workload) name() string { return w.run }
+
+func (w *workload) exec(ctx context.Context, o options, p *process, res *runResult) error {
+	return phases(ctx, o, p, w, res)
 }
 
 // phases creates the workload and waits for its copies, then updates the
@@ -309,16 +413,27 @@ func phases(ctx context.Context, o options, p *process, w *workload, res *runRes
 	return nil
 }
 
-// report prints the table and writes it, the runs and the chart into dir.
-func report(dir, title string, runs []runResult) error {
-	if err := printTable(os.Stdout, title, runs); err != nil {
-		return err
+// report prints a table per scenario and writes them, the runs and the
+// chart into dir.
+func report(dir string, titles map[string]string, runs []runResult) error {
+	var md bytes.Buffer
+	for _, sc := range scenarios {
+		scRuns := ofScenario(runs, sc)
+		if len(scRuns) == 0 {
+			continue
+		}
+		d := scenarioDoc(sc, titles[sc], scRuns)
+		if md.Len() > 0 {
+			fmt.Println()
+		}
+		if err := printDoc(os.Stdout, d); err != nil {
+			return err
+		}
+		d.title = "### " + d.title
+		writeDoc(&md, d)
+		writeRuns(&md, scRuns)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var md bytes.Buffer
-	if err := writeMarkdown(&md, "### "+title, runs); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "e2e.md"), md.Bytes(), 0o644); err != nil {

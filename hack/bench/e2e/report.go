@@ -32,7 +32,10 @@ var implArgs = map[string][]string{opkit: {"--webhook-port=0"}, noRYW: {"--read-
 
 // runResult is the figures of one run of one implementation.
 type runResult struct {
-	Impl          string           `json:"impl"`
+	Impl string `json:"impl"`
+	// Scenario is the workload the run ran; runs written before there
+	// were scenarios have none and ran the original.
+	Scenario      string           `json:"scenario,omitempty"`
 	Round         int              `json:"round"`
 	CreateSeconds float64          `json:"createSeconds"`
 	UpdateSeconds float64          `json:"updateSeconds"`
@@ -40,6 +43,22 @@ type runResult struct {
 	PeakRSSBytes  int64            `json:"peakRSSBytes"`
 	Requests      map[string]int64 `json:"requests"`        // by HTTP method, over the process's life
 	Codes         map[string]int64 `json:"codes,omitempty"` // by status code, where known
+	// ReadySeconds is the time from the process's start until its /readyz
+	// passed: its caches synced. Operators only.
+	ReadySeconds float64 `json:"readySeconds,omitempty"`
+	// HeapAfterSyncBytes is go_memstats_heap_inuse_bytes on the process's
+	// /metrics right after it was ready, no GC forced. Operators only.
+	HeapAfterSyncBytes int64 `json:"heapAfterSyncBytes,omitempty"`
+	// Noisy holds the noisy-neighbour scenario's figures.
+	Noisy *noisyResult `json:"noisy,omitempty"`
+}
+
+// scenario returns the scenario r ran.
+func (r runResult) scenario() string {
+	if r.Scenario == "" {
+		return scenarioOriginal
+	}
+	return r.Scenario
 }
 
 // failed returns the requests answered with neither a 1xx, 2xx or 3xx
@@ -69,17 +88,28 @@ type figure struct {
 	value      func(runResult) float64
 	crTarget   float64
 	bareTarget float64
+	// operatorsOnly leaves the bare client's cell empty: it has no cache,
+	// no readiness and no tenants.
+	operatorsOnly bool
+	// selfTarget, if not 0, is the most opkit's own median may be.
+	selfTarget float64
 }
 
 func figures(runs []runResult) []figure {
 	fs := []figure{
-		{name: "wall, create phase (s)", value: func(r runResult) float64 { return r.CreateSeconds }, crTarget: 1, bareTarget: 1.2},
-		{name: "wall, update phase (s)", value: func(r runResult) float64 { return r.UpdateSeconds }, crTarget: 1, bareTarget: 1.2},
-		{name: "wall, both phases (s)", value: func(r runResult) float64 { return r.CreateSeconds + r.UpdateSeconds }, crTarget: 1, bareTarget: 1.2},
+		{name: "wall, create phase (s)", value: func(r runResult) float64 { return r.CreateSeconds }, crTarget: 1, bareTarget: 1.1},
+		{name: "wall, update phase (s)", value: func(r runResult) float64 { return r.UpdateSeconds }, crTarget: 1, bareTarget: 1.1},
+		{name: "wall, both phases (s)", value: func(r runResult) float64 { return r.CreateSeconds + r.UpdateSeconds }, crTarget: 1, bareTarget: 1.1},
 		{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, crTarget: 0.7},
 		{name: "peak RSS (MiB)", value: func(r runResult) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, crTarget: 0.7},
 		{name: "API requests", value: runResult.totalRequests, crTarget: 1},
 	}
+	return append(fs, requestFigures(runs)...)
+}
+
+// requestFigures are the rows of API requests by method, and the failed.
+func requestFigures(runs []runResult) []figure {
+	var fs []figure
 	var methods []string
 	for _, r := range runs {
 		for m := range r.Requests {
@@ -125,16 +155,26 @@ func median(vs []float64) float64 {
 var header = []string{"figure (median, range)", "opkit", "ctrlruntime", "opkit/ctrlruntime", "bare", "opkit/bare",
 	"opkit, read-your-writes off", "on/off"}
 
-// table returns the cells of the table, header first, and how many targets
-// opkit met of how many.
+// table returns the cells of the original scenario's table, header
+// first, and how many targets opkit met of how many.
 func table(runs []runResult) (rows [][]string, met, total int) {
+	return tableOf(runs, figures(runs))
+}
+
+// tableOf returns the cells of a table of figs over runs, header first,
+// and how many targets opkit met of how many.
+func tableOf(runs []runResult, figs []figure) (rows [][]string, met, total int) {
 	rows = append(rows, header)
-	for _, f := range figures(runs) {
+	for _, f := range figs {
 		s := map[string]stats{}
 		for _, impl := range impls {
-			s[impl] = summarize(runs, impl, f.value)
+			if impl != bare || !f.operatorsOnly {
+				s[impl] = summarize(runs, impl, f.value)
+			}
 		}
-		cells := []string{f.name, cell(s[opkit]), cell(s[cr])}
+		own, m, t := selfCheck(s[opkit], f.selfTarget)
+		met, total = met+m, total+t
+		cells := []string{f.name, cell(s[opkit]) + own, cell(s[cr])}
 		c, m, t := ratio(s[opkit], s[cr], f.crTarget)
 		cells, met, total = append(cells, c, cell(s[bare])), met+m, total+t
 		c, m, t = ratio(s[opkit], s[bare], f.bareTarget)
@@ -143,6 +183,27 @@ func table(runs []runResult) (rows [][]string, met, total int) {
 		rows = append(rows, append(cells, cell(s[noRYW]), c))
 	}
 	return rows, met, total
+}
+
+// selfCheck returns what to append to opkit's cell for a target on its
+// own median, and whether it was met (1 of 1) or not.
+func selfCheck(o stats, target float64) (suffix string, met, total int) {
+	if target == 0 || o.n == 0 {
+		return "", 0, 0
+	}
+	if o.median <= target {
+		return fmt.Sprintf(" (≤%s pass)", targetText(target)), 1, 1
+	}
+	return fmt.Sprintf(" (≤%s MISS)", targetText(target)), 0, 1
+}
+
+// targetText formats a target with at least one decimal: 1.0, 0.05.
+func targetText(t float64) string {
+	s := strconv.FormatFloat(t, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
 }
 
 func cell(s stats) string {
@@ -166,9 +227,9 @@ func ratio(o, peer stats, target float64) (cell string, met, total int) {
 		return fmt.Sprintf("%.2fx", r), 0, 0
 	}
 	if r <= target {
-		return fmt.Sprintf("%.2fx (≤%.1fx pass)", r, target), 1, 1
+		return fmt.Sprintf("%.2fx (≤%sx pass)", r, targetText(target)), 1, 1
 	}
-	return fmt.Sprintf("%.2fx (≤%.1fx MISS)", r, target), 0, 1
+	return fmt.Sprintf("%.2fx (≤%sx MISS)", r, targetText(target)), 0, 1
 }
 
 func num(v float64) string {
@@ -185,16 +246,29 @@ func num(v float64) string {
 const footer = "Ratios are opkit's median / the peer's: below 1, opkit uses less (or is faster). " +
 	"On/off is opkit's median with read-your-writes on (the default) / off: its cost."
 
-// printTable prints the table aligned for a terminal, like hack/benchtable.
+// doc is one scenario's table, ready to print.
+type doc struct {
+	title      string
+	rows       [][]string // header first
+	met, total int        // targets
+	footer     string
+}
+
+// printTable prints the original scenario's table aligned for a terminal.
 func printTable(w io.Writer, title string, runs []runResult) error {
 	rows, met, total := table(runs)
-	fmt.Fprintln(w, title)
+	return printDoc(w, doc{title: title, rows: rows, met: met, total: total, footer: footer})
+}
+
+// printDoc prints d aligned for a terminal, like hack/benchtable.
+func printDoc(w io.Writer, d doc) error {
+	fmt.Fprintln(w, d.title)
 	width := 0
-	for _, r := range rows {
+	for _, r := range d.rows {
 		width = max(width, len([]rune(r[0])))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 0, ' ', tabwriter.AlignRight)
-	for _, r := range rows {
+	for _, r := range d.rows {
 		r = slices.Clone(r)
 		r[0] += strings.Repeat(" ", width-len([]rune(r[0])))
 		fmt.Fprintln(tw, strings.Join(r, "\t  ")+"\t")
@@ -202,28 +276,51 @@ func printTable(w io.Writer, title string, runs []runResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%s Targets met: %d of %d.\n", footer, met, total)
+	_, err := fmt.Fprintf(w, "\n%s Targets met: %d of %d.\n", d.footer, d.met, d.total)
 	return err
 }
 
-// writeMarkdown writes the table as markdown, then every run's figures.
-func writeMarkdown(w io.Writer, title string, runs []runResult) error {
-	rows, met, total := table(runs)
-	fmt.Fprintf(w, "%s\n\n", title)
-	for i, r := range rows {
+// writeDoc writes d as a markdown table.
+func writeDoc(w io.Writer, d doc) {
+	fmt.Fprintf(w, "%s\n\n", d.title)
+	for i, r := range d.rows {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
 		if i == 0 {
 			fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
 		}
 	}
-	fmt.Fprintf(w, "\n%s Targets met: %d of %d.\n\n", footer, met, total)
+	fmt.Fprintf(w, "\n%s Targets met: %d of %d.\n\n", d.footer, d.met, d.total)
+}
+
+// writeRuns writes every run's main figures as a markdown table.
+func writeRuns(w io.Writer, runs []runResult) {
 	fmt.Fprintf(w, "Every run, in the order they ran:\n\n")
-	fmt.Fprintf(w, "| round | implementation | create (s) | update (s) | CPU (s) | peak RSS (MiB) | API requests |\n|---|---|---|---|---|---|---|\n")
-	for _, r := range runs {
-		fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.1f | %s |\n", r.Round, r.Impl, r.CreateSeconds, r.UpdateSeconds,
-			r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), formatRequests(r.Requests))
+	if len(runs) > 0 && runs[0].scenario() == scenarioNoisy {
+		writeNoisyRuns(w, runs)
+		return
 	}
-	return nil
+	fmt.Fprintf(w, "| round | implementation | create (s) | update (s) | CPU (s) | peak RSS (MiB) | ready (s) | heap after sync (MiB) | API requests |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range runs {
+		fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f | %s |\n", r.Round, r.Impl, r.CreateSeconds, r.UpdateSeconds,
+			r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20), r.ReadySeconds, float64(r.HeapAfterSyncBytes)/(1<<20), formatRequests(r.Requests))
+	}
+	fmt.Fprintln(w)
+}
+
+func writeNoisyRuns(w io.Writer, runs []runResult) {
+	fmt.Fprintf(w, "| round | implementation | quiet, no flood: p50 / p99 / max (s), changes | quiet, flood: p50 / p99 / max (s), changes | flood create (s) | flood burst (s) | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|---|---|---|\n")
+	lat := func(vs []float64) string {
+		return fmt.Sprintf("%.3f / %.3f / %.3f, %d", percentile(vs, 50), percentile(vs, 99), percentile(vs, 100), len(vs))
+	}
+	for _, r := range runs {
+		n := r.Noisy
+		if n == nil {
+			n = &noisyResult{}
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1f |\n", r.Round, r.Impl, lat(n.QuietFloor), lat(n.QuietFlood),
+			n.FloodCreateSeconds, n.FloodBurstSeconds, r.CPUSeconds, mib(r.PeakRSSBytes))
+	}
+	fmt.Fprintln(w)
 }
 
 // formatRequests formats requests by method as "123 (GET 3, POST 100, …)".

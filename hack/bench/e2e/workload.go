@@ -80,6 +80,28 @@ func (w *workload) create(ctx context.Context) error {
 	return nil
 }
 
+// createSource creates source i and its Mirror.
+func (w *workload) createSource(ctx context.Context, i int) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.source(i)}, Data: w.sourceData(i, 1)}
+	if _, err := w.cs.CoreV1().ConfigMaps(w.home()).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create source: %w", err)
+	}
+	if _, err := w.dyn.Resource(mirrors).Namespace(w.home()).Create(ctx, w.mirror(i), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Mirror: %w", err)
+	}
+	return nil
+}
+
+// updateSource writes version v into source i, whatever its version: the
+// driver is the only writer of the sources.
+func (w *workload) updateSource(ctx context.Context, i, v int) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.source(i), Namespace: w.home()}, Data: w.sourceData(i, v)}
+	if _, err := w.cs.CoreV1().ConfigMaps(w.home()).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update source: %w", err)
+	}
+	return nil
+}
+
 func (w *workload) mirror(i int) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
@@ -181,8 +203,17 @@ func (w *workload) waitConverged(ctx context.Context, v int, timeout time.Durati
 			if !isCM || e.Type == watch.Bookmark {
 				continue
 			}
-			ok[c.Namespace+"/"+c.Name] = e.Type != watch.Deleted && w.current(c, v)
-			if last = count(ok); last == w.copies() {
+			// Counted as it changes: a count of the map per event would
+			// cost the driver O(copies²) over a phase.
+			key, now := c.Namespace+"/"+c.Name, e.Type != watch.Deleted && w.current(c, v)
+			switch was := ok[key]; {
+			case now && !was:
+				last++
+			case was && !now:
+				last--
+			}
+			ok[key] = now
+			if last == w.copies() {
 				break // and verify with a list
 			}
 		}
@@ -195,21 +226,27 @@ func (w *workload) waitConverged(ctx context.Context, v int, timeout time.Durati
 // runs any more), the copies, the sources, then the namespaces, which stay
 // Terminating but empty.
 func (w *workload) clean(ctx context.Context) error {
+	nss := []string{w.home()}
+	for i := range w.namespaces {
+		nss = append(nss, w.namespace(i))
+	}
+	return w.cleanNamespaces(ctx, w.home(), nss)
+}
+
+// cleanNamespaces deletes the Mirrors in home, then every ConfigMap in
+// nss and nss themselves.
+func (w *workload) cleanNamespaces(ctx context.Context, home string, nss []string) error {
 	var errs []error
-	ms, err := w.dyn.Resource(mirrors).Namespace(w.home()).List(ctx, metav1.ListOptions{})
+	ms, err := w.dyn.Resource(mirrors).Namespace(home).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		errs = append(errs, err)
 	} else {
 		for _, m := range ms.Items {
-			_, err := w.dyn.Resource(mirrors).Namespace(w.home()).Patch(ctx, m.GetName(), types.MergePatchType,
+			_, err := w.dyn.Resource(mirrors).Namespace(home).Patch(ctx, m.GetName(), types.MergePatchType,
 				[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 			errs = append(errs, ignoreNotFound(err))
 		}
-		errs = append(errs, w.dyn.Resource(mirrors).Namespace(w.home()).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
-	}
-	nss := []string{w.home()}
-	for i := range w.namespaces {
-		nss = append(nss, w.namespace(i))
+		errs = append(errs, w.dyn.Resource(mirrors).Namespace(home).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

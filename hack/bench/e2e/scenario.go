@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The scenarios, in the order they run.
+const (
+	// scenarioOriginal is the Mirror workload in an otherwise empty cluster.
+	scenarioOriginal = "original"
+	// scenarioFill is the same workload in a cluster filled with objects
+	// the operator watches but never copies (see fill.go).
+	scenarioFill = "fill"
+	// scenarioNoisy is quiet tenants changing their sources while another
+	// tenant floods the operator (see noisy.go).
+	scenarioNoisy = "noisy"
+)
+
+var scenarios = []string{scenarioOriginal, scenarioFill, scenarioNoisy}
+
+// parseScenarios parses -scenarios: a comma-separated list of scenarios,
+// which run in the order of scenarios whatever the order given.
+func parseScenarios(list string) ([]string, error) {
+	var out []string
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(scenarios, s) {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q (known: %s)", s, strings.Join(scenarios, ", "))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return slices.Index(scenarios, a) - slices.Index(scenarios, b) })
+	return out, nil
+}
+
+// scenarioImpls returns the implementations of impls that run in scenario
+// s: the bare client is not an operator with tenants, so not in noisy.
+func scenarioImpls(s string, impls []string) []string {
+	if s != scenarioNoisy {
+		return impls
+	}
+	return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i == bare })
+}
+
+// ofScenario returns the runs of scenario s.
+func ofScenario(runs []runResult, s string) []runResult {
+	var out []runResult
+	for _, r := range runs {
+		if r.scenario() == s {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// fillFigures are the rows of the fill scenario's table.
+func fillFigures(runs []runResult) []figure {
+	fs := []figure{
+		{name: "time to ready (s)", value: func(r runResult) float64 { return r.ReadySeconds }, crTarget: 1, operatorsOnly: true},
+		{name: "heap after sync (MiB)", value: func(r runResult) float64 { return mib(r.HeapAfterSyncBytes) }, crTarget: 0.4, operatorsOnly: true},
+		{name: "peak RSS (MiB)", value: func(r runResult) float64 { return mib(r.PeakRSSBytes) }, crTarget: 0.5, operatorsOnly: true},
+		{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, crTarget: 0.6, operatorsOnly: true},
+		{name: "wall, create phase (s)", value: func(r runResult) float64 { return r.CreateSeconds }, crTarget: 1},
+		{name: "wall, update phase (s)", value: func(r runResult) float64 { return r.UpdateSeconds }, crTarget: 1},
+		{name: "API requests", value: runResult.totalRequests},
+	}
+	return append(fs, requestFigures(runs)...)
+}
+
+const fillFooter = "Ratios are opkit's median / the peer's. Heap after sync is go_memstats_heap_inuse_bytes on the " +
+	"process's /metrics as soon as /readyz passed, no GC forced. The bare client has no cache: wall per phase only."
+
+// noisyResult is the figures of one run of the noisy-neighbour scenario.
+type noisyResult struct {
+	// QuietFlood and QuietFloor are the latencies in seconds of every quiet
+	// change: from just before its update was sent until the driver saw
+	// the last of its tenant's copies follow; during the flood and, as the
+	// floor, with no flood.
+	QuietFlood []float64 `json:"quietFlood"`
+	QuietFloor []float64 `json:"quietFloor"`
+	// FloodCreateSeconds is from the flood's first create until all its
+	// copies exist; FloodBurstSeconds from its first source update until
+	// every copy holds its source's last version.
+	FloodCreateSeconds float64 `json:"floodCreateSeconds"`
+	FloodBurstSeconds  float64 `json:"floodBurstSeconds"`
+}
+
+// percentile returns the p-th percentile (0 < p ≤ 100) of vs by the
+// nearest-rank method: the smallest value at least p% of vs are at or
+// below. It returns 0 for no values.
+func percentile(vs []float64, p float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(vs))
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// over returns how many of vs exceed limit.
+func over(vs []float64, limit float64) float64 {
+	n := 0
+	for _, v := range vs {
+		if v > limit {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+// noisyValue returns f of r's noisy figures, or 0 for a run without.
+func noisyValue(f func(*noisyResult) float64) func(runResult) float64 {
+	return func(r runResult) float64 {
+		if r.Noisy == nil {
+			return 0
+		}
+		return f(r.Noisy)
+	}
+}
+
+func latencyFigures(when string, lat func(*noisyResult) []float64, p99Target float64) []figure {
+	return []figure{
+		{name: "quiet change, " + when + ", median (s)", value: noisyValue(func(n *noisyResult) float64 { return percentile(lat(n), 50) }), operatorsOnly: true},
+		{name: "quiet change, " + when + ", p99 (s)", value: noisyValue(func(n *noisyResult) float64 { return percentile(lat(n), 99) }), crTarget: p99Target, operatorsOnly: true},
+		{name: "quiet change, " + when + ", max (s)", value: noisyValue(func(n *noisyResult) float64 { return percentile(lat(n), 100) }), operatorsOnly: true},
+		{name: "quiet changes, " + when + ", over 1 s", value: noisyValue(func(n *noisyResult) float64 { return over(lat(n), 1) }), operatorsOnly: true},
+		{name: "quiet changes, " + when, value: noisyValue(func(n *noisyResult) float64 { return float64(len(lat(n))) }), operatorsOnly: true},
+	}
+}
+
+// noisyFigures are the rows of the noisy scenario's table.
+func noisyFigures() []figure {
+	flood := func(n *noisyResult) []float64 { return n.QuietFlood }
+	floor := func(n *noisyResult) []float64 { return n.QuietFloor }
+	fs := latencyFigures("flood", flood, 0.05)
+	fs = append(fs, figure{name: "quiet p99, flood / no flood (x)", value: noisyValue(func(n *noisyResult) float64 {
+		if p := percentile(n.QuietFloor, 99); p > 0 {
+			return percentile(n.QuietFlood, 99) / p
+		}
+		return 0
+	}), selfTarget: 2, operatorsOnly: true})
+	fs = append(fs, latencyFigures("no flood", floor, 0)...)
+	return append(fs,
+		figure{name: "flood, create → all copies (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds }), operatorsOnly: true},
+		figure{name: "flood, burst → copies follow (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodBurstSeconds }), operatorsOnly: true},
+		figure{name: "flood, total (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds + n.FloodBurstSeconds }), crTarget: 1, operatorsOnly: true},
+		figure{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, operatorsOnly: true},
+		figure{name: "peak RSS (MiB)", value: func(r runResult) float64 { return mib(r.PeakRSSBytes) }, operatorsOnly: true},
+	)
+}
+
+const noisyFooter = "Ratios are opkit's median / the peer's; a run's p99 is its nearest-rank 99th percentile, the cell the median over runs. " +
+	"The ratio flood / no flood is each implementation's own; its target applies to opkit. " +
+	"The bare client is not an operator with tenants: it does not run this scenario."
+
+// scenarioDoc returns the table of scenario s over its runs.
+func scenarioDoc(s, title string, runs []runResult) doc {
+	var figs []figure
+	foot := footer
+	switch s {
+	case scenarioFill:
+		figs, foot = fillFigures(runs), fillFooter
+	case scenarioNoisy:
+		figs, foot = noisyFigures(), noisyFooter
+	default:
+		figs = figures(runs)
+	}
+	rows, met, total := tableOf(runs, figs)
+	return doc{title: title, rows: rows, met: met, total: total, footer: foot}
+}
+
+// titles returns the title of each scenario's table: its exact workload
+// and the date.
+func (o options) titles(date time.Time) map[string]string {
+	day := date.UTC().Format("2006-01-02")
+	orig := fmt.Sprintf("%d namespaces × %d sources = %d copies, then %d updates; %d workers; %d round(s)",
+		o.namespaces, o.sources, o.namespaces*o.sources, o.namespaces*o.sources, o.workers, o.rounds)
+	f := o.fill
+	return map[string]string{
+		scenarioOriginal: "Mirror end to end: " + orig + "; " + day,
+		scenarioFill: fmt.Sprintf("Mirror in a filled cluster: %d ConfigMaps and %d Secrets in %d namespaces (half kubectl client-side apply, half server-side apply, %d–%d keys of %d B–%d KiB each), then %s; %s",
+			f.configMaps, f.secrets, f.namespaces, minKeys, maxKeys, minValueBytes, maxValueBytes>>10, orig, day),
+		scenarioNoisy: fmt.Sprintf("Noisy neighbour: %d quiet tenants (1 source → %d namespaces each, a change every %v, awaited); flood: %d Mirrors × %d namespaces = %d copies created at once, then every source updated %d times; floor: %d waves without flood; %d workers; %d round(s); %s",
+			o.noisy.quiet, o.noisy.quietNamespaces, o.noisy.quietEvery, o.noisy.flood, o.noisy.floodNamespaces, o.noisy.flood*o.noisy.floodNamespaces,
+			o.noisy.burstUpdates, o.noisy.floorWaves, o.workers, o.rounds, day),
+	}
+}
