@@ -31,6 +31,13 @@
 //     wakes on the stores' changes, not on a poll; a reconcile triggered
 //     by the write's own event finds the cache caught up and does not
 //     wait at all.
+//   - Holding no worker: a key that must wait is parked: its worker lets
+//     it go at once and takes the next key, and the key is queued again,
+//     with the priority it had, when the cache has caught up or the wait
+//     has timed out (TestWaitHoldsNoWorker). Queued again meanwhile, it
+//     stays parked. So a watch that lags under a flood of writes delays
+//     only the keys that wrote, and the workers go on with every other
+//     key.
 //   - Bounded: the wait lasts at most controller.Options.ReadYourWritesTimeout
 //     (default 5s); then the reconcile runs with what the cache holds, and
 //     the wait is counted as a timeout, so a lagging or broken watch

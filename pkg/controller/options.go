@@ -57,7 +57,8 @@ type Options[K comparable] struct {
 	// default: the writes a reconcile makes through a client of
 	// consistency.NewClient (the manager's Client, CachedClient and
 	// writers over them) are recorded, and the next reconcile of the same
-	// key first waits until the cache has caught up with them, so that it
+	// key first waits until the cache has caught up with them (parked
+	// outside the queue, holding no worker), so that it
 	// never acts on a cached copy older than its own writes: a child it
 	// created is listed, a status it patched is read back. The wait is
 	// bounded by ReadYourWritesTimeout, then the reconcile runs with what

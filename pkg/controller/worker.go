@@ -25,6 +25,9 @@ func (c *Controller[K]) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.writes != nil && c.writes.park(ctx, c.log.WithValues(keyValues(key)...), c.queue, key, priority) {
+		return true
+	}
 	changed := c.lag.reconcileStarts(key)
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
@@ -46,7 +49,7 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 	}
 	if c.writes != nil {
 		var w *consistency.Writes
-		ctx, w = c.writes.before(ctx, key)
+		ctx, w = c.writes.before(ctx)
 		defer c.writes.after(key, w)
 	}
 

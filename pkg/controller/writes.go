@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -10,14 +11,22 @@ import (
 
 	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/metrics"
+	"github.com/opkit-dev/opkit/pkg/queue"
 )
 
-// pendingWrites waits, before a reconcile, for the cache to catch up
-// with the writes of the key's last reconcile, for read-your-writes.
+// pendingWrites holds a key back, before a reconcile, until the cache has
+// caught up with the writes of the key's last reconcile, for
+// read-your-writes. A key held back is parked: it leaves the queue and
+// holds no worker while it waits, so that the other keys go on being
+// reconciled; it is queued again when the cache has caught up or the wait
+// has timed out.
 type pendingWrites[K comparable] struct {
 	timeout                      time.Duration
 	caughtUp, timedOut, canceled prometheus.Observer
 	keys                         consistency.PerKey[K]
+
+	mu     sync.Mutex
+	parked map[K]int // keys waiting, and the highest priority each was handed out with
 }
 
 func newPendingWrites[K comparable](name string, timeout time.Duration, wait *prometheus.HistogramVec) *pendingWrites[K] {
@@ -26,16 +35,44 @@ func newPendingWrites[K comparable](name string, timeout time.Duration, wait *pr
 		caughtUp: wait.WithLabelValues(name, metrics.WaitCaughtUp),
 		timedOut: wait.WithLabelValues(name, metrics.WaitTimeout),
 		canceled: wait.WithLabelValues(name, metrics.WaitCanceled),
+		parked:   map[K]int{},
 	}
 }
 
-// before waits, at most p.timeout, until the cache has caught up with the
-// writes of key's last reconcile, and returns ctx carrying the Writes
-// that records the writes of the reconcile about to run.
-func (p *pendingWrites[K]) before(ctx context.Context, key K) (context.Context, *consistency.Writes) {
-	if last := p.keys.Take(key); last != nil && last.Pending() {
-		p.wait(ctx, last)
+// park reports whether key, just handed out by q with priority, must wait
+// for the cache before it is reconciled. If so, the worker lets it go (Done)
+// without reconciling it, and a goroutine waits, at most p.timeout, then
+// queues it again with the highest priority it was handed out with
+// meanwhile. A key handed out again while it waits is let go too: its wait
+// queues it. ctx ends the waits; the queue has shut down by then, so
+// nothing is queued and the sources queue every key again at the next
+// start.
+func (p *pendingWrites[K]) park(ctx context.Context, log logr.Logger, q *queue.Queue[K], key K, priority int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.parked[key]; ok {
+		p.parked[key] = max(prev, priority)
+		return true
 	}
+	last := p.keys.Take(key)
+	if last == nil || !last.Pending() {
+		return false
+	}
+	p.parked[key] = priority
+	go func() {
+		p.wait(logr.NewContext(ctx, log), last)
+		p.mu.Lock()
+		priority := p.parked[key]
+		delete(p.parked, key)
+		p.mu.Unlock()
+		q.AddWithOpts(queue.AddOpts{Priority: priority}, key)
+	}()
+	return true
+}
+
+// before returns ctx carrying the Writes that records the writes of the
+// reconcile about to run.
+func (p *pendingWrites[K]) before(ctx context.Context) (context.Context, *consistency.Writes) {
 	w := new(consistency.Writes)
 	return consistency.NewContext(ctx, w), w
 }

@@ -1,0 +1,81 @@
+package consistency_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/consistency"
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// A key waiting for the cache to catch up with its last reconcile's writes
+// holds no worker: with one worker, another key is reconciled meanwhile,
+// and the waiting key is not, however often it is queued again.
+func TestWaitHoldsNoWorker(t *testing.T) {
+	ns := env.Namespace(t)
+	mgr := newManager(t, ns)
+	if _, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var p *corev1.ConfigMap
+	for _, name := range []string{"p", "q"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := mgr.Client().Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		if name == "p" {
+			p = cm
+		}
+	}
+	rv, err := strconv.ParseInt(p.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := p.DeepCopy() // a version far past any the informer will see here
+	never.ResourceVersion = strconv.FormatInt(rv+1_000_000_000, 10)
+
+	seen := make(chan string, 16)
+	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if req.Name == "p" {
+			consistency.FromContext(ctx).Add(mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+		}
+		seen <- req.Name
+		return reconcile.Done(), nil
+	})
+	c, err := manager.NewController(mgr, "parked", r,
+		manager.For[*corev1.ConfigMap](),
+		manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: 1, ReadYourWritesTimeout: 10 * time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, mgr)
+	for range 2 { // the creates of p and q
+		select {
+		case <-seen:
+		case <-time.After(30 * time.Second): // a bound on failure, not a measurement
+			t.Fatal("the creates were not reconciled")
+		}
+	}
+	p0, q0 := reconcile.Request{Namespace: ns, Name: "p"}, reconcile.Request{Namespace: ns, Name: "q"}
+	c.Queue().Add(p0) // waits for a write the cache never sees
+	for range 3 {
+		c.Queue().Add(q0)
+		select {
+		case name := <-seen:
+			if name != "q" {
+				t.Fatalf("reconciled %s before the cache caught up with its writes", name)
+			}
+		case <-time.After(30 * time.Second): // a bound on failure, not a measurement
+			t.Fatal("q was not reconciled while p waited for the cache: the wait holds the only worker")
+		}
+		c.Queue().Add(p0)
+	}
+}
