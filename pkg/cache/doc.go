@@ -45,10 +45,11 @@
 //     and the RBAC verb get on the kind besides list and watch (a 403
 //     names it). Events, List, indexes and Cache.Written come from
 //     LazyLister.Metadata. Fetches and objects held are counted in
-//     MetricLazyFetches and MetricLazyObjects (TestLazyFetchesOnceAndShares,
-//     TestLazyDropsChangedAndDeleted, TestLazyConcurrentGetsFetchOnce,
-//     TestLazyForbiddenGetNamesVerb). Fetched objects are not watched by the
-//     mutation detector.
+//     MetricLazyFetches and MetricLazyObjects (ExampleLazy,
+//     TestLazyFetchesOnceAndShares, TestLazyDropsChangedAndDeleted,
+//     TestLazyConcurrentGetsFetchOnce, TestLazyForbiddenGetNamesVerb,
+//     TestLazyKeepsAFetchNewerThanTheMetadata, TestLazyHeapAfterSync).
+//     Fetched objects are not watched by the mutation detector.
 //   - Owners built in: Lister.IndexControlledBy adds ControlledByIndex,
 //     which finds objects under their controller's UID, and
 //     Lister.ControlledBy lists an owner's children with it (manager.Owns

@@ -179,6 +179,12 @@ func (l *LazyLister[T]) lookup(k lazyKey, metaRV string) (f *lazyFetch[T], own b
 // meanwhile.
 func (l *LazyLister[T]) run(ctx context.Context, k lazyKey, f *lazyFetch[T]) {
 	f.obj, f.err = l.fetch(ctx, k)
+	l.finish(k, f)
+}
+
+// finish holds f's object unless the object changed since f began, and
+// hands f's result to its waiters.
+func (l *LazyLister[T]) finish(k lazyKey, f *lazyFetch[T]) {
 	l.mu.Lock()
 	if l.inflight[k] == f {
 		delete(l.inflight, k)

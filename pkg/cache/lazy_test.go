@@ -1,7 +1,9 @@
 package cache_test
 
 import (
+	"context"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -293,4 +295,62 @@ func TestLazyForbiddenGetNamesVerb(t *testing.T) {
 			t.Errorf("Get error %q does not mention %q", err, want)
 		}
 	}
+}
+
+// The point of a LazyLister: after sync it holds metadata only. Measured on
+// ConfigMaps created as users create them (half with kubectl's
+// client-side apply, half server-side applied), the heap of a Lazy cache
+// is logged beside that of a full one (For) of the same objects, and must
+// be smaller. Both keep the mutation detector's copies in tests, which
+// doubles each alike; make bench (BenchmarkHeapConfigMaps/opkitlazy)
+// measures without, beside controller-runtime's.
+func TestLazyHeapAfterSync(t *testing.T) {
+	const n = 400
+	ns := env.Namespace(t)
+	cl := writeClient(t)
+	if err := parallel(n, func(i int) error { return createAsUsersDo(t.Context(), cl, benchConfigMap(ns, i), i) }); err != nil {
+		t.Fatal(err)
+	}
+	// A cache's clients, mapper and informers take the same heap whatever
+	// it holds: measured over an empty namespace, and subtracted.
+	empty := env.Namespace(t)
+	lazyOnly := func(c *cache.Cache) error {
+		_, err := cache.Lazy[*corev1.ConfigMap](c, cache.TypeOptions{})
+		return err
+	}
+	fullOnly := func(c *cache.Cache) error {
+		_, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+		return err
+	}
+	lazy := heapOf(t, ns, lazyOnly) - heapOf(t, empty, lazyOnly)
+	full := heapOf(t, ns, fullOnly) - heapOf(t, empty, fullOnly)
+	t.Logf("heap after sync of %d ConfigMaps, beyond an empty cache's: Lazy %d B, For %d B (%.2fx)", n, lazy, full, float64(lazy)/float64(full))
+	if lazy >= full {
+		t.Errorf("a Lazy cache takes %d B of heap, a full one %d B: want less", lazy, full)
+	}
+}
+
+// heapOf returns the live heap that a cache of ns, with what register
+// registers, takes once synced.
+func heapOf(t *testing.T, ns string, register func(*cache.Cache) error) int64 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	before := liveHeap()
+	c, err := cache.New(env.Config(), cache.Options{Namespaces: []string{ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(c)
+	return int64(after) - int64(before)
 }
