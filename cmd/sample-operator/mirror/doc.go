@@ -25,7 +25,8 @@
 //     Events come from both parts' informers; read-your-writes waits on
 //     the copies' informer, the only one that holds what the controller
 //     writes. A source that cannot be read (a 403) is reported in the
-//     Ready condition (SyncFailed) and retried.
+//     Ready condition (SyncFailed) and retried
+//     (TestSourceThatCannotBeFetchedIsReported).
 //   - Writes are creates, deletes with a UID
 //     precondition, merge patches with an optimistic lock, the finalizer
 //     package's guarded JSON patches, so that a concurrent change is never
