@@ -49,7 +49,8 @@
 //     TestLazyFetchesOnceAndShares, TestLazyDropsChangedAndDeleted,
 //     TestLazyConcurrentGetsFetchOnce, TestLazyForbiddenGetNamesVerb,
 //     TestLazyKeepsAFetchNewerThanTheMetadata, TestLazyHeapAfterSync).
-//     Fetched objects are not watched by the mutation detector.
+//     The mutation detector watches fetched objects too
+//     (TestLazyMutationIsReported).
 //   - Owners built in: Lister.IndexControlledBy adds ControlledByIndex,
 //     which finds objects under their controller's UID, and
 //     Lister.ControlledBy lists an owner's children with it (manager.Owns

@@ -36,6 +36,7 @@ type LazyLister[T Object] struct {
 	opts      TypeOptions
 	newObject func() T
 	client    rest.Interface
+	detector  *detector // nil unless MutationOptions.Detect
 
 	mu sync.Mutex
 	// held are the fetched objects. An entry is valid while the metadata
@@ -107,6 +108,12 @@ func Lazy[T Object](c *Cache, opts TypeOptions) (*LazyLister[T], error) {
 		return nil, err
 	}
 	c.metrics.lazyRegistered(m.reg)
+	if c.opts.Mutations.Detect {
+		l.detector = newDetector(gvk)
+		c.mu.Lock()
+		c.lazyDetectors = append(c.lazyDetectors, l.detector)
+		c.mu.Unlock()
+	}
 	return l, nil
 }
 
@@ -239,6 +246,9 @@ func (l *LazyLister[T]) hold(k lazyKey, h heldObject[T]) {
 		l.meta.reg.c.metrics.lazyHeld(l.meta.reg, 1)
 	}
 	l.held[k] = h
+	if l.detector != nil {
+		l.detector.record(objectKey(k.namespace, k.name), h.obj)
+	}
 }
 
 // changed drops what is held or being fetched of obj, an object the
@@ -255,6 +265,9 @@ func (l *LazyLister[T]) changed(obj any, deleted bool) {
 	if h, found := l.held[k]; found && (deleted || (rv != h.rv && rv != h.metaRV)) {
 		delete(l.held, k)
 		l.meta.reg.c.metrics.lazyHeld(l.meta.reg, -1)
+		if l.detector != nil {
+			l.detector.forget(objectKey(k.namespace, k.name))
+		}
 	}
 	if f, found := l.inflight[k]; found && (deleted || rv != f.metaRV) {
 		delete(l.inflight, k)

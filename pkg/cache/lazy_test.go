@@ -2,8 +2,10 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -353,4 +355,31 @@ func heapOf(t *testing.T, ns string, register func(*cache.Cache) error) int64 {
 	after := liveHeap()
 	runtime.KeepAlive(c)
 	return int64(after) - int64(before)
+}
+
+// The mutation detector watches fetched objects as it does cached ones: a
+// reader that modifies one is reported, naming the object and the field.
+func TestLazyMutationIsReported(t *testing.T) {
+	ns := env.Namespace(t)
+	createConfigMaps(t, ns)
+	c := newCache(t, cache.Options{Namespaces: []string{ns}, Mutations: cache.MutationOptions{
+		Detect: true, Interval: -1, OnMutation: func(*cache.MutationError) {},
+	}})
+	l, err := cache.Lazy[*corev1.ConfigMap](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	got, err := l.Get(t.Context(), ns, "csa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckMutations(); err != nil {
+		t.Fatalf("CheckMutations before any change = %v", err)
+	}
+	got.Data["k"] = "modified in place"
+	var me *cache.MutationError
+	if err := c.CheckMutations(); !errors.As(err, &me) || me.Name != "csa" || !slices.Contains(me.Fields, "data.k") {
+		t.Errorf("CheckMutations after modifying a fetched object = %v, want a MutationError naming csa and data.k", err)
+	}
 }
