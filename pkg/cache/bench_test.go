@@ -266,6 +266,30 @@ func opkitCache(metadataOnly bool) cacheUnderTest {
 	}
 }
 
+// opkitLazyCache caches obj's kind with cache.Lazy: metadata after sync,
+// no object read in full.
+func opkitLazyCache(b *testing.B, ctx context.Context, ns string, obj client.Object) any {
+	c, err := cache.New(benchConfig(), cache.Options{Namespaces: []string{ns}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, ok := obj.(*corev1.Pod); ok {
+		_, err = cache.Lazy[*corev1.Pod](c, cache.TypeOptions{})
+	} else {
+		_, err = cache.Lazy[*corev1.ConfigMap](c, cache.TypeOptions{})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.WaitForSync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
 func ctrlRuntimeCache(b *testing.B, ctx context.Context, ns string, obj client.Object) any {
 	c, err := crcache.New(benchConfig(), crcache.Options{
 		Scheme:            scheme.Scheme,
@@ -298,6 +322,7 @@ var heapImpls = []struct {
 }{
 	{"opkit", opkitCache(false)},
 	{"opkitmeta", opkitCache(true)},
+	{"opkitlazy", opkitLazyCache},
 	{"ctrlruntime", ctrlRuntimeCache},
 }
 

@@ -56,6 +56,9 @@ type Cache struct {
 
 	mu   sync.Mutex
 	regs []*registration // in registration order
+	// lazyDetectors watch the objects LazyListers fetched, with
+	// MutationOptions.Detect on.
+	lazyDetectors []*detector
 	// run starts a registration's informers; nil until Start, which binds
 	// it to its context.
 	run func(*registration)

@@ -30,6 +30,27 @@
 //     Metadata (metadata only) or Unstructured; reading anything else is an
 //     error wrapping ErrNotRegistered, never a silently started informer.
 //     Indexes are added before the type's informers start.
+//   - Lazy for the many, full for the few read: Lazy[T] caches every
+//     object of a kind as metadata only (stripped as above) and returns a
+//     LazyLister whose Get fetches the full object from the API server
+//     the first time it is read, then holds it, shared with every reader
+//     (zero-copy, as Lister), until the metadata informer sees it change
+//     or go: then it is dropped, not refreshed, since most objects read
+//     once are not read again. Use it for a kind a controller must watch
+//     (any object could matter) but reads in full rarely. The metadata
+//     store decides existence (NotFound without a request); a Get checks
+//     the held object's resourceVersion against it, so that it never
+//     returns an object older than the metadata; concurrent Gets share one
+//     fetch. The cost: one GET per object read after each change of it,
+//     and the RBAC verb get on the kind besides list and watch (a 403
+//     names it). Events, List, indexes and Cache.Written come from
+//     LazyLister.Metadata. Fetches and objects held are counted in
+//     MetricLazyFetches and MetricLazyObjects (ExampleLazy,
+//     TestLazyFetchesOnceAndShares, TestLazyDropsChangedAndDeleted,
+//     TestLazyConcurrentGetsFetchOnce, TestLazyForbiddenGetNamesVerb,
+//     TestLazyKeepsAFetchNewerThanTheMetadata, TestLazyHeapAfterSync).
+//     The mutation detector watches fetched objects too
+//     (TestLazyMutationIsReported).
 //   - Owners built in: Lister.IndexControlledBy adds ControlledByIndex,
 //     which finds objects under their controller's UID, and
 //     Lister.ControlledBy lists an owner's children with it (manager.Owns

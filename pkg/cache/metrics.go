@@ -50,6 +50,13 @@ const (
 	// whose connection fails midway (connection); the package doc says
 	// what is not seen.
 	MetricSyncErrors = "opkit_cache_sync_errors_total"
+	// MetricLazyFetches counts the GETs of full objects that LazyListers
+	// made, failed ones included, labelled like MetricObjects by the
+	// metadata registration they read through (form "metadata").
+	MetricLazyFetches = "opkit_cache_lazy_fetches_total"
+	// MetricLazyObjects is the number of full objects LazyListers hold,
+	// labelled like MetricLazyFetches.
+	MetricLazyObjects = "opkit_cache_lazy_objects"
 )
 
 // The classes of MetricSyncErrors.
@@ -83,6 +90,8 @@ type metrics struct {
 	firstSync     *prometheus.GaugeVec
 	lag           *prometheus.HistogramVec // by type and event
 	syncErrors    *prometheus.CounterVec   // by type and class
+	lazyFetches   *prometheus.CounterVec
+	lazyObjects   *prometheus.GaugeVec
 	cache         *Cache
 }
 
@@ -110,9 +119,15 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricSyncErrors, Help: "Failed lists and watches of the informers, by type and class.",
 		}, []string{"type", "class"}),
+		lazyFetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricLazyFetches, Help: "GETs of full objects by LazyListers, by type.",
+		}, metricLabels),
+		lazyObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricLazyObjects, Help: "Full objects held by LazyListers, by type.",
+		}, metricLabels),
 		cache: c,
 	}
-	for _, col := range []prometheus.Collector{objectsCollector{m}, m.relists, m.watchRestarts, m.firstSync, m.lag, m.syncErrors} {
+	for _, col := range []prometheus.Collector{objectsCollector{m}, m.relists, m.watchRestarts, m.firstSync, m.lag, m.syncErrors, m.lazyFetches, m.lazyObjects} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -165,6 +180,26 @@ func (m *metrics) lagObserver(r *registration, s *stamps) toolscache.ResourceEve
 	return lagObserver{stamps: s, add: o(lagEvents[0]), update: o(lagEvents[1]), del: o(lagEvents[2]), now: time.Now}
 }
 
+// lazyRegistered starts r's LazyLister metrics at zero.
+func (m *metrics) lazyRegistered(r *registration) {
+	if m != nil {
+		m.lazyFetches.WithLabelValues(r.labels()...)
+		m.lazyObjects.WithLabelValues(r.labels()...)
+	}
+}
+
+func (m *metrics) lazyFetch(r *registration) {
+	if m != nil {
+		m.lazyFetches.WithLabelValues(r.labels()...).Inc()
+	}
+}
+
+func (m *metrics) lazyHeld(r *registration, delta float64) {
+	if m != nil {
+		m.lazyObjects.WithLabelValues(r.labels()...).Add(delta)
+	}
+}
+
 func (m *metrics) relist(r *registration) {
 	if m != nil {
 		m.relists.WithLabelValues(r.labels()...).Inc()
@@ -190,6 +225,8 @@ func (m *metrics) forget(r *registration) {
 	m.relists.DeleteLabelValues(r.labels()...)
 	m.watchRestarts.DeleteLabelValues(r.labels()...)
 	m.firstSync.DeleteLabelValues(r.labels()...)
+	m.lazyFetches.DeleteLabelValues(r.labels()...)
+	m.lazyObjects.DeleteLabelValues(r.labels()...)
 }
 
 // objectsCollector counts cached objects when scraped, so that the cache

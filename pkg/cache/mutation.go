@@ -138,6 +138,21 @@ func (d *detector) wrap(next toolscache.TransformFunc) toolscache.TransformFunc 
 	}
 }
 
+// record keeps obj, as it is now, under key: for objects that enter a
+// cache other than through an informer (LazyLister's fetches).
+func (d *detector) record(key string, obj apiruntime.Object) {
+	d.mu.Lock()
+	d.entries[key] = &ingested{obj: obj, copy: obj.DeepCopyObject()}
+	d.mu.Unlock()
+}
+
+// forget stops watching what is kept under key.
+func (d *detector) forget(key string) {
+	d.mu.Lock()
+	delete(d.entries, key)
+	d.mu.Unlock()
+}
+
 // check returns an error per object modified since it was ingested or last
 // reported, and takes a new copy of each, so that a modification is
 // reported once.
@@ -269,7 +284,9 @@ func (c *Cache) detectors() []*detector {
 	c.mu.Lock()
 	regs := slices.Clone(c.regs)
 	c.mu.Unlock()
-	var out []*detector
+	c.mu.Lock()
+	out := slices.Clone(c.lazyDetectors)
+	c.mu.Unlock()
 	for _, r := range regs {
 		if v := r.view.Load(); v != nil {
 			for _, i := range v.informers {

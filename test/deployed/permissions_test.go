@@ -73,11 +73,13 @@ type need struct {
 // for. The test checks each entry, and that every rendered permission has
 // one, so that docs/rbac.md stays true.
 var needs = map[string]need{
+	"get configmaps":              {step: "create", status: true},
 	"list configmaps":             {unused: listFallback},
 	"watch configmaps":            {step: "start", ready: true},
 	"create configmaps":           {step: "create", status: true},
 	"patch configmaps":            {step: "update", status: true},
 	"delete configmaps":           {step: "unmatch", status: true},
+	"get secrets":                 {step: "create", status: true},
 	"list secrets":                {unused: listFallback},
 	"watch secrets":               {step: "start", ready: true},
 	"create secrets":              {step: "create", status: true},
@@ -98,7 +100,7 @@ var needs = map[string]need{
 	"update leases":               {step: "start"},
 	// The self-managed webhook certificates (config/rbac/webhook_certs_role.yaml).
 	"create secrets (mirror-system)":        {unused: "the ClusterRole grants create on secrets everywhere, for copies; the Role grants it in mirror-system for the webhook CA Secret, which it creates when missing, so that the certificates need nothing of the Mirror's rules"},
-	"get secrets":                           {step: "start", exits: true},
+	"get secrets (mirror-system)":           {step: "start", exits: true},
 	"update secrets":                        {unused: "the webhook CA Secret is updated only when the CA is replaced, two thirds into its ten years (pkg/webhook/certs tests it in fake time)"},
 	"get mutatingwebhookconfigurations":     {step: "start", exits: true},
 	"patch mutatingwebhookconfigurations":   {step: "start", exits: true},

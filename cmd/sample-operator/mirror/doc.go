@@ -14,7 +14,20 @@
 //     alone and reported in the Ready condition (reason Conflict) and in an
 //     Event; an invalid spec is reported the same way (InvalidSpec) and not
 //     retried until the Mirror changes.
-//   - Reads come from caches (Store); writes are creates, deletes with a UID
+//   - Reads come from caches (Store). ConfigMaps and Secrets are cached
+//     in two parts: the copies (labelled LabelMirrorName) in full, since
+//     every reconcile of their Mirror compares them; every other object
+//     as metadata only (cache.Lazy), since any could become a source but
+//     few are, a source being fetched in full when read and held until it
+//     changes. A cluster of many ConfigMaps and Secrets thus costs their
+//     metadata, plus one GET per source read after each change, and the
+//     RBAC verb get on configmaps and secrets (TestOnlySourcesAreFetched).
+//     Events come from both parts' informers; read-your-writes waits on
+//     the copies' informer, the only one that holds what the controller
+//     writes. A source that cannot be read (a 403) is reported in the
+//     Ready condition (SyncFailed) and retried
+//     (TestSourceThatCannotBeFetchedIsReported).
+//   - Writes are creates, deletes with a UID
 //     precondition, merge patches with an optimistic lock, the finalizer
 //     package's guarded JSON patches, so that a concurrent change is never
 //     overwritten unseen, and status.Patch's merge patch of the status

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
@@ -49,8 +50,14 @@ type world struct {
 
 func operator(t *testing.T) *world {
 	t.Helper()
+	return operatorWith(t, env.Config())
+}
+
+// operatorWith is operator with the operator's REST config cfg.
+func operatorWith(t *testing.T, cfg *rest.Config) *world {
+	t.Helper()
 	scheme := newScheme(t)
-	mgr, err := manager.New(env.Config(), manager.Options{
+	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:  scheme,
 		Metrics: manager.MetricsOptions{BindAddress: "0"},
 	})

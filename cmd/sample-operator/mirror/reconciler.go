@@ -34,12 +34,13 @@ var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
 // What the Reconciler, its caches and its Events use, and no more:
 // test/deployed removes each verb in turn and shows what breaks
 // (docs/rbac.md). Reads come from caches (watch; list is the fallback of
-// the streaming list), writes are creates, patches and deletes, never
+// the streaming list; get fetches a source, which the cache holds as
+// metadata only until read), writes are creates, patches and deletes, never
 // updates; patch on events is for client-go's Event series.
 //
 // +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -68,13 +69,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Done(), reconcile.Terminal(err)
 	}
-	src, err := r.Store.Object(m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
+	src, err := r.Store.Object(ctx, m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
 	if apierrors.IsNotFound(err) {
 		msg := fmt.Sprintf("%s %s/%s not found; its copies are removed until it exists", m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
 		return reconcile.Done(), errors.Join(r.deleteCopies(ctx, m.Namespace, m.Name, nil), r.report(ctx, m, outcome{reason: v1alpha1.ReasonSourceNotFound, message: msg}))
 	}
 	if err != nil {
-		return reconcile.Done(), err
+		// The source is fetched on demand (a 403 without get on it, say):
+		// retried, and the status says why meanwhile.
+		err = fmt.Errorf("read source: %w", err)
+		return reconcile.Done(), errors.Join(err, r.report(ctx, m, outcome{reason: v1alpha1.ReasonSyncFailed, message: truncate(err.Error(), maxMessage)}))
 	}
 	out, syncErr := r.sync(ctx, m, src, selector)
 	return reconcile.Done(), errors.Join(syncErr, r.report(ctx, m, out))
@@ -166,7 +170,7 @@ func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src clien
 	if err != nil {
 		return false, reconcile.Terminal(err)
 	}
-	cur, err := r.Store.Object(m.Spec.Source.Kind, ns, src.GetName())
+	cur, err := r.Store.Object(ctx, m.Spec.Source.Kind, ns, src.GetName())
 	switch {
 	case apierrors.IsNotFound(err):
 		// Read-your-writes makes this reconcile see our own earlier

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
-	"github.com/opkit-dev/opkit/pkg/cache"
 	opkitclient "github.com/opkit-dev/opkit/pkg/client"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -45,8 +44,12 @@ func Setup(m *manager.Manager, opts controller.Options[reconcile.Request]) (*con
 			source.GenerationChanged[*v1alpha1.Mirror](),
 			source.PredicateFunc[*v1alpha1.Mirror](deletionStarted),
 		)),
-		manager.Watches(source.EnqueueMapped(typed[*corev1.ConfigMap](s.mirrorsOf))),
-		manager.Watches(source.EnqueueMapped(typed[*corev1.Secret](s.mirrorsOf))),
+		// A copy's change enqueues its Mirror; a source's, from the
+		// metadata of every other object, the Mirrors that copy it.
+		manager.WatchSource(source.NewKind(s.configMaps.copies, source.EnqueueMapped(typed[*corev1.ConfigMap](s.mirrorsOf(v1alpha1.KindConfigMap))))),
+		manager.WatchSource(source.NewKind(s.configMaps.others.Metadata(), source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindConfigMap))))),
+		manager.WatchSource(source.NewKind(s.secrets.copies, source.EnqueueMapped(typed[*corev1.Secret](s.mirrorsOf(v1alpha1.KindSecret))))),
+		manager.WatchSource(source.NewKind(s.secrets.others.Metadata(), source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindSecret))))),
 		manager.Watches(source.EnqueueMapped(s.mirrorsSelecting)),
 		manager.WithOptions(opts),
 	)
@@ -59,101 +62,6 @@ func typed[T client.Object](fn func(client.Object) []reconcile.Request) func(T) 
 
 func deletionStarted(e source.Event[*v1alpha1.Mirror]) bool {
 	return e.Type == source.Update && e.Old.DeletionTimestamp == nil && e.Object.DeletionTimestamp != nil
-}
-
-// cacheStore is Store over opkit's cache.
-type cacheStore struct {
-	mirrors    *cache.Lister[*v1alpha1.Mirror]
-	namespaces *cache.Lister[*corev1.Namespace]
-	configMaps *cache.Lister[*corev1.ConfigMap]
-	secrets    *cache.Lister[*corev1.Secret]
-}
-
-var _ Store = (*cacheStore)(nil)
-
-func newCacheStore(c *cache.Cache) (*cacheStore, error) {
-	s := &cacheStore{}
-	var err error
-	if s.mirrors, err = cache.For[*v1alpha1.Mirror](c, cache.TypeOptions{}); err != nil {
-		return nil, err
-	}
-	if err := s.mirrors.AddIndex(IndexSource, MirrorSources); err != nil {
-		return nil, err
-	}
-	if s.namespaces, err = cache.For[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
-		return nil, err
-	}
-	if s.configMaps, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
-		return nil, err
-	}
-	if err := s.configMaps.AddIndex(IndexCopyOf, func(cm *corev1.ConfigMap) []string { return CopyIndex(cm) }); err != nil {
-		return nil, err
-	}
-	if s.secrets, err = cache.For[*corev1.Secret](c, cache.TypeOptions{}); err != nil {
-		return nil, err
-	}
-	if err := s.secrets.AddIndex(IndexCopyOf, func(s *corev1.Secret) []string { return CopyIndex(s) }); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *cacheStore) Mirror(namespace, name string) (*v1alpha1.Mirror, error) {
-	return s.mirrors.Get(namespace, name)
-}
-
-func (s *cacheStore) Namespaces(selector labels.Selector) ([]*corev1.Namespace, error) {
-	return s.namespaces.List("", selector)
-}
-
-func (s *cacheStore) Object(kind, namespace, name string) (client.Object, error) {
-	switch kind {
-	case v1alpha1.KindConfigMap:
-		return s.configMaps.Get(namespace, name)
-	case v1alpha1.KindSecret:
-		return s.secrets.Get(namespace, name)
-	}
-	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
-}
-
-func (s *cacheStore) Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object, error) {
-	key := MirrorKey(mirrorNamespace, mirrorName)
-	switch kind {
-	case v1alpha1.KindConfigMap:
-		return objects(s.configMaps.ByIndex(IndexCopyOf, key))
-	case v1alpha1.KindSecret:
-		return objects(s.secrets.ByIndex(IndexCopyOf, key))
-	}
-	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
-}
-
-func objects[T client.Object](items []T, err error) ([]client.Object, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]client.Object, len(items))
-	for i, o := range items {
-		out[i] = o
-	}
-	return out, nil
-}
-
-// mirrorsOf maps a ConfigMap or Secret to the Mirrors it is the source of,
-// and to the Mirror it is a copy of.
-func (s *cacheStore) mirrorsOf(obj client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	kind := v1alpha1.KindConfigMap
-	if _, ok := obj.(*corev1.Secret); ok {
-		kind = v1alpha1.KindSecret
-	}
-	ms, _ := s.mirrors.ByIndex(IndexSource, SourceKey(kind, obj.GetNamespace(), obj.GetName()))
-	for _, m := range ms {
-		out = append(out, reconcile.Request{Namespace: m.Namespace, Name: m.Name})
-	}
-	if l := obj.GetLabels(); CopyOf(obj) != "" {
-		out = append(out, reconcile.Request{Namespace: l[LabelMirrorNamespace], Name: l[LabelMirrorName]})
-	}
-	return out
 }
 
 // mirrorsSelecting maps a namespace to the Mirrors whose selector matches

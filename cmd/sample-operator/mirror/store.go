@@ -1,6 +1,8 @@
 package mirror
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +19,7 @@ type Store interface {
 	// Namespaces returns the namespaces that selector matches.
 	Namespaces(selector labels.Selector) ([]*corev1.Namespace, error)
 	// Object returns the ConfigMap or Secret (by kind) namespace/name.
-	Object(kind, namespace, name string) (client.Object, error)
+	Object(ctx context.Context, kind, namespace, name string) (client.Object, error)
 	// Copies returns the objects of kind labelled as copies of the Mirror
 	// mirrorNamespace/mirrorName, in every namespace.
 	Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object, error)

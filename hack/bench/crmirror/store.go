@@ -39,8 +39,8 @@ func indexFields(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
-// The Store interface takes no context: its reads are from memory and
-// cannot block on the network once the cache has synced.
+// The Store's reads other than Object take no context: they are from
+// memory and cannot block on the network once the cache has synced.
 
 func (s store) Mirror(namespace, name string) (*v1alpha1.Mirror, error) {
 	m := &v1alpha1.Mirror{}
@@ -62,12 +62,12 @@ func (s store) Namespaces(selector labels.Selector) ([]*corev1.Namespace, error)
 	return out, nil
 }
 
-func (s store) Object(kind, namespace, name string) (client.Object, error) {
+func (s store) Object(ctx context.Context, kind, namespace, name string) (client.Object, error) {
 	obj, err := newObject(kind)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.r.Get(context.TODO(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, err
 	}
 	return obj, nil

@@ -1,0 +1,145 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// cacheStore is Store over opkit's cache.
+type cacheStore struct {
+	mirrors    *cache.Lister[*v1alpha1.Mirror]
+	namespaces *cache.Lister[*corev1.Namespace]
+	configMaps kindStore[*corev1.ConfigMap]
+	secrets    kindStore[*corev1.Secret]
+}
+
+var _ Store = (*cacheStore)(nil)
+
+// kindStore caches the ConfigMaps or Secrets of the cluster in two parts,
+// which no object is in both of: the copies (labelled LabelMirrorName), in
+// full, since every reconcile of their Mirror compares them; and the rest,
+// of which a few are sources, as metadata only, each fetched in full when
+// read and held until it changes.
+type kindStore[T client.Object] struct {
+	copies *cache.Lister[T]
+	others *cache.LazyLister[T]
+}
+
+func newKindStore[T client.Object](c *cache.Cache) (kindStore[T], error) {
+	var k kindStore[T]
+	isCopy, err := labels.NewRequirement(LabelMirrorName, selection.Exists, nil)
+	if err != nil {
+		return k, err
+	}
+	notCopy, err := labels.NewRequirement(LabelMirrorName, selection.DoesNotExist, nil)
+	if err != nil {
+		return k, err
+	}
+	if k.copies, err = cache.For[T](c, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*isCopy)}); err != nil {
+		return k, err
+	}
+	if err := k.copies.AddIndex(IndexCopyOf, func(obj T) []string { return CopyIndex(obj) }); err != nil {
+		return k, err
+	}
+	k.others, err = cache.Lazy[T](c, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*notCopy)})
+	return k, err
+}
+
+// object returns namespace/name, a copy or not.
+func (k kindStore[T]) object(ctx context.Context, namespace, name string) (client.Object, error) {
+	obj, err := k.copies.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		obj, err = k.others.Get(ctx, namespace, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func newCacheStore(c *cache.Cache) (*cacheStore, error) {
+	s := &cacheStore{}
+	var err error
+	if s.mirrors, err = cache.For[*v1alpha1.Mirror](c, cache.TypeOptions{}); err != nil {
+		return nil, err
+	}
+	if err := s.mirrors.AddIndex(IndexSource, MirrorSources); err != nil {
+		return nil, err
+	}
+	if s.namespaces, err = cache.For[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
+		return nil, err
+	}
+	if s.configMaps, err = newKindStore[*corev1.ConfigMap](c); err != nil {
+		return nil, err
+	}
+	if s.secrets, err = newKindStore[*corev1.Secret](c); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *cacheStore) Mirror(namespace, name string) (*v1alpha1.Mirror, error) {
+	return s.mirrors.Get(namespace, name)
+}
+
+func (s *cacheStore) Namespaces(selector labels.Selector) ([]*corev1.Namespace, error) {
+	return s.namespaces.List("", selector)
+}
+
+func (s *cacheStore) Object(ctx context.Context, kind, namespace, name string) (client.Object, error) {
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		return s.configMaps.object(ctx, namespace, name)
+	case v1alpha1.KindSecret:
+		return s.secrets.object(ctx, namespace, name)
+	}
+	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
+}
+
+func (s *cacheStore) Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object, error) {
+	key := MirrorKey(mirrorNamespace, mirrorName)
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		return objects(s.configMaps.copies.ByIndex(IndexCopyOf, key))
+	case v1alpha1.KindSecret:
+		return objects(s.secrets.copies.ByIndex(IndexCopyOf, key))
+	}
+	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
+}
+
+func objects[T client.Object](items []T, err error) ([]client.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, len(items))
+	for i, o := range items {
+		out[i] = o
+	}
+	return out, nil
+}
+
+// mirrorsOf maps a ConfigMap or Secret (by kind; in full or its metadata)
+// to the Mirrors it is the source of, and to the Mirror it is a copy of.
+func (s *cacheStore) mirrorsOf(kind string) func(client.Object) []reconcile.Request {
+	return func(obj client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		ms, _ := s.mirrors.ByIndex(IndexSource, SourceKey(kind, obj.GetNamespace(), obj.GetName()))
+		for _, m := range ms {
+			out = append(out, reconcile.Request{Namespace: m.Namespace, Name: m.Name})
+		}
+		if l := obj.GetLabels(); CopyOf(obj) != "" {
+			out = append(out, reconcile.Request{Namespace: l[LabelMirrorNamespace], Name: l[LabelMirrorName]})
+		}
+		return out
+	}
+}
