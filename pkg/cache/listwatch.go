@@ -81,6 +81,9 @@ func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RES
 		return &toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				list, err := ri.List(ctx, opts)
+				if err != nil {
+					return list, metadataListError(ctx, err)
+				}
 				if list != nil {
 					// The metadata client leaves the kind of each item empty.
 					for i := range list.Items {
@@ -103,6 +106,19 @@ func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RES
 			},
 		}
 	}, nil
+}
+
+// metadataListError marks err, from the metadata client's List, as a body
+// that did not decode when it is neither the API server's answer nor a
+// failed connection nor the end of ctx: unlike a REST client's result,
+// the metadata client returns a body it could not decode as a plain error
+// ("couldn't get version/kind; json parse error").
+func metadataListError(ctx context.Context, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) || isConnectionError(err) || ctx.Err() != nil {
+		return err
+	}
+	return &decodeError{err}
 }
 
 func (c *Cache) dynamicListWatch(mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
