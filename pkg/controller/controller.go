@@ -110,7 +110,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		reconciler: r,
 		opts:       opts,
 		queue:      queue.New(qopts),
-		metrics:    cm.For(name, opts.MaxConcurrentReconciles),
+		metrics:    cm.For(name, opts.MaxConcurrentReconciles+opts.SpareWorkers),
 		panics:     panics,
 		writes:     writes,
 		lag:        lag,
@@ -142,7 +142,8 @@ func (c *Controller[K]) Watch(src source.Source[K]) error {
 
 // Start starts the sources, waits for them to sync (at most
 // Options.CacheSyncTimeout), then reconciles with
-// Options.MaxConcurrentReconciles workers until ctx ends. Then it stops
+// Options.MaxConcurrentReconciles workers and Options.SpareWorkers spare
+// workers until ctx ends. Then it stops
 // handing out keys, waits up to Options.DrainTimeout for the reconciles in
 // flight, and returns nil (at once, canceling the reconciles in flight, if
 // the context's cause wraps ErrAbort); or an error if the drain timed out, a source
@@ -170,7 +171,7 @@ func (c *Controller[K]) Start(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	c.log.Info("Starting workers", "workers", c.opts.MaxConcurrentReconciles)
+	c.log.Info("Starting workers", "workers", c.opts.MaxConcurrentReconciles, "spareWorkers", c.opts.SpareWorkers)
 	return c.run(ctx)
 }
 
@@ -215,11 +216,16 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopWork(ErrShutdown)
 	var wg sync.WaitGroup
+	work := func(get func() (K, int, bool)) {
+		for c.processNext(workCtx, get) {
+		}
+	}
 	for range c.opts.MaxConcurrentReconciles {
-		wg.Go(func() {
-			for c.processNext(workCtx) {
-			}
-		})
+		wg.Go(func() { work(c.queue.Get) })
+	}
+	// The queue's drain waits for the spares' keys like any others.
+	for range c.opts.SpareWorkers {
+		wg.Go(func() { work(c.queue.GetSpare) })
 	}
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrAbort) {

@@ -5,7 +5,17 @@
 //
 //   - One key, one worker: a key is never reconciled by two workers at once;
 //     different keys are reconciled in parallel, up to
-//     Options.MaxConcurrentReconciles.
+//     Options.MaxConcurrentReconciles plus Options.SpareWorkers.
+//   - Quiet tenants start at once: beside its MaxConcurrentReconciles
+//     workers, a controller with a tenant (the namespace, for
+//     reconcile.Request keys) runs Options.SpareWorkers spare workers
+//     (default: as many) that take only keys of tenants with no key in
+//     flight (queue.Queue.GetSpare). A tenant that floods the queue keeps
+//     the regular workers busy but never occupies a spare, so another
+//     tenant's change need not wait for a flood reconcile to end
+//     (TestQuietTenantStartsDuringFlood). One tenant has at most
+//     MaxConcurrentReconciles+1 keys in flight. Options.DisableSpareWorkers
+//     turns them off.
 //   - Every outcome handled: on Done the key is forgotten (its backoff
 //     reset); on RequeueAfter(d) it is queued again after d; on an error it
 //     is retried after the rate limiter's per-key backoff, unless the error
@@ -40,7 +50,9 @@
 //     controller_runtime_reconcile_errors_total, ..._terminal_reconcile_errors_total,
 //     ..._reconcile_panics_total, ..._reconcile_time_seconds,
 //     ..._reconcile_timeouts_total, ..._max_concurrent_reconciles,
-//     ..._active_workers) with the same names, labels and meanings, and the
+//     ..._active_workers) with the same names, labels and meanings (spare
+//     workers count in both: the maximum is MaxConcurrentReconciles plus
+//     SpareWorkers, TestSpareWorkersBound), and the
 //     workqueue metrics with client-go's names and meanings and
 //     controller-runtime's labels (the controller label is the
 //     controller's name), so existing dashboards and alerts work; package

@@ -88,6 +88,25 @@ type Options[K comparable] struct {
 	// when K is reconcile.Request, and to no fairness otherwise.
 	Tenant func(K) string
 
+	// SpareWorkers is how many workers the controller runs beyond
+	// MaxConcurrentReconciles that take only keys of a tenant (see Tenant)
+	// with no key in flight (queue.Queue.GetSpare). A tenant that floods
+	// the queue keeps every regular worker busy but can never occupy a
+	// spare, so a quiet tenant's key starts at once instead of waiting
+	// for a flood reconcile to end. A spare holds at most one key of a
+	// tenant at a time and only while no regular worker holds one of
+	// that tenant, so at most MaxConcurrentReconciles+SpareWorkers keys
+	// are reconciled at once, and at most MaxConcurrentReconciles+1 of
+	// one tenant. Defaults to MaxConcurrentReconciles when the controller
+	// has a Tenant (so for reconcile.Request keys), and to none without
+	// one, where every key would be of one tenant; DisableSpareWorkers
+	// turns them off.
+	SpareWorkers int
+
+	// DisableSpareWorkers runs no spare workers, whatever SpareWorkers
+	// says: at most MaxConcurrentReconciles keys are reconciled at once.
+	DisableSpareWorkers bool
+
 	// Logger is the controller's logger; each reconcile gets it with the
 	// controller's name, the key and a reconcile ID. Defaults to klog's
 	// logger (klog.Background()), which client-go logs through: standard
@@ -126,6 +145,12 @@ func (o Options[K]) validate() error {
 	if o.MaxConcurrentReconciles < 0 {
 		errs = append(errs, fmt.Errorf("Options.MaxConcurrentReconciles is %d: it must be 0 (the default, 1) or positive", o.MaxConcurrentReconciles))
 	}
+	switch {
+	case o.SpareWorkers < 0:
+		errs = append(errs, fmt.Errorf("Options.SpareWorkers is %d: it must be 0 (the default, as many as MaxConcurrentReconciles) or positive; set Options.DisableSpareWorkers for none", o.SpareWorkers))
+	case o.SpareWorkers > 0 && !o.DisableSpareWorkers && o.tenant() == nil:
+		errs = append(errs, fmt.Errorf("Options.SpareWorkers is %d but the controller has no Tenant: spare workers serve tenants with no key in flight; set Options.Tenant, or leave SpareWorkers 0", o.SpareWorkers))
+	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -155,11 +180,25 @@ func (o Options[K]) withDefaults() Options[K] {
 	if o.ReadYourWritesTimeout == 0 {
 		o.ReadYourWritesTimeout = DefaultReadYourWritesTimeout
 	}
-	if o.Tenant == nil {
-		// For reconcile.Request keys, func(reconcile.Request) string is
-		// func(K) string: asserted once here, not per key.
-		o.Tenant, _ = any(func(r reconcile.Request) string { return r.Namespace }).(func(K) string)
+	o.Tenant = o.tenant()
+	switch {
+	case o.DisableSpareWorkers || o.Tenant == nil:
+		o.SpareWorkers = 0
+	case o.SpareWorkers == 0:
+		o.SpareWorkers = o.MaxConcurrentReconciles
 	}
 	o.Logger = logging.Or(o.Logger)
 	return o
+}
+
+// tenant returns Tenant or its default: the namespace for reconcile.Request
+// keys, else nil.
+func (o Options[K]) tenant() func(K) string {
+	if o.Tenant != nil {
+		return o.Tenant
+	}
+	// For reconcile.Request keys, func(reconcile.Request) string is
+	// func(K) string: asserted once here, not per key.
+	t, _ := any(func(r reconcile.Request) string { return r.Namespace }).(func(K) string)
+	return t
 }

@@ -17,10 +17,11 @@ import (
 	"github.com/opkit-dev/opkit/pkg/tracing"
 )
 
-// processNext reconciles the next key, and reports false once the queue has
-// shut down.
-func (c *Controller[K]) processNext(ctx context.Context) bool {
-	key, priority, shutdown := c.queue.Get()
+// processNext reconciles the next key that get (the queue's Get, or
+// GetSpare for a spare worker) hands out, and reports false once the queue
+// has shut down.
+func (c *Controller[K]) processNext(ctx context.Context, get func() (K, int, bool)) bool {
+	key, priority, shutdown := get()
 	if shutdown {
 		return false
 	}

@@ -34,5 +34,31 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if got := testing.AllocsPerRun(100, cycle); got != 0 {
 			t.Errorf("fair %v: %v allocations per cycle, want 0", fair, got)
 		}
+		// GetSpare, and Get and Done counting keys in flight per tenant
+		// once GetSpare has been called, allocate nothing either.
+		// Get hands out a/1; GetSpare then has b/1 to take, twice, for
+		// a's keys wait for a/1 (without fairness they all wait for it).
+		spareCycle := func() {
+			for _, k := range keys {
+				q.Add(k)
+			}
+			busy, _, _ := q.Get()
+			if fair {
+				for range 2 {
+					k, _, _ := q.GetSpare()
+					q.Add(k) // while processing: queued again at Done
+					q.Done(k)
+				}
+			}
+			q.Done(busy)
+			for q.Len() > 0 {
+				k, _, _ := q.GetSpare()
+				q.Done(k)
+			}
+		}
+		spareCycle()
+		if got := testing.AllocsPerRun(100, spareCycle); got != 0 {
+			t.Errorf("fair %v, with GetSpare: %v allocations per cycle, want 0", fair, got)
+		}
 	}
 }

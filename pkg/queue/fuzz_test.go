@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -117,6 +118,9 @@ func (q *Queue[K]) checkInvariants() error {
 			return err
 		}
 	}
+	if err := q.checkInFlight(); err != nil {
+		return err
+	}
 	if len(where) != len(q.items) {
 		return fmt.Errorf("items holds %d keys, placed %d", len(q.items), len(where))
 	}
@@ -124,6 +128,22 @@ func (q *Queue[K]) checkInvariants() error {
 		if n.key != k || n.tenantQueue == nil {
 			return fmt.Errorf("key %v: node of key %v, line %p", k, n.key, n.tenantQueue)
 		}
+	}
+	return nil
+}
+
+// checkInFlight verifies that, once GetSpare has turned counting on, the
+// counts of keys in flight per tenant are those of the processing slice.
+func (q *Queue[K]) checkInFlight() error {
+	if q.spares.inFlight == nil {
+		return nil
+	}
+	want := map[string]int32{}
+	for _, n := range q.processing {
+		want[n.tenantQueue.name]++
+	}
+	if diff := cmp.Diff(want, q.spares.inFlight); diff != "" {
+		return fmt.Errorf("keys in flight per tenant (-processing +counted):\n%s", diff)
 	}
 	return nil
 }
@@ -157,7 +177,7 @@ func (r *ring[K]) check() error {
 }
 
 // FuzzQueue drives random sequences of operations from several producers and
-// workers and checks that no key is queued twice, no key is held by two
+// workers, some of them spare workers (GetSpare), and checks that no key is queued twice, no key is held by two
 // workers at once, and nothing is lost through a shutdown with drain.
 func FuzzQueue(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
@@ -182,10 +202,16 @@ func FuzzQueue(f *testing.F) {
 		}
 		q := New(opts)
 		h := newHarness(q)
-		const producers, workers = 3, 3
+		// Spare workers call GetSpare, which hands out only keys of
+		// tenants with nothing in flight; checkInvariants checks its
+		// counts of keys in flight per tenant.
+		const producers, workers, spares = 3, 3, 2
 		var wg sync.WaitGroup
 		for w := range workers {
-			wg.Go(func() { h.work(t, w) })
+			wg.Go(func() { h.work(t, w, q.Get) })
+		}
+		for w := range spares {
+			wg.Go(func() { h.work(t, workers+w, q.GetSpare) })
 		}
 		var pg sync.WaitGroup
 		for p := range producers {
@@ -314,9 +340,9 @@ func (h *harness) noteAdd(k int) {
 	h.mu.Unlock()
 }
 
-func (h *harness) work(t *testing.T, w int) {
+func (h *harness) work(t *testing.T, w int, get func() (int, int, bool)) {
 	for {
-		k, _, shutdown := h.q.Get()
+		k, _, shutdown := get()
 		if shutdown {
 			return
 		}

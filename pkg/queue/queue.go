@@ -85,6 +85,7 @@ type Queue[K comparable] struct {
 	// readied counts the nodes made ready since the lock was taken: unlock
 	// signals cond once for each.
 	readied int
+	spares  spareGets[K] // GetSpare's state: see spare.go
 
 	// items holds every key the queue knows: ready, waiting or processing.
 	// A key is in items if and only if its node is in exactly one of ready,
@@ -142,6 +143,7 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 		stop:        make(chan struct{}),
 	}
 	q.cond.L = &q.mu
+	q.spares.cond.L = &q.mu
 	q.ready.fair = opts.Tenant != nil
 	q.ready.aging = opts.MaxWait > 0
 	q.ready.age.slot = ageSlot
@@ -376,6 +378,9 @@ func (q *Queue[K]) makeReady(n *node[K], at int64) {
 	n.state, n.at = stateReady, at
 	q.ready.push(n)
 	q.readied++
+	if q.spares.parked > 0 && q.inFlight(n) == 0 {
+		q.spares.wake = true
+	}
 }
 
 // unlock releases the lock, then wakes one parked Get for each key made
@@ -385,11 +390,14 @@ func (q *Queue[K]) makeReady(n *node[K], at int64) {
 // held. No wake-up is lost: a Get parks only after it has seen, under the
 // lock, that no key is ready, and Wait enrols it before releasing the lock.
 func (q *Queue[K]) unlock() {
-	n := q.readied
-	q.readied = 0
+	n, wakeSpares := q.readied, q.spares.wake
+	q.readied, q.spares.wake = 0, false
 	q.mu.Unlock()
 	for range n {
 		q.cond.Signal()
+	}
+	if wakeSpares {
+		q.spares.cond.Broadcast()
 	}
 }
 
@@ -414,6 +422,12 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	}
 	n := q.pick()
 	q.ready.remove(n)
+	return q.handOut(n, early)
+}
+
+// handOut moves n, just taken out of the ready set, to the processing
+// slice, releases the lock and returns n's key and priority as Get does.
+func (q *Queue[K]) handOut(n *node[K], early int64) (key K, priority int, shutdown bool) {
 	n.state = stateProcessing
 	q.linkProcessing(n)
 	var waited time.Duration
@@ -533,6 +547,9 @@ func (q *Queue[K]) Len() int {
 func (q *Queue[K]) linkProcessing(n *node[K]) {
 	n.index = int32(len(q.processing))
 	q.processing = append(q.processing, n)
+	if q.spares.inFlight != nil {
+		q.spares.inFlight[n.tenantQueue.name]++
+	}
 }
 
 // unlinkProcessing takes n out of the processing slice, moving the last node
@@ -545,6 +562,9 @@ func (q *Queue[K]) unlinkProcessing(n *node[K]) {
 	q.processing[last] = nil
 	q.processing = q.processing[:last]
 	n.index = -1
+	if q.spares.inFlight != nil {
+		q.tenantDone(n.tenantQueue.name)
+	}
 }
 
 // newNode returns a node for key, recycled if one is free.

@@ -154,6 +154,23 @@ func (r *readySet[K]) remove(n *node[K]) {
 	r.n--
 }
 
+// removeOutOfTurn takes n out of the ready set, as remove does, for a Get
+// that may skip tenants (GetSpare). If n's tenant was not the one served
+// next and keeps ready nodes, it goes to the back of its bucket's round: it
+// has had its turn, and the tenants it overtook keep theirs.
+func (r *readySet[K]) removeOutOfTurn(n *node[K]) {
+	t := n.tenantQueue
+	b := t.bucket
+	r.remove(n)
+	if b.ring == nil || b.ring == t || b.ring.prev == t || t.line.len() == 0 {
+		return
+	}
+	t.prev.next, t.next.prev = t.next, t.prev
+	t.prev, t.next = b.ring.prev, b.ring
+	b.ring.prev.next = t
+	b.ring.prev = t
+}
+
 // oldest returns the node that has been ready longest, with aging on.
 func (r *readySet[K]) oldest() *node[K] { return r.age.front() }
 

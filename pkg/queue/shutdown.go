@@ -32,6 +32,7 @@ func (q *Queue[K]) shutDownLocked() {
 	q.shuttingDown = true
 	close(q.stop)
 	q.cond.Broadcast()
+	q.spares.cond.Broadcast()
 }
 
 // ShuttingDown reports whether ShutDown has been called.

@@ -1,0 +1,144 @@
+package queue
+
+import "sync"
+
+// spareGets is the state GetSpare needs. The queue counts the keys in flight
+// per tenant only once GetSpare has been called, so that a queue whose
+// workers only call Get pays nothing for it.
+type spareGets[K comparable] struct {
+	// inFlight counts the keys handed out and not yet Done, by tenant; a
+	// tenant with none is not in it. It is nil until the first GetSpare,
+	// then counts every node in Queue.processing.
+	inFlight map[string]int32
+	cond     sync.Cond // broadcast when a key GetSpare may take could be ready
+	parked   int       // GetSpare calls waiting on cond
+	// wake is set, under the lock, when a key of a tenant with nothing in
+	// flight becomes ready, or a tenant's last key in flight is done, while
+	// a GetSpare is parked: unlock then broadcasts cond.
+	wake     bool
+	agedTurn bool // as Queue.agedTurn, for GetSpare's own turns
+}
+
+// GetSpare is Get for a spare worker: it hands out only a key whose tenant
+// (see Options.Tenant) has no key in flight, that is, handed out by Get or
+// GetSpare and not yet passed to Done. It blocks until there is such a key
+// or the queue shuts down. So however big one tenant's backlog, and however
+// many of its keys are in flight, a worker that calls only GetSpare never
+// takes that tenant's keys, and is free for a tenant that has nothing in
+// flight; package controller's spare workers are such workers.
+//
+// Otherwise it honours Get's contract: among the keys it may take, the
+// highest priority first, round-robin across tenants within a priority (a
+// tenant served out of its turn goes to the back of the round, as if it had
+// had its turn), and on every other GetSpare the oldest ready key once it
+// has been ready for Options.MaxWait, if its tenant has nothing in flight.
+// Keys it hands out are in flight like Get's: Done must follow, they are
+// exclusive, and ShutDownWithDrain waits for them. After ShutDown it
+// returns shutdown true at once. Without Options.Tenant every key has the
+// same tenant, so GetSpare hands out a key only while no key is in flight.
+//
+// The first GetSpare turns on counting keys in flight per tenant, which
+// from then on costs Get and Done a map update each, and GetSpare a look
+// at each tenant with ready keys ahead of the one it serves: at most one
+// per key in flight.
+func (q *Queue[K]) GetSpare() (key K, priority int, shutdown bool) {
+	early := noReading
+	if q.metrics.on {
+		early = q.now()
+	}
+	q.mu.Lock()
+	if q.spares.inFlight == nil {
+		q.countInFlight()
+	}
+	var n *node[K]
+	for !q.shuttingDown {
+		if n = q.pickSpare(); n != nil {
+			break
+		}
+		q.spares.parked++
+		q.spares.cond.Wait()
+		q.spares.parked--
+		early = noReading
+	}
+	if q.shuttingDown {
+		q.mu.Unlock()
+		return key, 0, true
+	}
+	q.ready.removeOutOfTurn(n)
+	return q.handOut(n, early)
+}
+
+// countInFlight starts counting the keys in flight per tenant.
+func (q *Queue[K]) countInFlight() {
+	q.spares.inFlight = map[string]int32{}
+	for _, n := range q.processing {
+		q.spares.inFlight[n.tenantQueue.name]++
+	}
+}
+
+// inFlight returns how many keys of n's tenant are in flight. GetSpare must
+// have been called.
+func (q *Queue[K]) inFlight(n *node[K]) int32 {
+	return q.spares.inFlight[n.tenantQueue.name]
+}
+
+// tenantDone counts one key of tenant fewer in flight. When it was the
+// last, a parked GetSpare may now take the tenant's ready keys.
+func (q *Queue[K]) tenantDone(tenant string) {
+	c := q.spares.inFlight[tenant] - 1
+	if c > 0 {
+		q.spares.inFlight[tenant] = c
+		return
+	}
+	delete(q.spares.inFlight, tenant)
+	if q.spares.parked > 0 {
+		q.spares.wake = true
+	}
+}
+
+// pickSpare chooses the node GetSpare hands out, or nil if no ready key's
+// tenant is free of keys in flight. It ages as pick does, with its own
+// turns.
+func (q *Queue[K]) pickSpare() *node[K] {
+	n := q.nextFree()
+	if n == nil || !q.ready.aging {
+		return n
+	}
+	oldest := q.ready.oldest()
+	if n == oldest {
+		return n
+	}
+	if q.spares.agedTurn && q.inFlight(oldest) == 0 {
+		if q.stampNow()-oldest.at >= int64(q.opts.MaxWait+q.tick) {
+			q.spares.agedTurn = false
+			return oldest
+		}
+	}
+	q.spares.agedTurn = true
+	return n
+}
+
+// nextFree returns what next would, skipping the tenants with keys in
+// flight: the head of the first such tenant in the round of the highest
+// bucket that has one. It looks at no more busy tenants than there are keys
+// in flight per bucket.
+func (q *Queue[K]) nextFree() *node[K] {
+	if q.ready.n == 0 {
+		return nil
+	}
+	for _, b := range q.ready.buckets {
+		if b.n == 0 {
+			continue
+		}
+		t := b.ring
+		for {
+			if q.spares.inFlight[t.name] == 0 {
+				return t.line.front()
+			}
+			if t = t.next; t == b.ring {
+				break
+			}
+		}
+	}
+	return nil
+}
