@@ -99,7 +99,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	for _, want := range []string{
 		`controller_runtime_reconcile_total{controller="metrics-test",result="success"}`,
-		`controller_runtime_max_concurrent_reconciles{controller="metrics-test"} 1`,
+		// One worker and, by default, one spare (controller.Options.SpareWorkers).
+		`controller_runtime_max_concurrent_reconciles{controller="metrics-test"} 2`,
 		`workqueue_adds_total{controller="metrics-test",name="metrics-test"}`,
 		`workqueue_depth{controller="metrics-test",name="metrics-test",priority=`,
 		`opkit_cache_objects{form="typed",group="",kind="ConfigMap"`,
