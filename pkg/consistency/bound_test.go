@@ -31,13 +31,7 @@ func TestWaitIsBoundedAndCounted(t *testing.T) {
 	if err := mgr.Client().Create(t.Context(), parent); err != nil {
 		t.Fatal(err)
 	}
-	// A version far past any the informer will see in this test.
-	rv, err := strconv.ParseInt(parent.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	never := parent.DeepCopy()
-	never.ResourceVersion = strconv.FormatInt(rv+1_000_000_000, 10)
+	never := neverSeen(t, parent)
 
 	reconciled := make(chan struct{}, 2)
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -87,4 +81,17 @@ func waits(t *testing.T, reg prometheus.Gatherer, controller, result string) uin
 		}
 	}
 	return 0
+}
+
+// neverSeen returns obj at a version far past any the informer will see in
+// a test: a write the cache never catches up with.
+func neverSeen(t *testing.T, obj *corev1.ConfigMap) *corev1.ConfigMap {
+	t.Helper()
+	rv, err := strconv.ParseInt(obj.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := obj.DeepCopy()
+	never.ResourceVersion = strconv.FormatInt(rv+1_000_000_000, 10)
+	return never
 }

@@ -2,7 +2,6 @@ package consistency_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,12 +34,7 @@ func TestWaitHoldsNoWorker(t *testing.T) {
 			p = cm
 		}
 	}
-	rv, err := strconv.ParseInt(p.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	never := p.DeepCopy() // a version far past any the informer will see here
-	never.ResourceVersion = strconv.FormatInt(rv+1_000_000_000, 10)
+	never := neverSeen(t, p)
 
 	seen := make(chan string, 16)
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
