@@ -223,9 +223,11 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	for range c.opts.MaxConcurrentReconciles {
 		wg.Go(func() { work(c.queue.Get) })
 	}
-	// The queue's drain waits for the spares' keys like any others.
+	// A spare serves only while every regular worker is busy. The queue's
+	// drain waits for the spares' keys like any others.
+	spare := func() (K, int, bool) { return c.queue.GetSpare(c.opts.MaxConcurrentReconciles) }
 	for range c.opts.SpareWorkers {
-		wg.Go(func() { work(c.queue.GetSpare) })
+		wg.Go(func() { work(spare) })
 	}
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrAbort) {

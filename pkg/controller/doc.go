@@ -9,13 +9,16 @@
 //   - Quiet tenants start at once: beside its MaxConcurrentReconciles
 //     workers, a controller with a tenant (the namespace, for
 //     reconcile.Request keys) runs Options.SpareWorkers spare workers
-//     (default: as many) that take only keys of tenants with no key in
-//     flight (queue.Queue.GetSpare). A tenant that floods the queue keeps
-//     the regular workers busy but never occupies a spare, so another
-//     tenant's change need not wait for a flood reconcile to end
-//     (TestQuietTenantStartsDuringFlood). One tenant has at most
-//     MaxConcurrentReconciles+1 keys in flight. Options.DisableSpareWorkers
-//     turns them off.
+//     (default: as many) that, while every regular worker is busy, take
+//     only keys of tenants with no key in flight (queue.Queue.GetSpare). A
+//     tenant that floods the queue keeps the regular workers busy but never
+//     occupies a spare, so another tenant's change need not wait for a
+//     flood reconcile to end (TestQuietTenantStartsDuringFlood). A spare
+//     never runs beside an idle worker, so while only one tenant has work,
+//     at most MaxConcurrentReconciles of its keys are in flight, as without
+//     spares (TestOneTenantGetsNoSpare); with others busy, at most
+//     MaxConcurrentReconciles+1. Options.DisableSpareWorkers turns them
+//     off.
 //   - Every outcome handled: on Done the key is forgotten (its backoff
 //     reset); on RequeueAfter(d) it is queued again after d; on an error it
 //     is retried after the rate limiter's per-key backoff, unless the error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -120,10 +121,20 @@ func TestCacheSyncTimeout(t *testing.T) {
 // A stop lets the reconcile in flight finish, with its context live.
 func TestDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var ctxErr error
+		// a and b are of one tenant, so a spare worker may take one while
+		// the regular worker takes the other: both are in flight at the
+		// stop, and both must finish with their contexts live.
+		var (
+			mu     sync.Mutex
+			ctxErr error
+		)
 		c, err := controller.New("c", reconcile.Func[reconcile.Request](func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			time.Sleep(5 * time.Second)
-			ctxErr = ctx.Err()
+			mu.Lock()
+			defer mu.Unlock()
+			if ctxErr == nil {
+				ctxErr = ctx.Err()
+			}
 			return reconcile.Done(), nil
 		}), controller.Options[reconcile.Request]{})
 		if err != nil {
@@ -144,6 +155,8 @@ func TestDrain(t *testing.T) {
 		if d := time.Since(stopped); d != 4*time.Second {
 			t.Errorf("Start returned %v after the stop, want 4s (the rest of the reconcile in flight)", d)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if ctxErr != nil {
 			t.Errorf("the reconcile's context ended during the drain: %v", ctxErr)
 		}

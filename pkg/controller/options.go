@@ -89,15 +89,18 @@ type Options[K comparable] struct {
 	Tenant func(K) string
 
 	// SpareWorkers is how many workers the controller runs beyond
-	// MaxConcurrentReconciles that take only keys of a tenant (see Tenant)
-	// with no key in flight (queue.Queue.GetSpare). A tenant that floods
-	// the queue keeps every regular worker busy but can never occupy a
-	// spare, so a quiet tenant's key starts at once instead of waiting
-	// for a flood reconcile to end. A spare holds at most one key of a
-	// tenant at a time and only while no regular worker holds one of
-	// that tenant, so at most MaxConcurrentReconciles+SpareWorkers keys
-	// are reconciled at once, and at most MaxConcurrentReconciles+1 of
-	// one tenant. Defaults to MaxConcurrentReconciles when the controller
+	// MaxConcurrentReconciles that, while every regular worker is busy,
+	// take only keys of a tenant (see Tenant) with no key in flight
+	// (queue.Queue.GetSpare). A tenant that floods the queue keeps every
+	// regular worker busy but can never occupy a spare, so a quiet
+	// tenant's key starts at once instead of waiting for a flood reconcile
+	// to end. A spare never runs beside an idle regular worker, and holds
+	// at most one key of a tenant at a time and only while no regular
+	// worker holds one of that tenant: so while only one tenant has work,
+	// at most MaxConcurrentReconciles keys are reconciled at once, as
+	// without spares; otherwise at most
+	// MaxConcurrentReconciles+SpareWorkers, and at most
+	// MaxConcurrentReconciles+1 of one tenant. Defaults to MaxConcurrentReconciles when the controller
 	// has a Tenant (so for reconcile.Request keys), and to none without
 	// one, where every key would be of one tenant; DisableSpareWorkers
 	// turns them off.

@@ -45,14 +45,14 @@ func TestSteadyStateAllocs(t *testing.T) {
 			busy, _, _ := q.Get()
 			if fair {
 				for range 2 {
-					k, _, _ := q.GetSpare()
+					k, _, _ := q.GetSpare(0)
 					q.Add(k) // while processing: queued again at Done
 					q.Done(k)
 				}
 			}
 			q.Done(busy)
 			for q.Len() > 0 {
-				k, _, _ := q.GetSpare()
+				k, _, _ := q.GetSpare(0)
 				q.Done(k)
 			}
 		}

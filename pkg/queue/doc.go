@@ -24,10 +24,12 @@
 //   - Fair (optional): a tenant with a backlog delays another tenant's key by
 //     at most one key per other tenant at the same priority.
 //   - Spare gets: GetSpare hands out only keys of tenants with no key in
-//     flight, under the same rules as Get, and blocks otherwise; so spare
-//     workers that call it stay free for quiet tenants however many of a
-//     flooding tenant's keys are queued and in flight. Get and Done count
-//     keys in flight per tenant only once GetSpare has been called.
+//     flight, and only while every worker that calls Get is busy, under the
+//     same rules as Get, and blocks otherwise; so spare workers that call it
+//     stay free for quiet tenants however many of a flooding tenant's keys
+//     are queued and in flight, and never run beside an idle worker. Get
+//     and Done count keys in flight per tenant only once GetSpare has been
+//     called.
 //   - Rate-limited: AddRateLimited delays a key by a
 //     k8s.io/client-go/util/workqueue.TypedRateLimiter; the default backs off
 //     per key from 5ms, doubling up to 1000s, and Forget resets it.

@@ -139,11 +139,18 @@ func (q *Queue[K]) checkInFlight() error {
 		return nil
 	}
 	want := map[string]int32{}
+	regular := 0
 	for _, n := range q.processing {
 		want[n.tenantQueue.name]++
+		if !n.spare {
+			regular++
+		}
 	}
 	if diff := cmp.Diff(want, q.spares.inFlight); diff != "" {
 		return fmt.Errorf("keys in flight per tenant (-processing +counted):\n%s", diff)
+	}
+	if regular != q.spares.regular {
+		return fmt.Errorf("%d keys Get handed out are in flight, counted %d", regular, q.spares.regular)
 	}
 	return nil
 }
@@ -211,7 +218,12 @@ func FuzzQueue(f *testing.F) {
 			wg.Go(func() { h.work(t, w, q.Get) })
 		}
 		for w := range spares {
-			wg.Go(func() { h.work(t, workers+w, q.GetSpare) })
+			// The first spare serves only while every worker is busy, as
+			// package controller's do; the second whenever it may.
+			threshold := []int{workers, 0}[w]
+			wg.Go(func() {
+				h.work(t, workers+w, func() (int, int, bool) { return q.GetSpare(threshold) })
+			})
 		}
 		var pg sync.WaitGroup
 		for p := range producers {

@@ -429,7 +429,7 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 // slice, releases the lock and returns n's key and priority as Get does.
 func (q *Queue[K]) handOut(n *node[K], early int64) (key K, priority int, shutdown bool) {
 	n.state = stateProcessing
-	q.linkProcessing(n)
+	wakeSpares := q.linkProcessing(n)
 	var waited time.Duration
 	if q.metrics.on {
 		start := q.readClock(early)
@@ -438,6 +438,9 @@ func (q *Queue[K]) handOut(n *node[K], early int64) (key K, priority int, shutdo
 	}
 	key, priority = n.key, n.priority()
 	q.mu.Unlock()
+	if wakeSpares {
+		q.spares.cond.Broadcast()
+	}
 	if q.metrics.on {
 		q.metrics.latency.Observe(waited.Seconds())
 	}
@@ -544,12 +547,12 @@ func (q *Queue[K]) Len() int {
 	return q.ready.n
 }
 
-func (q *Queue[K]) linkProcessing(n *node[K]) {
+// linkProcessing adds n to the processing slice. It reports whether parked
+// GetSpare calls must be woken, which the caller does after the unlock.
+func (q *Queue[K]) linkProcessing(n *node[K]) (wakeSpares bool) {
 	n.index = int32(len(q.processing))
 	q.processing = append(q.processing, n)
-	if q.spares.inFlight != nil {
-		q.spares.inFlight[n.tenantQueue.name]++
-	}
+	return q.spares.inFlight != nil && q.handedOut(n)
 }
 
 // unlinkProcessing takes n out of the processing slice, moving the last node
@@ -563,7 +566,7 @@ func (q *Queue[K]) unlinkProcessing(n *node[K]) {
 	q.processing = q.processing[:last]
 	n.index = -1
 	if q.spares.inFlight != nil {
-		q.tenantDone(n.tenantQueue.name)
+		q.tenantDone(n)
 	}
 }
 

@@ -38,6 +38,9 @@ type node[K comparable] struct {
 	// dirty is set when the key is added while it is being processed: Done
 	// queues it again, at priority and dirtyAt.
 	dirty dirtiness
+	// spare is set while GetSpare's key is being processed, so that the
+	// keys Get handed out are counted apart (see spareGets.regular).
+	spare bool
 }
 
 // dirtiness tells whether a key being processed was added again, and if so

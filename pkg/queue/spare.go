@@ -17,15 +17,26 @@ type spareGets[K comparable] struct {
 	// a GetSpare is parked: unlock then broadcasts cond.
 	wake     bool
 	agedTurn bool // as Queue.agedTurn, for GetSpare's own turns
+	// regular counts the keys Get handed out that are not yet Done, once
+	// counting is on; workers is the threshold the last GetSpare was given:
+	// GetSpare hands out nothing while regular is below it.
+	regular int
+	workers int
 }
 
 // GetSpare is Get for a spare worker: it hands out only a key whose tenant
 // (see Options.Tenant) has no key in flight, that is, handed out by Get or
-// GetSpare and not yet passed to Done. It blocks until there is such a key
-// or the queue shuts down. So however big one tenant's backlog, and however
+// GetSpare and not yet passed to Done, and only while at least workers keys
+// handed out by Get are in flight. It blocks until there is such a key or
+// the queue shuts down. So however big one tenant's backlog, and however
 // many of its keys are in flight, a worker that calls only GetSpare never
 // takes that tenant's keys, and is free for a tenant that has nothing in
 // flight; package controller's spare workers are such workers.
+//
+// workers is how many workers call Get: a spare then serves only while all
+// of them are busy, so a spare never runs beside an idle worker, and the
+// keys of one tenant, if nothing else is in flight, are handed out exactly
+// as Get alone would hand them out. 0 waives the condition.
 //
 // Otherwise it honours Get's contract: among the keys it may take, the
 // highest priority first, round-robin across tenants within a priority (a
@@ -41,7 +52,7 @@ type spareGets[K comparable] struct {
 // from then on costs Get and Done a map update each, and GetSpare a look
 // at each tenant with ready keys ahead of the one it serves: at most one
 // per key in flight.
-func (q *Queue[K]) GetSpare() (key K, priority int, shutdown bool) {
+func (q *Queue[K]) GetSpare(workers int) (key K, priority int, shutdown bool) {
 	early := noReading
 	if q.metrics.on {
 		early = q.now()
@@ -50,10 +61,13 @@ func (q *Queue[K]) GetSpare() (key K, priority int, shutdown bool) {
 	if q.spares.inFlight == nil {
 		q.countInFlight()
 	}
+	q.spares.workers = workers
 	var n *node[K]
 	for !q.shuttingDown {
-		if n = q.pickSpare(); n != nil {
-			break
+		if q.spares.regular >= workers {
+			if n = q.pickSpare(); n != nil {
+				break
+			}
 		}
 		q.spares.parked++
 		q.spares.cond.Wait()
@@ -65,6 +79,7 @@ func (q *Queue[K]) GetSpare() (key K, priority int, shutdown bool) {
 		return key, 0, true
 	}
 	q.ready.removeOutOfTurn(n)
+	n.spare = true
 	return q.handOut(n, early)
 }
 
@@ -74,6 +89,19 @@ func (q *Queue[K]) countInFlight() {
 	for _, n := range q.processing {
 		q.spares.inFlight[n.tenantQueue.name]++
 	}
+	q.spares.regular = len(q.processing) // no GetSpare has handed out a key
+}
+
+// handedOut counts n, just handed out, among the keys in flight. It reports
+// whether parked GetSpare calls must be woken: n came from Get and makes
+// every worker busy.
+func (q *Queue[K]) handedOut(n *node[K]) (wake bool) {
+	q.spares.inFlight[n.tenantQueue.name]++
+	if n.spare {
+		return false
+	}
+	q.spares.regular++
+	return q.spares.parked > 0 && q.spares.regular == q.spares.workers
 }
 
 // inFlight returns how many keys of n's tenant are in flight. GetSpare must
@@ -82,9 +110,16 @@ func (q *Queue[K]) inFlight(n *node[K]) int32 {
 	return q.spares.inFlight[n.tenantQueue.name]
 }
 
-// tenantDone counts one key of tenant fewer in flight. When it was the
-// last, a parked GetSpare may now take the tenant's ready keys.
-func (q *Queue[K]) tenantDone(tenant string) {
+// tenantDone counts n, no longer in flight, out of the keys in flight. When
+// it was its tenant's last, a parked GetSpare may now take the tenant's
+// ready keys.
+func (q *Queue[K]) tenantDone(n *node[K]) {
+	if n.spare {
+		n.spare = false
+	} else {
+		q.spares.regular--
+	}
+	tenant := n.tenantQueue.name
 	c := q.spares.inFlight[tenant] - 1
 	if c > 0 {
 		q.spares.inFlight[tenant] = c

@@ -9,19 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// spareGet calls GetSpare in a goroutine and returns what it hands out,
+// spareGet calls GetSpare(0) in a goroutine and returns what it hands out,
 // once it has.
-func spareGet[K comparable](q *Queue[K]) <-chan K {
-	got := make(chan K, 1)
-	go func() {
-		k, _, shutdown := q.GetSpare()
-		if !shutdown {
-			got <- k
-		}
-		close(got)
-	}()
-	return got
-}
+func spareGet[K comparable](q *Queue[K]) <-chan K { return spareGetN(q, 0) }
 
 // received returns what ch holds now, without waiting.
 func received[K any](ch <-chan K) (k K, ok bool) {
@@ -44,7 +34,7 @@ func TestGetSpareSkipsTenantsInFlight(t *testing.T) {
 		if busy != "flood/1" {
 			t.Fatalf("Get handed out %q, want flood/1", busy)
 		}
-		k, _, _ := q.GetSpare()
+		k, _, _ := q.GetSpare(0)
 		if k != "quiet/1" {
 			t.Fatalf("GetSpare handed out %q while flood/1 is in flight, want quiet/1", k)
 		}
@@ -112,7 +102,7 @@ func TestGetSparePriorityAndRounds(t *testing.T) {
 	q.Add("d/1")
 	var got []string
 	for range 5 {
-		k, _, _ := q.GetSpare()
+		k, _, _ := q.GetSpare(0)
 		q.Done(k)
 		got = append(got, k)
 	}
@@ -155,7 +145,7 @@ func TestGetSpareCountsKeysHandedOutBefore(t *testing.T) {
 	q.Add("a/2")
 	q.Add("b/1")
 	mustGet(t, q)
-	if k, _, _ := q.GetSpare(); k != "b/1" {
+	if k, _, _ := q.GetSpare(0); k != "b/1" {
 		t.Fatalf("GetSpare handed out %q while a/1 (got before counting began) is in flight, want b/1", k)
 	}
 	if err := q.checkInvariants(); err != nil {
@@ -169,10 +159,10 @@ func TestGetSpareShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := newQueue(t, Options[string]{Tenant: tenantOf})
 		q.Add("a/1")
-		k, _, _ := q.GetSpare()
+		k, _, _ := q.GetSpare(0)
 		parked := make(chan bool)
 		go func() {
-			_, _, shutdown := q.GetSpare()
+			_, _, shutdown := q.GetSpare(0)
 			parked <- shutdown
 		}()
 		drained := make(chan error)
@@ -190,7 +180,7 @@ func TestGetSpareShutdown(t *testing.T) {
 		if err := <-drained; err != nil {
 			t.Fatalf("drain: %v", err)
 		}
-		if _, _, shutdown := q.GetSpare(); !shutdown {
+		if _, _, shutdown := q.GetSpare(0); !shutdown {
 			t.Fatal("GetSpare after shutdown did not return shutdown")
 		}
 	})
@@ -207,7 +197,7 @@ func TestGetSpareAges(t *testing.T) {
 		q.AddWithOpts(AddOpts{Priority: 10}, "new/2")
 		var got []string
 		for range 3 {
-			k, _, _ := q.GetSpare()
+			k, _, _ := q.GetSpare(0)
 			q.Done(k)
 			got = append(got, k)
 		}
@@ -221,13 +211,13 @@ func TestGetSpareAges(t *testing.T) {
 func TestGetSpareReAddWhileInFlight(t *testing.T) {
 	q := newQueue(t, Options[string]{Tenant: tenantOf})
 	q.Add("a/1")
-	k, _, _ := q.GetSpare()
+	k, _, _ := q.GetSpare(0)
 	q.Add(k) // while in flight: queued again at Done
 	q.Add("a/2")
 	q.Done(k)
 	var got []string
 	for range 2 {
-		k, _, _ := q.GetSpare()
+		k, _, _ := q.GetSpare(0)
 		q.Done(k)
 		got = append(got, k)
 	}
@@ -237,4 +227,61 @@ func TestGetSpareReAddWhileInFlight(t *testing.T) {
 	if err := q.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// GetSpare(workers) hands out nothing while fewer than workers keys Get
+// handed out are in flight, however free the ready keys' tenants, and wakes
+// when Get makes every worker busy. Keys GetSpare handed out do not count.
+func TestGetSpareWaitsForBusyWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t, Options[string]{Tenant: tenantOf})
+		q.Add("a/1")
+		q.Add("b/1")
+		q.Add("c/1")
+		q.Add("d/1")
+		got := make(chan string, 1)
+		go func() {
+			k, _, _ := q.GetSpare(2)
+			got <- k
+		}()
+		synctest.Wait()
+		if k, ok := received(got); ok {
+			t.Fatalf("GetSpare(2) handed out %q while no worker was busy", k)
+		}
+		first, _ := mustGet(t, q)
+		synctest.Wait()
+		if k, ok := received(got); ok {
+			t.Fatalf("GetSpare(2) handed out %q while one of two workers was busy", k)
+		}
+		second, _ := mustGet(t, q)
+		synctest.Wait()
+		k, ok := received(got)
+		if !ok {
+			t.Fatal("GetSpare(2) did not wake when both workers were busy")
+		}
+		if k == first || k == second {
+			t.Fatalf("GetSpare(2) handed out %q, in flight already", k)
+		}
+		// A worker done: the spare's key does not make up for it.
+		q.Done(first)
+		spare := spareGetN(q, 2)
+		synctest.Wait()
+		if k, ok := received(spare); ok {
+			t.Fatalf("GetSpare(2) handed out %q with one worker idle and one spare busy", k)
+		}
+		q.ShutDown()
+	})
+}
+
+// spareGetN is spareGet for GetSpare(workers).
+func spareGetN[K comparable](q *Queue[K], workers int) <-chan K {
+	got := make(chan K, 1)
+	go func() {
+		k, _, shutdown := q.GetSpare(workers)
+		if !shutdown {
+			got <- k
+		}
+		close(got)
+	}()
+	return got
 }
