@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
@@ -71,7 +73,7 @@ func (n *noisy) exec(ctx context.Context, _ options, _ *process, res *runResult)
 		homes[t] = n.quietHome(t)
 	}
 	var err error
-	if n.track, err = startQuietTracker(ctx, n.cs, homes, n.o.quietNamespaces); err != nil {
+	if n.track, err = startQuietTracker(ctx, n.cs, homes, n.o.quietNamespaces, clock.RealClock{}); err != nil {
 		return err
 	}
 	if err := n.setUp(ctx); err != nil {
@@ -298,22 +300,30 @@ func (n *noisy) clean(ctx context.Context) error {
 
 // quietTracker follows the quiet tenants' copies with an informer
 // restricted to them, and tells waiters when a tenant's copies all hold a
-// version.
+// version or a newer one. Open-loop tenants change again before their
+// last change converged, so a tenant has any number of waiters at once.
 type quietTracker struct {
-	per int // copies per tenant
+	per   int                // copies per tenant
+	clock clock.PassiveClock // when a version was seen
 
 	mu      sync.Mutex
 	copies  map[string]map[string]int // version by tenant home, copy namespace
-	waiters map[string]waiter         // by tenant home: at most one each
+	waiters map[string][]waiter       // by tenant home: every wait not yet answered
 }
 
+// waiter is one wait for every copy of a tenant to hold version or a
+// newer one; at receives the time that was first seen.
 type waiter struct {
 	version int
-	at      chan time.Time // buffered
+	at      chan time.Time // buffered: observe never blocks on it
 }
 
-func startQuietTracker(ctx context.Context, cs kubernetes.Interface, homes []string, per int) (*quietTracker, error) {
-	q := &quietTracker{per: per, copies: map[string]map[string]int{}, waiters: map[string]waiter{}}
+func newQuietTracker(per int, clk clock.PassiveClock) *quietTracker {
+	return &quietTracker{per: per, clock: clk, copies: map[string]map[string]int{}, waiters: map[string][]waiter{}}
+}
+
+func startQuietTracker(ctx context.Context, cs kubernetes.Interface, homes []string, per int, clk clock.PassiveClock) (*quietTracker, error) {
+	q := newQuietTracker(per, clk)
 	sel := fmt.Sprintf("%s in (%s)", mirror.LabelMirrorNamespace, strings.Join(homes, ","))
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
 	inf := f.Core().V1().ConfigMaps().Informer()
@@ -339,7 +349,7 @@ func (q *quietTracker) observe(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	now := time.Now()
+	now := q.clock.Now()
 	home := c.Labels[mirror.LabelMirrorNamespace]
 	v, _ := strconv.Atoi(strings.TrimPrefix(c.Data["version"], "v"))
 	q.mu.Lock()
@@ -352,10 +362,13 @@ func (q *quietTracker) observe(obj any, deleted bool) {
 	} else {
 		q.copies[home][c.Namespace] = v
 	}
-	if w, ok := q.waiters[home]; ok && q.holdLocked(home, w.version) {
+	q.waiters[home] = slices.DeleteFunc(q.waiters[home], func(w waiter) bool {
+		if !q.holdLocked(home, w.version) {
+			return false
+		}
 		w.at <- now
-		delete(q.waiters, home)
-	}
+		return true
+	})
 }
 
 // holdLocked reports whether every copy of home's tenant holds version v
@@ -373,36 +386,46 @@ func (q *quietTracker) holdLocked(home string, v int) bool {
 }
 
 // wait returns when the tracker saw every copy of home's tenant hold
-// version v.
+// version v or a newer one.
 func (q *quietTracker) wait(ctx context.Context, home string, v int, timeout time.Duration) (time.Time, error) {
 	return q.await(ctx, home, q.expect(home, v), timeout)
 }
 
 // expect registers a waiter for every copy of home's tenant to hold
-// version v: before the change, so that no event is missed.
+// version v or a newer one: before the change, so that no event is missed.
 func (q *quietTracker) expect(home string, v int) waiter {
 	w := waiter{version: v, at: make(chan time.Time, 1)}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.holdLocked(home, v) {
-		w.at <- time.Now()
+		w.at <- q.clock.Now()
 		return w
 	}
-	q.waiters[home] = w
+	q.waiters[home] = append(q.waiters[home], w)
 	return w
 }
 
-// await returns when w's version was seen: the time it was.
+// await returns when w's version was seen: the time it was. timeout is in
+// real time whatever the tracker's clock: a safety net, not a measurement.
 func (q *quietTracker) await(ctx context.Context, home string, w waiter, timeout time.Duration) (time.Time, error) {
-	v := w.version
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	var err error
 	select {
 	case at := <-w.at:
 		return at, nil
 	case <-t.C:
-		return time.Time{}, fmt.Errorf("copies of %s not at version %d within %v", home, v, timeout)
+		err = fmt.Errorf("copies of %s not at version %d within %v", home, w.version, timeout)
 	case <-ctx.Done():
-		return time.Time{}, context.Cause(ctx)
+		err = context.Cause(ctx)
 	}
+	q.forget(home, w)
+	return time.Time{}, err
+}
+
+// forget drops w, a wait given up, so that it does not outlive it.
+func (q *quietTracker) forget(home string, w waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiters[home] = slices.DeleteFunc(q.waiters[home], func(o waiter) bool { return o.at == w.at })
 }
