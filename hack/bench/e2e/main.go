@@ -16,11 +16,13 @@
 //     creates them and half by server-side apply (fill.go); deleted after
 //     the scenario. Figures add the time from process start to ready and
 //     the heap right after (go_memstats_heap_inuse_bytes).
-//   - noisy: quiet tenants, each changing its one source and waiting for
-//     its copies, first alone (the floor), then while another tenant floods
-//     the operator with Mirrors and a burst of source updates (noisy.go).
-//     Figures: the quiet changes' latencies and the flood's time. The bare
-//     client does not run it.
+//   - noisy: quiet tenants, each changing its one source and timing its
+//     copies, open-loop: every quiet tenant changes every -quiet-every,
+//     whatever the latency; first alone (the floor), then while another
+//     tenant floods the operator with Mirrors and a burst of source updates
+//     (noisy.go, quiet.go). Figures: the quiet changes' latencies, the quiet
+//     load offered during the flood and the flood's time. The bare client
+//     does not run it.
 //
 // It prints each scenario's medians and opkit's ratios to its peers against
 // their targets as a table, and writes the tables as markdown, every run as
@@ -100,8 +102,8 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.fill.namespaces, "fill-namespaces", o.fill.namespaces, "fill: namespaces they are in (BENCH_QUICK=1: 10)")
 	fs.IntVar(&o.noisy.quiet, "quiet", o.noisy.quiet, "noisy: quiet tenants (BENCH_QUICK=1: 5)")
 	fs.IntVar(&o.noisy.quietNamespaces, "quiet-namespaces", o.noisy.quietNamespaces, "noisy: namespaces each quiet tenant copies into")
-	fs.DurationVar(&o.noisy.quietEvery, "quiet-every", o.noisy.quietEvery, "noisy: least time between the starts of a quiet tenant's changes")
-	fs.IntVar(&o.noisy.floorWaves, "floor-waves", o.noisy.floorWaves, "noisy: changes of every quiet tenant with no flood")
+	fs.DurationVar(&o.noisy.quietEvery, "quiet-every", o.noisy.quietEvery, "noisy: open-loop: every quiet tenant changes its source every this, whatever the latency of its earlier changes")
+	fs.IntVar(&o.noisy.floorWaves, "floor-waves", o.noisy.floorWaves, "noisy: ticks of the quiet schedule with no flood (the floor): every quiet tenant changes once a tick")
 	fs.IntVar(&o.noisy.flood, "flood", o.noisy.flood, "noisy: the flooding tenant's sources and Mirrors (BENCH_QUICK=1: 100)")
 	fs.IntVar(&o.noisy.floodNamespaces, "flood-namespaces", o.noisy.floodNamespaces, "noisy: namespaces each flood Mirror copies into (BENCH_QUICK=1: 5)")
 	fs.IntVar(&o.noisy.burstUpdates, "burst-updates", o.noisy.burstUpdates, "noisy: updates of every flood source in the burst")
@@ -133,6 +135,9 @@ func parse(args []string, root string) (options, error) {
 	}
 	if min(o.fill.namespaces, o.noisy.quiet, o.noisy.quietNamespaces, o.noisy.floorWaves, o.noisy.flood, o.noisy.floodNamespaces, o.noisy.burstUpdates) < 1 {
 		return o, fmt.Errorf("-fill-namespaces, -quiet, -quiet-namespaces, -floor-waves, -flood, -flood-namespaces and -burst-updates must be at least 1")
+	}
+	if o.noisy.quietEvery <= 0 {
+		return o, fmt.Errorf("-quiet-every must be positive: the quiet schedule ticks every -quiet-every, got %v", o.noisy.quietEvery)
 	}
 	return o, nil
 }
@@ -251,9 +256,9 @@ func runScenario(ctx context.Context, o options, sc string, bins map[string]stri
 
 func logRun(sc string, r runResult) {
 	if n := r.Noisy; n != nil {
-		logf("%s round %d %-11s quiet p50/p99/max %.3f/%.3f/%.3fs (%d changes) with no flood, %.3f/%.3f/%.3fs (%d) during the flood; flood create %.2fs, burst %.2fs; CPU %.2fs, peak RSS %.1f MiB",
+		logf("%s round %d %-11s quiet p50/p99/max %.3f/%.3f/%.3fs (%d changes) with no flood, %.3f/%.3f/%.3fs (%d, issued %.0f/s) during the flood; flood create %.2fs, burst %.2fs; CPU %.2fs, peak RSS %.1f MiB",
 			sc, r.Round, r.Impl, percentile(n.QuietFloor, 50), percentile(n.QuietFloor, 99), percentile(n.QuietFloor, 100), len(n.QuietFloor),
-			percentile(n.QuietFlood, 50), percentile(n.QuietFlood, 99), percentile(n.QuietFlood, 100), len(n.QuietFlood),
+			percentile(n.QuietFlood, 50), percentile(n.QuietFlood, 99), percentile(n.QuietFlood, 100), len(n.QuietFlood), quietFloodRate(n),
 			n.FloodCreateSeconds, n.FloodBurstSeconds, r.CPUSeconds, mib(r.PeakRSSBytes))
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,12 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
-	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 )
 
 // tenantLabel marks the namespaces a quiet tenant's Mirror selects.
@@ -27,8 +24,8 @@ const tenantLabel = "bench.opkit.dev/tenant"
 type noisyOptions struct {
 	quiet           int           // quiet tenants
 	quietNamespaces int           // namespaces each quiet tenant's Mirror copies into
-	quietEvery      time.Duration // the least time between a quiet tenant's changes
-	floorWaves      int           // quiet changes per tenant with no flood
+	quietEvery      time.Duration // the time between ticks of the quiet schedule
+	floorWaves      int           // ticks of the quiet schedule with no flood
 	flood           int           // the flooding tenant's sources and Mirrors
 	floodNamespaces int           // namespaces each flood Mirror copies into
 	burstUpdates    int           // updates of every flood source in the burst
@@ -43,13 +40,14 @@ type noisy struct {
 	run     string
 	o       noisyOptions
 	timeout time.Duration // for each wait
+	clock   clock.Clock   // the quiet schedule's ticks and latencies
 	flood   *workload
 	track   *quietTracker
-	version []int // each quiet tenant's source's current version
+	version []int // each quiet tenant's source's last version issued: written by the schedule's loop only
 }
 
 func newNoisy(cs kubernetes.Interface, dyn dynamic.Interface, run string, o noisyOptions, timeout time.Duration, payload string) *noisy {
-	return &noisy{cs: cs, dyn: dyn, run: run, o: o, timeout: timeout, version: make([]int, o.quiet),
+	return &noisy{cs: cs, dyn: dyn, run: run, o: o, timeout: timeout, clock: clock.RealClock{}, version: make([]int, o.quiet),
 		flood: &workload{cs: cs, dyn: dyn, run: run + "-flood", namespaces: o.floodNamespaces, sources: o.flood, payload: payload}}
 }
 
@@ -62,47 +60,77 @@ func (n *noisy) quietTarget(t, k int) string { return fmt.Sprintf("%s-%d", n.qui
 func (n *noisy) tenant(t int) string { return fmt.Sprintf("%s-%02d", n.run, t) }
 
 // exec sets up the quiet tenants, measures their changes with no flood,
-// then during the flood, into res.Noisy.
+// then during the flood, into res.Noisy. The quiet tenants are open-loop
+// (see quietOpenLoop): both operators are offered the same quiet load, so
+// the flood's time compares the same work.
 func (n *noisy) exec(ctx context.Context, _ options, _ *process, res *runResult) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	homes := make([]string, n.o.quiet)
-	for t := range homes {
-		homes[t] = n.quietHome(t)
-	}
-	var err error
-	if n.track, err = startQuietTracker(ctx, n.cs, homes, n.o.quietNamespaces); err != nil {
+	if err := n.follow(ctx); err != nil {
 		return err
 	}
 	if err := n.setUp(ctx); err != nil {
 		return err
 	}
 	res.Noisy = &noisyResult{}
-	if res.Noisy.QuietFloor, err = n.quietWaves(ctx, n.o.floorWaves, nil); err != nil {
+	floor, err := n.quietOpenLoop(ctx, n.o.floorWaves, nil)
+	res.Noisy.QuietFloor = floor.latencies()
+	if err != nil {
 		return fmt.Errorf("quiet changes with no flood: %w", err)
 	}
 	stop := make(chan struct{})
-	type waves struct {
-		lat []float64
+	type load struct {
+		quietLoad
 		err error
 	}
-	quiet := make(chan waves, 1)
+	quiet := make(chan load, 1)
 	go func() {
-		lat, err := n.quietWaves(ctx, 0, stop)
-		quiet <- waves{lat, err}
+		l, err := n.quietOpenLoop(ctx, 0, stop)
+		quiet <- load{l, err}
 	}()
 	floodErr := n.floodPhases(ctx, res.Noisy)
 	close(stop)
 	q := <-quiet
-	res.Noisy.QuietFlood = q.lat
+	res.Noisy.QuietFlood = q.latencies()
+	res.Noisy.QuietFloodIssued, res.Noisy.QuietFloodIssuingSeconds = q.issued, q.seconds
 	if q.err != nil {
 		return errors.Join(floodErr, fmt.Errorf("quiet changes during the flood: %w", q.err))
 	}
 	return floodErr
 }
 
+// follow starts the tracker of the quiet tenants' copies.
+func (n *noisy) follow(ctx context.Context) error {
+	homes := make([]string, n.o.quiet)
+	for t := range homes {
+		homes[t] = n.quietHome(t)
+	}
+	var err error
+	n.track, err = startQuietTracker(ctx, n.cs, homes, n.o.quietNamespaces, n.clock)
+	return err
+}
+
 // setUp creates the quiet tenants and waits for their first copies.
 func (n *noisy) setUp(ctx context.Context) error {
+	if err := n.createQuiet(ctx); err != nil {
+		return err
+	}
+	for t := range n.o.quiet {
+		if _, err := n.dyn.Resource(mirrors).Namespace(n.quietHome(t)).Create(ctx, n.quietMirror(t), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create quiet Mirror: %w", err)
+		}
+	}
+	for t := range n.o.quiet {
+		if _, err := n.track.wait(ctx, n.quietHome(t), 1, n.timeout); err != nil {
+			return fmt.Errorf("quiet tenant %d's first copies: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// createQuiet creates the quiet tenants' namespaces and their sources at
+// version 1.
+func (n *noisy) createQuiet(ctx context.Context) error {
 	for t := range n.o.quiet {
 		if err := n.createNamespace(ctx, n.quietHome(t), nil); err != nil {
 			return err
@@ -115,17 +143,9 @@ func (n *noisy) setUp(ctx context.Context) error {
 	}
 	for t := range n.o.quiet {
 		n.version[t] = 1
-		cm := n.quietSource(t)
+		cm := n.quietSource(t, 1)
 		if _, err := n.cs.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create quiet source: %w", err)
-		}
-		if _, err := n.dyn.Resource(mirrors).Namespace(cm.Namespace).Create(ctx, n.quietMirror(t), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create quiet Mirror: %w", err)
-		}
-	}
-	for t := range n.o.quiet {
-		if _, err := n.track.wait(ctx, n.quietHome(t), 1, n.timeout); err != nil {
-			return fmt.Errorf("quiet tenant %d's first copies: %w", t, err)
 		}
 	}
 	return nil
@@ -139,11 +159,11 @@ func (n *noisy) createNamespace(ctx context.Context, name string, labels map[str
 	return nil
 }
 
-// quietSource is quiet tenant t's source at its current version.
-func (n *noisy) quietSource(t int) *corev1.ConfigMap {
+// quietSource is quiet tenant t's source at version v.
+func (n *noisy) quietSource(t, v int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: n.quietHome(t)},
-		Data:       map[string]string{"version": "v" + strconv.Itoa(n.version[t]), "greeting": "hello from a quiet tenant"},
+		Data:       map[string]string{"version": "v" + strconv.Itoa(v), "greeting": "hello from a quiet tenant"},
 	}
 }
 
@@ -157,59 +177,6 @@ func (n *noisy) quietMirror(t int) *unstructured.Unstructured {
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{tenantLabel: n.tenant(t)}},
 		},
 	}}
-}
-
-// quietWaves has every quiet tenant, all at once, change its source and
-// wait for its copies, again and again: waves times, or until stop is
-// closed (a change under way then finishes). A tenant starts a change
-// quietEvery after its previous one started, or as soon as that one
-// converged if it took longer. It returns every change's latency.
-func (n *noisy) quietWaves(ctx context.Context, waves int, stop <-chan struct{}) ([]float64, error) {
-	var mu sync.Mutex
-	var lat []float64
-	var errs []error
-	var wg sync.WaitGroup
-	for t := range n.o.quiet {
-		wg.Go(func() {
-			for i := 0; waves == 0 || i < waves; i++ {
-				next := time.Now().Add(n.o.quietEvery)
-				l, err := n.quietChange(ctx, t)
-				mu.Lock()
-				lat, errs = append(lat, l), append(errs, err)
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-				select {
-				case <-stop:
-					return
-				case <-ctx.Done():
-					return
-				case <-time.After(time.Until(next)):
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return lat, errors.Join(errs...)
-}
-
-// quietChange updates quiet tenant t's source and returns the seconds from
-// just before the update was sent until the driver saw the last of the
-// tenant's copies hold it.
-func (n *noisy) quietChange(ctx context.Context, t int) (float64, error) {
-	n.version[t]++
-	cm := n.quietSource(t)
-	w := n.track.expect(cm.Namespace, n.version[t])
-	start := time.Now()
-	if _, err := n.cs.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		return 0, fmt.Errorf("update quiet source: %w", err)
-	}
-	at, err := n.track.await(ctx, cm.Namespace, w, n.timeout)
-	if err != nil {
-		return 0, err
-	}
-	return at.Sub(start).Seconds(), nil
 }
 
 // floodPhases creates the flood's sources and Mirrors all at once and
@@ -294,115 +261,4 @@ func (n *noisy) clean(ctx context.Context) error {
 		errs = append(errs, q.cleanNamespaces(ctx, n.quietHome(t), nss))
 	}
 	return errors.Join(append(errs, n.flood.clean(ctx))...)
-}
-
-// quietTracker follows the quiet tenants' copies with an informer
-// restricted to them, and tells waiters when a tenant's copies all hold a
-// version.
-type quietTracker struct {
-	per int // copies per tenant
-
-	mu      sync.Mutex
-	copies  map[string]map[string]int // version by tenant home, copy namespace
-	waiters map[string]waiter         // by tenant home: at most one each
-}
-
-type waiter struct {
-	version int
-	at      chan time.Time // buffered
-}
-
-func startQuietTracker(ctx context.Context, cs kubernetes.Interface, homes []string, per int) (*quietTracker, error) {
-	q := &quietTracker{per: per, copies: map[string]map[string]int{}, waiters: map[string]waiter{}}
-	sel := fmt.Sprintf("%s in (%s)", mirror.LabelMirrorNamespace, strings.Join(homes, ","))
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
-	inf := f.Core().V1().ConfigMaps().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { q.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { q.observe(obj, false) },
-		DeleteFunc: func(obj any) { q.observe(obj, true) },
-	}); err != nil {
-		return nil, fmt.Errorf("follow the quiet copies: %w", err)
-	}
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("follow the quiet copies: %w", context.Cause(ctx))
-	}
-	return q, nil
-}
-
-func (q *quietTracker) observe(obj any, deleted bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, deleted = d.Obj, true
-	}
-	c, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return
-	}
-	now := time.Now()
-	home := c.Labels[mirror.LabelMirrorNamespace]
-	v, _ := strconv.Atoi(strings.TrimPrefix(c.Data["version"], "v"))
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.copies[home] == nil {
-		q.copies[home] = map[string]int{}
-	}
-	if deleted {
-		delete(q.copies[home], c.Namespace)
-	} else {
-		q.copies[home][c.Namespace] = v
-	}
-	if w, ok := q.waiters[home]; ok && q.holdLocked(home, w.version) {
-		w.at <- now
-		delete(q.waiters, home)
-	}
-}
-
-// holdLocked reports whether every copy of home's tenant holds version v
-// or later.
-func (q *quietTracker) holdLocked(home string, v int) bool {
-	if len(q.copies[home]) < q.per {
-		return false
-	}
-	for _, have := range q.copies[home] {
-		if have < v {
-			return false
-		}
-	}
-	return true
-}
-
-// wait returns when the tracker saw every copy of home's tenant hold
-// version v.
-func (q *quietTracker) wait(ctx context.Context, home string, v int, timeout time.Duration) (time.Time, error) {
-	return q.await(ctx, home, q.expect(home, v), timeout)
-}
-
-// expect registers a waiter for every copy of home's tenant to hold
-// version v: before the change, so that no event is missed.
-func (q *quietTracker) expect(home string, v int) waiter {
-	w := waiter{version: v, at: make(chan time.Time, 1)}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.holdLocked(home, v) {
-		w.at <- time.Now()
-		return w
-	}
-	q.waiters[home] = w
-	return w
-}
-
-// await returns when w's version was seen: the time it was.
-func (q *quietTracker) await(ctx context.Context, home string, w waiter, timeout time.Duration) (time.Time, error) {
-	v := w.version
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case at := <-w.at:
-		return at, nil
-	case <-t.C:
-		return time.Time{}, fmt.Errorf("copies of %s not at version %d within %v", home, v, timeout)
-	case <-ctx.Done():
-		return time.Time{}, context.Cause(ctx)
-	}
 }

@@ -308,7 +308,7 @@ func writeRuns(w io.Writer, runs []runResult) {
 }
 
 func writeNoisyRuns(w io.Writer, runs []runResult) {
-	fmt.Fprintf(w, "| round | implementation | quiet, no flood: p50 / p99 / max (s), changes | quiet, flood: p50 / p99 / max (s), changes | flood create (s) | flood burst (s) | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| round | implementation | quiet, no flood: p50 / p99 / max (s), changes | quiet, flood: p50 / p99 / max (s), changes | quiet, flood: issued, per s | flood create (s) | flood burst (s) | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|---|---|---|---|\n")
 	lat := func(vs []float64) string {
 		return fmt.Sprintf("%.3f / %.3f / %.3f, %d", percentile(vs, 50), percentile(vs, 99), percentile(vs, 100), len(vs))
 	}
@@ -317,8 +317,8 @@ func writeNoisyRuns(w io.Writer, runs []runResult) {
 		if n == nil {
 			n = &noisyResult{}
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1f |\n", r.Round, r.Impl, lat(n.QuietFloor), lat(n.QuietFlood),
-			n.FloodCreateSeconds, n.FloodBurstSeconds, r.CPUSeconds, mib(r.PeakRSSBytes))
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %.0f, %.1f | %.2f | %.2f | %.2f | %.1f |\n", r.Round, r.Impl, lat(n.QuietFloor), lat(n.QuietFlood),
+			quietFloodIssued(n), quietFloodRate(n), n.FloodCreateSeconds, n.FloodBurstSeconds, r.CPUSeconds, mib(r.PeakRSSBytes))
 	}
 	fmt.Fprintln(w)
 }

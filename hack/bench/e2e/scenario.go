@@ -15,8 +15,8 @@ const (
 	// scenarioFill is the same workload in a cluster filled with objects
 	// the operator watches but never copies (see fill.go).
 	scenarioFill = "fill"
-	// scenarioNoisy is quiet tenants changing their sources while another
-	// tenant floods the operator (see noisy.go).
+	// scenarioNoisy is quiet tenants changing their sources on a fixed
+	// schedule while another tenant floods the operator (see noisy.go).
 	scenarioNoisy = "noisy"
 )
 
@@ -86,6 +86,13 @@ type noisyResult struct {
 	// floor, with no flood.
 	QuietFlood []float64 `json:"quietFlood"`
 	QuietFloor []float64 `json:"quietFloor"`
+	// QuietFloodIssued is how many quiet changes the open-loop schedule
+	// issued during the flood, QuietFloodIssuingSeconds for how long it
+	// issued them: the offered quiet load, the same rate for every
+	// implementation. Runs written before the schedule was open-loop lack
+	// both.
+	QuietFloodIssued         int     `json:"quietFloodIssued,omitempty"`
+	QuietFloodIssuingSeconds float64 `json:"quietFloodIssuingSeconds,omitempty"`
 	// FloodCreateSeconds is from the flood's first create until all its
 	// copies exist; FloodBurstSeconds from its first source update until
 	// every copy holds its source's last version.
@@ -136,6 +143,26 @@ func latencyFigures(when string, lat func(*noisyResult) []float64, p99Target flo
 	}
 }
 
+// quietFloodIssued is how many quiet changes were issued during the
+// flood; for runs written before it was recorded, how many were measured
+// (the same count while every change converged).
+func quietFloodIssued(n *noisyResult) float64 {
+	if n.QuietFloodIssued == 0 {
+		return float64(len(n.QuietFlood))
+	}
+	return float64(n.QuietFloodIssued)
+}
+
+// quietFloodRate is the quiet load offered during the flood, in changes a
+// second: the same for every implementation, as the schedule is
+// open-loop; 0 for runs written before it was recorded.
+func quietFloodRate(n *noisyResult) float64 {
+	if n.QuietFloodIssuingSeconds == 0 {
+		return 0
+	}
+	return float64(n.QuietFloodIssued) / n.QuietFloodIssuingSeconds
+}
+
 // noisyFigures are the rows of the noisy scenario's table.
 func noisyFigures() []figure {
 	flood := func(n *noisyResult) []float64 { return n.QuietFlood }
@@ -147,6 +174,9 @@ func noisyFigures() []figure {
 		}
 		return 0
 	}), selfTarget: 2, operatorsOnly: true})
+	fs = append(fs,
+		figure{name: "quiet changes issued, flood", value: noisyValue(quietFloodIssued), operatorsOnly: true},
+		figure{name: "quiet changes issued per second, flood", value: noisyValue(quietFloodRate), operatorsOnly: true})
 	fs = append(fs, latencyFigures("no flood", floor, 0)...)
 	return append(fs,
 		figure{name: "flood, create → all copies (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds }), operatorsOnly: true},
@@ -158,6 +188,8 @@ func noisyFigures() []figure {
 }
 
 const noisyFooter = "Ratios are opkit's median / the peer's; a run's p99 is its nearest-rank 99th percentile, the cell the median over runs. " +
+	"The quiet tenants are open-loop: they change at every tick whatever the latency, so every implementation is offered the same quiet changes per second; " +
+	"a slower flood lasts more ticks, hence more quiet changes issued. " +
 	"The ratio flood / no flood is each implementation's own; its target applies to opkit. " +
 	"The bare client is not an operator with tenants: it does not run this scenario."
 
@@ -188,7 +220,7 @@ func (o options) titles(date time.Time) map[string]string {
 		scenarioOriginal: "Mirror end to end: " + orig + "; " + day,
 		scenarioFill: fmt.Sprintf("Mirror in a filled cluster: %d ConfigMaps and %d Secrets in %d namespaces (half kubectl client-side apply, half server-side apply, %d–%d keys of %d B–%d KiB each), then %s; %s",
 			f.configMaps, f.secrets, f.namespaces, minKeys, maxKeys, minValueBytes, maxValueBytes>>10, orig, day),
-		scenarioNoisy: fmt.Sprintf("Noisy neighbour: %d quiet tenants (1 source → %d namespaces each, a change every %v, awaited); flood: %d Mirrors × %d namespaces = %d copies created at once, then every source updated %d times; floor: %d waves without flood; %d workers; %d round(s); %s",
+		scenarioNoisy: fmt.Sprintf("Noisy neighbour: %d quiet tenants (1 source → %d namespaces each, open-loop: every quiet tenant changes every %v, whatever the latency); flood: %d Mirrors × %d namespaces = %d copies created at once, then every source updated %d times; floor: %d ticks without flood; %d workers; %d round(s); %s",
 			o.noisy.quiet, o.noisy.quietNamespaces, o.noisy.quietEvery, o.noisy.flood, o.noisy.floodNamespaces, o.noisy.flood*o.noisy.floodNamespaces,
 			o.noisy.burstUpdates, o.noisy.floorWaves, o.workers, o.rounds, day),
 	}

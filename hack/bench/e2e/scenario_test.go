@@ -75,6 +75,9 @@ func TestParseDefaults(t *testing.T) {
 	if o.fill.configMaps != 2000 || o.fill.secrets != 1000 || o.noisy.quiet != 5 || o.noisy.flood != 100 || o.rounds != 1 {
 		t.Errorf("quick defaults %+v", o)
 	}
+	if _, err := parse([]string{"-quiet-every=0"}, t.TempDir()); err == nil {
+		t.Error("-quiet-every=0 accepted: the open-loop schedule would issue without end")
+	}
 }
 
 func TestScenarioImpls(t *testing.T) {
@@ -122,9 +125,11 @@ func TestNoisyTable(t *testing.T) {
 	}
 	runs := []runResult{
 		{Impl: opkit, Scenario: scenarioNoisy, Noisy: &noisyResult{
-			QuietFloor: quiet(0.1, 50), QuietFlood: append(quiet(0.1, 98), 0.2, 0.3), FloodCreateSeconds: 20, FloodBurstSeconds: 10}},
+			QuietFloor: quiet(0.1, 50), QuietFlood: append(quiet(0.1, 98), 0.2, 0.3), FloodCreateSeconds: 20, FloodBurstSeconds: 10,
+			QuietFloodIssued: 100, QuietFloodIssuingSeconds: 2.5}},
 		{Impl: cr, Scenario: scenarioNoisy, Noisy: &noisyResult{
-			QuietFloor: quiet(0.1, 50), QuietFlood: append(quiet(2, 90), quiet(10, 10)...), FloodCreateSeconds: 25, FloodBurstSeconds: 15}},
+			QuietFloor: quiet(0.1, 50), QuietFlood: append(quiet(2, 90), quiet(10, 10)...), FloodCreateSeconds: 25, FloodBurstSeconds: 15,
+			QuietFloodIssued: 140, QuietFloodIssuingSeconds: 3.5}},
 	}
 	d := scenarioDoc(scenarioNoisy, "t", runs)
 	got := map[string][]string{}
@@ -139,6 +144,10 @@ func TestNoisyTable(t *testing.T) {
 		"quiet change, no flood, p99 (s)":  {"0.10", "0.10", "1.00x"},
 		"flood, total (s)":                 {"30", "40", "0.75x (≤1.0x pass)"},
 		"flood, burst → copies follow (s)": {"10", "15", "0.67x"},
+		// The offered quiet load: the same rate, more changes for the
+		// longer flood.
+		"quiet changes issued, flood":            {"100", "140", "0.71x"},
+		"quiet changes issued per second, flood": {"40", "40", "1.00x"},
 	} {
 		if diff := cmp.Diff(want, got[name]); diff != "" {
 			t.Errorf("row %q (-want +got):\n%s", name, diff)
@@ -151,6 +160,29 @@ func TestNoisyTable(t *testing.T) {
 		if r[4] != "-" {
 			t.Errorf("row %q has a bare cell %q: the bare client does not run this scenario", r[0], r[4])
 		}
+	}
+}
+
+// -from reads runs written before the quiet tenants were open-loop: they
+// lack the offered load, and the table counts their measured changes as
+// issued and shows no rate.
+func TestNoisyRunsBeforeOpenLoop(t *testing.T) {
+	old := `[{"impl":"ctrlruntime","scenario":"noisy","round":1,"noisy":{"quietFlood":[0.5,0.25,2],"quietFloor":[0.125],"floodCreateSeconds":3,"floodBurstSeconds":4}}]`
+	var runs []runResult
+	if err := json.Unmarshal([]byte(old), &runs); err != nil {
+		t.Fatal(err)
+	}
+	n := runs[0].Noisy
+	if got := quietFloodIssued(n); got != 3 {
+		t.Errorf("issued %v, want the 3 measured", got)
+	}
+	if got := quietFloodRate(n); got != 0 {
+		t.Errorf("rate %v, want 0: not recorded", got)
+	}
+	var b strings.Builder
+	writeNoisyRuns(&b, runs)
+	if want := "| 1 | ctrlruntime | 0.125 / 0.125 / 0.125, 1 | 0.500 / 2.000 / 2.000, 3 | 3, 0.0 | 3.00 | 4.00 |"; !strings.Contains(b.String(), want) {
+		t.Errorf("runs table lacks %q:\n%s", want, b.String())
 	}
 }
 
