@@ -11,7 +11,7 @@ import (
 
 // MaxSelectorLength is the longest selector Selector returns: the API
 // server's limit on a shard selector is 100,000 characters. With MaxSlots
-// slots the worst case (every other slot) is about 43,000 characters.
+// slots the worst case (every other slot, ByNamespace) is 43,516 characters.
 const MaxSelectorLength = 100_000
 
 var (

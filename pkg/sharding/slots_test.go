@@ -105,6 +105,9 @@ func TestSelectorLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(worst) != 43_516 { // MaxSelectorLength's doc says so
+		t.Errorf("worst-case selector is %d characters, want 43,516", len(worst))
+	}
 	if n := strings.Count(worst, "shardRange("); n != MaxSlots/2 {
 		t.Errorf("every other slot gives %d ranges, want %d", n, MaxSlots/2)
 	}
