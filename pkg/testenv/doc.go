@@ -29,6 +29,13 @@
 //     importing envtest (see below).
 //   - Main starts one control plane for a whole test package from TestMain
 //     and stops it after the tests ran; Namespace gives each test its own.
+//     Control planes are never shared across packages nor reused between
+//     Starts: each Start launches its own kube-apiserver with its own
+//     Options, so a package (or a test, calling Start itself) that needs a
+//     feature gate never silently gets a plane without it.
+//   - Options.FeatureGates sets kube-apiserver's --feature-gates, for
+//     example ShardedListAndWatch for server-side shard selectors;
+//     Environment.FeatureGates says what a plane was started with.
 //   - RestartAPIServer restarts kube-apiserver on the same port, certificates
 //     and etcd, for tests of what an operator does across a restart.
 //   - The control plane has no controllers: nothing garbage-collects owned

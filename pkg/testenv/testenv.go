@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,6 +57,14 @@ type Options struct {
 	// API server calls on the test's own webhook server, at
 	// Environment.Webhook(). Defaults to none.
 	Webhook WebhookOptions
+
+	// FeatureGates turns kube-apiserver's feature gates on (true) or off
+	// (false), as its --feature-gates flag does: for example
+	// {"ShardedListAndWatch": true} for server-side shard selectors, an
+	// alpha gate that is off by default. A name kube-apiserver does not
+	// know makes Start fail with its complaint. Gates not named keep
+	// their defaults. Defaults to none.
+	FeatureGates map[string]bool
 }
 
 func (o *Options) defaults() {
@@ -85,6 +94,8 @@ type Environment struct {
 	// webhook is what Options.Webhook installs; nil without it. Stop
 	// removes its CertDir.
 	webhook *webhookInstall
+	// gates is Options.FeatureGates as Start got it; never modified.
+	gates map[string]bool
 }
 
 // Start starts etcd and kube-apiserver, waits until the API server serves the
@@ -104,6 +115,10 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
+	gates, err := plane.FormatFeatureGates(opts.FeatureGates)
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: Options.FeatureGates: %w", err)
+	}
 	wh, err := prepareWebhook(opts.Webhook)
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
@@ -114,8 +129,8 @@ func Start(opts Options) (*Environment, error) {
 		wh.cleanup()
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	e := &Environment{bins: bins, certDir: certDir, webhook: wh}
-	if err := e.start(opts, crdDirs); err != nil {
+	e := &Environment{bins: bins, certDir: certDir, webhook: wh, gates: maps.Clone(opts.FeatureGates)}
+	if err := e.start(opts, gates, crdDirs); err != nil {
 		// The control plane may have started before failing (say, on a
 		// bad CRD); stop it so a failed Start leaks nothing.
 		return nil, fmt.Errorf("start control plane from %s: %w", filepath.Dir(bins.apiServer), errors.Join(err, e.Stop()))
@@ -123,10 +138,11 @@ func Start(opts Options) (*Environment, error) {
 	return e, nil
 }
 
-func (e *Environment) start(opts Options, crdDirs []string) error {
+func (e *Environment) start(opts Options, gates string, crdDirs []string) error {
 	cp, err := plane.Start(plane.Options{
 		APIServer: e.bins.apiServer, Etcd: e.bins.etcd, CertDir: e.certDir,
 		StartTimeout: opts.StartTimeout, StopTimeout: opts.StopTimeout, Output: opts.Output,
+		FeatureGates: gates,
 	})
 	if err != nil {
 		return err
@@ -196,6 +212,13 @@ func (e *Environment) Stop() error {
 // the caller may change it.
 func (e *Environment) Config() *rest.Config {
 	return rest.CopyConfig(e.config)
+}
+
+// FeatureGates returns a copy of the feature gates kube-apiserver was
+// started with (Options.FeatureGates): a test that needs a gate can check
+// the control plane it was handed has it. RestartAPIServer keeps them.
+func (e *Environment) FeatureGates() map[string]bool {
+	return maps.Clone(e.gates)
 }
 
 // Client returns a clientset for the control plane, authenticated as admin.

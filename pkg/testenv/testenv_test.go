@@ -176,3 +176,61 @@ func TestKubeconfigReachesTheControlPlane(t *testing.T) {
 		t.Errorf("get the default namespace through the kubeconfig: %v", err)
 	}
 }
+
+// Options.FeatureGates reach kube-apiserver, which reports each gate's state
+// in its kubernetes_feature_enabled metric, and survive a restart; the
+// package's shared control plane, started without gates, keeps the gate's
+// default (off).
+func TestFeatureGates(t *testing.T) {
+	const gate = "ShardedListAndWatch"
+	if got := featureEnabled(t, env, gate); got != "0" {
+		t.Errorf("shared control plane (no FeatureGates): %s = %s, want 0", gate, got)
+	}
+	gated, err := Start(Options{FeatureGates: map[string]bool{gate: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gated.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := featureEnabled(t, gated, gate); got != "1" {
+		t.Errorf("control plane started with %s=true: metric = %s, want 1", gate, got)
+	}
+	if diff := cmp.Diff(map[string]bool{gate: true}, gated.FeatureGates()); diff != "" {
+		t.Errorf("FeatureGates() (-want +got):\n%s", diff)
+	}
+	if err := gated.RestartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if got := featureEnabled(t, gated, gate); got != "1" {
+		t.Errorf("after RestartAPIServer: %s = %s, want 1", gate, got)
+	}
+}
+
+func TestStartRejectsABadFeatureGateName(t *testing.T) {
+	_, err := Start(Options{FeatureGates: map[string]bool{"A=true,B": true}})
+	if err == nil || !strings.Contains(err.Error(), "Options.FeatureGates") {
+		t.Fatalf("Start with a malformed gate name: err = %v, want one naming Options.FeatureGates", err)
+	}
+}
+
+// featureEnabled returns the value of kube-apiserver's
+// kubernetes_feature_enabled metric for gate: "1" on, "0" off.
+func featureEnabled(t *testing.T, e *Environment, gate string) string {
+	t.Helper()
+	body, err := e.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("get /metrics: %v", err)
+	}
+	prefix := `kubernetes_feature_enabled{name="` + gate + `"`
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, prefix) {
+			fields := strings.Fields(line)
+			return fields[len(fields)-1]
+		}
+	}
+	t.Fatalf("/metrics has no %s line", prefix)
+	return ""
+}

@@ -24,6 +24,9 @@ type Options struct {
 	StartTimeout time.Duration
 	StopTimeout  time.Duration
 	Output       io.Writer // both programs' output; nil discards it
+	// FeatureGates is kube-apiserver's --feature-gates value, "" for
+	// none; FormatFeatureGates writes it.
+	FeatureGates string
 }
 
 // ControlPlane is a running etcd and kube-apiserver. Its methods must not
@@ -79,6 +82,9 @@ func (cp *ControlPlane) start() error {
 	}
 	cp.healthURL = cp.config.Host + "/readyz"
 	cp.apiArgs = apiServerArgs(cp.opts.CertDir, etcdURL, port)
+	if cp.opts.FeatureGates != "" {
+		cp.apiArgs = append(cp.apiArgs, "--feature-gates="+cp.opts.FeatureGates)
+	}
 	return cp.StartAPIServer()
 }
 

@@ -39,3 +39,29 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 		t.Errorf("tail = %d bytes ending %q, want %d ending with the last write", len(got), got[max(0, len(got)-10):], tailSize)
 	}
 }
+
+func TestFormatFeatureGates(t *testing.T) {
+	tests := []struct {
+		gates   map[string]bool
+		want    string
+		wantErr string
+	}{
+		{gates: nil, want: ""},
+		{gates: map[string]bool{"ShardedListAndWatch": true}, want: "ShardedListAndWatch=true"},
+		{gates: map[string]bool{"Zeta": false, "Alpha": true}, want: "Alpha=true,Zeta=false"},
+		{gates: map[string]bool{"": true}, wantErr: `feature gate name ""`},
+		{gates: map[string]bool{"A=true,B": true}, wantErr: `feature gate name "A=true,B"`},
+	}
+	for _, tt := range tests {
+		got, err := FormatFeatureGates(tt.gates)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("FormatFeatureGates(%v) err = %v, want one saying %q", tt.gates, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("FormatFeatureGates(%v) = %q, %v, want %q", tt.gates, got, err, tt.want)
+		}
+	}
+}
