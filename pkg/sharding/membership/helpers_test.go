@@ -20,7 +20,8 @@ import (
 const slots = 16
 
 // ledger records, from every member's Handler, when each slot became held
-// and when its release began, in real order (appended under one mutex).
+// and when its release began and ended (no reconcile in flight), in real
+// order (appended under one mutex).
 type ledger struct {
 	mu     sync.Mutex
 	events []event
@@ -29,15 +30,23 @@ type ledger struct {
 type event struct {
 	who  string
 	slot int
-	held bool // else the release began
+	kind kind
 	at   time.Time
 }
 
-func (l *ledger) add(who string, ss []int, held bool) {
+type kind int
+
+const (
+	held      kind = iota
+	releasing      // dispatch stopped; reconciles may be in flight
+	released       // the Release hook returned
+)
+
+func (l *ledger) add(who string, ss []int, k kind) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range ss {
-		l.events = append(l.events, event{who, s, held, time.Now()})
+		l.events = append(l.events, event{who, s, k, time.Now()})
 	}
 }
 
@@ -45,33 +54,48 @@ func (l *ledger) add(who string, ss []int, held bool) {
 // release returns.
 func (l *ledger) handler(who string, release func([]int)) membership.Handler {
 	return membership.HandlerFuncs{
-		OnHeld: func(ss []int) { l.add(who, ss, true) },
+		OnHeld: func(ss []int) { l.add(who, ss, held) },
 		OnRelease: func(_ context.Context, ss []int) {
-			l.add(who, ss, false)
+			l.add(who, ss, releasing)
 			if release != nil {
 				release(ss)
 			}
+			l.add(who, ss, released)
 		},
 	}
 }
 
 // overlap returns a description of the first instant two members held one
-// slot, or "".
+// slot, or "". A slot is held from its held event until its Release hook
+// returned, since reconciles may run until then.
 func (l *ledger) overlap() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	holder := map[int]string{}
 	for _, e := range l.events {
 		switch {
-		case e.held && holder[e.slot] != "":
+		case e.kind == held && holder[e.slot] != "":
 			return fmt.Sprintf("slot %d held by %s when %s took it at %v", e.slot, holder[e.slot], e.who, e.at.Format(time.StampMicro))
-		case e.held:
+		case e.kind == held:
 			holder[e.slot] = e.who
-		case holder[e.slot] == e.who:
+		case e.kind == released && holder[e.slot] == e.who:
 			delete(holder, e.slot)
 		}
 	}
 	return ""
+}
+
+// releases counts the releases begun.
+func (l *ledger) releases() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.events {
+		if e.kind == releasing {
+			n++
+		}
+	}
+	return n
 }
 
 // firstHeld returns when who first came to hold slot after t, or zero.
@@ -79,7 +103,7 @@ func (l *ledger) firstHeld(who string, slot int, after time.Time) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range l.events {
-		if e.who == who && e.slot == slot && e.held && e.at.After(after) {
+		if e.who == who && e.slot == slot && e.kind == held && e.at.After(after) {
 			return e.at
 		}
 	}

@@ -44,19 +44,49 @@ func TestMembersCoverAllSlots(t *testing.T) {
 }
 
 // A fourth member joining takes a quarter of the slots, which move
-// without any slot held by two members at once; the Leases cannot expire
-// during the test, so slots move only by release and claim.
+// without any slot held by two members at once: while the old holders'
+// Release hooks block (reconciles in flight), the joiner holds none of
+// the slots being released. The Leases cannot expire during the test, so
+// slots move only by release and claim. The joiner's identity sorts
+// before and after the others', since ties go to the lower identity.
 func TestJoinMovesSlotsWithoutOverlap(t *testing.T) {
+	for _, joiner := range []string{"a-joiner", "z-joiner"} {
+		t.Run(joiner, func(t *testing.T) { testJoin(t, joiner) })
+	}
+}
+
+func testJoin(t *testing.T, joiner string) {
 	ns := env.Namespace(t)
 	var l ledger
-	ms := startN(t, ns, 3, patient, &l)
+	gate := make(chan struct{})
+	var ms []*running
+	for i := range 3 {
+		id := fmt.Sprintf("m%d", i)
+		ms = append(ms, start(t, clientset(t), ns, id, patient, l.handler(id, func([]int) { <-gate })))
+	}
 	eventually(t, "three members to cover the slots", func() bool { return covered(ms, 5, 6) })
-	d := start(t, clientset(t), ns, "m3", patient, l.handler("m3", nil))
+	d := start(t, clientset(t), ns, joiner, patient, l.handler(joiner, nil))
+	eventually(t, "a release to begin", func() bool { return l.releases() > 0 })
+	rounds(t, d, 3)
+	if h := d.Held(); len(h) > 0 {
+		t.Errorf("the joiner holds %v while the old holders are still releasing", h)
+	}
+	checkOverlap(t, &l)
+	close(gate)
 	ms = append(ms, d)
 	eventually(t, "four members to cover the slots", func() bool { return covered(ms, 4, 4) })
 	checkOverlap(t, &l)
-	if st := d.Stats(); st.Handovers != 4 || st.LastTakeover <= 0 {
-		t.Errorf("the joiner's Stats = %+v, want 4 handovers and a takeover duration", st)
+	if st := d.Stats(); st.Handovers != 4 || st.LastTakeover <= 0 || st.Members != 4 {
+		t.Errorf("the joiner's Stats = %+v, want 4 members, 4 handovers and a takeover duration", st)
+	}
+}
+
+// rounds waits for m to renew n times.
+func rounds(t *testing.T, m *running, n int) {
+	t.Helper()
+	for range n {
+		before := m.Stats().LastRenewal
+		eventually(t, m.Identity()+" to renew", func() bool { return m.Stats().LastRenewal.After(before) })
 	}
 }
 
@@ -81,10 +111,7 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 	// While m2's Release hook blocks, the others complete two rounds and
 	// still hold none of its slots.
 	for _, m := range ms[:2] {
-		for range 2 {
-			before := m.Stats().LastRenewal
-			eventually(t, m.Identity()+" to renew", func() bool { return m.Stats().LastRenewal.After(before) })
-		}
+		rounds(t, m, 2)
 		for _, s := range leaving {
 			if m.MayDispatch(s) {
 				t.Errorf("%s dispatches slot %d while m2 is still releasing it", m.Identity(), s)
