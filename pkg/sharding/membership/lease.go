@@ -41,8 +41,9 @@ func formatClaims(slots []int) string {
 	return strings.Join(parts, ",")
 }
 
-// parseClaims reads AnnotationClaims. A slot outside 0..slots-1 is an
-// error: the members disagree on Options.Slots.
+// parseClaims reads AnnotationClaims. Claims outside 0..slots-1 (a member
+// configured with more Slots) cannot conflict with this member's and are
+// left out; a value that does not parse is an error.
 func parseClaims(v string, slots int) ([]int, error) {
 	if v == "" {
 		return nil, nil
@@ -54,10 +55,9 @@ func parseClaims(v string, slots int) ([]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse claim %q: %w", p, err)
 		}
-		if n < 0 || n >= slots {
-			return nil, fmt.Errorf("parse claim %d: outside 0..%d: do all members have the same Slots?", n, slots-1)
+		if n >= 0 && n < slots {
+			out = append(out, n)
 		}
-		out = append(out, n)
 	}
 	return out, nil
 }
@@ -67,21 +67,28 @@ type peer struct {
 	identity        string
 	resourceVersion string
 	claims          []int
+	// err says why claims is every slot: the annotation did not parse, so
+	// the peer might claim any of them.
+	err error
 }
 
 // peerOf reads a listed Lease; ok is false for one that is not a member's.
-func peerOf(l *coordinationv1.Lease, slots int) (p peer, ok bool, err error) {
+func peerOf(l *coordinationv1.Lease, slots int) (p peer, ok bool) {
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return peer{}, false, nil
+		return peer{}, false
 	}
-	claims, err := parseClaims(l.Annotations[AnnotationClaims], slots)
-	if err != nil {
-		return peer{}, false, fmt.Errorf("read Lease %s/%s: %w", l.Namespace, l.Name, err)
+	p = peer{identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion}
+	p.claims, p.err = parseClaims(l.Annotations[AnnotationClaims], slots)
+	if p.err != nil {
+		p.err = fmt.Errorf("read Lease %s/%s: %w: taking it to claim every slot", l.Namespace, l.Name, p.err)
+		p.claims = make([]int, slots)
+		for i := range p.claims {
+			p.claims[i] = i
+		}
 	}
-	return peer{identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion, claims: claims}, true, nil
+	return p, true
 }
 
-// deleteExactly deletes l only at the resourceVersion this member wrote.
 func deleteExactly(l *coordinationv1.Lease) metav1.DeleteOptions {
 	rv := l.ResourceVersion
 	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}}

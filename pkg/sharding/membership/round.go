@@ -102,9 +102,9 @@ func (m *Member) list(ctx context.Context) ([]peer, error) {
 	}
 	var peers []peer
 	for i := range ls.Items {
-		p, ok, err := peerOf(&ls.Items[i], m.opts.Slots)
-		if err != nil {
-			return nil, fmt.Errorf("membership: %w", err)
+		p, ok := peerOf(&ls.Items[i], m.opts.Slots)
+		if p.err != nil {
+			m.opts.Logger.Info("A member's claims do not parse", "identity", m.opts.Identity, "error", p.err.Error())
 		}
 		if ok && p.identity != m.opts.Identity {
 			peers = append(peers, p)
