@@ -13,7 +13,9 @@
 //     of that label finds every member.
 //   - Liveness: another member is dead when its Lease's resourceVersion
 //     has not changed for LeaseDuration on the observer's own clock.
-//     Clocks of different processes are never compared.
+//     Clocks of different processes are never compared. Any member
+//     deletes the Lease of a member dead for twice LeaseDuration, on
+//     condition that its resourceVersion did not move.
 //   - Assignment: Assign, rendezvous hashing with a 64-bit finaliser
 //     (murmur3's fmix64) and bounded load, over the live members: every
 //     member holds Slots/N slots or one more, and a member joining or

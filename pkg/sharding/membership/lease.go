@@ -64,6 +64,7 @@ func parseClaims(v string, slots int) ([]int, error) {
 
 // peer is another member as one list saw it.
 type peer struct {
+	lease           string // the Lease's name
 	identity        string
 	resourceVersion string
 	claims          []int
@@ -77,7 +78,7 @@ func peerOf(l *coordinationv1.Lease, slots int) (p peer, ok bool) {
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 		return peer{}, false
 	}
-	p = peer{identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion}
+	p = peer{lease: l.Name, identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion}
 	p.claims, p.err = parseClaims(l.Annotations[AnnotationClaims], slots)
 	if p.err != nil {
 		p.err = fmt.Errorf("read Lease %s/%s: %w: taking it to claim every slot", l.Namespace, l.Name, p.err)

@@ -32,7 +32,27 @@ func (m *Member) round(ctx context.Context, leaving bool) {
 		log.Info("Listing the group's Leases failed", "error", err.Error())
 		return
 	}
-	m.decide(ctx, m.live(peers, m.opts.Clock.Now()), leaving)
+	now := m.opts.Clock.Now()
+	m.decide(ctx, m.live(peers, now), leaving)
+	m.collect(ctx, peers, now)
+}
+
+// collect deletes the Leases of members dead for twice LeaseDuration, so
+// that crashed processes (each a new identity) do not pile up. The delete
+// is conditional on the resourceVersion seen, so a member that renewed
+// meanwhile keeps its Lease; one deleted while partitioned has fenced
+// itself and creates its Lease again when it comes back.
+func (m *Member) collect(ctx context.Context, peers []peer, now time.Time) {
+	for _, p := range peers {
+		s := m.seen[p.identity]
+		if now.Sub(s.since) < 2*m.opts.LeaseDuration {
+			continue
+		}
+		err := m.leases.Delete(ctx, p.lease, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &s.rv}})
+		if err == nil {
+			m.opts.Logger.Info("Deleted a dead member's Lease", "identity", m.opts.Identity, "dead", p.identity)
+		}
+	}
 }
 
 // fence drops every claim after a renewal gap beyond RenewDeadline: others
