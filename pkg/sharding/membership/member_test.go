@@ -144,10 +144,14 @@ func TestFailingRenewalsFence(t *testing.T) {
 	}
 	eventually(t, "three members to cover the slots", func() bool { return covered(ms, 5, 6) })
 	fenced := ms[1].Held()
+	sampler := sample(ms[1].Member, fenced)
 	broke := time.Now()
 	b.broken.Store(true)
 	eventually(t, "m1 to stop dispatching", func() bool { return len(ms[1].Held()) == 0 })
-	stoppedAt := time.Now()
+	stoppedAt := sampler()
+	if stoppedAt.IsZero() {
+		t.Fatal("m1 was never seen dispatching its slots")
+	}
 	last := ms[1].Stats().LastRenewal
 	others := []*running{ms[0], ms[2]}
 	eventually(t, "m0 and m2 to cover the slots", func() bool { return covered(others, 8, 8) })
@@ -159,7 +163,7 @@ func TestFailingRenewalsFence(t *testing.T) {
 			}
 		}
 		if !stoppedAt.Before(took) {
-			t.Errorf("slot %d was taken at %v, before m1 stopped dispatching at %v", s, took.Format(time.StampMicro), stoppedAt.Format(time.StampMicro))
+			t.Errorf("slot %d was taken at %v, before m1 last allowed dispatch at %v", s, took.Format(time.StampMicro), stoppedAt.Format(time.StampMicro))
 		}
 		if took.Before(last.Add(fast.LeaseDuration)) {
 			t.Errorf("slot %d was taken at %v, before m1's Lease expired at %v", s, took.Format(time.StampMicro), last.Add(fast.LeaseDuration).Format(time.StampMicro))
@@ -168,4 +172,34 @@ func TestFailingRenewalsFence(t *testing.T) {
 	b.broken.Store(false)
 	eventually(t, "m1 to rejoin", func() bool { return covered(ms, 5, 6) })
 	checkOverlap(t, &l)
+}
+
+// sample polls m.MayDispatch for slots until the returned function is
+// called, which returns the last instant any of them was dispatchable. A
+// slow poller samples less often, so that instant is never later than the
+// truth.
+func sample(m *membership.Member, slots []int) func() time.Time {
+	var last time.Time
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for _, s := range slots {
+				if m.MayDispatch(s) {
+					last = time.Now()
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() time.Time {
+		close(stop)
+		<-done
+		return last
+	}
 }
