@@ -1,0 +1,96 @@
+package membership
+
+import (
+	"context"
+	"time"
+)
+
+// decide applies one consistent view of the live peers, read after this
+// member's claims were written:
+//   - a held slot assigned elsewhere is released;
+//   - a slot claimed in that write, assigned here, becomes held if no live
+//     peer claims it: any peer that comes to hold it later must have
+//     written its claim after this member's, and its own list then sees
+//     this claim;
+//   - the next claims are the held and releasing slots and those assigned
+//     here, except where a live peer of lower identity claims a slot this
+//     member does not hold (the tie goes to the lower identity).
+func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
+	now := m.opts.Clock.Now()
+	members := []string{m.opts.Identity}
+	claimedBy := map[int][]string{}
+	for _, p := range peers {
+		members = append(members, p.identity)
+		for _, s := range p.claims {
+			claimedBy[s] = append(claimedBy[s], p.identity)
+		}
+	}
+	owner := Assign(members, m.opts.Slots)
+	mine := func(s int) bool { return !leaving && owner[s] == m.opts.Identity }
+
+	var lost []int
+	for _, s := range m.heldSlots() {
+		if !mine(s) {
+			lost = append(lost, s)
+		}
+	}
+	m.release(ctx, lost, "reassigned")
+
+	var gained []int
+	next := map[int]bool{}
+	for s := range m.opts.Slots {
+		switch {
+		case m.held[s].Load() || m.releasing[s]:
+			next[s] = true
+		case !mine(s):
+			delete(m.wanted, s)
+		case m.written[s] && len(claimedBy[s]) == 0:
+			m.held[s].Store(true)
+			next[s] = true
+			gained = append(gained, s)
+		default:
+			m.want(s, claimedBy[s], now)
+			next[s] = !lowerClaims(claimedBy[s], m.opts.Identity)
+		}
+	}
+	m.claims = next
+	m.record(len(members), gained, now)
+	if len(gained) > 0 {
+		m.opts.Logger.V(1).Info("Holding slots", "identity", m.opts.Identity, "slots", gained)
+		m.opts.Handler.Held(gained)
+	}
+}
+
+// want notes when this member first wanted slot s and whether it was
+// claimed then, for Stats.
+func (m *Member) want(s int, claimers []string, now time.Time) {
+	if _, ok := m.wanted[s]; !ok {
+		m.wanted[s] = wanting{since: now, contested: len(claimers) > 0}
+	}
+}
+
+// record updates Stats after a round.
+func (m *Member) record(members int, gained []int, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.Members = members
+	for _, s := range gained {
+		w, ok := m.wanted[s]
+		delete(m.wanted, s)
+		if ok && w.contested {
+			m.stats.Handovers++
+			m.stats.LastTakeover = now.Sub(w.since)
+		}
+	}
+}
+
+// lowerClaims reports whether an identity lower than self is among
+// claimers.
+func lowerClaims(claimers []string, self string) bool {
+	for _, c := range claimers {
+		if c < self {
+			return true
+		}
+	}
+	return false
+}
