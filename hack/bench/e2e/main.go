@@ -68,7 +68,9 @@ type options struct {
 	phaseTimeout                                  time.Duration
 	scenarios                                     []string
 	fill                                          fillOptions
-	noisy                                         noisyOptions
+	// serverCPU reads the API server's CPU seconds so far, if set.
+	serverCPU func(context.Context) (float64, error)
+	noisy     noisyOptions
 }
 
 func main() {
@@ -184,6 +186,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	o.serverCPU = func(ctx context.Context) (float64, error) { return apiServerCPU(ctx, cs) }
 
 	titles := o.titles(time.Now())
 	newWorkload := func(run string) *workload {
@@ -336,6 +339,12 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, j job)
 		return res, err
 	}
 	defer log.Close()
+	var serverCPU float64
+	if o.serverCPU != nil {
+		if serverCPU, err = o.serverCPU(ctx); err != nil {
+			return res, err
+		}
+	}
 	var p *process
 	if w, ok := j.(*workload); ok && res.Impl == bare {
 		p, err = startBare(bin, kubeconfig, o.workers, w, log)
@@ -363,6 +372,11 @@ func runOne(ctx context.Context, o options, impl, bin, kubeconfig string, j job)
 		if perr := <-profiled; err == nil {
 			err = perr
 		}
+	}
+	if err == nil && o.serverCPU != nil {
+		var c float64
+		c, err = o.serverCPU(ctx)
+		res.APIServerCPUSeconds = c - serverCPU
 	}
 	if err == nil {
 		p.metricsCopy = strings.TrimSuffix(logPath, ".log") + ".metrics"

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -9,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // The implementations, in the order runs alternate and columns appear.
@@ -49,6 +53,10 @@ type runResult struct {
 	// HeapAfterSyncBytes is go_memstats_heap_inuse_bytes on the process's
 	// /metrics right after it was ready, no GC forced. Operators only.
 	HeapAfterSyncBytes int64 `json:"heapAfterSyncBytes,omitempty"`
+	// APIServerCPUSeconds is the CPU kube-apiserver spent from just before
+	// the process started until its workload converged: the other half
+	// of the work on a machine the API server shares (etcd not counted).
+	APIServerCPUSeconds float64 `json:"apiServerCPUSeconds,omitempty"`
 	// Noisy holds the noisy-neighbour scenario's figures.
 	Noisy *noisyResult `json:"noisy,omitempty"`
 }
@@ -102,8 +110,9 @@ func figures(runs []runResult) []figure {
 		{name: "wall, both phases (s)", value: func(r runResult) float64 { return r.CreateSeconds + r.UpdateSeconds }, crTarget: 1, bareTarget: 1.1},
 		{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, crTarget: 0.7},
 		{name: "peak RSS (MiB)", value: func(r runResult) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, crTarget: 0.7},
-		{name: "API requests", value: runResult.totalRequests, crTarget: 1},
 	}
+	fs = append(fs, apiServerCPUFigures(runs, false)...)
+	fs = append(fs, figure{name: "API requests", value: runResult.totalRequests, crTarget: 1})
 	return append(fs, requestFigures(runs)...)
 }
 
@@ -332,4 +341,36 @@ func formatRequests(reqs map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s %d", m, reqs[m]))
 	}
 	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+}
+
+// apiServerCPUFigures is the row of the API server's CPU per run, or none
+// if the runs were written before it was recorded.
+func apiServerCPUFigures(runs []runResult, operatorsOnly bool) []figure {
+	for _, r := range runs {
+		if r.APIServerCPUSeconds > 0 {
+			return []figure{{name: "API server CPU (s)", value: func(r runResult) float64 { return r.APIServerCPUSeconds }, operatorsOnly: operatorsOnly}}
+		}
+	}
+	return nil
+}
+
+// apiServerCPU returns kube-apiserver's process_cpu_seconds_total, read
+// from its /metrics.
+func apiServerCPU(ctx context.Context, cs kubernetes.Interface) (float64, error) {
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the API server's /metrics: %w", err)
+	}
+	return processCPU(body)
+}
+
+// processCPU finds process_cpu_seconds_total in a Prometheus text
+// exposition.
+func processCPU(metrics []byte) (float64, error) {
+	for line := range strings.SplitSeq(string(metrics), "\n") {
+		if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, errors.New("no process_cpu_seconds_total in the API server's /metrics")
 }

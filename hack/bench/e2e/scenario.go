@@ -70,8 +70,9 @@ func fillFigures(runs []runResult) []figure {
 		{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, crTarget: 0.6, operatorsOnly: true},
 		{name: "wall, create phase (s)", value: func(r runResult) float64 { return r.CreateSeconds }, crTarget: 1},
 		{name: "wall, update phase (s)", value: func(r runResult) float64 { return r.UpdateSeconds }, crTarget: 1},
-		{name: "API requests", value: runResult.totalRequests},
 	}
+	fs = append(fs, apiServerCPUFigures(runs, false)...)
+	fs = append(fs, figure{name: "API requests", value: runResult.totalRequests})
 	return append(fs, requestFigures(runs)...)
 }
 
@@ -163,8 +164,11 @@ func quietFloodRate(n *noisyResult) float64 {
 	return float64(n.QuietFloodIssued) / n.QuietFloodIssuingSeconds
 }
 
-// noisyFigures are the rows of the noisy scenario's table.
-func noisyFigures() []figure {
+// noisyFigures are the rows of the noisy scenario's table. The API
+// requests show the work each implementation did for the same offered
+// load: a quiet change served at once is a reconcile of its own, while
+// changes that wait in the queue are merged into one.
+func noisyFigures(runs []runResult) []figure {
 	flood := func(n *noisyResult) []float64 { return n.QuietFlood }
 	floor := func(n *noisyResult) []float64 { return n.QuietFloor }
 	fs := latencyFigures("flood", flood, 0.05)
@@ -178,13 +182,20 @@ func noisyFigures() []figure {
 		figure{name: "quiet changes issued, flood", value: noisyValue(quietFloodIssued), operatorsOnly: true},
 		figure{name: "quiet changes issued per second, flood", value: noisyValue(quietFloodRate), operatorsOnly: true})
 	fs = append(fs, latencyFigures("no flood", floor, 0)...)
-	return append(fs,
+	fs = append(fs,
 		figure{name: "flood, create → all copies (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds }), operatorsOnly: true},
 		figure{name: "flood, burst → copies follow (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodBurstSeconds }), operatorsOnly: true},
 		figure{name: "flood, total (s)", value: noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds + n.FloodBurstSeconds }), crTarget: 1, operatorsOnly: true},
 		figure{name: "CPU (s)", value: func(r runResult) float64 { return r.CPUSeconds }, operatorsOnly: true},
 		figure{name: "peak RSS (MiB)", value: func(r runResult) float64 { return mib(r.PeakRSSBytes) }, operatorsOnly: true},
 	)
+	fs = append(fs, apiServerCPUFigures(runs, true)...)
+	fs = append(fs, figure{name: "API requests", value: runResult.totalRequests, operatorsOnly: true})
+	for _, f := range requestFigures(runs) {
+		f.operatorsOnly = true
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 const noisyFooter = "Ratios are opkit's median / the peer's; a run's p99 is its nearest-rank 99th percentile, the cell the median over runs. " +
@@ -201,7 +212,7 @@ func scenarioDoc(s, title string, runs []runResult) doc {
 	case scenarioFill:
 		figs, foot = fillFigures(runs), fillFooter
 	case scenarioNoisy:
-		figs, foot = noisyFigures(), noisyFooter
+		figs, foot = noisyFigures(runs), noisyFooter
 	default:
 		figs = figures(runs)
 	}

@@ -126,10 +126,10 @@ func TestNoisyTable(t *testing.T) {
 	runs := []runResult{
 		{Impl: opkit, Scenario: scenarioNoisy, Noisy: &noisyResult{
 			QuietFloor: quiet(0.1, 50), QuietFlood: append(quiet(0.1, 98), 0.2, 0.3), FloodCreateSeconds: 20, FloodBurstSeconds: 10,
-			QuietFloodIssued: 100, QuietFloodIssuingSeconds: 2.5}},
+			QuietFloodIssued: 100, QuietFloodIssuingSeconds: 2.5}, Requests: map[string]int64{"PATCH": 300, "GET": 10}, APIServerCPUSeconds: 30},
 		{Impl: cr, Scenario: scenarioNoisy, Noisy: &noisyResult{
 			QuietFloor: quiet(0.1, 50), QuietFlood: append(quiet(2, 90), quiet(10, 10)...), FloodCreateSeconds: 25, FloodBurstSeconds: 15,
-			QuietFloodIssued: 140, QuietFloodIssuingSeconds: 3.5}},
+			QuietFloodIssued: 140, QuietFloodIssuingSeconds: 3.5}, Requests: map[string]int64{"PATCH": 200}, APIServerCPUSeconds: 20},
 	}
 	d := scenarioDoc(scenarioNoisy, "t", runs)
 	got := map[string][]string{}
@@ -148,6 +148,10 @@ func TestNoisyTable(t *testing.T) {
 		// longer flood.
 		"quiet changes issued, flood":            {"100", "140", "0.71x"},
 		"quiet changes issued per second, flood": {"40", "40", "1.00x"},
+		// The work done for it.
+		"API requests":       {"310", "200", "1.55x"},
+		"API server CPU (s)": {"30", "20", "1.50x"},
+		"  PATCH":            {"300", "200", "1.50x"},
 	} {
 		if diff := cmp.Diff(want, got[name]); diff != "" {
 			t.Errorf("row %q (-want +got):\n%s", name, diff)
@@ -224,5 +228,17 @@ func TestReportEveryScenario(t *testing.T) {
 	}
 	if diff := cmp.Diff(runs, back); diff != "" {
 		t.Errorf("e2e-runs.json does not give the runs back (-want +got):\n%s", diff)
+	}
+}
+
+// processCPU reads the API server's CPU from its /metrics text, and says
+// so when it is not there.
+func TestProcessCPU(t *testing.T) {
+	got, err := processCPU([]byte("# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.34\nprocess_max_fds 1024\n"))
+	if err != nil || got != 12.34 {
+		t.Errorf("processCPU = %v, %v, want 12.34", got, err)
+	}
+	if _, err := processCPU([]byte("process_max_fds 1024\n")); err == nil || !strings.Contains(err.Error(), "process_cpu_seconds_total") {
+		t.Errorf("processCPU without the metric = %v, want an error naming it", err)
 	}
 }
