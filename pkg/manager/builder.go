@@ -167,6 +167,11 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 // type it watches is registered with the cache, or reuses the registration
 // made with cache.For before, if there is exactly one.
 //
+// In sharded mode (Options.Sharding) the controller reconciles only the
+// keys of the slots this replica holds, mapped to slots as ShardBy says,
+// and runs on every replica, leader or not; its Options.Gate must be nil,
+// since the manager sets it.
+//
 //	manager.NewController(mgr, "mirror", r,
 //		manager.For[*v1alpha1.Mirror](source.GenerationChanged[*v1alpha1.Mirror]()),
 //		manager.Owns[*corev1.ConfigMap](),

@@ -244,6 +244,13 @@ func TestShardedManagers(t *testing.T) {
 	if held := gauge(t, m3.m.Registry(), dispatch.MetricSlotsHeld); held < shardSlots/3 {
 		t.Errorf("m3 holds %v slots after joining, want at least %d", held, shardSlots/3)
 	}
+	// m3 took every slot it holds from m1 or m2, which claimed it.
+	if n := counter(t, m3.m.Registry(), dispatch.MetricHandovers); n == 0 {
+		t.Errorf("%s = 0 on m3 after it took slots over", dispatch.MetricHandovers)
+	}
+	if s := gauge(t, m3.m.Registry(), dispatch.MetricLastTakeover); s <= 0 {
+		t.Errorf("%s = %v on m3 after it took slots over, want a duration", dispatch.MetricLastTakeover, s)
+	}
 	converge(t, ns, log, n, "3")
 	log.check(t)
 	log.mu.Lock()

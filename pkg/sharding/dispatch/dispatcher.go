@@ -11,6 +11,14 @@ type Member interface {
 	MayDispatch(slot int) bool
 }
 
+// MemberFunc adapts a function to a Member.
+type MemberFunc func(slot int) bool
+
+var _ Member = MemberFunc(nil)
+
+// MayDispatch calls f.
+func (f MemberFunc) MayDispatch(slot int) bool { return f(slot) }
+
 // owner is a controller's part of a handover: it queues its keys of slots
 // this replica came to hold.
 type owner interface {
