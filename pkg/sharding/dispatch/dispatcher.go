@@ -62,6 +62,13 @@ func (d *Dispatcher) admit(slot int) bool {
 	return true
 }
 
+// holds reports whether this replica may dispatch slot now.
+func (d *Dispatcher) holds(slot int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.releasing[slot] && d.member.MayDispatch(slot)
+}
+
 // finish ends an admitted reconcile of slot.
 func (d *Dispatcher) finish(slot int) {
 	d.mu.Lock()

@@ -19,8 +19,10 @@
 //     sharding.ByUID (the default) and sharding.ByControllerOwner need
 //     the object, so the gate records each key's slot when the primary
 //     type's source sees the object (Gate.Record wraps its handler),
-//     keeps a deleted object's slot until its key has been reconciled,
-//     and otherwise looks the key up in the primary Lister. A key whose
+//     keeps a deleted object's slot until its key has been reconciled
+//     (or, for a slot another replica holds, for GateOptions.TombstoneTTL,
+//     so memory does not grow with every object ever deleted), and
+//     otherwise looks the key up in the primary Lister. A key whose
 //     slot is still unknown (its object not in this replica's cache yet,
 //     or never) is retried with backoff, MaxUnknownRetries times, then
 //     dropped with a log line; both are counted.

@@ -2,12 +2,15 @@ package dispatch
 
 import (
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -26,10 +29,16 @@ import (
 // replica can tell its slot: its drop is logged and counted.
 const MaxUnknownRetries = 10
 
+// DefaultTombstoneTTL is the default of GateOptions.TombstoneTTL.
+const DefaultTombstoneTTL = 10 * time.Minute
+
 // slotOf is a key's slot as a gate last saw it.
 type slotOf struct {
-	slot    int
-	deleted bool // the object was deleted; keep until the key is reconciled
+	slot int
+	// deleted is when the object's delete was seen; zero while it exists.
+	// The slot is kept until the key is reconciled here, or for
+	// GateOptions.TombstoneTTL while this replica does not hold the slot.
+	deleted time.Time
 }
 
 // Gate is one controller's controller.Gate: it maps a key to its slot and
@@ -42,13 +51,16 @@ type Gate[T cache.Object] struct {
 	log     logr.Logger
 
 	notHeld, unknown, dropped prometheus.Counter
+	ttl                       time.Duration
+	clock                     clock.Clock
 
 	mu sync.Mutex
 	// known maps the keys of primary objects the source has seen to their
 	// slots, while the object exists and, once deleted, until its key has
 	// been reconciled. Empty under sharding.ByNamespace.
-	known map[reconcile.Request]slotOf
-	q     *queue.Queue[reconcile.Request] // set by Attach
+	known  map[reconcile.Request]slotOf
+	q      *queue.Queue[reconcile.Request] // set by Attach
+	pruned time.Time                       // when tombstones were last pruned
 }
 
 var _ controller.Gate[reconcile.Request] = (*Gate[cache.Object])(nil)
@@ -66,6 +78,15 @@ type GateOptions struct {
 	// Logger logs keys dropped because their slot stays unknown. Defaults
 	// to logr.Discard().
 	Logger logr.Logger
+	// TombstoneTTL is how long the gate keeps the slot of a deleted
+	// object's key that it does not reconcile because another replica
+	// holds the slot: long enough that the key is still queued if this
+	// replica takes the slot over before the holder reconciled it, and
+	// bounded, since the holder's reconcile is not seen here. Defaults to
+	// DefaultTombstoneTTL.
+	TombstoneTTL time.Duration
+	// Clock measures TombstoneTTL. Defaults to the real clock.
+	Clock clock.Clock
 }
 
 // NewGate returns the gate of a controller whose primary type's objects
@@ -82,7 +103,16 @@ func NewGate[T cache.Object](d *Dispatcher, primary *cache.Lister[T], opts GateO
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
+	if opts.TombstoneTTL <= 0 {
+		opts.TombstoneTTL = DefaultTombstoneTTL
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return &Gate[T]{
+		ttl:     opts.TombstoneTTL,
+		clock:   opts.Clock,
+		pruned:  opts.Clock.Now(),
 		d:       d,
 		slots:   opts.Slots,
 		key:     opts.Key,
@@ -152,7 +182,7 @@ func (g *Gate[T]) slotOfKey(key reconcile.Request) (int, bool) {
 func (g *Gate[T]) reconciled(key reconcile.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if k, ok := g.known[key]; !ok || !k.deleted {
+	if k, ok := g.known[key]; !ok || k.deleted.IsZero() {
 		return
 	}
 	if _, err := g.primary.Get(key.Namespace, key.Name); apierrors.IsNotFound(err) {
@@ -169,10 +199,27 @@ func (g *Gate[T]) Record(h source.Handler[T, reconcile.Request]) source.Handler[
 	}
 	return source.HandlerFunc[T, reconcile.Request](func(e source.Event[T], q *queue.Queue[reconcile.Request]) {
 		key := reconcile.Request{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
+		k := slotOf{slot: g.slots.SlotOf(g.key, e.Object)}
 		g.mu.Lock()
-		g.known[key] = slotOf{slot: g.slots.SlotOf(g.key, e.Object), deleted: e.Type == source.Delete}
+		if e.Type == source.Delete {
+			k.deleted = g.clock.Now()
+			g.prune(k.deleted)
+		}
+		g.known[key] = k
 		g.mu.Unlock()
 		h.Handle(e, q)
+	})
+}
+
+// prune drops, at most every TombstoneTTL, the tombstones older than it
+// whose slot this replica does not hold; g.mu held.
+func (g *Gate[T]) prune(now time.Time) {
+	if now.Sub(g.pruned) < g.ttl {
+		return
+	}
+	g.pruned = now
+	maps.DeleteFunc(g.known, func(_ reconcile.Request, k slotOf) bool {
+		return !k.deleted.IsZero() && now.Sub(k.deleted) >= g.ttl && !g.d.holds(k.slot)
 	})
 }
 
@@ -192,7 +239,7 @@ func (g *Gate[T]) queueSlots(held map[int]bool) {
 	g.mu.Lock()
 	q := g.q
 	for key, k := range g.known {
-		if k.deleted && held[k.slot] {
+		if !k.deleted.IsZero() && held[k.slot] {
 			keys = append(keys, key)
 		}
 	}

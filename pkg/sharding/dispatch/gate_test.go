@@ -133,7 +133,7 @@ func TestGateByUID(t *testing.T) {
 	eventually(t, "the delete to reach the gate", func() bool {
 		f.gate.mu.Lock()
 		defer f.gate.mu.Unlock()
-		return f.gate.known[key].deleted
+		return !f.gate.known[key].deleted.IsZero()
 	})
 	// Deleted, not reconciled yet: its slot is still known, and a slot
 	// gained queues it.
