@@ -77,12 +77,23 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 		}
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
 			h := source.EnqueueObject[T]()
-			if g != nil {
+			if g != nil && len(preds) == 0 {
 				// The primary source tells the gate each key's slot.
 				h = g.Record(h)
 			}
 			return kind(b.m, h, preds)
 		})
+		if len(preds) > 0 {
+			// Predicates may drop a create or a delete, whose slot the gate
+			// must see all the same: a source of its own, unfiltered,
+			// records them and queues nothing.
+			b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+				if g == nil {
+					return nil, nil
+				}
+				return kind(b.m, g.Record(source.HandlerFunc[T, reconcile.Request](func(source.Event[T], *queue.Queue[reconcile.Request]) {})), nil)
+			})
+		}
 		return nil
 	})
 }
@@ -215,6 +226,9 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 		src, err := build(b)
 		if err != nil {
 			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+		}
+		if src == nil {
+			continue // a source only sharded mode needs
 		}
 		if err := c.Watch(src); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/source"
 )
 
 // /readyz fails, saying why, while the replica is not a member of its
@@ -55,7 +56,9 @@ func TestShardingWithLeaderElection(t *testing.T) {
 			LeaderElection: manager.LeaderElectionOptions{Enabled: true, Name: "both-leader", Namespace: ns, Identity: who},
 		})
 		c := &converger{who: who, log: log, m: m}
-		if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap]()); err != nil {
+		// A predicate on For: the gate then records slots through a
+		// source of its own.
+		if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](source.ResourceVersionChanged[*corev1.ConfigMap]())); err != nil {
 			t.Fatal(err)
 		}
 		l, err := cache.Lookup[*corev1.ConfigMap](m.Cache())
