@@ -1,12 +1,17 @@
 package manager_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 	"github.com/opkit-dev/opkit/pkg/sharding/membership"
 )
@@ -65,4 +70,23 @@ func TestShardingOptionsValidated(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// The sharded mode sets each controller's gate: one set by hand is an
+// error, not silently replaced.
+func TestShardingRefusesOwnGate(t *testing.T) {
+	ns := env.Namespace(t)
+	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "gate", Namespace: ns}})
+	_, err := manager.NewController(m, "gated", reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Done(), nil
+	}), manager.For[*corev1.ConfigMap](), manager.WithOptions(controller.Options[reconcile.Request]{Gate: admitAll{}}))
+	if err == nil || !strings.Contains(err.Error(), "Options.Gate is set") {
+		t.Errorf("NewController with Options.Gate in sharded mode: %v, want an error naming Options.Gate", err)
+	}
+}
+
+type admitAll struct{}
+
+func (admitAll) Admit(reconcile.Request, int) (controller.Verdict, func(bool)) {
+	return controller.Admit, func(bool) {}
 }
