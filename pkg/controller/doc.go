@@ -35,6 +35,13 @@
 //     reconciles in flight get Options.DrainTimeout to finish with their
 //     contexts live, and Start returns nil. A context canceled with a cause
 //     wrapping ErrAbort (a lost leader lease) cancels them at once instead.
+//   - Gated when sharded: with Options.Gate, a worker asks the gate about
+//     each key it takes before anything else (the read-your-writes wait
+//     included): Admit reconciles it, Skip forgets it (another replica
+//     owns it), Retry queues it again with backoff (its owner is not
+//     known yet); the gate hears when an admitted key's reconcile has
+//     returned (TestGate). The manager's sharded mode sets it (package
+//     sharding/dispatch).
 //   - Reads its own writes: a reconcile does not start until the cache has
 //     caught up with the writes the key's previous reconcile made through
 //     the manager's clients (package consistency), at most

@@ -132,6 +132,11 @@ type Options[K comparable] struct {
 	// one. Defaults to none.
 	Registerer prometheus.Registerer
 
+	// Gate, when set, is asked before each reconcile whether this replica
+	// may reconcile the key (see Gate): the manager's sharded mode sets
+	// it. Defaults to nil: every key is reconciled.
+	Gate Gate[K]
+
 	// TracerProvider, when set, makes a span for each reconcile (see
 	// package tracing for its name, attributes and links) and puts it in
 	// the reconcile's context, so that the API requests the reconcile

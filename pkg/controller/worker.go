@@ -26,21 +26,28 @@ func (c *Controller[K]) processNext(ctx context.Context, get func() (K, int, boo
 		return false
 	}
 	defer c.queue.Done(key)
+	// The gate comes first: a key of a slot this replica does not hold
+	// must neither wait for the cache nor be reconciled.
+	done, ok := c.admit(key)
+	if !ok {
+		return true
+	}
 	if c.writes != nil && c.writes.park(ctx, c.log.WithValues(keyValues(key)...), c.queue, key, priority) {
+		done(true)
 		return true
 	}
 	changed := c.lag.reconcileStarts(key)
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
-	c.handle(ctx, key, priority, changed)
+	done(c.handle(ctx, key, priority, changed))
 	return true
 }
 
 // handle reconciles key and acts on the outcome: forget it, requeue it, or
 // retry it with backoff. A requeue keeps the priority the key was handed
 // out with unless the Result sets one. changed is when the change that
-// queued key happened, if known.
-func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) {
+// queued key happened, if known. It reports whether key was queued again.
+func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) bool {
 	id := uuid.NewString()
 	log := c.log.WithValues(keyValues(key)...).WithValues("reconcileID", id)
 	ctx = logr.NewContext(context.WithValue(ctx, reconcileIDKey{}, id), log)
@@ -69,6 +76,7 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 		}
 		c.tracer.end(span, key, result, after, err, requeued)
 	}
+	return requeued
 }
 
 // settle acts on a reconcile's outcome: forget key, requeue it, or retry it

@@ -10,7 +10,10 @@ import (
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/sharding/dispatch"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
@@ -33,6 +36,11 @@ type builder struct {
 	// watches were given.
 	build []func(b *builder) (source.Source[reconcile.Request], error)
 	opts  *controller.Options[reconcile.Request]
+	// shardBy says how the sharded mode maps a key to its slot.
+	shardBy sharding.Key
+	// gate makes the controller's dispatch gate over the primary type, in
+	// sharded mode; For sets it.
+	gate func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error)
 }
 
 type watchFunc func(b *builder) error
@@ -55,9 +63,50 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 			return err
 		}
 		b.primary, b.scope = &gvk, l
+		var g *dispatch.Gate[T]
+		b.gate = func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error) {
+			var err error
+			g, err = dispatch.NewGate(b.m.shard.dispatcher, l, dispatch.GateOptions{
+				Controller: b.name, Slots: b.m.shard.slots, Key: b.shardBy,
+				Registerer: b.m.registry, Logger: b.m.log.WithName("sharding"),
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return g, g.Attach, nil
+		}
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
-			return kind(b.m, source.EnqueueObject[T](), preds)
+			h := source.EnqueueObject[T]()
+			if g != nil && len(preds) == 0 {
+				// The primary source tells the gate each key's slot.
+				h = g.Record(h)
+			}
+			return kind(b.m, h, preds)
 		})
+		if len(preds) > 0 {
+			// Predicates may drop a create or a delete, whose slot the gate
+			// must see all the same: a source of its own, unfiltered,
+			// records them and queues nothing.
+			b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+				if g == nil {
+					return nil, nil
+				}
+				return kind(b.m, g.Record(source.HandlerFunc[T, reconcile.Request](func(source.Event[T], *queue.Queue[reconcile.Request]) {})), nil)
+			})
+		}
+		return nil
+	})
+}
+
+// ShardBy says, in the manager's sharded mode (Options.Sharding), which
+// value of the primary object decides a key's slot. Defaults to
+// sharding.ByUID: keys spread evenly. sharding.ByNamespace keeps a
+// namespace's keys on one replica, and needs no lookup;
+// sharding.ByControllerOwner puts a primary object with its controller
+// owner. Without sharding it has no effect.
+func ShardBy(key sharding.Key) Watch {
+	return watchFunc(func(b *builder) error {
+		b.shardBy = key
 		return nil
 	})
 }
@@ -129,6 +178,11 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 // type it watches is registered with the cache, or reuses the registration
 // made with cache.For before, if there is exactly one.
 //
+// In sharded mode (Options.Sharding) the controller reconciles only the
+// keys of the slots this replica holds, mapped to slots as ShardBy says,
+// and runs on every replica, leader or not; its Options.Gate must be nil,
+// since the manager sets it.
+//
 //	manager.NewController(mgr, "mirror", r,
 //		manager.For[*v1alpha1.Mirror](source.GenerationChanged[*v1alpha1.Mirror]()),
 //		manager.Owns[*corev1.ConfigMap](),
@@ -157,23 +211,54 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 		opts.DrainTimeout = m.opts.ShutdownTimeout
 	}
 	m.traceReconciles(&opts)
+	attach, err := b.shard(&opts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+	}
 	c, err := controller.New(name, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if attach != nil {
+		attach(c.Queue())
 	}
 	for _, build := range b.build {
 		src, err := build(b)
 		if err != nil {
 			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
 		}
+		if src == nil {
+			continue // a source only sharded mode needs
+		}
 		if err := c.Watch(src); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
 		}
 	}
-	if err := m.Add(c); err != nil {
+	var rn Runnable = c
+	if m.shard != nil {
+		rn = shardedController{c}
+	}
+	if err := m.Add(rn); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// shard sets the controller's dispatch gate in sharded mode, and returns
+// the function that gives the gate the controller's queue; nil otherwise.
+func (b *builder) shard(opts *controller.Options[reconcile.Request]) (func(*queue.Queue[reconcile.Request]), error) {
+	if b.m.shard == nil {
+		return nil, nil
+	}
+	if opts.Gate != nil {
+		return nil, errors.New("Options.Gate is set, and the manager is sharded (Options.Sharding), which sets the gate: leave Options.Gate nil")
+	}
+	g, attach, err := b.gate(b)
+	if err != nil {
+		return nil, err
+	}
+	opts.Gate = g
+	return attach, nil
 }
 
 // kind returns a Kind source of T over the cache's Lister for it.

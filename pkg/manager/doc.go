@@ -75,4 +75,58 @@
 //     lists an owner's children with cache's Lister.ControlledBy.
 //   - Finding the cluster: Config looks where kubectl and in-cluster pods
 //     look, and names every place it looked when none works.
+//
+// # Sharded mode
+//
+// With Options.Sharding, the replicas of an operator share the keys of
+// the controllers NewController builds, instead of one leader doing all
+// the work (ExampleShardingOptions):
+//
+//   - Slots: a key belongs to one of ShardingOptions.Slots slots (default
+//     DefaultSlots, 64), by the primary object's UID (sharding.ByUID, the
+//     default), its namespace (ShardBy(sharding.ByNamespace)) or its
+//     controller owner's UID (sharding.ByControllerOwner). Each replica
+//     keeps one Lease, "<Group>-<Identity>" in ShardingOptions.Namespace,
+//     and holds the slots rendezvous hashing gives it among the live
+//     replicas (package sharding/membership).
+//   - Dispatch: informers stay unfiltered, so it works on every API
+//     server; a worker that takes a key of a slot this replica does not
+//     hold forgets it before the read-your-writes wait and before any
+//     reconcile, and counts it (dispatch.MetricDispatchSkipped). A key
+//     whose object is not cached yet is retried with backoff, then
+//     dropped with a log line (package sharding/dispatch).
+//   - Handover: a replica that gains slots queues every key of them from
+//     its cache; one that gives slots up stops dispatching them at once,
+//     waits for their reconciles in flight, and only then removes its
+//     claim. On a stop the replica leaves the group first (its slots move
+//     at the others' next round), then stops its controllers.
+//   - The guarantee: a key is reconciled by at most one replica at a
+//     time, provided the processes' clocks run at about the same rate,
+//     RenewDeadline < LeaseDuration, and a reconcile started before the
+//     renew deadline ends within LeaseDuration - RenewDeadline (set
+//     controller.Options.ReconcileTimeout below it). A replica that cannot
+//     renew within RenewDeadline starts no reconcile; the others take its
+//     slots only LeaseDuration after its Lease last changed, on their own
+//     clocks. Write with resourceVersion preconditions all the same: they
+//     catch what slips through the timing assumptions.
+//   - Defaults: LeaseDuration 15s, RenewDeadline 10s, RetryPeriod 2s
+//     (client-go's leader election's): a crashed replica's slots move
+//     after about 15–17s, a graceful leave's within a round or two.
+//     Namespace defaults to the pod's, as for leader election; Group is
+//     required.
+//   - With LeaderElection: sharded controllers run on every replica,
+//     leader or not; other leader-only runnables still run only on the
+//     leader, and losing the lease still stops the process.
+//   - Probes and metrics: /readyz has a check named "sharding" that fails,
+//     saying why, until a round of membership has completed and this
+//     replica holds at least its share of the slots (Slots/members);
+//     /metrics serves dispatch.MetricSlotsHeld, MetricMembers,
+//     MetricHandovers and MetricLastTakeover.
+//
+// Shard when one replica is not enough: too many objects to reconcile in
+// time, or reconciles that wait on slow external systems. Leader election
+// is enough when one replica keeps up: it is simpler and its standbys
+// take over warm. Each replica still caches every object of the watched
+// types; a cache split by the API server's shard selectors is the next
+// step (package sharding).
 package manager

@@ -41,12 +41,18 @@ const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/n
 
 // leaseNamespace returns the Lease's namespace: the option, or the pod's.
 func leaseNamespace(le LeaderElectionOptions) (string, error) {
-	if le.Namespace != "" {
-		return le.Namespace, nil
+	return namespaceOr("LeaderElection.Namespace", le.Namespace)
+}
+
+// namespaceOr returns ns, or the pod's own namespace if ns is empty; the
+// error names field, the option to set outside a pod.
+func namespaceOr(field, ns string) (string, error) {
+	if ns != "" {
+		return ns, nil
 	}
 	b, err := os.ReadFile(serviceAccountNamespace)
 	if err != nil {
-		return "", fmt.Errorf("Options.LeaderElection.Namespace is empty and this process is not in a pod (%w): set it", err)
+		return "", fmt.Errorf("%s is empty and this process is not in a pod (%w): set it", "Options."+field, err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }

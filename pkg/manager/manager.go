@@ -64,6 +64,7 @@ type Manager struct {
 	ready         *checks
 	synced        atomic.Bool      // the cache has synced once
 	webhook       crwebhook.Server // nil without Options.Webhook
+	shard         *sharded         // nil without Options.Sharding
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -119,6 +120,11 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err := m.newWebhookServer(); err != nil {
 		return nil, err
 	}
+	if opts.Sharding.Enabled {
+		if m.shard, err = m.newSharded(); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -140,6 +146,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.Logger = logging.Or(o.Logger)
 	o.LeaderElection = o.LeaderElection.withDefaults()
+	o.Sharding = o.Sharding.withDefaults()
 	o.Webhook = o.Webhook.withDefaults()
 	return o
 }

@@ -38,6 +38,11 @@ type Options struct {
 	// by default) only while this process holds a Lease.
 	LeaderElection LeaderElectionOptions
 
+	// Sharding, when enabled, shares the keys of the controllers that
+	// NewController builds out among the replicas (see the package doc's
+	// "Sharded mode"). Defaults to off.
+	Sharding ShardingOptions
+
 	// Metrics configures the /metrics endpoint.
 	Metrics MetricsOptions
 
@@ -182,6 +187,7 @@ func (o Options) validate() error {
 			add("Options.%s %q: want host:port, such as \":8080\", or \"0\" for off: %w", a.field, a.addr, err)
 		}
 	}
+	errs = append(errs, o.Sharding.validate()...)
 	if err := o.Webhook.validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -113,6 +113,11 @@ type run struct {
 	electCtx   context.Context
 	stopElect  context.CancelFunc
 	elector    chan struct{} // closed when the election loop has ended; nil without one
+	// The shard member runs from after the cache synced until it has left
+	// the group, which shutdown waits for before it stops the runnables.
+	memberCtx  context.Context
+	stopMember context.CancelFunc
+	member     chan struct{} // closed when the member has left; nil without one
 	// stopWebhook stops the webhook server and waits for it; nil without
 	// one.
 	stopWebhook func(context.Context) error
@@ -130,6 +135,7 @@ func newRun(parent context.Context, m *Manager) *run {
 	r.leaderCtx, r.stopLeader = context.WithCancelCause(detached)
 	r.cacheCtx, r.stopCache = context.WithCancel(detached)
 	r.electCtx, r.stopElect = context.WithCancel(detached)
+	r.memberCtx, r.stopMember = context.WithCancel(detached)
 	return r
 }
 
@@ -172,12 +178,50 @@ func (r *run) run(runnables []Runnable) {
 		}
 		r.start(r.workCtx, rn)
 	}
+	r.join()
 	if !m.opts.LeaderElection.Enabled {
 		r.lead(leaderOnly)
 		return
 	}
 	if err := r.elect(leaderOnly); err != nil {
 		r.fail(err)
+	}
+}
+
+// join runs the shard member, in sharded mode, once the cache has synced:
+// a slot's keys are queued from the cache when the slot is gained.
+func (r *run) join() {
+	if r.m.shard == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping {
+		return
+	}
+	r.member = make(chan struct{})
+	go func() {
+		defer close(r.member)
+		r.m.shard.run(r.memberCtx, r.m)
+	}()
+}
+
+// leave ends the shard member and waits until it has left: its slots'
+// reconciles have returned and its Lease is deleted, so the other replicas
+// take its slots at their next round, before this one's controllers stop.
+func (r *run) leave(ctx context.Context) error {
+	r.stopMember()
+	r.mu.Lock()
+	member := r.member
+	r.mu.Unlock()
+	if member == nil {
+		return nil
+	}
+	select {
+	case <-member:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shard member still leaving: %w", context.Cause(ctx))
 	}
 }
 
@@ -215,6 +259,7 @@ func (r *run) shutdown(servers []*server) error {
 	r.mu.Lock()
 	r.stopping = true
 	r.mu.Unlock()
+	leaveErr := r.leave(ctx)
 	cause := context.Cause(r.ctx)
 	if errors.Is(cause, ErrLeaderLost) {
 		r.stopLeader(fmt.Errorf("%w: %w", controller.ErrAbort, cause))
@@ -226,7 +271,7 @@ func (r *run) shutdown(servers []*server) error {
 	// the Once keeps such failures out of r.err, and orders this read
 	// after any write of it.
 	r.errOnce.Do(func() {})
-	errs := []error{r.err}
+	errs := []error{r.err, leaveErr}
 	if !waitGroup(ctx, &r.work) {
 		errs = append(errs, fmt.Errorf("runnables still running: %w", context.Cause(ctx)))
 	}

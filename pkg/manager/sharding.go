@@ -1,0 +1,196 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/sharding/dispatch"
+	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+)
+
+// DefaultSlots is the default of ShardingOptions.Slots: enough for a few
+// dozen replicas to share evenly, few enough to hand over quickly.
+const DefaultSlots = 64
+
+// ShardingOptions configure the sharded mode: the keys of each controller
+// NewController builds are shared out among the replicas in slots (package
+// sharding), held through one coordination.k8s.io Lease per replica
+// (package sharding/membership); a replica reconciles a key only while it
+// holds the key's slot (package sharding/dispatch).
+type ShardingOptions struct {
+	// Enabled turns the sharded mode on. Defaults to false.
+	Enabled bool
+	// Group names the replicas sharing the slots: their Leases are named
+	// "<Group>-<Identity>". Required when Enabled; every replica of the
+	// operator sets the same.
+	Group string
+	// Namespace of the Leases. Defaults, as LeaderElection.Namespace
+	// does, to the namespace of the pod's service account when in a
+	// cluster; required otherwise.
+	Namespace string
+	// Identity of this replica in the group. Defaults to the lowercased
+	// host name and random hex digits, so that a restarted process joins
+	// as a new member, as LeaderElection.Identity does.
+	Identity string
+	// Slots is the number of slots: a power of two from 1 to
+	// sharding.MaxSlots. Every replica must agree on it. Defaults to
+	// DefaultSlots.
+	Slots int
+	// LeaseDuration is how long the others wait, on their own clocks,
+	// after this replica's Lease last changed before they take its slots.
+	// Defaults to membership.DefaultLeaseDuration (15s).
+	LeaseDuration time.Duration
+	// RenewDeadline is how long after its last successful renewal a
+	// replica goes on starting reconciles; it must be less than
+	// LeaseDuration. Defaults to membership.DefaultRenewDeadline (10s).
+	RenewDeadline time.Duration
+	// RetryPeriod is how often a replica renews its Lease and reads the
+	// others'; it must be less than RenewDeadline. Defaults to
+	// membership.DefaultRetryPeriod (2s).
+	RetryPeriod time.Duration
+}
+
+func (so ShardingOptions) withDefaults() ShardingOptions {
+	if so.Slots == 0 {
+		so.Slots = DefaultSlots
+	}
+	if so.LeaseDuration == 0 {
+		so.LeaseDuration = membership.DefaultLeaseDuration
+	}
+	if so.RenewDeadline == 0 {
+		so.RenewDeadline = membership.DefaultRenewDeadline
+	}
+	if so.RetryPeriod == 0 {
+		so.RetryPeriod = membership.DefaultRetryPeriod
+	}
+	return so
+}
+
+// validate returns the errors of the sharding options, each naming the
+// field to set; none when sharding is off.
+func (so ShardingOptions) validate() []error {
+	if !so.Enabled {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if so.Group == "" {
+		add("Options.Sharding.Group is empty: name the replicas' group, such as \"my-operator\", the same on every replica")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"LeaseDuration", so.LeaseDuration}, {"RenewDeadline", so.RenewDeadline}, {"RetryPeriod", so.RetryPeriod}} {
+		if d.v < 0 {
+			add("Options.Sharding.%s is %v: it must be 0 (the default) or positive", d.field, d.v)
+		}
+	}
+	if so.Slots < 0 {
+		add("Options.Sharding.Slots is %d: it must be 0 (the default, %d) or a power of two up to %d", so.Slots, DefaultSlots, sharding.MaxSlots)
+	} else if _, err := sharding.NewSlots(so.withDefaults().Slots); err != nil {
+		add("Options.Sharding.Slots: %w", err)
+	}
+	so = so.withDefaults()
+	if so.LeaseDuration <= so.RenewDeadline {
+		add("Options.Sharding.LeaseDuration (%v) must be longer than RenewDeadline (%v): the difference is the margin that keeps a fenced replica's last reconcile from overlapping the next holder's", so.LeaseDuration, so.RenewDeadline)
+	}
+	if so.RenewDeadline <= so.RetryPeriod {
+		add("Options.Sharding.RenewDeadline (%v) must be longer than RetryPeriod (%v): one late renewal would fence the replica", so.RenewDeadline, so.RetryPeriod)
+	}
+	return errs
+}
+
+// sharded is the manager's sharded mode: its member and dispatcher.
+type sharded struct {
+	slots      sharding.Slots
+	member     *membership.Member
+	dispatcher *dispatch.Dispatcher
+}
+
+// newSharded builds the member and dispatcher of Options.Sharding, and
+// registers their metrics and readiness check. The member runs from Start.
+func (m *Manager) newSharded() (*sharded, error) {
+	so := m.opts.Sharding
+	ns, err := namespaceOr("Sharding.Namespace", so.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("manager: invalid options: %w", err)
+	}
+	slots, err := sharding.NewSlots(so.Slots)
+	if err != nil {
+		return nil, fmt.Errorf("manager: invalid options: Options.Sharding.Slots: %w", err)
+	}
+	// A clientset of its own, so that a busy controller's client-side
+	// rate limiting cannot delay a renewal.
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(m.config, "sharding"))
+	if err != nil {
+		return nil, fmt.Errorf("manager: sharding client: %w", err)
+	}
+	s := &sharded{slots: slots}
+	// Held and Release fan out to the dispatcher; a cache of split
+	// informers would hear of them here too.
+	handler := membership.HandlerFuncs{
+		OnHeld:    func(held []int) { s.dispatcher.Held(held) },
+		OnRelease: func(ctx context.Context, released []int) { s.dispatcher.Release(ctx, released) },
+	}
+	s.member, err = membership.New(cs, membership.Options{
+		Namespace: ns, Group: so.Group, Identity: so.Identity, Slots: so.Slots,
+		LeaseDuration: so.LeaseDuration, RenewDeadline: so.RenewDeadline, RetryPeriod: so.RetryPeriod,
+		Handler: handler, Logger: m.log.WithName("sharding"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: invalid options: Options.Sharding: %w", err)
+	}
+	s.dispatcher = dispatch.New(s.member)
+	if err := dispatch.RegisterMemberMetrics(m.registry, s.member.Stats); err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if err := m.ready.add("sharding", s.holdsItsSlots); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// holdsItsSlots is the readiness check of the sharded mode: it passes once
+// a round of membership has completed, the last renewal is within the
+// renew deadline, and this replica holds at least its share of the slots
+// (of N members each holds Slots/N or one more).
+func (s *sharded) holdsItsSlots(*http.Request) error {
+	st := s.member.Stats()
+	if st.Members == 0 {
+		return errors.New("not a member of the shard group yet: no round of membership has completed")
+	}
+	want := s.slots.Count() / st.Members
+	if st.Held < want {
+		return fmt.Errorf("holds %d slots of the %d it expects (%d slots among %d members): a handover is in progress, or renewals fail", st.Held, want, s.slots.Count(), st.Members)
+	}
+	return nil
+}
+
+// run runs the member until ctx ends; it returns once the member has left
+// the group (its slots released, its reconciles returned, its Lease
+// deleted). Errors are logged: a failed leave only delays the others until
+// LeaseDuration.
+func (s *sharded) run(ctx context.Context, m *Manager) {
+	if err := s.member.Run(ctx); err != nil {
+		m.log.Error(err, "Leaving the shard group")
+	}
+}
+
+// shardedController is a controller of the sharded mode: it runs on every
+// replica, leader or not, since its gate decides which keys it reconciles.
+type shardedController struct {
+	*controller.Controller[reconcile.Request]
+}
+
+var _ LeaderElectionRunnable = shardedController{}
+
+func (shardedController) NeedLeaderElection() bool { return false }

@@ -1,0 +1,40 @@
+// Package dispatch gates a sharded operator's reconciles: a replica
+// reconciles a key only while it holds the key's slot, and gives a slot up
+// only once the slot's reconciles have returned. It works on every API
+// server: informers stay unfiltered, and the slot check happens when a
+// worker takes a key, before anything else.
+//
+//   - Dispatcher is one per process. Its Admit, asked before each
+//     reconcile, says yes only for a slot the member may dispatch
+//     (membership.Member.MayDispatch) and not being released, and counts
+//     the reconcile as in flight until it returns; check and count happen
+//     under one lock, so a release never misses a reconcile that started.
+//   - Held (membership.Handler) queues every key of the new slots from the
+//     primary type's cache, so the new holder reconciles what it now owns
+//     even if no event comes. Release refuses the slots' keys at once,
+//     then returns once their reconciles in flight have returned.
+//   - Gate is one per controller (controller.Gate), keyed by
+//     reconcile.Request, and knows how a key maps to a slot:
+//     sharding.ByNamespace hashes the key's namespace, with no lookup;
+//     sharding.ByUID (the default) and sharding.ByControllerOwner need
+//     the object, so the gate records each key's slot when the primary
+//     type's source sees the object (Gate.Record wraps its handler),
+//     keeps a deleted object's slot until its key has been reconciled
+//     (or, for a slot another replica holds, for GateOptions.TombstoneTTL,
+//     so memory does not grow with every object ever deleted), and
+//     otherwise looks the key up in the primary Lister. A key whose
+//     slot is still unknown (its object not in this replica's cache yet,
+//     or never) is retried with backoff, MaxUnknownRetries times, then
+//     dropped with a log line; both are counted.
+//   - Skipped keys are forgotten: the slot's holder has its own event for
+//     each of them, and takes every key of a slot when it gains it.
+//   - Metrics: MetricDispatchSkipped{controller,reason} counts the keys a
+//     worker did not reconcile; RegisterMemberMetrics serves a member's
+//     Stats (MetricSlotsHeld, MetricMembers, MetricHandovers,
+//     MetricLastTakeover).
+//
+// A name reused by a new object moves its key to the new UID's slot as
+// soon as the new object is seen: for that moment the old and new slots'
+// holders may both reconcile the key. Writes with resourceVersion
+// preconditions catch what slips through, as for fencing.
+package dispatch
