@@ -180,7 +180,7 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 //
 // In sharded mode (Options.Sharding) the controller reconciles only the
 // keys of the slots this replica holds, mapped to slots as ShardBy says,
-// and runs on every replica, leader or not; its Options.Gate must be nil,
+// and runs on every replica, leader or not; its controller.Options.Gate must be nil,
 // since the manager sets it.
 //
 //	manager.NewController(mgr, "mirror", r,
@@ -251,7 +251,7 @@ func (b *builder) shard(opts *controller.Options[reconcile.Request]) (func(*queu
 		return nil, nil
 	}
 	if opts.Gate != nil {
-		return nil, errors.New("Options.Gate is set, and the manager is sharded (Options.Sharding), which sets the gate: leave Options.Gate nil")
+		return nil, errors.New("controller.Options.Gate is set, and the manager is sharded (Options.Sharding), which sets the gate: leave controller.Options.Gate nil")
 	}
 	g, attach, err := b.gate(b)
 	if err != nil {
