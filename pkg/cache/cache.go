@@ -62,6 +62,14 @@ type Cache struct {
 	// run starts a registration's informers; nil until Start, which binds
 	// it to its context.
 	run func(*registration)
+	// slots are what sharded types hold, sorted; set by SetSlots, which
+	// slotsMu serialises.
+	slots   []int
+	slotsMu sync.Mutex
+	// probed is whether the API server applies shard selectors, once
+	// probeOnce has asked.
+	probeOnce sync.Once
+	probed    bool
 }
 
 // New returns a cache for the cluster cfg points at. Nothing is listed or
@@ -230,6 +238,7 @@ func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registrati
 		return r, nil
 	}
 	r := newReg()
+	r.slots = c.slots
 	c.regs = append(c.regs, r)
 	c.metrics.registered(r)
 	if c.run != nil {

@@ -1,0 +1,352 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/pkg/sharding"
+)
+
+// ShardingOptions configure the types registered with TypeOptions.Sharded.
+// The zero value is valid.
+type ShardingOptions struct {
+	// Slots divides objects into slots. Defaults to sharding's zero Slots:
+	// one slot, which holds every object.
+	Slots sharding.Slots
+
+	// ServerFilter says whether the API server applies shard selectors.
+	// Defaults to ServerFilterDetect.
+	ServerFilter ServerFilter
+}
+
+// ServerFilter says whether sharded types are filtered by the API server.
+type ServerFilter uint8
+
+const (
+	// ServerFilterDetect asks the API server once, with sharding.Supported
+	// on the resource of the first sharded type whose informers are made.
+	// A failed probe counts as no support: the cache then filters itself,
+	// which is correct, only costlier.
+	ServerFilterDetect ServerFilter = iota
+	// ServerFilterOn sends shard selectors without asking.
+	ServerFilterOn
+	// ServerFilterOff never sends shard selectors: every sharded informer
+	// receives the whole stream and keeps only its slots' objects.
+	ServerFilterOff
+)
+
+// ErrNotSharded is wrapped by SetSlots' error when the cache has no
+// sharded type.
+var ErrNotSharded = errors.New("no sharded type in the cache")
+
+// SetSlots makes every sharded type (TypeOptions.Sharded) cache exactly the
+// objects of slots (of ShardingOptions.Slots), and returns once every
+// started type holds them, synced, or ctx ends. An empty slots holds
+// nothing and watches nothing. Before Start, and for a type not yet
+// installed, it only records the slots: the type's informers start with
+// them, and WaitForSync waits for them.
+//
+// For each started type, SetSlots makes new informers for the new slot
+// set, waits for them to sync while the old ones keep serving reads, then
+// swaps them in one step: Lister reads see the old set or the new one,
+// never a gap. Event handlers are then handed a delete for each object the
+// type no longer holds, and, from the new informers, an add for each
+// object of a gained slot; objects held throughout are not handed to them
+// again unless they changed. Calls are serialised. If ctx ends before the
+// new informers sync they are dropped, the old set stays, and the error
+// wraps ctx's cause.
+func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
+	if len(slots) > 0 {
+		if _, err := c.opts.Sharding.Slots.Selector(sharding.ByUID, slots); err != nil {
+			return fmt.Errorf("cache: set slots %v: %w", slots, err)
+		}
+	}
+	slots = slices.Sorted(slices.Values(slots))
+	c.slotsMu.Lock()
+	defer c.slotsMu.Unlock()
+	regs := c.registered(func(k regKey) bool { return k.sharded })
+	if len(regs) == 0 {
+		return fmt.Errorf("cache: set slots: %w: register a type with TypeOptions.Sharded", ErrNotSharded)
+	}
+	c.mu.Lock()
+	c.slots = slots
+	c.mu.Unlock()
+	var errs []error
+	for _, r := range regs {
+		if err := r.setSlots(ctx, slots); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Slots returns the slots that sharded types are set to hold, sorted.
+func (c *Cache) Slots() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.slots)
+}
+
+// setSlots swaps r's view for one of slots, once it has synced.
+func (r *registration) setSlots(ctx context.Context, slots []int) error {
+	r.mu.Lock()
+	old := r.view.Load()
+	r.slots = slots
+	spawn, mapping := r.spawn, r.mapping
+	r.mu.Unlock()
+	if old == nil || spawn == nil {
+		return nil // run makes the informers with r.slots
+	}
+	next, err := r.buildView(mapping, slots)
+	if err != nil {
+		return fmt.Errorf("cache: set slots of %s: %w", r.key.gvk, err)
+	}
+	if err := r.attachHandlers(next, old); err != nil {
+		return err
+	}
+	next.stop = spawn(next)
+	if !toolscache.WaitFor(ctx, "", next.syncedCheckers()...) {
+		r.detachHandlers(next)
+		next.stop()
+		return fmt.Errorf("cache: set slots of %s: informers not synced: %w: %w", r.key.gvk, ErrNotSynced, context.Cause(ctx))
+	}
+	r.mu.Lock()
+	if r.removed {
+		r.mu.Unlock()
+		next.stop()
+		return nil
+	}
+	r.view.Store(next)
+	r.mu.Unlock()
+	r.detachHandlers(old)
+	old.stop()
+	r.deliverLost(old, next)
+	return nil
+}
+
+// attachHandlers adds r's handlers to next before it starts. Adds from
+// next's initial list of objects old already holds at the same
+// resourceVersion are not handed on: the handler has seen them.
+func (r *registration) attachHandlers(next, old *view) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range r.handlers {
+		if err := h.attachTo(next, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *registration) detachHandlers(v *view) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range r.handlers {
+		h.detach(v)
+	}
+}
+
+// deliverLost hands every handler a delete for each object old holds and
+// next does not: the objects of lost slots.
+func (r *registration) deliverLost(old, next *view) {
+	r.mu.Lock()
+	handlers := slices.Clone(r.handlers)
+	r.mu.Unlock()
+	for _, i := range old.informers {
+		for _, obj := range i.indexer.List() {
+			key, err := toolscache.MetaNamespaceKeyFunc(obj)
+			if err != nil || next.holds(key) {
+				continue
+			}
+			for _, h := range handlers {
+				h.handler.OnDelete(obj)
+			}
+		}
+	}
+}
+
+// holds reports whether any informer of v holds key.
+func (v *view) holds(key string) bool {
+	for _, i := range v.informers {
+		if _, ok, _ := i.indexer.GetByKey(key); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// syncedCheckers returns what to wait on for v's informers to sync; an
+// idle informer (no slots) never runs and is synced, empty, from the start.
+func (v *view) syncedCheckers() []toolscache.DoneChecker {
+	var out []toolscache.DoneChecker
+	for _, i := range v.informers {
+		if !i.idle {
+			out = append(out, i.informer.HasSyncedChecker())
+		}
+	}
+	return out
+}
+
+// shardFilter is how one informer of a sharded type keeps to its slots.
+type shardFilter struct {
+	selector string           // sent to the API server; "" when it cannot filter
+	keep     func(any) bool   // applied to what arrives when selector is ""
+	slots    map[int]struct{} // nil when the selector does all the work
+}
+
+// newShardFilter returns the filter for slots, or nil for an empty set
+// (the informer is idle).
+func (r *registration) newShardFilter(slots []int) (*shardFilter, error) {
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	s, key := r.c.opts.Sharding.Slots, r.opts.ShardKey
+	if key != sharding.ByControllerOwner && r.c.serverFilters(r) {
+		sel, err := s.Selector(key, slots)
+		if err != nil {
+			return nil, fmt.Errorf("render shard selector: %w", err)
+		}
+		return &shardFilter{selector: sel}, nil
+	}
+	held := make(map[int]struct{}, len(slots))
+	for _, slot := range slots {
+		held[slot] = struct{}{}
+	}
+	f := &shardFilter{slots: held}
+	f.keep = func(obj any) bool {
+		o, err := meta.Accessor(obj)
+		if err != nil {
+			return false
+		}
+		_, ok := held[s.SlotOf(key, o)]
+		return ok
+	}
+	return f, nil
+}
+
+// wrap makes lw send the selector, or keep only the filter's slots' objects.
+func (f *shardFilter) wrap(lw *toolscache.ListWatch) *toolscache.ListWatch {
+	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	if f.selector != "" {
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				opts.ShardSelector = f.selector
+				return list(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				opts.ShardSelector = f.selector
+				return watchFn(ctx, opts)
+			},
+		}
+	}
+	// emitted is the keys passed on, so that an object whose slot changes
+	// (a new controller owner, under ByControllerOwner) leaves as a delete.
+	var mu sync.Mutex
+	emitted := map[string]struct{}{}
+	pass := func(e watch.Event) (watch.Event, bool) {
+		key, err := toolscache.MetaNamespaceKeyFunc(e.Object)
+		if e.Type == watch.Bookmark || e.Type == watch.Error || err != nil {
+			return e, true
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		_, seen := emitted[key]
+		switch {
+		case e.Type == watch.Deleted:
+			delete(emitted, key)
+			return e, seen || f.keep(e.Object)
+		case f.keep(e.Object):
+			emitted[key] = struct{}{}
+			return e, true
+		case seen:
+			delete(emitted, key)
+			return watch.Event{Type: watch.Deleted, Object: e.Object}, true
+		}
+		return e, false
+	}
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, opts)
+			if err != nil || obj == nil {
+				return obj, err
+			}
+			return obj, f.filterList(obj, &mu, emitted)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := watchFn(ctx, opts)
+			if err != nil {
+				return w, err
+			}
+			return watch.Filter(w, pass), nil
+		},
+	}
+}
+
+// filterList keeps the filter's slots' items of a list, and remembers them
+// as emitted.
+func (f *shardFilter) filterList(list runtime.Object, mu *sync.Mutex, emitted map[string]struct{}) error {
+	items, err := meta.ExtractListWithAlloc(list)
+	if err != nil {
+		return fmt.Errorf("filter list by slot: %w", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	clear(emitted)
+	kept := items[:0]
+	for _, it := range items {
+		if f.keep(it) {
+			kept = append(kept, it)
+			if key, err := toolscache.MetaNamespaceKeyFunc(it); err == nil {
+				emitted[key] = struct{}{}
+			}
+		}
+	}
+	if err := meta.SetList(list, kept); err != nil {
+		return fmt.Errorf("filter list by slot: %w", err)
+	}
+	return nil
+}
+
+// serverFilters reports whether the API server applies shard selectors,
+// probing once per cache with ServerFilterDetect.
+func (c *Cache) serverFilters(r *registration) bool {
+	switch c.opts.Sharding.ServerFilter {
+	case ServerFilterOn:
+		return true
+	case ServerFilterOff:
+		return false
+	}
+	c.probeOnce.Do(func() { c.probed = c.probe(r) })
+	return c.probed
+}
+
+func (c *Cache) probe(r *registration) bool {
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.NegotiatedSerializer = nil
+	client, err := metadata.NewForConfigAndClient(cfg, c.opts.HTTPClient)
+	if err == nil {
+		var ok bool
+		ns := ""
+		if len(r.namespaces) > 0 && r.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			ns = r.namespaces[0]
+		}
+		ok, err = sharding.Supported(context.Background(), client, r.mapping.Resource, ns)
+		if err == nil {
+			c.log.Info("Probed shard selector support", "supported", ok, "resource", r.mapping.Resource.String())
+			return ok
+		}
+	}
+	c.log.Error(err, "Cannot probe shard selector support; filtering sharded types in the cache")
+	return false
+}
