@@ -259,7 +259,7 @@ func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(o.m.objects, prometheus.GaugeValue, float64(n), r.labels()...)
 		if r.key.sharded {
-			ch <- prometheus.MustNewConstMetric(o.m.slots, prometheus.GaugeValue, float64(v.slots), r.labels()...)
+			ch <- prometheus.MustNewConstMetric(o.m.slots, prometheus.GaugeValue, float64(len(v.held)), r.labels()...)
 		}
 	}
 }

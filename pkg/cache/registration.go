@@ -276,7 +276,7 @@ func (r *registration) buildView(mapping *meta.RESTMapping, slots []int) (*view,
 		if shard, err = r.newShardFilter(slots); err != nil {
 			return nil, fmt.Errorf("shard %s: %w", r.key.gvk, err)
 		}
-		v.slots = len(slots)
+		v.held = slices.Clone(slots)
 	}
 	for _, ns := range namespaces {
 		i, err := r.newInformer(lwf, ns, v.namespaced, shard)
@@ -455,8 +455,8 @@ type view struct {
 	indexes     map[string]bool        // the names added with AddIndex
 	// stop stops the informers; a no-op until they start.
 	stop context.CancelFunc
-	// slots is how many slots a sharded type's view holds.
-	slots int
+	// held is the slots a sharded type's view holds, sorted.
+	held []int
 }
 
 type nsInformer struct {
