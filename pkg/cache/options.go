@@ -130,6 +130,9 @@ func (o Options) validate() error {
 	if o.CRDPollInterval < 0 {
 		errs = append(errs, fmt.Errorf("Options.CRDPollInterval is %v: it must be 0 (the default) or positive", o.CRDPollInterval))
 	}
+	if f := o.Sharding.ServerFilter; f > ServerFilterOff {
+		errs = append(errs, fmt.Errorf("Options.Sharding.ServerFilter is %d: use ServerFilterDetect, ServerFilterOn or ServerFilterOff", f))
+	}
 	if err := validateNamespaces("Options.Namespaces", o.Namespaces); err != nil {
 		errs = append(errs, err)
 	}

@@ -136,6 +136,11 @@ func (r *registration) run(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	if r.key.sharded {
+		// Probe shard selector support (once per cache) before newView
+		// takes r.mu.
+		r.c.serverFilters(ctx, r, mapping)
+	}
 	v, err := r.newView(ctx, mapping)
 	if err != nil {
 		if !r.isRemoved() {
@@ -221,7 +226,7 @@ func (r *registration) newView(ctx context.Context, mapping *meta.RESTMapping) (
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mapping = mapping
-	v, err := r.buildView(mapping, r.slots)
+	v, err := r.buildView(ctx, mapping, r.slots)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +255,7 @@ func (r *registration) newView(ctx context.Context, mapping *meta.RESTMapping) (
 
 // buildView makes the informers of a view, not started. slots matter only
 // for a sharded type. The caller holds r.mu, or is setSlots.
-func (r *registration) buildView(mapping *meta.RESTMapping, slots []int) (*view, error) {
+func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping, slots []int) (*view, error) {
 	v := &view{
 		resource:   mapping.Resource,
 		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
@@ -273,7 +278,7 @@ func (r *registration) buildView(mapping *meta.RESTMapping, slots []int) (*view,
 	}
 	var shard *shardFilter
 	if r.key.sharded {
-		if shard, err = r.newShardFilter(slots); err != nil {
+		if shard, err = r.newShardFilter(ctx, mapping, slots); err != nil {
 			return nil, fmt.Errorf("shard %s: %w", r.key.gvk, err)
 		}
 		v.held = slices.Clone(slots)

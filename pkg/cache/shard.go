@@ -52,7 +52,8 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 
 // SetSlots makes every sharded type (TypeOptions.Sharded) cache exactly the
 // objects of slots (of ShardingOptions.Slots), and returns once every
-// started type holds them, synced, or ctx ends. An empty slots holds
+// started type holds them, synced, and its event handlers have been handed
+// them, or ctx ends. An empty slots holds
 // nothing and watches nothing. Before Start, and for a type not yet
 // installed, it only records the slots: the type's informers start with
 // them, and WaitForSync waits for them.
@@ -64,8 +65,10 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 // type no longer holds, and, from the new informers, an add for each
 // object of a gained slot; objects held throughout are not handed to them
 // again unless they changed. Calls are serialised. If ctx ends before the
-// new informers sync they are dropped, the old set stays, and the error
-// wraps ctx's cause.
+// new informers sync they are dropped (handlers get a delete for each add
+// they were handed from them of an object the old set does not hold), the
+// old set stays, and the error wraps ErrNotSynced and ctx's cause: call
+// SetSlots again.
 func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
 	if len(slots) > 0 {
 		if _, err := c.opts.Sharding.Slots.Selector(sharding.ByUID, slots); err != nil {
@@ -108,7 +111,7 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 	if old == nil || spawn == nil {
 		return nil // run makes the informers with r.slots
 	}
-	next, err := r.buildView(mapping, slots)
+	next, err := r.buildView(ctx, mapping, slots)
 	if err != nil {
 		return fmt.Errorf("cache: set slots of %s: %w", r.key.gvk, err)
 	}
@@ -116,9 +119,10 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 		return err
 	}
 	next.stop = spawn(next)
-	if !toolscache.WaitFor(ctx, "", next.syncedCheckers()...) {
+	if !toolscache.WaitFor(ctx, "", append(next.syncedCheckers(), r.handlerCheckers(next)...)...) {
 		r.detachHandlers(next)
 		next.stop()
+		r.deliverLost(next, old) // the adds next handed on of slots not kept
 		return fmt.Errorf("cache: set slots of %s: informers not synced: %w: %w", r.key.gvk, ErrNotSynced, context.Cause(ctx))
 	}
 	r.mu.Lock()
@@ -147,6 +151,22 @@ func (r *registration) attachHandlers(next, old *view) error {
 		}
 	}
 	return nil
+}
+
+// handlerCheckers returns what to wait on for r's handlers to have been
+// handed the initial lists of v's informers.
+func (r *registration) handlerCheckers(v *view) []toolscache.DoneChecker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []toolscache.DoneChecker
+	for _, h := range r.handlers {
+		for _, i := range v.informers {
+			if reg, ok := h.regs[i]; ok && !i.idle {
+				out = append(out, reg.HasSyncedChecker())
+			}
+		}
+	}
+	return out
 }
 
 func (r *registration) detachHandlers(v *view) {
@@ -207,12 +227,12 @@ type shardFilter struct {
 
 // newShardFilter returns the filter for slots, or nil for an empty set
 // (the informer is idle).
-func (r *registration) newShardFilter(slots []int) (*shardFilter, error) {
+func (r *registration) newShardFilter(ctx context.Context, mapping *meta.RESTMapping, slots []int) (*shardFilter, error) {
 	if len(slots) == 0 {
 		return nil, nil
 	}
 	s, key := r.c.opts.Sharding.Slots, r.opts.ShardKey
-	if key != sharding.ByControllerOwner && r.c.serverFilters(r) {
+	if key != sharding.ByControllerOwner && r.c.serverFilters(ctx, r, mapping) {
 		sel, err := s.Selector(key, slots)
 		if err != nil {
 			return nil, fmt.Errorf("render shard selector: %w", err)
@@ -320,30 +340,30 @@ func (f *shardFilter) filterList(list runtime.Object, mu *sync.Mutex, emitted ma
 
 // serverFilters reports whether the API server applies shard selectors,
 // probing once per cache with ServerFilterDetect.
-func (c *Cache) serverFilters(r *registration) bool {
+func (c *Cache) serverFilters(ctx context.Context, r *registration, mapping *meta.RESTMapping) bool {
 	switch c.opts.Sharding.ServerFilter {
 	case ServerFilterOn:
 		return true
 	case ServerFilterOff:
 		return false
 	}
-	c.probeOnce.Do(func() { c.probed = c.probe(r) })
+	c.probeOnce.Do(func() { c.probed = c.probe(ctx, r, mapping) })
 	return c.probed
 }
 
-func (c *Cache) probe(r *registration) bool {
+func (c *Cache) probe(ctx context.Context, r *registration, mapping *meta.RESTMapping) bool {
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.NegotiatedSerializer = nil
 	client, err := metadata.NewForConfigAndClient(cfg, c.opts.HTTPClient)
 	if err == nil {
 		var ok bool
 		ns := ""
-		if len(r.namespaces) > 0 && r.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if len(r.namespaces) > 0 && mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			ns = r.namespaces[0]
 		}
-		ok, err = sharding.Supported(context.Background(), client, r.mapping.Resource, ns)
+		ok, err = sharding.Supported(ctx, client, mapping.Resource, ns)
 		if err == nil {
-			c.log.Info("Probed shard selector support", "supported", ok, "resource", r.mapping.Resource.String())
+			c.log.Info("Probed shard selector support", "supported", ok, "resource", mapping.Resource.String())
 			return ok
 		}
 	}

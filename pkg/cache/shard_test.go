@@ -134,13 +134,19 @@ func newShardedCache(t *testing.T, ns string, filter cache.ServerFilter, slots [
 		t.Fatal(err)
 	}
 	ev := newEvents()
-	if _, err := l.AddEventHandler(ev.handler()); err != nil {
+	h, err := l.AddEventHandler(ev.handler())
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.SetSlots(t.Context(), slots); err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
+	// The informers' sync does not wait for their handlers; SetSlots after
+	// Start does.
+	if !toolscache.WaitForCacheSync(t.Context().Done(), h.HasSynced) {
+		t.Fatal("handler not synced")
+	}
 	return &shardedCache{c: c, lister: l, ev: ev, slots: slots}
 }
 
