@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -26,7 +27,7 @@ import (
 func TestShardedWrittenOfUnheldSlot(t *testing.T) {
 	ns := env.Namespace(t)
 	s, _ := sharding.NewSlots(shardSlots)
-	sc := newShardedCache(t, ns, 0, slotRange(0, 7))
+	sc := newShardedCache(t, ns, 0, shardSlots, slotRange(0, 7))
 	for range 20 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "w-", Namespace: ns}}
 		got, err := env.Client().CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
@@ -70,7 +71,7 @@ func TestShardedMetadataAndLazy(t *testing.T) {
 	if err := c.WaitForSync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	want := bySlot(objs, sharding.ByUID, held)
+	want := bySlot(shardSlots, objs, sharding.ByUID, held)
 	got, err := m.List(ns, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestShardedByControllerOwner(t *testing.T) {
 			all[k] = v
 		}
 	}
-	want := bySlot(all, sharding.ByControllerOwner, held)
+	want := bySlot(shardSlots, all, sharding.ByControllerOwner, held)
 	got, err := l.List(ns, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func TestShardedSlotsLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	slotsMetric(shardSlots)
-	every := bySlot(objs, sharding.ByUID, slotRange(0, shardSlots-1))
+	every := bySlot(shardSlots, objs, sharding.ByUID, slotRange(0, shardSlots-1))
 	if got, _ := l.List(ns, nil); !slices.Equal(objNames(got), every) {
 		t.Errorf("holding every slot: %d objects, want %d", len(got), len(every))
 	}
@@ -278,5 +279,65 @@ func TestSetSlotsErrors(t *testing.T) {
 	}
 	if _, err := cache.For[*corev1.Secret](c, cache.TypeOptions{ShardKey: sharding.ByNamespace}); err == nil {
 		t.Error("ShardKey without Sharded: no error")
+	}
+}
+
+// ignoreSelectors is an API server without the ShardedListAndWatch gate,
+// as its clients see it: it drops every shard selector unread, the probe's
+// malformed one included.
+type ignoreSelectors struct{ next http.RoundTripper }
+
+func (i ignoreSelectors) RoundTrip(req *http.Request) (*http.Response, error) {
+	q := req.URL.Query()
+	if q.Has("shardSelector") {
+		req = req.Clone(req.Context())
+		q.Del("shardSelector")
+		req.URL.RawQuery = q.Encode()
+	}
+	return i.next.RoundTrip(req)
+}
+
+// TestShardedServerIgnoringSelectors: against an API server that ignores
+// shard selectors, detection says so, and the cache filters by itself: a
+// sharded type still holds exactly its slots' objects and its handlers are
+// handed only those.
+func TestShardedServerIgnoringSelectors(t *testing.T) {
+	ns := env.Namespace(t)
+	objs := createShardConfigMaps(t, ns, 120)
+	rec := &selectorRecorder{}
+	hc := rec.client(t)
+	rec.next = ignoreSelectors{next: rec.next}
+	s, _ := sharding.NewSlots(shardSlots)
+	c := newCache(t, cache.Options{HTTPClient: hc, Sharding: cache.ShardingOptions{Slots: s}})
+	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := newEvents()
+	h, err := l.AddEventHandler(ev.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := []int{1, 4, 5, 6, 12}
+	if err := c.SetSlots(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	if !toolscache.WaitForCacheSync(t.Context().Done(), h.HasSynced) {
+		t.Fatal("handler not synced")
+	}
+	want := bySlot(shardSlots, objs, sharding.ByUID, held)
+	got, err := l.List(ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(objNames(got), want) {
+		t.Errorf("holds %d objects, want the %d of slots %v", len(got), len(want), held)
+	}
+	if added := ev.names(func(e *events) map[string]int { return e.added }); !slices.Equal(added, want) {
+		t.Errorf("handler was handed %d adds, want %d", len(added), len(want))
+	}
+	if sel := slices.DeleteFunc(rec.selectors(), func(s string) bool { return strings.Contains(s, "'0x0'") }); len(sel) > 0 {
+		t.Errorf("sent shard selectors %q to a server that ignores them: detection failed", sel)
 	}
 }
