@@ -198,6 +198,10 @@ type TypeStatus struct {
 	// moments; one unwatched for long serves an ever staler cache (the
 	// API server is out of reach, say), even though it has synced.
 	Unwatched time.Time
+	// Slots are the slots a sharded type's informers hold, sorted: while
+	// SetSlots changes them, the old set until the new one has synced.
+	// Empty for a type not sharded, or holding no slot.
+	Slots []int
 }
 
 func (s TypeStatus) describe() string {

@@ -393,9 +393,14 @@ func (r *registration) addIndex(name string, fn toolscache.IndexFunc) error {
 }
 
 func (r *registration) status() TypeStatus {
+	var held []int
+	if v := r.view.Load(); v != nil {
+		held = slices.Clone(v.held)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return TypeStatus{
+		Slots:      held,
 		GVK:        r.key.gvk,
 		Form:       r.key.form.String(),
 		Namespaces: slices.Clone(r.namespaces),

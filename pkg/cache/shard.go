@@ -218,11 +218,14 @@ func (v *view) syncedCheckers() []toolscache.DoneChecker {
 	return out
 }
 
-// shardFilter is how one informer of a sharded type keeps to its slots.
+// shardFilter is how one informer of a sharded type keeps to its slots:
+// the API server filters with selector, or, when selector is "", the
+// informer keeps what arrives of the held slots only.
 type shardFilter struct {
-	selector string           // sent to the API server; "" when it cannot filter
-	keep     func(any) bool   // applied to what arrives when selector is ""
-	slots    map[int]struct{} // nil when the selector does all the work
+	selector string
+	slots    sharding.Slots
+	key      sharding.Key
+	held     map[int]struct{}
 }
 
 // newShardFilter returns the filter for slots, or nil for an empty set
@@ -231,31 +234,33 @@ func (r *registration) newShardFilter(ctx context.Context, mapping *meta.RESTMap
 	if len(slots) == 0 {
 		return nil, nil
 	}
-	s, key := r.c.opts.Sharding.Slots, r.opts.ShardKey
-	if key != sharding.ByControllerOwner && r.c.serverFilters(ctx, r, mapping) {
-		sel, err := s.Selector(key, slots)
+	f := &shardFilter{slots: r.c.opts.Sharding.Slots, key: r.opts.ShardKey}
+	if f.key != sharding.ByControllerOwner && r.c.serverFilters(ctx, r, mapping) {
+		sel, err := f.slots.Selector(f.key, slots)
 		if err != nil {
 			return nil, fmt.Errorf("render shard selector: %w", err)
 		}
-		return &shardFilter{selector: sel}, nil
+		f.selector = sel
+		return f, nil
 	}
-	held := make(map[int]struct{}, len(slots))
+	f.held = make(map[int]struct{}, len(slots))
 	for _, slot := range slots {
-		held[slot] = struct{}{}
-	}
-	f := &shardFilter{slots: held}
-	f.keep = func(obj any) bool {
-		o, err := meta.Accessor(obj)
-		if err != nil {
-			return false
-		}
-		_, ok := held[s.SlotOf(key, o)]
-		return ok
+		f.held[slot] = struct{}{}
 	}
 	return f, nil
 }
 
-// wrap makes lw send the selector, or keep only the filter's slots' objects.
+// keep reports whether obj is of a held slot.
+func (f *shardFilter) keep(obj any) bool {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	_, ok := f.held[f.slots.SlotOf(f.key, o)]
+	return ok
+}
+
+// wrap makes lw send the selector, or keep only the held slots' objects.
 func (f *shardFilter) wrap(lw *toolscache.ListWatch) *toolscache.ListWatch {
 	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
 	if f.selector != "" {
@@ -270,65 +275,74 @@ func (f *shardFilter) wrap(lw *toolscache.ListWatch) *toolscache.ListWatch {
 			},
 		}
 	}
-	// emitted is the keys passed on, so that an object whose slot changes
-	// (a new controller owner, under ByControllerOwner) leaves as a delete.
-	var mu sync.Mutex
-	emitted := map[string]struct{}{}
-	pass := func(e watch.Event) (watch.Event, bool) {
-		key, err := toolscache.MetaNamespaceKeyFunc(e.Object)
-		if e.Type == watch.Bookmark || e.Type == watch.Error || err != nil {
-			return e, true
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		_, seen := emitted[key]
-		switch {
-		case e.Type == watch.Deleted:
-			delete(emitted, key)
-			return e, seen || f.keep(e.Object)
-		case f.keep(e.Object):
-			emitted[key] = struct{}{}
-			return e, true
-		case seen:
-			delete(emitted, key)
-			return watch.Event{Type: watch.Deleted, Object: e.Object}, true
-		}
-		return e, false
-	}
+	e := &emitted{f: f, keys: map[string]struct{}{}}
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			obj, err := list(ctx, opts)
 			if err != nil || obj == nil {
 				return obj, err
 			}
-			return obj, f.filterList(obj, &mu, emitted)
+			return obj, e.filterList(obj)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := watchFn(ctx, opts)
 			if err != nil {
 				return w, err
 			}
-			return watch.Filter(w, pass), nil
+			return watch.Filter(w, e.pass), nil
 		},
 	}
 }
 
-// filterList keeps the filter's slots' items of a list, and remembers them
-// as emitted.
-func (f *shardFilter) filterList(list runtime.Object, mu *sync.Mutex, emitted map[string]struct{}) error {
+// emitted filters one informer's lists and watches by slot, and remembers
+// the keys it passed on, so that an object whose slot changes (a new
+// controller owner, under ByControllerOwner) leaves the informer as a
+// delete. A key may outlive its object across a relist; it then costs at
+// most one delete of an object the informer does not hold, which the
+// informer hands on harmlessly.
+type emitted struct {
+	f    *shardFilter
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+func (e *emitted) pass(ev watch.Event) (watch.Event, bool) {
+	key, err := toolscache.MetaNamespaceKeyFunc(ev.Object)
+	if ev.Type == watch.Bookmark || ev.Type == watch.Error || err != nil {
+		return ev, true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, seen := e.keys[key]
+	switch {
+	case ev.Type == watch.Deleted:
+		delete(e.keys, key)
+		return ev, seen || e.f.keep(ev.Object)
+	case e.f.keep(ev.Object):
+		e.keys[key] = struct{}{}
+		return ev, true
+	case seen:
+		delete(e.keys, key)
+		return watch.Event{Type: watch.Deleted, Object: ev.Object}, true
+	}
+	return ev, false
+}
+
+// filterList keeps the held slots' items of a list, and remembers them.
+func (e *emitted) filterList(list runtime.Object) error {
 	items, err := meta.ExtractListWithAlloc(list)
 	if err != nil {
 		return fmt.Errorf("filter list by slot: %w", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	clear(emitted)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	clear(e.keys)
 	kept := items[:0]
 	for _, it := range items {
-		if f.keep(it) {
+		if e.f.keep(it) {
 			kept = append(kept, it)
 			if key, err := toolscache.MetaNamespaceKeyFunc(it); err == nil {
-				emitted[key] = struct{}{}
+				e.keys[key] = struct{}{}
 			}
 		}
 	}

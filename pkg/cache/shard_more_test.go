@@ -123,6 +123,12 @@ func TestShardedByControllerOwner(t *testing.T) {
 	if err := c.SetSlots(t.Context(), held); err != nil {
 		t.Fatal(err)
 	}
+	left := make(chan string, 100)
+	if _, err := l.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		left <- obj.(metav1.Object).GetName()
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	start(t, c)
 	all := map[string]*corev1.ConfigMap{}
 	for _, m := range []map[string]*corev1.ConfigMap{parents, children} {
@@ -146,6 +152,7 @@ func TestShardedByControllerOwner(t *testing.T) {
 	if sel := rec.selectors(); len(sel) > 0 {
 		t.Errorf("ByControllerOwner sent shard selectors %q; the API server cannot select on an owner", sel)
 	}
+	moveOwner(t, c, l, ns, parents, children, held, left)
 }
 
 // selectorRecorder records the shard selectors of the ConfigMap lists and
@@ -246,6 +253,9 @@ func TestShardedSlotsLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	slotsMetric(shardSlots)
+	if st := c.Status(); len(st) != 1 || !slices.Equal(st[0].Slots, slotRange(0, shardSlots-1)) {
+		t.Errorf("Status() = %+v, want one type holding every slot", st)
+	}
 	every := bySlot(shardSlots, objs, sharding.ByUID, slotRange(0, shardSlots-1))
 	if got, _ := l.List(ns, nil); !slices.Equal(objNames(got), every) {
 		t.Errorf("holding every slot: %d objects, want %d", len(got), len(every))
@@ -339,5 +349,53 @@ func TestShardedServerIgnoringSelectors(t *testing.T) {
 	}
 	if sel := slices.DeleteFunc(rec.selectors(), func(s string) bool { return strings.Contains(s, "'0x0'") }); len(sel) > 0 {
 		t.Errorf("sent shard selectors %q to a server that ignores them: detection failed", sel)
+	}
+}
+
+// moveOwner gives a held child an owner of a slot not held, and a child
+// not held an owner of a held slot: the first leaves the cache as a
+// delete, the second enters it.
+func moveOwner(t *testing.T, c *cache.Cache, l *cache.Lister[*corev1.ConfigMap], ns string, parents, children map[string]*corev1.ConfigMap, held []int, left <-chan string) {
+	t.Helper()
+	s, _ := sharding.NewSlots(shardSlots)
+	var heldParent, freeParent *corev1.ConfigMap
+	for _, p := range parents {
+		if slices.Contains(held, s.SlotOf(sharding.ByUID, p)) {
+			heldParent = p
+		} else {
+			freeParent = p
+		}
+	}
+	if heldParent == nil || freeParent == nil {
+		t.Skip("the random UIDs put every parent on one side")
+	}
+	reown := func(name string, to *corev1.ConfigMap) *corev1.ConfigMap {
+		child := children[name].DeepCopy()
+		child.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(to, corev1.SchemeGroupVersion.WithKind("ConfigMap"))}
+		got, err := env.Client().CoreV1().ConfigMaps(ns).Update(t.Context(), child, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	leaving := heldParent.Name + "-child-0"
+	reown(leaving, freeParent)
+	select {
+	case name := <-left:
+		if name != leaving {
+			t.Errorf("delete of %s, want %s", name, leaving)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no delete of the child whose owner moved out")
+	}
+	if _, err := l.Get(ns, leaving); !apierrors.IsNotFound(err) {
+		t.Errorf("Get of %s after its owner moved out = %v, want NotFound", leaving, err)
+	}
+	entering := reown(freeParent.Name+"-child-0", heldParent)
+	if err := c.Written(configMapGVK, entering, false).Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Get(ns, entering.Name); err != nil {
+		t.Errorf("Get of %s after its owner moved in: %v", entering.Name, err)
 	}
 }
