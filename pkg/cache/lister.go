@@ -167,7 +167,8 @@ func (l *Lister[T]) HasSynced() bool { return l.reg.synced.Load() }
 
 // Informers returns the type's informers (one per cached namespace, or one
 // for all), or nil before the API server has been found to serve the type.
-// Event sources add their handlers to them.
+// A sharded type's informers are replaced by each Cache.SetSlots: add
+// handlers with AddEventHandler, which follows them, not to these.
 func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {
 	v := l.reg.view.Load()
 	if v == nil {

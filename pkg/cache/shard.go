@@ -65,8 +65,9 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 // type no longer holds, and, from the new informers, an add for each
 // object of a gained slot; objects held throughout are not handed to them
 // again unless they changed. Calls are serialised. If ctx ends before the
-// new informers sync they are dropped (handlers get a delete for each add
-// they were handed from them of an object the old set does not hold), the
+// new informers sync they are dropped (handlers get a delete for each
+// object of theirs the old set does not hold, whose add they may have been
+// handed), the
 // old set stays, and the error wraps ErrNotSynced and ctx's cause: call
 // SetSlots again.
 func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
@@ -94,7 +95,8 @@ func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
 	return errors.Join(errs...)
 }
 
-// Slots returns the slots that sharded types are set to hold, sorted.
+// Slots returns the slots of the last SetSlots, sorted, even if it failed
+// (TypeStatus.Slots says what each type holds).
 func (c *Cache) Slots() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -398,4 +399,37 @@ func moveOwner(t *testing.T, c *cache.Cache, l *cache.Lister[*corev1.ConfigMap],
 	if _, err := l.Get(ns, entering.Name); err != nil {
 		t.Errorf("Get of %s after its owner moved in: %v", entering.Name, err)
 	}
+}
+
+// TestSetSlotsGivesUp: a SetSlots whose context ends before the new
+// informers sync leaves the old slots in place, takes back with deletes
+// any add it handed on of the new ones, and can be called again.
+func TestSetSlotsGivesUp(t *testing.T) {
+	ns := env.Namespace(t)
+	objs := createShardConfigMaps(t, ns, 60)
+	sc := newShardedCache(t, ns, 0, shardSlots, slotRange(0, 7))
+	sc.ev.reset()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(errors.New("test gives up"))
+	err := sc.c.SetSlots(ctx, slotRange(0, 15))
+	if !errors.Is(err, cache.ErrNotSynced) || context.Cause(ctx) == nil || !strings.Contains(err.Error(), "test gives up") {
+		t.Fatalf("SetSlots with an ended context = %v, want ErrNotSynced and the cause", err)
+	}
+	sc.holdsExactly(t, ns, bySlot(shardSlots, objs, sharding.ByUID, slotRange(0, 7)))
+	if st := sc.c.Status(); !slices.Equal(st[0].Slots, slotRange(0, 7)) {
+		t.Errorf("Status().Slots = %v after giving up, want the old slots", st[0].Slots)
+	}
+	added := sc.ev.names(func(e *events) map[string]int { return e.added })
+	deleted := sc.ev.names(func(e *events) map[string]int { return e.delete })
+	// Each add is taken back; a delete may come of an object whose add the
+	// dropped informer had not handed on yet.
+	for _, name := range added {
+		if !slices.Contains(deleted, name) {
+			t.Errorf("giving up: the add of %s was not taken back", name)
+		}
+	}
+	if err := sc.c.SetSlots(t.Context(), slotRange(0, 15)); err != nil {
+		t.Fatal(err)
+	}
+	sc.holdsExactly(t, ns, bySlot(shardSlots, objs, sharding.ByUID, slotRange(0, 15)))
 }
