@@ -77,8 +77,17 @@ func (r *registration) addHandler(h toolscache.ResourceEventHandler) (*HandlerRe
 		return nil, fmt.Errorf("cache: add event handler to %s: %w", r.key.gvk, ErrRemoved)
 	}
 	hr := &HandlerRegistration{reg: r, handler: h}
-	if v := r.view.Load(); v != nil {
+	v := r.view.Load()
+	if v != nil {
 		if err := hr.attachTo(v, nil); err != nil {
+			return nil, err
+		}
+	}
+	if r.next != nil {
+		if err := hr.attachTo(r.next, v); err != nil {
+			if v != nil {
+				hr.detach(v)
+			}
 			return nil, err
 		}
 	}

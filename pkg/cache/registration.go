@@ -94,6 +94,9 @@ type registration struct {
 	slots   []int
 	mapping *meta.RESTMapping
 	spawn   func(*view) context.CancelFunc
+	// next is the view SetSlots is making, while it syncs: handlers added
+	// meanwhile are attached to it too.
+	next *view
 }
 
 // errorKind says what lastErr is about, for Status.

@@ -121,13 +121,17 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 		return err
 	}
 	next.stop = spawn(next)
-	if !toolscache.WaitFor(ctx, "", append(next.syncedCheckers(), r.handlerCheckers(next)...)...) {
+	// Handlers added while the informers sync are attached to next too:
+	// look again for them once the first ones have synced.
+	if !toolscache.WaitFor(ctx, "", append(next.syncedCheckers(), r.handlerCheckers(next)...)...) ||
+		!toolscache.WaitFor(ctx, "", r.handlerCheckers(next)...) {
 		r.detachHandlers(next)
 		next.stop()
 		r.deliverLost(next, old) // the adds next handed on of slots not kept
 		return fmt.Errorf("cache: set slots of %s: informers not synced: %w: %w", r.key.gvk, ErrNotSynced, context.Cause(ctx))
 	}
 	r.mu.Lock()
+	r.next = nil
 	if r.removed {
 		r.mu.Unlock()
 		next.stop()
@@ -147,6 +151,7 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 func (r *registration) attachHandlers(next, old *view) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.next = next
 	for _, h := range r.handlers {
 		if err := h.attachTo(next, old); err != nil {
 			return err
@@ -174,6 +179,9 @@ func (r *registration) handlerCheckers(v *view) []toolscache.DoneChecker {
 func (r *registration) detachHandlers(v *view) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.next == v {
+		r.next = nil
+	}
 	for _, h := range r.handlers {
 		h.detach(v)
 	}

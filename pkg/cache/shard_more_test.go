@@ -433,3 +433,68 @@ func TestSetSlotsGivesUp(t *testing.T) {
 	}
 	sc.holdsExactly(t, ns, bySlot(shardSlots, objs, sharding.ByUID, slotRange(0, 15)))
 }
+
+// holdSelector blocks the lists and watches that carry selector until
+// release is closed, and says on arrived when the first one comes.
+type holdSelector struct {
+	next     http.RoundTripper
+	selector string
+	arrived  chan struct{}
+	once     sync.Once
+	release  chan struct{}
+}
+
+func (h *holdSelector) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("shardSelector") == h.selector {
+		h.once.Do(func() { close(h.arrived) })
+		select {
+		case <-h.release:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return h.next.RoundTrip(req)
+}
+
+// TestHandlerAddedDuringSetSlots: a handler added while SetSlots waits for
+// the new informers is attached to them too, and is handed the gained
+// slots' objects.
+func TestHandlerAddedDuringSetSlots(t *testing.T) {
+	ns := env.Namespace(t)
+	objs := createShardConfigMaps(t, ns, 60)
+	s, _ := sharding.NewSlots(shardSlots)
+	sel, _ := s.Selector(sharding.ByUID, slotRange(0, 15))
+	hc, err := rest.HTTPClientFor(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdSelector{next: hc.Transport, selector: sel, arrived: make(chan struct{}), release: make(chan struct{})}
+	hc.Transport = hold
+	c := newCache(t, cache.Options{HTTPClient: hc, Sharding: cache.ShardingOptions{Slots: s, ServerFilter: cache.ServerFilterOn}})
+	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetSlots(t.Context(), slotRange(0, 7)); err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	done := make(chan error, 1)
+	go func() { done <- c.SetSlots(t.Context(), slotRange(0, 15)) }()
+	<-hold.arrived
+	ev := newEvents()
+	if _, err := l.AddEventHandler(ev.handler()); err != nil {
+		t.Fatal(err)
+	}
+	close(hold.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := bySlot(shardSlots, objs, sharding.ByUID, slotRange(8, 15))
+	added := ev.names(func(e *events) map[string]int { return e.added })
+	for _, name := range want {
+		if !slices.Contains(added, name) {
+			t.Errorf("handler added during SetSlots was not handed %s, of a gained slot", name)
+		}
+	}
+}
