@@ -80,9 +80,12 @@
 //     replica's whole share again (rare: slots move when members join or
 //     leave), in exchange for reads that never merge or deduplicate stores.
 //     Written waits only for writes of held slots. MetricSlots counts each
-//     type's slots (TestShardedCachesPartition, TestShardedSelectorsSent,
-//     TestShardedByControllerOwner, TestShardedMetadataAndLazy,
-//     TestShardedSlotsLifecycle, TestShardedWrittenOfUnheldSlot).
+//     type's slots, TypeStatus.Slots lists them (ExampleCache_SetSlots,
+//     TestShardedCachesPartition, TestShardedSelectorsSent,
+//     TestShardedServerIgnoringSelectors, TestShardedByControllerOwner,
+//     TestShardedMetadataAndLazy, TestShardedSlotsLifecycle,
+//     TestShardedWrittenOfUnheldSlot, TestSetSlotsGivesUp,
+//     TestHandlerAddedDuringSetSlots).
 //   - Efficient on the wire: built-in types are decoded from protobuf,
 //     custom resources from JSON; watches ask for bookmarks, and the initial
 //     sync is one streaming list where the API server supports it (1.37
