@@ -67,9 +67,8 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 // again unless they changed. Calls are serialised. If ctx ends before the
 // new informers sync they are dropped (handlers get a delete for each
 // object of theirs the old set does not hold, whose add they may have been
-// handed), the
-// old set stays, and the error wraps ErrNotSynced and ctx's cause: call
-// SetSlots again.
+// handed), the old set stays, and the error wraps ErrNotSynced and ctx's
+// cause: call SetSlots again.
 func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
 	if len(slots) > 0 {
 		if _, err := c.opts.Sharding.Slots.Selector(sharding.ByUID, slots); err != nil {
@@ -118,6 +117,7 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 		return fmt.Errorf("cache: set slots of %s: %w", r.key.gvk, err)
 	}
 	if err := r.attachHandlers(next, old); err != nil {
+		r.detachHandlers(next)
 		return err
 	}
 	next.stop = spawn(next)
