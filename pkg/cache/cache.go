@@ -62,6 +62,14 @@ type Cache struct {
 	// run starts a registration's informers; nil until Start, which binds
 	// it to its context.
 	run func(*registration)
+	// slots are what sharded types hold, sorted; set by SetSlots, which
+	// slotsMu serialises.
+	slots   []int
+	slotsMu sync.Mutex
+	// probed is whether the API server applies shard selectors, once
+	// probeOnce has asked.
+	probeOnce sync.Once
+	probed    bool
 }
 
 // New returns a cache for the cluster cfg points at. Nothing is listed or
@@ -190,6 +198,10 @@ type TypeStatus struct {
 	// moments; one unwatched for long serves an ever staler cache (the
 	// API server is out of reach, say), even though it has synced.
 	Unwatched time.Time
+	// Slots are the slots a sharded type's informers hold, sorted: while
+	// SetSlots changes them, the old set until the new one has synced.
+	// Empty for a type not sharded, or holding no slot.
+	Slots []int
 }
 
 func (s TypeStatus) describe() string {
@@ -230,6 +242,7 @@ func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registrati
 		return r, nil
 	}
 	r := newReg()
+	r.slots = c.slots
 	c.regs = append(c.regs, r)
 	c.metrics.registered(r)
 	if c.run != nil {

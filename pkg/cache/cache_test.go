@@ -27,7 +27,10 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Environment) { env = e })
+	// The ShardedListAndWatch gate (alpha) only changes requests that carry
+	// a shard selector, which only the sharded tests send.
+	testenv.Main(m, testenv.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": true}},
+		func(e *testenv.Environment) { env = e })
 }
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}

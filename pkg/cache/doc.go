@@ -59,6 +59,33 @@
 //   - One informer per type and scope: registering a type again with the
 //     same namespaces, selectors and stripping shares its informers. A type
 //     cached in several namespaces has one informer per namespace.
+//   - Sharded on request: a type registered with TypeOptions.Sharded
+//     caches only the objects of the slots (ShardingOptions.Slots, of
+//     package sharding) last given to Cache.SetSlots, none before, by
+//     TypeOptions.ShardKey. Where the API server applies shard selectors
+//     (probed once with sharding.Supported, or ShardingOptions.ServerFilter)
+//     each informer lists and watches only those slots; elsewhere it
+//     receives everything and keeps only its slots' objects, so a Lister
+//     shows the same either way. sharding.ByControllerOwner is always
+//     filtered in the cache: the API server cannot select on an owner.
+//     SetSlots makes new informers for the whole new slot set, waits for
+//     them to sync while the old ones serve reads, then swaps them in one
+//     step: reads see the old set or the new, never a gap, and every read
+//     contract above (one store per namespace, zero-copy, sorted, indexes,
+//     ControlledBy, Lazy, Written) holds unchanged. Handlers are handed an
+//     add for each object of a gained slot and a delete for each object of
+//     a lost one; objects held throughout are not handed on again unless
+//     they changed. The cost of one informer set per slot set, rather than
+//     one informer per run of slots gained together: each change lists the
+//     replica's whole share again (rare: slots move when members join or
+//     leave), in exchange for reads that never merge or deduplicate stores.
+//     Written waits only for writes of held slots. MetricSlots counts each
+//     type's slots, TypeStatus.Slots lists them (ExampleCache_SetSlots,
+//     TestShardedCachesPartition, TestShardedSelectorsSent,
+//     TestShardedServerIgnoringSelectors, TestShardedByControllerOwner,
+//     TestShardedMetadataAndLazy, TestShardedSlotsLifecycle,
+//     TestShardedWrittenOfUnheldSlot, TestSetSlotsGivesUp,
+//     TestHandlerAddedDuringSetSlots).
 //   - Efficient on the wire: built-in types are decoded from protobuf,
 //     custom resources from JSON; watches ask for bookmarks, and the initial
 //     sync is one streaming list where the API server supports it (1.37
@@ -74,7 +101,8 @@
 //     resourceVersion; NewStatic (through package cachetest) puts a real
 //     Lister over objects in memory, for unit tests without an API server.
 //   - Observable: with Options.Registerer, the objects cached
-//     (MetricObjects), relists (MetricRelists), watch restarts
+//     (MetricObjects) and, for a sharded type, the slots held
+//     (MetricSlots), relists (MetricRelists), watch restarts
 //     (MetricWatchRestarts), time to first sync (MetricFirstSync), event
 //     lag (MetricEventLag) and failed lists and watches by class
 //     (MetricSyncErrors) of each type, and no global registration. The lag

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -12,9 +14,10 @@ import (
 type HandlerRegistration struct {
 	reg     *registration
 	handler toolscache.ResourceEventHandler
-	// regs are the handler's registrations with the type's informers, one
-	// per informer; nil until the informers exist. Guarded by reg.mu.
-	regs []toolscache.ResourceEventHandlerRegistration
+	// regs are the handler's registrations with the informers of the
+	// type's views: the current one, and the next while SetSlots makes it.
+	// Guarded by reg.mu.
+	regs map[*nsInformer]toolscache.ResourceEventHandlerRegistration
 }
 
 // AddEventHandler hands every event of the type to h: an add for each object
@@ -35,11 +38,13 @@ func (l *Lister[T]) AddEventHandler(h toolscache.ResourceEventHandler) (*Handler
 func (h *HandlerRegistration) HasSynced() bool {
 	h.reg.mu.Lock()
 	defer h.reg.mu.Unlock()
-	if h.regs == nil {
+	v := h.reg.view.Load()
+	if v == nil {
 		return false
 	}
-	for _, r := range h.regs {
-		if !r.HasSynced() {
+	for _, i := range v.informers {
+		reg, ok := h.regs[i]
+		if !ok || (!i.idle && !reg.HasSynced()) {
 			return false
 		}
 	}
@@ -53,11 +58,9 @@ func (h *HandlerRegistration) Remove() error {
 	defer r.mu.Unlock()
 	r.handlers = slices.DeleteFunc(r.handlers, func(x *HandlerRegistration) bool { return x == h })
 	var errs []error
-	if v := r.view.Load(); v != nil {
-		for i, reg := range h.regs {
-			if err := v.informers[i].informer.RemoveEventHandler(reg); err != nil {
-				errs = append(errs, err)
-			}
+	for i, reg := range h.regs {
+		if err := i.informer.RemoveEventHandler(reg); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	h.regs = nil
@@ -74,8 +77,17 @@ func (r *registration) addHandler(h toolscache.ResourceEventHandler) (*HandlerRe
 		return nil, fmt.Errorf("cache: add event handler to %s: %w", r.key.gvk, ErrRemoved)
 	}
 	hr := &HandlerRegistration{reg: r, handler: h}
-	if v := r.view.Load(); v != nil {
-		if err := hr.attach(v); err != nil {
+	v := r.view.Load()
+	if v != nil {
+		if err := hr.attachTo(v, nil); err != nil {
+			return nil, err
+		}
+	}
+	if r.next != nil {
+		if err := hr.attachTo(r.next, v); err != nil {
+			if v != nil {
+				hr.detach(v)
+			}
 			return nil, err
 		}
 	}
@@ -83,23 +95,77 @@ func (r *registration) addHandler(h toolscache.ResourceEventHandler) (*HandlerRe
 	return hr, nil
 }
 
-// attach adds the handler to the informers of v. The caller holds reg.mu.
-func (h *HandlerRegistration) attach(v *view) error {
-	regs := make([]toolscache.ResourceEventHandlerRegistration, 0, len(v.informers))
+// attachTo adds the handler to the informers of v. With old, v replaces
+// it: adds of v's initial lists that old holds at the same resourceVersion
+// are not handed on. The caller holds reg.mu.
+func (h *HandlerRegistration) attachTo(v, old *view) error {
+	if h.regs == nil {
+		h.regs = map[*nsInformer]toolscache.ResourceEventHandlerRegistration{}
+	}
+	var done []*nsInformer
 	for _, i := range v.informers {
 		handler := h.handler
 		if th, ok := handler.(TimedEventHandler); ok && i.stamps != nil {
 			handler = timedHandler{h: th, stamps: i.stamps}
 		}
+		if old != nil {
+			handler = unseenAdds{ResourceEventHandler: handler, old: old}
+		}
 		reg, err := i.informer.AddEventHandler(handler)
 		if err != nil {
-			for j, done := range regs {
-				_ = v.informers[j].informer.RemoveEventHandler(done)
+			for _, j := range done {
+				_ = j.informer.RemoveEventHandler(h.regs[j])
+				delete(h.regs, j)
 			}
 			return fmt.Errorf("cache: add event handler to %s: %w", h.reg.key.gvk, err)
 		}
-		regs = append(regs, reg)
+		h.regs[i] = reg
+		done = append(done, i)
 	}
-	h.regs = regs
 	return nil
+}
+
+// detach removes the handler from the informers of v. The caller holds
+// reg.mu.
+func (h *HandlerRegistration) detach(v *view) {
+	for _, i := range v.informers {
+		if reg, ok := h.regs[i]; ok {
+			_ = i.informer.RemoveEventHandler(reg)
+			delete(h.regs, i)
+		}
+	}
+}
+
+// unseenAdds drops the adds of an initial list for objects that old, the
+// view being replaced, holds at the same resourceVersion: the handler was
+// handed them already.
+type unseenAdds struct {
+	toolscache.ResourceEventHandler
+	old *view
+}
+
+func (u unseenAdds) OnAdd(obj any, initial bool) {
+	if initial && u.old.holdsVersion(obj) {
+		return
+	}
+	u.ResourceEventHandler.OnAdd(obj, initial)
+}
+
+// holdsVersion reports whether v holds obj at obj's resourceVersion.
+func (v *view) holdsVersion(obj any) bool {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return false
+	}
+	for _, i := range v.informers {
+		if held, ok, _ := i.indexer.GetByKey(key); ok {
+			h, err := meta.Accessor(held)
+			return err == nil && h.GetResourceVersion() == o.GetResourceVersion()
+		}
+	}
+	return false
 }

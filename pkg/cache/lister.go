@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // Object is what the cache holds: a Kubernetes object with metadata, such
@@ -106,6 +108,11 @@ func register[T Object](c *Cache, gvk schema.GroupVersionKind, f form, opts Type
 		selector:   selectorString(opts),
 		keepMF:     opts.KeepManagedFields,
 		keepLA:     opts.KeepLastApplied,
+		sharded:    opts.Sharded,
+		shardKey:   opts.ShardKey,
+	}
+	if !opts.Sharded && opts.ShardKey != sharding.ByUID {
+		return nil, fmt.Errorf("cache: register %s: TypeOptions.ShardKey is %v but Sharded is false: set Sharded too", gvk, opts.ShardKey)
 	}
 	r, err := c.register(key, opts, func() *registration {
 		r := newRegistration(c, key, opts, newObject)
@@ -160,7 +167,8 @@ func (l *Lister[T]) HasSynced() bool { return l.reg.synced.Load() }
 
 // Informers returns the type's informers (one per cached namespace, or one
 // for all), or nil before the API server has been found to serve the type.
-// Event sources add their handlers to them.
+// A sharded type's informers are replaced by each Cache.SetSlots: add
+// handlers with AddEventHandler, which follows them, not to these.
 func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {
 	v := l.reg.view.Load()
 	if v == nil {

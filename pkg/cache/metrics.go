@@ -57,6 +57,10 @@ const (
 	// MetricLazyObjects is the number of full objects LazyListers hold,
 	// labelled like MetricLazyFetches.
 	MetricLazyObjects = "opkit_cache_lazy_objects"
+	// MetricSlots is the number of slots a sharded type (TypeOptions.Sharded)
+	// holds, of ShardingOptions.Slots.Count(): with MetricObjects, the
+	// share of the type this replica caches. Absent for types not sharded.
+	MetricSlots = "opkit_cache_slots"
 )
 
 // The classes of MetricSyncErrors.
@@ -85,6 +89,7 @@ var metricLabels = []string{"group", "version", "kind", "form", "scope"}
 
 type metrics struct {
 	objects       *prometheus.Desc
+	slots         *prometheus.Desc
 	relists       *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
 	firstSync     *prometheus.GaugeVec
@@ -103,6 +108,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 	}
 	m := &metrics{
 		objects: prometheus.NewDesc(MetricObjects, "Objects in the cache, by type.", metricLabels, nil),
+		slots:   prometheus.NewDesc(MetricSlots, "Slots a sharded type holds, by type.", metricLabels, nil),
 		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRelists, Help: "Full lists after the first, by type.",
 		}, metricLabels),
@@ -233,7 +239,10 @@ func (m *metrics) forget(r *registration) {
 // keeps no counter of its own on the path of every event.
 type objectsCollector struct{ m *metrics }
 
-func (o objectsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- o.m.objects }
+func (o objectsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- o.m.objects
+	ch <- o.m.slots
+}
 
 func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	o.m.cache.mu.Lock()
@@ -249,5 +258,8 @@ func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 			n += len(i.indexer.ListKeys())
 		}
 		ch <- prometheus.MustNewConstMetric(o.m.objects, prometheus.GaugeValue, float64(n), r.labels()...)
+		if r.key.sharded {
+			ch <- prometheus.MustNewConstMetric(o.m.slots, prometheus.GaugeValue, float64(len(v.held)), r.labels()...)
+		}
 	}
 }

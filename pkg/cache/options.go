@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // Options configure New. The zero value is valid.
@@ -59,6 +61,11 @@ type Options struct {
 	// "true"; see MutationOptions.
 	Mutations MutationOptions
 
+	// Sharding configure the types registered with TypeOptions.Sharded.
+	// Defaults to one slot, and asking the API server whether it applies
+	// shard selectors; see ShardingOptions.
+	Sharding ShardingOptions
+
 	// Logger logs informer lifecycle events, and list and watch failures:
 	// each new one at V(0), its retries at V(1). Defaults to klog's logger
 	// (klog.Background()), which client-go logs through: standard error
@@ -97,6 +104,18 @@ type TypeOptions struct {
 	// annotation, which the cache drops by default: kubectl apply stores a
 	// whole second copy of the object in it. Defaults to false.
 	KeepLastApplied bool
+
+	// Sharded caches only the objects of the slots last given to
+	// Cache.SetSlots (none until then), by ShardKey. Where the API server
+	// applies shard selectors, each informer lists and watches only its
+	// slots; elsewhere, and always for sharding.ByControllerOwner (the
+	// API server cannot select on an owner), the informer receives every
+	// object and keeps only its slots'. Defaults to false: every object.
+	Sharded bool
+
+	// ShardKey decides an object's slot when Sharded. Defaults to
+	// sharding.ByUID.
+	ShardKey sharding.Key
 }
 
 // LastAppliedAnnotation is the annotation that kubectl's client-side apply
@@ -110,6 +129,9 @@ func (o Options) validate() error {
 	}
 	if o.CRDPollInterval < 0 {
 		errs = append(errs, fmt.Errorf("Options.CRDPollInterval is %v: it must be 0 (the default) or positive", o.CRDPollInterval))
+	}
+	if f := o.Sharding.ServerFilter; f > ServerFilterOff {
+		errs = append(errs, fmt.Errorf("Options.Sharding.ServerFilter is %d: use ServerFilterDetect, ServerFilterOn or ServerFilterOff", f))
 	}
 	if err := validateNamespaces("Options.Namespaces", o.Namespaces); err != nil {
 		errs = append(errs, err)

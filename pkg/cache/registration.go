@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // form is how a type's objects are decoded and cached.
@@ -39,6 +41,8 @@ type regKey struct {
 	selector   string // labels and fields
 	keepMF     bool
 	keepLA     bool
+	sharded    bool
+	shardKey   sharding.Key
 }
 
 // registration is one registered type and scope: the informers that cache
@@ -82,6 +86,17 @@ type registration struct {
 
 	view   atomic.Pointer[view] // nil until the informers exist
 	synced atomic.Bool
+
+	// For a sharded type: the slots its view is made for (or will be),
+	// the mapping its informers were made with, and spawn, which starts a
+	// view's informers under run's context and returns what stops them;
+	// nil until run has made the first view. Guarded by mu.
+	slots   []int
+	mapping *meta.RESTMapping
+	spawn   func(*view) context.CancelFunc
+	// next is the view SetSlots is making, while it syncs: handlers added
+	// meanwhile are attached to it too.
+	next *view
 }
 
 // errorKind says what lastErr is about, for Status.
@@ -124,7 +139,12 @@ func (r *registration) run(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	v, err := r.newView(mapping)
+	if r.key.sharded {
+		// Probe shard selector support (once per cache) before newView
+		// takes r.mu.
+		r.c.serverFilters(ctx, r, mapping)
+	}
+	v, err := r.newView(ctx, mapping)
 	if err != nil {
 		if !r.isRemoved() {
 			r.setErr(lookupError, err)
@@ -132,16 +152,9 @@ func (r *registration) run(ctx context.Context) {
 		}
 		return
 	}
-	for _, i := range v.informers {
-		go i.informer.RunWithContext(ctx)
-	}
-	synced := make([]toolscache.DoneChecker, len(v.informers))
-	for i, inf := range v.informers {
-		synced[i] = inf.informer.HasSyncedChecker()
-	}
 	// WaitFor wakes as the informers sync; WaitForCacheSync would poll,
 	// adding up to 100ms to every type's time to sync.
-	if !toolscache.WaitFor(ctx, "", synced...) {
+	if !toolscache.WaitFor(ctx, "", v.syncedCheckers()...) {
 		return
 	}
 	r.synced.Store(true)
@@ -210,15 +223,47 @@ func (r *registration) logLookupFailure(kind errorKind, err error) {
 }
 
 // newView makes the informers, one per namespace the type is cached in, or
-// one for every namespace or a cluster-scoped type, and stores them in
-// r.view unless the type has been removed.
-func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
+// one for every namespace or a cluster-scoped type, starts them and stores
+// them in r.view unless the type has been removed.
+func (r *registration) newView(ctx context.Context, mapping *meta.RESTMapping) (*view, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.mapping = mapping
+	v, err := r.buildView(ctx, mapping, r.slots)
+	if err != nil {
+		return nil, err
+	}
+	if r.removed {
+		return nil, ErrRemoved
+	}
+	for _, h := range r.handlers {
+		if err := h.attachTo(v, nil); err != nil {
+			return nil, err
+		}
+	}
+	r.spawn = func(v *view) context.CancelFunc {
+		ctx, cancel := context.WithCancel(ctx)
+		for _, i := range v.informers {
+			if !i.idle {
+				go i.informer.RunWithContext(ctx)
+			}
+		}
+		return cancel
+	}
+	v.stop = r.spawn(v)
+	r.started = true
+	r.view.Store(v)
+	return v, nil
+}
+
+// buildView makes the informers of a view, not started. slots matter only
+// for a sharded type. The caller holds r.mu, or is setSlots.
+func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping, slots []int) (*view, error) {
 	v := &view{
 		resource:   mapping.Resource,
 		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
 		indexes:    map[string]bool{},
+		stop:       func() {},
 	}
 	for name := range r.indexers {
 		if name != toolscache.NamespaceIndex {
@@ -234,60 +279,70 @@ func (r *registration) newView(mapping *meta.RESTMapping) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	var shard *shardFilter
+	if r.key.sharded {
+		if shard, err = r.newShardFilter(ctx, mapping, slots); err != nil {
+			return nil, fmt.Errorf("shard %s: %w", r.key.gvk, err)
+		}
+		v.held = slices.Clone(slots)
+	}
 	for _, ns := range namespaces {
-		transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
-		var d *detector
-		if r.c.opts.Mutations.Detect {
-			d = newDetector(r.key.gvk)
-			transform = d.wrap(transform)
+		i, err := r.newInformer(lwf, ns, v.namespaced, shard)
+		if err != nil {
+			return nil, err
 		}
-		var st *stamps
-		if r.c.metrics != nil {
-			st = newStamps()
-			transform = st.wrap(transform)
-		}
-		lw := r.instrument(lwf(ns), ns)
-		snaps := newSnapshots()
-		indexers := maps.Clone(r.indexers)
-		indexers[versionIndex] = snaps.indexFunc
-		if ns != "" || !v.namespaced {
-			// Every object of this informer is in one namespace, or in
-			// none: an index by namespace would only cost memory.
-			delete(indexers, toolscache.NamespaceIndex)
-		} else {
-			addNamespacedIndexes(indexers, r.indexers)
-		}
-		inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
-			ResyncPeriod:      r.c.opts.ResyncPeriod,
-			Indexers:          indexers,
-			ObjectDescription: r.key.gvk.String(),
-		})
-		if err := inf.SetTransform(transform); err != nil {
-			return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
-		}
-		if lo := r.c.metrics.lagObserver(r, st); lo != nil {
-			if _, err := inf.AddEventHandler(lo); err != nil {
-				return nil, fmt.Errorf("add lag observer for %s: %w", r.key.gvk, err)
-			}
-		}
-		snaps.store = inf.GetIndexer()
-		i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, stamps: st}
+		i.idle = r.key.sharded && shard == nil
 		v.informers = append(v.informers, i)
 		if v.byNamespace != nil {
 			v.byNamespace[ns] = i
 		}
 	}
-	if r.removed {
-		return nil, ErrRemoved
+	return v, nil
+}
+
+// newInformer makes the informer of namespace ns, not started.
+func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns string, namespaced bool, shard *shardFilter) (*nsInformer, error) {
+	transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
+	var d *detector
+	if r.c.opts.Mutations.Detect {
+		d = newDetector(r.key.gvk)
+		transform = d.wrap(transform)
 	}
-	for _, h := range r.handlers {
-		if err := h.attach(v); err != nil {
-			return nil, err
+	var st *stamps
+	if r.c.metrics != nil {
+		st = newStamps()
+		transform = st.wrap(transform)
+	}
+	lw := lwf(ns)
+	if shard != nil {
+		lw = shard.wrap(lw)
+	}
+	lw = r.instrument(lw, ns)
+	snaps := newSnapshots()
+	indexers := maps.Clone(r.indexers)
+	indexers[versionIndex] = snaps.indexFunc
+	if ns != "" || !namespaced {
+		// Every object of this informer is in one namespace, or in
+		// none: an index by namespace would only cost memory.
+		delete(indexers, toolscache.NamespaceIndex)
+	} else {
+		addNamespacedIndexes(indexers, r.indexers)
+	}
+	inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
+		ResyncPeriod:      r.c.opts.ResyncPeriod,
+		Indexers:          indexers,
+		ObjectDescription: r.key.gvk.String(),
+	})
+	if err := inf.SetTransform(transform); err != nil {
+		return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
+	}
+	if lo := r.c.metrics.lagObserver(r, st); lo != nil {
+		if _, err := inf.AddEventHandler(lo); err != nil {
+			return nil, fmt.Errorf("add lag observer for %s: %w", r.key.gvk, err)
 		}
 	}
-	r.started = true
-	r.view.Store(v)
-	return v, nil
+	snaps.store = inf.GetIndexer()
+	return &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, stamps: st}, nil
 }
 
 func (r *registration) setCancel(cancel context.CancelFunc) bool {
@@ -341,9 +396,14 @@ func (r *registration) addIndex(name string, fn toolscache.IndexFunc) error {
 }
 
 func (r *registration) status() TypeStatus {
+	var held []int
+	if v := r.view.Load(); v != nil {
+		held = slices.Clone(v.held)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return TypeStatus{
+		Slots:      held,
 		GVK:        r.key.gvk,
 		Form:       r.key.form.String(),
 		Namespaces: slices.Clone(r.namespaces),
@@ -406,6 +466,10 @@ type view struct {
 	informers   []*nsInformer
 	byNamespace map[string]*nsInformer // nil when one informer covers every namespace
 	indexes     map[string]bool        // the names added with AddIndex
+	// stop stops the informers; a no-op until they start.
+	stop context.CancelFunc
+	// held is the slots a sharded type's view holds, sorted.
+	held []int
 }
 
 type nsInformer struct {
@@ -415,6 +479,9 @@ type nsInformer struct {
 	snapshots *snapshots // of namespace Lists
 	detector  *detector  // nil unless MutationOptions.Detect
 	stamps    *stamps    // nil without metrics
+	// idle: a sharded type holding no slot; the informer never runs, and
+	// its store stays empty.
+	idle bool
 }
 
 // indexerFor returns the indexer that holds objects of namespace.

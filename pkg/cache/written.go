@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,6 +27,10 @@ type Written struct {
 
 // mark is a write as one informer will see it.
 type mark struct {
+	// reg's view replaces inf's when SetSlots swaps it: the write is then
+	// looked for in the informer that holds its slot now.
+	reg             *registration
+	slot            int // the object's slot, for a sharded registration
 	inf             *nsInformer
 	namespace, name string
 	uid             types.UID
@@ -54,7 +59,7 @@ func (c *Cache) Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted 
 	var w Written
 	for _, r := range c.registered(func(k regKey) bool { return k.gvk == gvk }) {
 		v := r.view.Load()
-		if v == nil || !r.wouldHold(obj) {
+		if v == nil || !r.wouldHold(obj) || !v.holdsSlotOf(r, obj) {
 			continue
 		}
 		inf := v.informerOf(obj.GetNamespace())
@@ -62,7 +67,7 @@ func (c *Cache) Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted 
 			continue
 		}
 		w.marks = append(w.marks, mark{
-			inf: inf, namespace: obj.GetNamespace(), name: obj.GetName(),
+			reg: r, slot: r.slotOf(obj), inf: inf, namespace: obj.GetNamespace(), name: obj.GetName(),
 			uid: obj.GetUID(), resourceVersion: rv, deleted: deleted,
 		})
 	}
@@ -114,12 +119,16 @@ func (w Written) CaughtUp() bool {
 }
 
 func (m mark) caughtUp() bool {
+	inf := m.informer()
+	if inf == nil {
+		return true // the type was removed, or the slot given up
+	}
 	if !m.deleted {
-		if have := m.inf.indexer.LastStoreSyncResourceVersion(); have != "" && atLeast(have, m.resourceVersion) {
+		if have := inf.indexer.LastStoreSyncResourceVersion(); have != "" && atLeast(have, m.resourceVersion) {
 			return true
 		}
 	}
-	obj, ok, err := getByKey(m.inf.indexer, m.namespace, m.name)
+	obj, ok, err := getByKey(inf.indexer, m.namespace, m.name)
 	if err != nil || !ok {
 		// Not held: deleted, or not yet created in the cache.
 		return m.deleted
@@ -167,10 +176,52 @@ func (w Written) pending() <-chan struct{} {
 		if m.caughtUp() {
 			continue
 		}
-		ch := m.inf.snapshots.changed()
+		inf := m.informer()
+		if inf == nil {
+			continue
+		}
+		ch := inf.snapshots.changed()
 		if !m.caughtUp() {
 			return ch
 		}
 	}
 	return nil
+}
+
+// informer returns the informer that holds the mark's object now: inf,
+// unless the registration is sharded and its view has been swapped since
+// the mark was made; nil if it no longer holds the object's slot.
+func (m mark) informer() *nsInformer {
+	if m.reg == nil || !m.reg.key.sharded {
+		return m.inf
+	}
+	v := m.reg.view.Load()
+	if v == nil {
+		return nil
+	}
+	if slices.Contains(v.informers, m.inf) {
+		return m.inf
+	}
+	if _, ok := slices.BinarySearch(v.held, m.slot); !ok {
+		return nil
+	}
+	return v.informerOf(m.namespace)
+}
+
+// holdsSlotOf reports whether v, a view of r, holds obj's slot: true for a
+// type not sharded.
+func (v *view) holdsSlotOf(r *registration, obj metav1.Object) bool {
+	if !r.key.sharded {
+		return true
+	}
+	_, ok := slices.BinarySearch(v.held, r.slotOf(obj))
+	return ok
+}
+
+// slotOf returns obj's slot in r, 0 when r is not sharded.
+func (r *registration) slotOf(obj metav1.Object) int {
+	if !r.key.sharded {
+		return 0
+	}
+	return r.c.opts.Sharding.Slots.SlotOf(r.opts.ShardKey, obj)
 }
