@@ -107,6 +107,8 @@ func newTable(o options, runs []roundResult) table {
 	}
 	row("objects converged/s", 1, fmt.Sprintf("≥ %.1f×", target), func(r roundResult) []float64 { return one(r.PerSecond) }, true)
 	row("seconds to converge", 2, "", func(r roundResult) []float64 { return one(r.Seconds) }, true)
+	row("seconds to write the changes (the driver)", 2, "", func(r roundResult) []float64 { return one(r.WriteSeconds) }, true)
+	row("dependency calls/s", 1, "", func(r roundResult) []float64 { return one(float64(r.DependencyCalls) / r.Seconds) }, true)
 	row("dependency calls", 0, "", func(r roundResult) []float64 { return one(float64(r.DependencyCalls)) }, true)
 	row("heap in use per replica after sync, MiB", 1, "", func(r roundResult) []float64 { return mibSlice(r.HeapAfterSync) }, true)
 	row("heap in use per replica at end, MiB", 1, "", func(r roundResult) []float64 { return mibSlice(r.HeapAtEnd) }, true)

@@ -59,6 +59,8 @@ func TestTable(t *testing.T) {
 	want := [][]string{
 		{"objects converged/s", "95.0 (90.0–100.0)", "280.0 (270.0–290.0)", "2.95×", "≥ 2.7×"},
 		{"seconds to converge", "6.30 (6.00–6.60)", "2.15 (2.10–2.20)", "0.34×", ""},
+		{"seconds to write the changes (the driver)", "0.00 (0.00–0.00)", "0.00 (0.00–0.00)", "—", ""},
+		{"dependency calls/s", "159.1 (151.5–166.7)", "535.7 (500.0–571.4)", "3.37×", ""},
 		{"dependency calls", "1000 (1000–1000)", "1150 (1100–1200)", "1.15×", ""},
 		{"heap in use per replica after sync, MiB", "11.0 (10.0–12.0)", "11.0 (10.0–12.0)", "1.00×", ""},
 		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", ""},

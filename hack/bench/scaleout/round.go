@@ -29,6 +29,9 @@ type roundResult struct {
 	// Seconds from the first write of the throughput phase until every
 	// object was seen converged; PerSecond is Objects/Seconds.
 	Seconds, PerSecond float64
+	// WriteSeconds is how long the driver took to write the changes: when
+	// close to Seconds, the writes, not the replicas, bound the round.
+	WriteSeconds float64
 	// DependencyCalls in the throughput phase: one per reconcile that
 	// found work; fewer than Objects×Changes when changes were coalesced.
 	DependencyCalls int64
@@ -92,6 +95,7 @@ func (d *driver) throughput(ctx context.Context, run string, res *roundResult) e
 			return err
 		}
 	}
+	res.WriteSeconds = time.Since(start).Seconds()
 	end, err := waitConverged(ctx, d.cs, run, workNamespace, d.o.objects, d.o.changes, d.o.phaseTimeout)
 	if err != nil {
 		return err

@@ -29,7 +29,9 @@ const (
 	fillRun        = "fill"
 	fillNamespace  = "scaleout-fill"
 	leaseNamespace = "default"
-	writers        = 8 // the driver's concurrent writes
+	// writers are the driver's concurrent writes: enough that writing the
+	// changes takes less time than reconciling them, when it can.
+	writers = 32
 )
 
 // dependency is the slow external system: a loopback HTTP server that
