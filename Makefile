@@ -132,6 +132,13 @@ SOURCE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,7)
 # E2E_FLAGS passes it flags, such as -rounds 3 or -scenarios original,noisy.
 E2E_FLAGS ?=
 
+# The scale-out benchmark runs one and three replicas of an operator in
+# sharded mode, in alternation (see hack/bench/scaleout): objects converged
+# per second when reconciles wait on a slow dependency, heap per replica,
+# and the time to converge after a replica is killed. SCALEOUT_FLAGS passes
+# it flags, such as -rounds 5 or -objects 1200.
+SCALEOUT_FLAGS ?=
+
 # Where make bench writes its tables (and the end-to-end chart).
 RESULTS := $(CURDIR)/bench/results
 
@@ -148,8 +155,9 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	    -test.benchtime=$(SOURCE_BENCH_TIME) -test.timeout=30m || exit 1; \
 	done | tee $(BIN)/bench/source.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/source.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) run ./hack/bench/e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
+	BENCH_QUICK=$(BENCH_QUICK) $(GO) run ./hack/bench/scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
-	  for t in queue cache source e2e; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+	  for t in queue cache source e2e scaleout; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
 # make image builds the operator's OCI image without Docker (hack/image):
 # an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,

@@ -1,0 +1,150 @@
+// Command operator is the scale-out benchmark's operator (see
+// hack/bench/scaleout): opkit's manager in sharded mode reconciling
+// ConfigMaps labelled scaleout.opkit.dev/run. A reconcile of a ConfigMap
+// whose data "gen" differs from its annotation scaleout.opkit.dev/done
+// calls the slow dependency at --dependency once, then records the
+// generation in the annotation with one merge patch that carries the
+// resourceVersion read as a precondition. Every ConfigMap of the cluster
+// is cached: the benchmark reads the heap that costs.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// The names the benchmark driver shares with the operator.
+const (
+	runLabel = "scaleout.opkit.dev/run"
+	doneKey  = "scaleout.opkit.dev/done"
+	genKey   = "gen"
+)
+
+type flags struct {
+	kubeconfig, metricsAddr, healthAddr, dependency string
+	group, leaseNamespace                           string
+	workers                                         int
+	lease, renew, retry                             time.Duration
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:0", "where /metrics is served")
+	flag.StringVar(&f.healthAddr, "health-probe-bind-address", "127.0.0.1:0", "where /readyz is served")
+	flag.StringVar(&f.dependency, "dependency", "", "URL of the slow dependency each reconcile calls once")
+	flag.StringVar(&f.group, "group", "scaleout", "the replicas' shard group")
+	flag.StringVar(&f.leaseNamespace, "lease-namespace", "default", "namespace of the replicas' Leases")
+	flag.IntVar(&f.workers, "max-concurrent-reconciles", 2, "workers of the controller")
+	flag.DurationVar(&f.lease, "lease-duration", 4*time.Second, "Options.Sharding.LeaseDuration")
+	flag.DurationVar(&f.renew, "renew-deadline", 3*time.Second, "Options.Sharding.RenewDeadline")
+	flag.DurationVar(&f.retry, "retry-period", 500*time.Millisecond, "Options.Sharding.RetryPeriod")
+	flag.Parse()
+	if err := run(f); err != nil {
+		fmt.Fprintf(os.Stderr, "operator: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	if f.dependency == "" {
+		return errors.New("--dependency is empty: give the URL of the slow dependency")
+	}
+	cfg, err := manager.Config(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Sharding: manager.ShardingOptions{Enabled: true, Group: f.group, Namespace: f.leaseNamespace,
+			LeaseDuration: f.lease, RenewDeadline: f.renew, RetryPeriod: f.retry},
+		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr},
+		Health:  manager.HealthOptions{BindAddress: f.healthAddr},
+	})
+	if err != nil {
+		return err
+	}
+	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	if err != nil {
+		return err
+	}
+	r := &reconciler{configMaps: configMaps, client: mgr.Client(), dependency: f.dependency,
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: f.workers}}}
+	// A reconcile started before the renew deadline must end within
+	// LeaseDuration - RenewDeadline for the sharded mode's guarantee.
+	opts := controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers, ReconcileTimeout: f.lease - f.renew}
+	if _, err := manager.NewController(mgr, "scaleout", reconcile.Func[reconcile.Request](r.reconcile),
+		manager.For[*corev1.ConfigMap](), manager.WithOptions(opts)); err != nil {
+		return err
+	}
+	return mgr.Start(manager.SignalContext())
+}
+
+type reconciler struct {
+	configMaps *cache.Lister[*corev1.ConfigMap]
+	client     client.Client
+	http       *http.Client
+	dependency string
+}
+
+func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	cm, err := r.configMaps.Get(req.Namespace, req.Name)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Done(), nil
+	}
+	if err != nil {
+		return reconcile.Done(), fmt.Errorf("get configmap %s: %w", req, err)
+	}
+	gen, ok := cm.Data[genKey]
+	if _, labelled := cm.Labels[runLabel]; !labelled || !ok || cm.Annotations[doneKey] == gen {
+		return reconcile.Done(), nil
+	}
+	if err := r.call(ctx, req); err != nil {
+		return reconcile.Done(), err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": cm.ResourceVersion, "annotations": map[string]string{doneKey: gen}}})
+	if err != nil {
+		return reconcile.Done(), err
+	}
+	out := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
+	if err := r.client.Patch(ctx, out, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return reconcile.Done(), fmt.Errorf("record generation %s of configmap %s: %w", gen, req, err)
+	}
+	return reconcile.Done(), nil
+}
+
+// call asks the slow dependency about req, once.
+func (r *reconciler) call(ctx context.Context, req reconcile.Request) error {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, r.dependency+"?key="+req.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := r.http.Do(hr)
+	if err != nil {
+		return fmt.Errorf("call the dependency for %s: %w", req, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("call the dependency for %s: %s", req, resp.Status)
+	}
+	return nil
+}

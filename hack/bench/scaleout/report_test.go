@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSummaryAndRatio(t *testing.T) {
+	if got, want := summary([]float64{90, 100, 110}, 1), "100.0 (90.0–110.0)"; got != want {
+		t.Errorf("summary: got %q, want %q", got, want)
+	}
+	if got, want := summary([]float64{2.5}, 2), "2.50"; got != want {
+		t.Errorf("summary of one: got %q, want %q", got, want)
+	}
+	if got, want := summary(nil, 1), "—"; got != want {
+		t.Errorf("summary of none: got %q, want %q", got, want)
+	}
+	if got, want := ratio([]float64{100}, []float64{280, 290, 300}), "2.90×"; got != want {
+		t.Errorf("ratio: got %q, want %q", got, want)
+	}
+	if got, want := ratio(nil, []float64{1}), "—"; got != want {
+		t.Errorf("ratio without a baseline: got %q, want %q", got, want)
+	}
+}
+
+func testOptions() options {
+	return options{objects: 600, changes: 2, fill: 3000, workers: 2, replicas: 3, rounds: 2, delay: 20 * time.Millisecond,
+		lease: 4 * time.Second, renew: 3 * time.Second, retry: 500 * time.Millisecond}
+}
+
+func TestTable(t *testing.T) {
+	runs := []roundResult{
+		{Round: 1, Replicas: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}},
+		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5},
+		{Round: 2, Replicas: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}},
+		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6},
+	}
+	got := newTable(testOptions(), runs)
+	want := [][]string{
+		{"objects converged/s", "95.0 (90.0–100.0)", "280.0 (270.0–290.0)", "2.95×", "≥ 2.7×"},
+		{"seconds to converge", "6.30 (6.00–6.60)", "2.15 (2.10–2.20)", "0.34×", ""},
+		{"seconds to write the changes (the driver)", "0.00 (0.00–0.00)", "0.00 (0.00–0.00)", "—", ""},
+		{"dependency calls/s", "159.1 (151.5–166.7)", "535.7 (500.0–571.4)", "3.37×", ""},
+		{"dependency calls", "1000 (1000–1000)", "1150 (1100–1200)", "1.15×", ""},
+		{"heap in use per replica after sync, MiB", "11.0 (10.0–12.0)", "11.0 (10.0–12.0)", "1.00×", ""},
+		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", ""},
+		{"seconds to converge after SIGKILL of 1 of 3", "—", "5.50 (5.00–6.00)", "—", "lease 4s + the work left"},
+	}
+	if diff := cmp.Diff(want, got.rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{"600 objects × 2 changes", "2 workers per replica", "20ms dependency", "3000 more ConfigMaps", "leases 4s/3s/500ms", "64 slots", "2 rounds"} {
+		if !strings.Contains(got.title, s) {
+			t.Errorf("title %q does not say %q", got.title, s)
+		}
+	}
+}
+
+func TestTablePrintAndMarkdown(t *testing.T) {
+	tb := table{title: "T", header: []string{"figure", "a"}, rows: [][]string{{"objects converged/s", "1.0 (0.5–2.0)"}}}
+	var p, md bytes.Buffer
+	tb.print(&p)
+	if got, want := p.String(), "T\nfigure               a\nobjects converged/s  1.0 (0.5–2.0)\n"; got != want {
+		t.Errorf("print: got\n%q\nwant\n%q", got, want)
+	}
+	tb.markdown(&md)
+	if got, want := md.String(), "### T\n\n| figure | a |\n| --- | --- |\n| objects converged/s | 1.0 (0.5–2.0) |\n"; got != want {
+		t.Errorf("markdown: got\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestParseGauge(t *testing.T) {
+	body := "# HELP go_memstats_heap_inuse_bytes x\ngo_memstats_heap_inuse_bytes 1.2e+07\nopkit_sharding_members 3\nopkit_sharding_slots_held{x=\"y\"} 2\n"
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{{heapMetric, 1.2e7}, {membersMetric, 3}} {
+		got, err := parseGauge(strings.NewReader(body), tc.name)
+		if err != nil || got != tc.want {
+			t.Errorf("parseGauge(%s) = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := parseGauge(strings.NewReader(body), heldMetric); err == nil {
+		t.Errorf("parseGauge(%s) of a labelled line: got no error, want %v", heldMetric, errNoMetric)
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Setenv("BENCH_QUICK", "")
+	o, err := parse(nil, "/root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.objects != 600 || o.fill != 3000 || o.rounds != 3 || o.workers != 2 || o.replicas != 3 || o.lease != 4*time.Second || o.out != "/root/bench/results" {
+		t.Errorf("defaults: got %+v", o)
+	}
+	t.Setenv("BENCH_QUICK", "1")
+	if o, err = parse(nil, "/root"); err != nil || o.objects != 120 || o.fill != 600 || o.rounds != 1 {
+		t.Errorf("BENCH_QUICK=1: got %+v, %v; want 120 objects, 600 filler, 1 round", o, err)
+	}
+	for _, args := range [][]string{{"-objects", "1"}, {"-replicas", "1"}, {"-renew-deadline", "5s"}, {"-retry-period", "0s"}} {
+		if _, err := parse(args, "/root"); err == nil {
+			t.Errorf("parse(%v): got no error", args)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The names the benchmark shares with its operator (operator/main.go).
+const (
+	runLabel = "scaleout.opkit.dev/run"
+	doneKey  = "scaleout.opkit.dev/done"
+	genKey   = "gen"
+	// fillRun labels the filler ConfigMaps: already converged, so the
+	// operator caches them and reconciles each once without a call.
+	fillRun        = "fill"
+	fillNamespace  = "scaleout-fill"
+	leaseNamespace = "default"
+	// writers are the driver's concurrent writes: enough that writing the
+	// changes takes less time than reconciling them, when it can.
+	writers = 32
+)
+
+// dependency is the slow external system: a loopback HTTP server that
+// answers every request after delay, and counts them.
+type dependency struct {
+	srv   *http.Server
+	url   string
+	calls atomic.Int64
+}
+
+func startDependency(delay time.Duration) (*dependency, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("start the dependency: %w", err)
+	}
+	d := &dependency{url: "http://" + l.Addr().String() + "/"}
+	d.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.calls.Add(1)
+		select { // the dependency's latency: what the reconciles wait on
+		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}), ReadHeaderTimeout: time.Minute}
+	go func() { _ = d.srv.Serve(l) }()
+	return d, nil
+}
+
+func (d *dependency) stop() { _ = d.srv.Close() }
+
+// configMap is object i of run, at generation gen; converged when done.
+func configMap(run, namespace string, i, gen int, done bool, payload string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", run, i), Namespace: namespace, Labels: map[string]string{runLabel: run}},
+		Data:       map[string]string{genKey: strconv.Itoa(gen)},
+	}
+	if payload != "" {
+		cm.Data["payload"] = payload
+	}
+	if done {
+		cm.Annotations = map[string]string{doneKey: strconv.Itoa(gen)}
+	}
+	return cm
+}
+
+// parallel runs f(i) for i in [0, n) on writers goroutines, and calls
+// after(i) once f(i) has returned; it returns the first error.
+func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error, after func(done int)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next, done atomic.Int64
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range min(writers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if err := f(ctx, i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					cancel()
+					return
+				}
+				if after != nil {
+					after(int(done.Add(1)))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ensureNamespace creates namespace ns unless it exists.
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// createAll creates n converged ConfigMaps of run in ns, at generation 0.
+func createAll(ctx context.Context, cs kubernetes.Interface, run, ns string, n int, payload string) error {
+	if err := ensureNamespace(ctx, cs, ns); err != nil {
+		return err
+	}
+	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(run, ns, i, 0, true, payload), metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create configmap %d of %s: %w", i, run, err)
+		}
+		return nil
+	}, nil)
+}
+
+// bump sets every ConfigMap of run to generation gen, one write each;
+// after(k) is called once k of them are written.
+func bump(ctx context.Context, cs kubernetes.Interface, run, ns string, n, gen int, after func(int)) error {
+	patch := []byte(fmt.Sprintf(`{"data":{%q:%q}}`, genKey, strconv.Itoa(gen)))
+	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		name := configMap(run, ns, i, gen, false, "").Name
+		if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("set configmap %s/%s to generation %d: %w", ns, name, gen, err)
+		}
+		return nil
+	}, after)
+}
+
+// converged counts the ConfigMaps of run whose operator recorded
+// generation gen.
+func converged(ctx context.Context, cs kubernetes.Interface, run, ns string, gen int) (int, error) {
+	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + run})
+	if err != nil {
+		return 0, fmt.Errorf("list the configmaps of %s: %w", run, err)
+	}
+	want, n := strconv.Itoa(gen), 0
+	for i := range list.Items {
+		if list.Items[i].Annotations[doneKey] == want {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// pollEvery is the resolution of the convergence times.
+const pollEvery = 50 * time.Millisecond
+
+// waitConverged waits until all n ConfigMaps of run have converged at gen,
+// and returns when it saw them so.
+func waitConverged(ctx context.Context, cs kubernetes.Interface, run, ns string, n, gen int, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := converged(ctx, cs, run, ns, gen)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if got == n {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("%d of %d configmaps of %s converged at generation %d within %v", got, n, run, gen, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// deleteRun deletes the ConfigMaps of run in ns.
+func deleteRun(ctx context.Context, cs kubernetes.Interface, run, ns string) error {
+	err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: runLabel + "=" + run})
+	if err != nil {
+		return fmt.Errorf("delete the configmaps of %s: %w", run, err)
+	}
+	return nil
+}
+
+// payloadOf is n bytes of filler data.
+func payloadOf(n int) string { return strings.Repeat("x", n) }
