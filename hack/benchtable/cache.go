@@ -21,6 +21,7 @@ type cacheCheck struct {
 var cacheChecks = []cacheCheck{
 	{"HeapConfigMaps", "heap-B", "opkit", "ctrlruntime", true, 0.6, "heap, opkit / ctrlruntime"},
 	{"HeapConfigMaps", "heap-B", "opkitmeta", "ctrlruntime", true, 0.2, "heap, metadata-only / ctrlruntime"},
+	{"HeapConfigMaps", "heap-B", "opkitlazy", "ctrlruntime", true, 0.2, "heap, cache.Lazy (none read) / ctrlruntime"},
 	{"HeapPods", "heap-B", "opkit", "ctrlruntime", true, 0.6, "heap, opkit / ctrlruntime"},
 	{"HeapPods", "heap-B", "opkitmeta", "ctrlruntime", true, 0.2, "heap, metadata-only / ctrlruntime"},
 	{"Get", "ns/op", "ctrlruntime", "opkit", false, 100, "time, ctrlruntime / opkit"},
