@@ -95,3 +95,57 @@ func overlaps(all []interval) [][2]interval {
 	}
 	return out
 }
+
+// starts returns, per key, the pids that started reconciling it within
+// [from, to) (unix nanoseconds).
+func starts(path string, from, to int64) (map[string]map[int]bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) != 4 || fs[0] != "start" {
+			continue
+		}
+		at, err1 := strconv.ParseInt(fs[1], 10, 64)
+		pid, err2 := strconv.Atoi(fs[3])
+		if err1 != nil || err2 != nil || at < from || at >= to {
+			continue
+		}
+		if out[fs[2]] == nil {
+			out[fs[2]] = map[int]bool{}
+		}
+		out[fs[2]][pid] = true
+	}
+	return out, nil
+}
+
+// handedOver returns a check that every key pid started reconciling
+// within [from, to) has been started again by another process since to:
+// the keys of its slots have new owners that reconcile them.
+func handedOver(path string, pid int, from, to int64) (func() error, int, error) {
+	before, err := starts(path, from, to)
+	if err != nil {
+		return nil, 0, err
+	}
+	var keys []string
+	for k, pids := range before {
+		if pids[pid] {
+			keys = append(keys, k)
+		}
+	}
+	return func() error {
+		after, err := starts(path, to, 1<<63-1)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if len(after[k]) == 0 || (len(after[k]) == 1 && after[k][pid]) {
+				return fmt.Errorf("%s, last reconciled by pid %d, not reconciled by another process since", k, pid)
+			}
+		}
+		return nil
+	}, len(keys), nil
+}
