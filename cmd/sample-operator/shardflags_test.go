@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +71,30 @@ func TestBadShardFlags(t *testing.T) {
 			t.Errorf("run(%q): the flag error does not unwrap to the manager's", tt.args)
 		}
 	}
+}
+
+// docs/sharding.md lists every sharding flag with its default.
+func TestShardFlagsDocumented(t *testing.T) {
+	t.Setenv("POD_NAME", "")
+	doc, err := os.ReadFile("../../docs/sharding.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	var s shardFlags
+	s.register(fs)
+	fs.VisitAll(func(fl *flag.Flag) {
+		row := ""
+		for _, line := range strings.Split(string(doc), "\n") {
+			if strings.HasPrefix(line, "|") && strings.Contains(line, "| `--"+fl.Name+"` |") {
+				row = line
+			}
+		}
+		switch {
+		case row == "":
+			t.Errorf("docs/sharding.md has no row for --%s", fl.Name)
+		case fl.DefValue != "" && !strings.Contains(row, "`"+fl.DefValue+"`"):
+			t.Errorf("docs/sharding.md gives --%s a default other than %s: %s", fl.Name, fl.DefValue, row)
+		}
+	})
 }
