@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/sharding/membership"
@@ -51,7 +53,7 @@ func TestShardFlagDefaults(t *testing.T) {
 // The manager's errors about sharding options name the flags to change,
 // and still unwrap to the manager's error.
 func TestBadShardFlags(t *testing.T) {
-	base := []string{"--kubeconfig", "testdata/unreachable.kubeconfig", "--webhook-port", "0", "--shard-namespace", "ns"}
+	base := []string{"--webhook-port", "0", "--shard-namespace", "ns"}
 	for _, tt := range []struct {
 		args    []string
 		mention string
@@ -62,7 +64,12 @@ func TestBadShardFlags(t *testing.T) {
 		{[]string{"--shard-group", "g", "--shard-renew-deadline", "1s", "--shard-retry-period", "1s"}, "--shard-renew-deadline (1s) must be longer than --shard-retry-period (1s)"},
 		{[]string{"--shard-group", "g", "--shard-retry-period", "-1s"}, "--shard-retry-period is -1s"},
 	} {
-		err := run(t.Context(), append(append([]string{}, base...), tt.args...), io.Discard, io.Discard)
+		// parse, then operate: run would set klog's global logger under
+		// the informers earlier tests left running.
+		f, err := parse(append(append([]string{}, base...), tt.args...), io.Discard)
+		if err == nil {
+			err = operate(t.Context(), &rest.Config{Host: "https://127.0.0.1:1"}, f, logr.Discard())
+		}
 		if err == nil || !strings.Contains(err.Error(), tt.mention) {
 			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.mention)
 		}
