@@ -39,9 +39,12 @@ type world struct {
 	nss   []string
 	mu    sync.Mutex
 	value map[string]string // the latest data "v" of each source
+	n     int
 }
 
-func newWorld(t *testing.T) *world {
+// newWorld makes n Mirrors, each of its own source, copying into every
+// target namespace.
+func newWorld(t *testing.T, n int) *world {
 	s := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
 		t.Fatal(err)
@@ -50,7 +53,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{cl: cl, home: env.Namespace(t), value: map[string]string{}}
+	w := &world{cl: cl, home: env.Namespace(t), value: map[string]string{}, n: n}
 	ctx := t.Context()
 	for range namespaces {
 		ns := env.Namespace(t)
@@ -60,7 +63,7 @@ func newWorld(t *testing.T) *world {
 		}
 		w.nss = append(w.nss, ns)
 	}
-	for i := range mirrors {
+	for i := range n {
 		name := fmt.Sprintf("m-%03d", i)
 		w.value[name] = "0"
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.home}, Data: map[string]string{"v": "0"}}
@@ -84,7 +87,7 @@ func (w *world) load(t *testing.T) (stop func()) {
 	go func() {
 		defer close(done)
 		for n := 1; ctx.Err() == nil; n++ {
-			name := fmt.Sprintf("m-%03d", rand.IntN(mirrors))
+			name := fmt.Sprintf("m-%03d", rand.IntN(w.n))
 			v := fmt.Sprint(n)
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.home}}
 			patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"data":{"v":%q}}`, v))
@@ -207,11 +210,11 @@ func loadWindow(t *testing.T) {
 // from each replica's own /metrics, add up to every slot.
 func TestChurn(t *testing.T) {
 	dir := t.TempDir()
-	g := group{bin: buildOperator(t), kubeconfig: filepath.Join(dir, "kubeconfig"), records: filepath.Join(dir, "reconciles")}
+	g := group{bin: buildOperator(t), name: "churn", kubeconfig: filepath.Join(dir, "kubeconfig"), records: filepath.Join(dir, "reconciles")}
 	if err := env.WriteKubeconfig(g.kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t)
+	w := newWorld(t, mirrors)
 	g.namespace = w.home
 	ctx := t.Context()
 	converge := func(step string) {

@@ -68,9 +68,11 @@ type replica struct {
 	err     error // Wait's, once exited is closed
 }
 
-// group is what every replica of the test shares.
+// group is what every replica of the test shares: the binary, the
+// kubeconfig, the shard group's name and Lease namespace, and the file
+// its reconciles are recorded in.
 type group struct {
-	bin, kubeconfig, namespace, records string
+	bin, kubeconfig, name, namespace, records string
 }
 
 // freePort returns a port nothing listens on now.
@@ -93,7 +95,7 @@ func (g group) start(t *testing.T, name string) *replica {
 	r.cmd = exec.Command(g.bin, "--kubeconfig", g.kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "127.0.0.1:0",
 		"--webhook-port", "0", "--record-reconciles", g.records,
-		"--shard-group", "churn", "--shard-namespace", g.namespace, "--shard-identity", name,
+		"--shard-group", g.name, "--shard-namespace", g.namespace, "--shard-identity", name,
 		"--shard-slots", strconv.Itoa(slots), "--shard-lease-duration", leaseDuration.String(),
 		"--shard-renew-deadline", renewDeadline.String(), "--shard-retry-period", retryPeriod.String())
 	f, err := os.Create(r.log)
