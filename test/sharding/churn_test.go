@@ -261,11 +261,11 @@ func TestChurn(t *testing.T) {
 	stop = w.load(t)
 	at = r3.signal(t, syscall.SIGSTOP)
 	frozeAt := at.UnixNano()
-	eventually(t, 30*time.Second, "r3's slots move while it is stopped", holdAll(r4, r5))
-	t.Logf("freeze: r3's slots held by the others %v after SIGSTOP", time.Since(at).Round(time.Millisecond))
-	if time.Since(at) <= leaseDuration {
-		t.Errorf("r3's slots moved %v after SIGSTOP, before the lease (%v) ran out", time.Since(at), leaseDuration)
-	}
+	// No lower bound on when the slots move is asserted: r3's last
+	// renewal may precede the SIGSTOP by up to a RetryPeriod, and the
+	// overlap check below is what says whether they moved too early.
+	d = eventually(t, 30*time.Second, "r3's slots move while it is stopped", holdAll(r4, r5))
+	t.Logf("freeze: r3's slots held by the others %v after SIGSTOP", d.Round(time.Millisecond))
 	thawedAt := r3.signal(t, syscall.SIGCONT).UnixNano()
 	eventually(t, 30*time.Second, "r3 fences itself and rejoins", func() error {
 		if !r3.logHas("Renewal gap beyond the renew deadline; dropping all claims and rejoining") {
