@@ -5,6 +5,10 @@
 //	sample-operator --local [flags]  start a local control plane with sample
 //	                                 Mirrors and run against it ('make run')
 //
+// With --shard-group the replicas share the Mirrors among themselves
+// (docs/sharding.md); with --leader-elect one replica works and the others
+// stand by.
+//
 // It serves the Mirror's webhooks on --webhook-port (9443; 0 turns them
 // off) with certificates it manages itself or that are mounted
 // (--webhook-certs; docs/webhooks.md lists the flags). It logs JSON to
@@ -37,6 +41,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=mirror-system
+// (--shard-group needs list and delete on leases too: config/sharded adds them.)
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -76,6 +81,8 @@ type flags struct {
 	local           bool
 	localDir        string
 	webhook         webhookFlags
+	shard           shardFlags
+	recordFile      string
 }
 
 func parse(args []string, stderr io.Writer) (flags, error) {
@@ -86,7 +93,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics; "0" turns it off`)
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve /metrics over HTTPS to tokens the API server authorizes for it")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
-	fs.BoolVar(&f.leaderElect, "leader-elect", false, "run only while holding a Lease, so that replicas take over from each other")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "run only while holding a Lease, so that replicas take over from each other: for one active replica and warm standbys (see --shard-group to share the work)")
 	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the Lease; defaults to the pod's")
 	fs.StringVar(&f.leaderName, "leader-election-id", "mirror-operator", "name of the Lease")
 	fs.IntVar(&f.workers, "max-concurrent-reconciles", 4, "Mirrors reconciled at once")
@@ -95,6 +102,8 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.BoolVar(&f.local, "local", false, "start a local control plane with sample Mirrors and run against it")
 	fs.StringVar(&f.localDir, "local-dir", "bin/run", "with --local: where to write the kubeconfig")
 	f.webhook.register(fs)
+	f.shard.register(fs)
+	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends (see record.go); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -116,6 +125,8 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 		return f, fmt.Errorf("-v is %d: it must be 0 or 1", f.verbosity)
 	case f.local && f.kubeconfig != "":
 		return f, errors.New("--local and --kubeconfig exclude each other: --local runs its own control plane")
+	case f.leaderElect && f.shard.group != "":
+		return f, errors.New("--leader-elect and --shard-group exclude each other here: the Mirror controller is sharded, so every replica works whether it leads or not; use --shard-group to share the work, --leader-elect for one active replica")
 	}
 	return f, nil
 }
@@ -169,7 +180,20 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 			log.Error(err, "Cannot flush the last traces")
 		}
 	}()
+	ctrlOpts := controller.Options[reconcile.Request]{
+		MaxConcurrentReconciles: f.workers,
+		DisableReadYourWrites:   !f.readYourWrites,
+	}
+	if f.recordFile != "" {
+		rec, err := openRecorder(f.recordFile)
+		if err != nil {
+			return err
+		}
+		defer rec.Close()
+		ctrlOpts.TracerProvider = rec
+	}
 	mgr, err := manager.New(cfg, manager.Options{
+		Sharding:       f.shard.options(),
 		Scheme:         scheme,
 		Logger:         log,
 		TracerProvider: tp,
@@ -181,15 +205,12 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		Webhook: f.webhook.options(),
 	})
 	if err != nil {
-		return err
+		return f.shard.inFlagWords(err)
 	}
 	if err := registerWebhooks(mgr, mirror.SetupWebhooks); err != nil {
 		return err
 	}
-	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{
-		MaxConcurrentReconciles: f.workers,
-		DisableReadYourWrites:   !f.readYourWrites,
-	}); err != nil {
+	if _, err := mirror.Setup(mgr, ctrlOpts); err != nil {
 		return err
 	}
 	stopCerts, err := startCertificates(ctx, cfg, mgr, f.webhook, log)
@@ -200,6 +221,6 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		return err
 	}
 	defer stopCerts()
-	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs)
+	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "shardGroup", f.shard.group, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs)
 	return mgr.Start(ctx)
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+)
+
+// shardFlags are the flags of the manager's sharded mode
+// (manager.ShardingOptions); an empty group leaves it off.
+type shardFlags struct {
+	group         string
+	namespace     string
+	identity      string
+	slots         int
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+}
+
+func (s *shardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.group, "shard-group", "", "share the Mirrors among the replicas run with the same group name (docs/sharding.md); empty: off. For more work than one replica keeps up with; --leader-elect is simpler otherwise")
+	fs.StringVar(&s.namespace, "shard-namespace", "", "with --shard-group: namespace of the replicas' Leases; defaults to the pod's")
+	fs.StringVar(&s.identity, "shard-identity", os.Getenv("POD_NAME"), "with --shard-group: this replica's name in the group, unique among live replicas; defaults to $POD_NAME, else the host name and random digits")
+	fs.IntVar(&s.slots, "shard-slots", manager.DefaultSlots, "with --shard-group: number of slots, a power of two; the same on every replica")
+	fs.DurationVar(&s.leaseDuration, "shard-lease-duration", membership.DefaultLeaseDuration, "with --shard-group: how long the others wait after a replica stops renewing before taking its slots")
+	fs.DurationVar(&s.renewDeadline, "shard-renew-deadline", membership.DefaultRenewDeadline, "with --shard-group: how long after its last renewal a replica goes on starting reconciles; less than --shard-lease-duration")
+	fs.DurationVar(&s.retryPeriod, "shard-retry-period", membership.DefaultRetryPeriod, "with --shard-group: how often a replica renews its Lease and reads the others'; less than --shard-renew-deadline")
+}
+
+// options are the manager's sharding options; the manager validates them
+// (manager.New names the field of each invalid value).
+func (s shardFlags) options() manager.ShardingOptions {
+	return manager.ShardingOptions{
+		Enabled: s.group != "", Group: s.group, Namespace: s.namespace, Identity: s.identity,
+		Slots: s.slots, LeaseDuration: s.leaseDuration, RenewDeadline: s.renewDeadline, RetryPeriod: s.retryPeriod,
+	}
+}
+
+// shardFieldFlags names the flag of each sharding option in the manager's
+// errors.
+var shardFieldFlags = strings.NewReplacer(
+	"Options.Sharding.Group", "--shard-group",
+	"Options.Sharding.Namespace", "--shard-namespace",
+	"Sharding.Namespace", "--shard-namespace",
+	"Options.Sharding.Identity", "--shard-identity",
+	"Options.Sharding.Slots", "--shard-slots",
+	"Options.Sharding.LeaseDuration", "--shard-lease-duration",
+	"Options.Sharding.RenewDeadline", "--shard-renew-deadline",
+	"Options.Sharding.RetryPeriod", "--shard-retry-period",
+	"than RenewDeadline", "than --shard-renew-deadline",
+	"than RetryPeriod", "than --shard-retry-period",
+)
+
+// flagError is an error of manager.New told in the flags' words; it
+// unwraps to the manager's error.
+type flagError struct{ err error }
+
+func (e flagError) Error() string { return shardFieldFlags.Replace(e.err.Error()) }
+func (e flagError) Unwrap() error { return e.err }
+
+// inFlagWords returns err in the flags' words when sharding is on.
+func (s shardFlags) inFlagWords(err error) error {
+	if err == nil || s.group == "" {
+		return err
+	}
+	return flagError{err}
+}
