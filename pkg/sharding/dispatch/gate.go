@@ -50,9 +50,9 @@ type Gate[T cache.Object] struct {
 	primary *cache.Lister[T]
 	log     logr.Logger
 
-	notHeld, unknown, dropped prometheus.Counter
-	ttl                       time.Duration
-	clock                     clock.Clock
+	notHeld, unknown, dropped, notCached prometheus.Counter
+	ttl                                  time.Duration
+	clock                                clock.Clock
 
 	mu sync.Mutex
 	// known maps the keys of primary objects the source has seen to their
@@ -110,18 +110,19 @@ func NewGate[T cache.Object](d *Dispatcher, primary *cache.Lister[T], opts GateO
 		opts.Clock = clock.RealClock{}
 	}
 	return &Gate[T]{
-		ttl:     opts.TombstoneTTL,
-		clock:   opts.Clock,
-		pruned:  opts.Clock.Now(),
-		d:       d,
-		slots:   opts.Slots,
-		key:     opts.Key,
-		primary: primary,
-		log:     opts.Logger.WithValues("controller", opts.Controller),
-		notHeld: skipped.WithLabelValues(opts.Controller, ReasonNotHeld),
-		unknown: skipped.WithLabelValues(opts.Controller, ReasonSlotUnknown),
-		dropped: skipped.WithLabelValues(opts.Controller, ReasonSlotUnknownDropped),
-		known:   map[reconcile.Request]slotOf{},
+		ttl:       opts.TombstoneTTL,
+		clock:     opts.Clock,
+		pruned:    opts.Clock.Now(),
+		d:         d,
+		slots:     opts.Slots,
+		key:       opts.Key,
+		primary:   primary,
+		log:       opts.Logger.WithValues("controller", opts.Controller),
+		notHeld:   skipped.WithLabelValues(opts.Controller, ReasonNotHeld),
+		unknown:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknown),
+		dropped:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknownDropped),
+		notCached: skipped.WithLabelValues(opts.Controller, ReasonSlotNotCached),
+		known:     map[reconcile.Request]slotOf{},
 	}, nil
 }
 
@@ -147,9 +148,16 @@ func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict,
 		g.log.Info("Dropping a key whose slot stays unknown: its object is not in the cache, so no replica can tell who owns it",
 			"namespace", key.Namespace, "name", key.Name, "retries", retries)
 		return controller.Skip, nil
-	case !g.d.admit(slot):
+	}
+	switch g.d.admit(slot) {
+	case controller.Skip:
 		g.notHeld.Inc()
 		return controller.Skip, nil
+	case controller.Retry:
+		// Held, but the cache may not hold the slot's objects yet: a
+		// reconcile now could read NotFound for an object that exists.
+		g.notCached.Inc()
+		return controller.Retry, nil
 	}
 	return controller.Admit, func(requeued bool) {
 		g.d.finish(slot)
