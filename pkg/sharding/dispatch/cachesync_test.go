@@ -230,3 +230,19 @@ func TestReleaseDropsTheSlotAfterItsReconciles(t *testing.T) {
 	f.cache.proceed <- nil
 	eventually(t, "the cache to drop the slot", func() bool { return len(f.d.Cached()) == 0 })
 }
+
+// With a split cache, a key whose object the cache lacks is skipped, not
+// retried: the primary source queues the key of every object of this
+// replica's slots as it arrives, so retrying only delays other replicas'
+// keys (mapped to by watches that are not sharded) until they are dropped.
+func TestSplitCacheSkipsUncachedKeys(t *testing.T) {
+	f := newCacheFixture(t)
+	slots, _ := sharding.NewSlots(gateSlots)
+	g, err := NewGate(f.d, f.lister, GateOptions{Controller: "u", Slots: slots, Key: sharding.ByUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := g.Admit(reconcile.Request{Namespace: f.key.Namespace, Name: "elsewhere"}, 0); v != controller.Skip {
+		t.Errorf("Admit of a key whose object the split cache lacks = %v, want Skip (%v)", v, controller.Skip)
+	}
+}

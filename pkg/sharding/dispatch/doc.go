@@ -25,7 +25,11 @@
 //     retried with backoff, counted (MetricCacheSetSlotsErrors) and
 //     reported by CacheReady (TestHeldWaitsForTheCache,
 //     TestSetSlotsFailureKeepsRefusing,
-//     TestReleaseDropsTheSlotAfterItsReconciles).
+//     TestReleaseDropsTheSlotAfterItsReconciles). With a split cache a
+//     key whose slot cannot be told is skipped, not retried: the cache
+//     holds every object of this replica's slots and the primary source
+//     queues each one's key as it arrives, so such a key is another
+//     replica's (TestSplitCacheSkipsUncachedKeys).
 //   - Gate is one per controller (controller.Gate), keyed by
 //     reconcile.Request, and knows how a key maps to a slot:
 //     sharding.ByNamespace hashes the key's namespace, with no lookup;

@@ -140,6 +140,14 @@ func (g *Gate[T]) Attach(q *queue.Queue[reconcile.Request]) {
 func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict, func(requeued bool)) {
 	slot, ok := g.slotOfKey(key)
 	switch {
+	case !ok && g.d.opts.Cache != nil:
+		// A split cache holds every object of this replica's slots, and
+		// hands the primary source an add for each, which queues its key;
+		// a key whose object it lacks is another replica's, or its
+		// object's add is on its way, or its slot is being cached (and
+		// every key of it is queued once it is).
+		g.notHeld.Inc()
+		return controller.Skip, nil
 	case !ok && retries < MaxUnknownRetries:
 		g.unknown.Inc()
 		return controller.Retry, nil
