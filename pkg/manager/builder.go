@@ -111,7 +111,8 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 // sharding.ByUID: keys spread evenly. sharding.ByNamespace keeps a
 // namespace's keys on one replica, and needs no lookup;
 // sharding.ByControllerOwner puts a primary object with its controller
-// owner. Without sharding it has no effect.
+// owner. It is also the ShardKey the For type is cached by. Without
+// sharding it has no effect.
 func ShardBy(key sharding.Key) Watch {
 	return watchFunc(func(b *builder) error {
 		b.shardBy = key
@@ -228,7 +229,10 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 // In sharded mode (Options.Sharding) the controller reconciles only the
 // keys of the slots this replica holds, mapped to slots as ShardBy says,
 // and runs on every replica, leader or not; its controller.Options.Gate must be nil,
-// since the manager sets it.
+// since the manager sets it. Its For type, its Owns types and its
+// ShardWatch watches are then registered sharded, so the cache holds only
+// this replica's slots of them (see "Sharded mode" in the package doc);
+// a type registered before, unsharded, stays registered, whole.
 //
 //	manager.NewController(mgr, "mirror", r,
 //		manager.For[*v1alpha1.Mirror](source.GenerationChanged[*v1alpha1.Mirror]()),

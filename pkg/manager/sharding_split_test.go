@@ -1,7 +1,9 @@
 package manager_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,6 +13,9 @@ import (
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/source"
 )
 
 // createConfigMaps creates n ConfigMaps obj-000… in ns, with data want=1,
@@ -155,4 +160,36 @@ func TestShardedManagersFilterInTheCache(t *testing.T) {
 	split(t, n, n-1, ms...) // few objects: an even split is not assured
 	converged(t, ns, log, n, "1")
 	log.check(t)
+}
+
+// In sharded mode NewController registers its For type and, with
+// ShardWatch, a Watches type sharded by the keys given: cache.For with the
+// same TypeOptions returns the same registration, not a second one.
+// ShardWatch of anything but Watches is refused.
+func TestShardWatchRegistersSharded(t *testing.T) {
+	ns := env.Namespace(t)
+	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "reg", Namespace: ns}})
+	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
+	toCM := source.EnqueueMapped(func(s *corev1.Secret) []reconcile.Request { return nil })
+	if _, err := manager.NewController(m, "reg", r, manager.For[*corev1.ConfigMap](), manager.ShardBy(sharding.ByNamespace),
+		manager.ShardWatch(sharding.ByNamespace, manager.Watches(toCM))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.Secret](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, st := range m.Cache().Status() {
+		kinds[st.GVK.Kind]++
+	}
+	if kinds["ConfigMap"] != 1 || kinds["Secret"] != 1 {
+		t.Errorf("registrations per kind %v, want one ConfigMap and one Secret: the manager's and cache.For's must be the same", kinds)
+	}
+	_, err := manager.NewController(m, "bad", r, manager.ShardWatch(sharding.ByNamespace, manager.For[*corev1.Secret]()))
+	if err == nil || !strings.Contains(err.Error(), "only a watch made by Watches can be sharded") {
+		t.Errorf("ShardWatch of For: %v, want it refused", err)
+	}
 }
