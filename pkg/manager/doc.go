@@ -149,7 +149,8 @@
 //   - Probes and metrics: /readyz has a check named "sharding" that fails,
 //     saying why, until a round of membership has completed, this replica
 //     holds at least its share of the slots (Slots/members), and its
-//     cache holds every slot it holds;
+//     cache holds every slot it holds
+//     (TestShardingNotReadyUntilCacheHoldsSlots);
 //     /metrics serves dispatch.MetricSlotsHeld, MetricMembers,
 //     MetricHandovers and MetricLastTakeover.
 //
