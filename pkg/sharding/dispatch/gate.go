@@ -20,9 +20,10 @@ import (
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// MaxUnknownRetries is how many times a Gate retries, with the
-// controller's backoff, a key whose slot it cannot tell, before it drops
-// the key. With the default rate limiter that is about 5 s: ample for the
+// MaxUnknownRetries is how many times a Gate without a split cache
+// (Options.Cache) retries, with the controller's backoff, a key whose slot
+// it cannot tell, before it drops the key; with one it skips the key at
+// once. With the default rate limiter that is about 5 s: ample for the
 // primary type's informer to deliver an object whose key another watch
 // queued first. A key still unknown then has no object in this replica's
 // cache, nor in any other replica's that watches the same objects, so no
