@@ -41,6 +41,9 @@ type builder struct {
 	// gate makes the controller's dispatch gate over the primary type, in
 	// sharded mode; For sets it.
 	gate func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error)
+	// register registers the primary type with the cache once every
+	// watch is known (ShardBy may come after For); For sets it.
+	register func(b *builder) error
 }
 
 type watchFunc func(b *builder) error
@@ -58,11 +61,16 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 		if err != nil {
 			return err
 		}
-		l, err := lister[T](b.m.cache)
-		if err != nil {
-			return err
+		b.primary = &gvk
+		var l *cache.Lister[T]
+		b.register = func(b *builder) error {
+			var err error
+			if l, err = watchLister[T](b, b.shardBy, true); err != nil {
+				return err
+			}
+			b.scope = l
+			return nil
 		}
-		b.primary, b.scope = &gvk, l
 		var g *dispatch.Gate[T]
 		b.gate = func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error) {
 			var err error
@@ -81,7 +89,7 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 				// The primary source tells the gate each key's slot.
 				h = g.Record(h)
 			}
-			return kind(b.m, h, preds)
+			return source.NewKind(l, h, preds...), nil
 		})
 		if len(preds) > 0 {
 			// Predicates may drop a create or a delete, whose slot the gate
@@ -91,7 +99,7 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 				if g == nil {
 					return nil, nil
 				}
-				return kind(b.m, g.Record(source.HandlerFunc[T, reconcile.Request](func(source.Event[T], *queue.Queue[reconcile.Request]) {})), nil)
+				return source.NewKind(l, g.Record(source.HandlerFunc[T, reconcile.Request](func(source.Event[T], *queue.Queue[reconcile.Request]) {}))), nil
 			})
 		}
 		return nil
@@ -103,7 +111,8 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 // sharding.ByUID: keys spread evenly. sharding.ByNamespace keeps a
 // namespace's keys on one replica, and needs no lookup;
 // sharding.ByControllerOwner puts a primary object with its controller
-// owner. Without sharding it has no effect.
+// owner. It is also the ShardKey the For type is cached by. Without
+// sharding it has no effect.
 func ShardBy(key sharding.Key) Watch {
 	return watchFunc(func(b *builder) error {
 		b.shardBy = key
@@ -124,7 +133,8 @@ func ShardBy(key sharding.Key) Watch {
 func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
 	return watchFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
-			l, err := lister[T](b.m.cache)
+			key, sharded := ownedKey(b.shardBy)
+			l, err := watchLister[T](b, key, sharded)
 			if err != nil {
 				return nil, err
 			}
@@ -139,16 +149,54 @@ func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
 }
 
 // Watches watches type T with a handler of your own, such as
-// source.EnqueueMapped for objects related by a label or a field.
+// source.EnqueueMapped for objects related by a label or a field. In
+// sharded mode its objects are all cached on every replica, unless
+// ShardWatch says otherwise.
 func Watches[T cache.Object](h source.Handler[T, reconcile.Request], preds ...source.Predicate[T]) Watch {
-	return watchFunc(func(b *builder) error {
-		if h == nil {
-			return fmt.Errorf("watch %v: the handler of Watches is nil", reflect.TypeFor[T]())
+	return &watches[T]{h: h, preds: preds}
+}
+
+// watches is a Watches watch; ShardWatch sets its key.
+type watches[T cache.Object] struct {
+	h       source.Handler[T, reconcile.Request]
+	preds   []source.Predicate[T]
+	key     sharding.Key
+	sharded bool
+}
+
+func (w *watches[T]) add(b *builder) error {
+	if w.h == nil {
+		return fmt.Errorf("watch %v: the handler of Watches is nil", reflect.TypeFor[T]())
+	}
+	b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
+		l, err := watchLister[T](b, w.key, w.sharded)
+		if err != nil {
+			return nil, err
 		}
-		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
-			return kind(b.m, h, preds)
-		})
-		return nil
+		return source.NewKind(l, w.h, w.preds...), nil
+	})
+	return nil
+}
+
+func (w *watches[T]) shardBy(key sharding.Key) { w.key, w.sharded = key, true }
+
+// ShardWatch makes a Watches watch cache, in sharded mode, only the
+// objects of the slots this replica holds, by key; without sharding it
+// has no effect. It is correct only if each object hashes to the slot of
+// every key its handler maps it to, so that the replica holding a key's
+// slot caches every object mapped to it: sharding.ByNamespace on both the
+// controller (ShardBy) and the watch, with a handler that maps within a
+// namespace, say. Otherwise a key's replica would miss the events of
+// objects cached elsewhere. Only Watches watches can be sharded so: Owns
+// watches are sharded for you, WatchSource ones are not the cache's.
+func ShardWatch(key sharding.Key, w Watch) Watch {
+	return watchFunc(func(b *builder) error {
+		sw, ok := w.(interface{ shardBy(sharding.Key) })
+		if !ok {
+			return fmt.Errorf("ShardWatch of %T: only a watch made by Watches can be sharded", w)
+		}
+		sw.shardBy(key)
+		return w.add(b)
 	})
 }
 
@@ -181,7 +229,10 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 // In sharded mode (Options.Sharding) the controller reconciles only the
 // keys of the slots this replica holds, mapped to slots as ShardBy says,
 // and runs on every replica, leader or not; its controller.Options.Gate must be nil,
-// since the manager sets it.
+// since the manager sets it. Its For type, its Owns types and its
+// ShardWatch watches are then registered sharded, so the cache holds only
+// this replica's slots of them (see "Sharded mode" in the package doc);
+// a type registered before, unsharded, stays registered, whole.
 //
 //	manager.NewController(mgr, "mirror", r,
 //		manager.For[*v1alpha1.Mirror](source.GenerationChanged[*v1alpha1.Mirror]()),
@@ -196,6 +247,9 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 	}
 	if b.primary == nil {
 		return nil, fmt.Errorf("manager: controller %q: no For watch: name the primary type with manager.For", name)
+	}
+	if err := b.register(b); err != nil {
+		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
 	}
 	opts := controller.Options[reconcile.Request]{}
 	if b.opts != nil {
@@ -261,23 +315,40 @@ func (b *builder) shard(opts *controller.Options[reconcile.Request]) (func(*queu
 	return attach, nil
 }
 
-// kind returns a Kind source of T over the cache's Lister for it.
-func kind[T cache.Object](m *Manager, h source.Handler[T, reconcile.Request], preds []source.Predicate[T]) (source.Source[reconcile.Request], error) {
-	l, err := lister[T](m.cache)
-	if err != nil {
-		return nil, err
+// watchLister returns the Lister a watch of T reads: in sharded mode, for a
+// sharded watch, T registered with TypeOptions{Sharded: true, ShardKey:
+// key} (shared by every watch sharding T by key); otherwise unsharded,
+// which registers T so only if nothing else registered it.
+func watchLister[T cache.Object](b *builder, key sharding.Key, sharded bool) (*cache.Lister[T], error) {
+	if b.m.shard != nil && sharded {
+		return cache.For[T](b.m.cache, cache.TypeOptions{Sharded: true, ShardKey: key})
 	}
-	return source.NewKind(l, h, preds...), nil
+	return lister[T](b.m.cache)
 }
 
-// lister returns the one Lister that caches T, registering T with default
-// options if none does.
-func lister[T cache.Object](c *cache.Cache) (*cache.Lister[T], error) {
-	l, err := cache.Lookup[T](c)
-	if errors.Is(err, cache.ErrNotRegistered) {
-		return cache.For[T](c, cache.TypeOptions{})
+// ownedKey returns how Owns shards the owned type so that children land
+// with their controller: by their controller owner's UID when the primary
+// is sharded by its UID, by namespace when it is by namespace. A primary
+// sharded by its own owner leaves its children unsharded: they do not
+// hash to its slot.
+func ownedKey(primary sharding.Key) (sharding.Key, bool) {
+	switch primary {
+	case sharding.ByUID:
+		return sharding.ByControllerOwner, true
+	case sharding.ByNamespace:
+		return sharding.ByNamespace, true
 	}
-	return l, err
+	return 0, false
+}
+
+// lister returns the Lister an unsharded watch of T reads: the one
+// registration of T, or, when there is none, or more than one (a sharded
+// one among them), T registered with default options.
+func lister[T cache.Object](c *cache.Cache) (*cache.Lister[T], error) {
+	if l, err := cache.Lookup[T](c); err == nil {
+		return l, nil
+	}
+	return cache.For[T](c, cache.TypeOptions{})
 }
 
 func gvkFor[T cache.Object](m *Manager) (schema.GroupVersionKind, error) {

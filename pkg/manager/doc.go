@@ -89,16 +89,45 @@
 //     keeps one Lease, "<Group>-<Identity>" in ShardingOptions.Namespace,
 //     and holds the slots rendezvous hashing gives it among the live
 //     replicas (package sharding/membership).
-//   - Dispatch: informers stay unfiltered, so it works on every API
-//     server; a worker that takes a key of a slot this replica does not
+//   - Split caches: each replica caches only its slots' objects of the
+//     types its sharded controllers shard. NewController registers the
+//     For type with cache.TypeOptions{Sharded: true, ShardKey: <ShardBy>}
+//     and each Owns type sharded so that children land with their
+//     controller (sharding.ByControllerOwner under ByUID, ByNamespace
+//     under ByNamespace; unsharded under ByControllerOwner, whose children
+//     do not hash to the parent's slot); read them through cache.For with
+//     the same TypeOptions, which returns the same Lister. Watches types
+//     stay whole on every replica unless ShardWatch(key, ...) shards them:
+//     correct only if each object hashes to the slot of every key it maps
+//     to (ByNamespace on the controller and the watch, with a mapping
+//     within a namespace); WatchSource is not the cache's. The manager
+//     sets the cache's Options.Cache.Sharding.Slots; where the API server
+//     ignores shard selectors (ShardedListAndWatch off, or
+//     cache.ServerFilterOff) each informer receives everything and keeps
+//     its slots' objects: the same split, at the cost of the full stream
+//     (TestShardedManagersSplitCaches, TestShardedManagersFilterInTheCache,
+//     TestShardWatchRegistersSharded).
+//   - One type, several ways: a type sharded by two keys (two controllers'
+//     For, or a For and another's Owns), or sharded by one controller and
+//     whole for another watch, keeps one registration per way, each with
+//     its own informers: correct, and the cost is memory, a whole
+//     registration caching every object. cache.Lookup of such a type is
+//     ambiguous; an unsharded watch of it reads cache.For with the default
+//     TypeOptions.
+//   - Dispatch: a worker that takes a key of a slot this replica does not
 //     hold forgets it before the read-your-writes wait and before any
-//     reconcile, and counts it (dispatch.MetricDispatchSkipped). A key
-//     whose object is not cached yet is retried with backoff, then
-//     dropped with a log line (package sharding/dispatch).
-//   - Handover: a replica that gains slots queues every key of them from
-//     its cache; one that gives slots up stops dispatching them at once,
-//     waits for their reconciles in flight, and only then removes its
-//     claim. On a stop the replica leaves the group first (its slots move
+//     reconcile, and counts it (dispatch.MetricDispatchSkipped), as it
+//     does a key whose object the split cache lacks: the replica holding
+//     its slot has it (package sharding/dispatch).
+//   - Handover: a replica that gains slots first makes its cache hold
+//     them (cache.Cache.SetSlots with every slot it holds), and refuses
+//     their keys with a retry meanwhile, so a reconciler never reads
+//     NotFound for an object that exists; then it queues every key of
+//     them. One that gives slots up stops dispatching them at once, waits
+//     for their reconciles in flight, only then removes its claim, and
+//     drops them from its cache. A failed SetSlots is retried with
+//     backoff, counted (dispatch.MetricCacheSetSlotsErrors), and keeps the
+//     slots it may not hold refused. On a stop the replica leaves the group first (its slots move
 //     at the others' next round), then stops its controllers.
 //   - The guarantee: a key is reconciled by at most one replica at a
 //     time, provided the processes' clocks run at about the same rate,
@@ -118,15 +147,15 @@
 //     leader or not; other leader-only runnables still run only on the
 //     leader, and losing the lease still stops the process.
 //   - Probes and metrics: /readyz has a check named "sharding" that fails,
-//     saying why, until a round of membership has completed and this
-//     replica holds at least its share of the slots (Slots/members);
+//     saying why, until a round of membership has completed, this replica
+//     holds at least its share of the slots (Slots/members), and its
+//     cache holds every slot it holds
+//     (TestShardingNotReadyUntilCacheHoldsSlots);
 //     /metrics serves dispatch.MetricSlotsHeld, MetricMembers,
 //     MetricHandovers and MetricLastTakeover.
 //
 // Shard when one replica is not enough: too many objects to reconcile in
 // time, or reconciles that wait on slow external systems. Leader election
 // is enough when one replica keeps up: it is simpler and its standbys
-// take over warm. Each replica still caches every object of the watched
-// types; a cache split by the API server's shard selectors is the next
-// step (package sharding).
+// take over warm, while sharded replicas cache only their share.
 package manager

@@ -13,14 +13,21 @@ import (
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// A sharded operator: run three replicas of this main and each reconciles
-// about a third of the ConfigMaps. Each replica's key goes to the replica
-// holding the slot of the ConfigMap's namespace (ShardBy), so one
-// namespace's ConfigMaps stay together; the default, sharding.ByUID,
+// A sharded operator: run three replicas of this main and each reconciles,
+// and caches, about a third of the ConfigMaps. Each replica's key goes to
+// the replica holding the slot of the ConfigMap's namespace (ShardBy), so
+// one namespace's ConfigMaps stay together; the default, sharding.ByUID,
 // spreads them evenly instead. The same Group and Slots on every replica;
 // each replica's Identity defaults to its host name and random digits.
+//
+// The reconciler reads the ConfigMaps through the Lister NewController
+// uses: cache.For with the same TypeOptions returns it. The Secrets a
+// ConfigMap names are watched sharded by namespace too (ShardWatch), which
+// is correct because the mapping stays within a namespace: the replica
+// holding a ConfigMap's slot holds its Secrets' too.
 func ExampleShardingOptions() {
 	cfg, err := manager.Config("")
 	if err != nil {
@@ -35,7 +42,7 @@ func ExampleShardingOptions() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -52,7 +59,10 @@ func ExampleShardingOptions() {
 		return reconcile.Done(), nil
 	})
 	if _, err := manager.NewController(mgr, "configmaps", r,
-		manager.For[*corev1.ConfigMap](), manager.ShardBy(sharding.ByNamespace)); err != nil {
+		manager.For[*corev1.ConfigMap](), manager.ShardBy(sharding.ByNamespace),
+		manager.ShardWatch(sharding.ByNamespace, manager.Watches(source.EnqueueMapped(func(s *corev1.Secret) []reconcile.Request {
+			return []reconcile.Request{{Namespace: s.Namespace, Name: s.Labels["example.opkit.dev/config-map"]}}
+		})))); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -9,5 +9,5 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Environment) { env = e })
+	testenv.Main(m, testenv.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": true}}, func(e *testenv.Environment) { env = e })
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/metrics"
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -201,6 +202,10 @@ func (m *Manager) cacheOptions(hc *http.Client) cache.Options {
 	}
 	if co.Logger.GetSink() == nil {
 		co.Logger = m.log.WithName("cache")
+	}
+	if so := m.opts.Sharding; so.Enabled && co.Sharding.Slots.Count() == 1 {
+		// An invalid count is reported by newSharded.
+		co.Sharding.Slots, _ = sharding.NewSlots(so.Slots)
 	}
 	return co
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -134,9 +137,12 @@ func (m *Manager) newSharded() (*sharded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: sharding client: %w", err)
 	}
+	if c := m.opts.Cache.Sharding.Slots.Count(); c != 1 && c != slots.Count() {
+		return nil, fmt.Errorf("manager: invalid options: Options.Cache.Sharding.Slots counts %d slots and Options.Sharding.Slots %d: leave the cache's unset, the manager sets it", c, slots.Count())
+	}
 	s := &sharded{slots: slots}
-	// Held and Release fan out to the dispatcher; a cache of split
-	// informers would hear of them here too.
+	// Held and Release go to the dispatcher, which makes the cache hold
+	// the slots before it admits their keys.
 	handler := membership.HandlerFuncs{
 		OnHeld:    func(held []int) { s.dispatcher.Held(held) },
 		OnRelease: func(ctx context.Context, released []int) { s.dispatcher.Release(ctx, released) },
@@ -149,7 +155,12 @@ func (m *Manager) newSharded() (*sharded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: invalid options: Options.Sharding: %w", err)
 	}
-	s.dispatcher = dispatch.New(s.member)
+	s.dispatcher, err = dispatch.New(s.member, dispatch.Options{
+		Cache: splitCache{m.cache}, Registerer: m.registry, Logger: m.log.WithName("sharding"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
 	if err := dispatch.RegisterMemberMetrics(m.registry, s.member.Stats); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
@@ -172,6 +183,27 @@ func (s *sharded) holdsItsSlots(*http.Request) error {
 	if st.Held < want {
 		return fmt.Errorf("holds %d slots of the %d it expects (%d slots among %d members): a handover is in progress, or renewals fail", st.Held, want, s.slots.Count(), st.Members)
 	}
+	if err := s.dispatcher.CacheReady(); err != nil {
+		return err
+	}
+	cached := s.dispatcher.Cached()
+	for _, slot := range s.member.Held() {
+		if !slices.Contains(cached, slot) {
+			return fmt.Errorf("holds slot %d, which the cache does not hold yet (it holds %v): its keys wait", slot, cached)
+		}
+	}
+	return nil
+}
+
+// splitCache is the manager's cache as the dispatcher's SlotCache. A cache
+// without a sharded type holds every slot: no controller shards, so none
+// waits for it.
+type splitCache struct{ c *cache.Cache }
+
+func (sc splitCache) SetSlots(ctx context.Context, slots []int) error {
+	if err := sc.c.SetSlots(ctx, slots); err != nil && !errors.Is(err, cache.ErrNotSharded) {
+		return err
+	}
 	return nil
 }
 
@@ -180,6 +212,11 @@ func (s *sharded) holdsItsSlots(*http.Request) error {
 // deleted). Errors are logged: a failed leave only delays the others until
 // LeaseDuration.
 func (s *sharded) run(ctx context.Context, m *Manager) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// The dispatcher keeps the cache holding the slots; it stops with the
+	// member's ctx, leaving the cache as it is while the member leaves.
+	wg.Go(func() { s.dispatcher.Run(ctx) })
 	if err := s.member.Run(ctx); err != nil {
 		m.log.Error(err, "Leaving the shard group")
 	}

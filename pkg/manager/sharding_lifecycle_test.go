@@ -9,9 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
@@ -94,4 +98,54 @@ func TestShardingWithLeaderElection(t *testing.T) {
 	if len(leaders) != 1 {
 		t.Errorf("the leader-only runnable ran on %v, want exactly one replica", leaders)
 	}
+}
+
+// /readyz fails while the replica holds slots its cache does not: here
+// RBAC lets it keep its Lease but not list ConfigMaps, so the cache never
+// holds its slots' ConfigMaps.
+func TestShardingNotReadyUntilCacheHoldsSlots(t *testing.T) {
+	ns := env.Namespace(t)
+	const user = "opkit-sharded-no-configmaps"
+	rbac := env.Client().RbacV1()
+	if _, err := rbac.Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "leases-only", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "leases-only", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "leases-only"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := env.Config()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	m, err := manager.New(cfg, manager.Options{
+		Cache:   cache.Options{Namespaces: []string{ns}},
+		Metrics: manager.MetricsOptions{BindAddress: "0"},
+		Health:  manager.HealthOptions{BindAddress: "127.0.0.1:0"},
+		Sharding: manager.ShardingOptions{Enabled: true, Group: "nocache", Namespace: ns, Slots: 4,
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
+	if _, err := manager.NewController(m, "nocache", r, manager.For[*corev1.ConfigMap]()); err != nil {
+		t.Fatal(err)
+	}
+	start(t, m)
+	want := "[-]sharding failed: the cache does not hold slots [0 1 2 3] yet"
+	var body string
+	eventually(t, "the replica to hold its slots", func() bool {
+		var code int
+		code, body = get(t, "http://"+m.HealthProbeAddr()+"/readyz")
+		if code == http.StatusOK {
+			t.Fatalf("/readyz passes while the cache cannot list its slots' objects:\n%s", body)
+		}
+		return strings.Contains(body, want)
+	})
 }

@@ -2,7 +2,15 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
 // Member is what a Dispatcher asks of membership: whether this replica may
@@ -25,12 +33,35 @@ type owner interface {
 	queueSlots(held map[int]bool)
 }
 
+// Options configure New. The zero value is valid: no split cache.
+type Options struct {
+	// Cache, when set, is split by slots, and the Dispatcher keeps it
+	// holding this replica's slots (Run): a slot's keys are admitted only
+	// once the cache holds its objects, so that a reconciler never reads
+	// NotFound for an object that exists. Defaults to none: the cache
+	// holds every object.
+	Cache SlotCache
+	// MinBackoff and MaxBackoff bound the wait before a failed
+	// Cache.SetSlots is tried again. Default to DefaultMinBackoff and
+	// DefaultMaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// Clock times that backoff. Defaults to the real clock.
+	Clock clock.Clock
+	// Registerer receives MetricCacheSetSlotsErrors. Defaults to none.
+	Registerer prometheus.Registerer
+	// Logger logs failed SetSlots. Defaults to logr.Discard().
+	Logger logr.Logger
+}
+
 // Dispatcher admits a reconcile only for a slot this replica may dispatch,
 // and hands slots over: Held queues their keys, Release waits for their
 // reconciles. It implements membership.Handler through Held and Release.
 // Its methods are safe for concurrent use.
 type Dispatcher struct {
-	member Member
+	member         Member
+	opts           Options
+	kick           chan struct{} // a change of want for Run; buffered
+	setSlotsErrors prometheus.Counter
 
 	mu sync.Mutex
 	// idle is signalled whenever a slot's in-flight count drops to 0.
@@ -41,25 +72,60 @@ type Dispatcher struct {
 	// releasing holds the slots in Release: refused whatever member says.
 	releasing map[int]bool
 	owners    []owner
+
+	// With Options.Cache: want holds the slots the cache must hold (held
+	// or being released); cached those it holds for sure; set the slots
+	// of the last successful SetSlots, and syncErr the error of the last
+	// one if it failed; toQueue the slots gained whose keys are queued
+	// once cached. A held slot's key is admitted only if the slot is in
+	// cached.
+	want, cached, toQueue map[int]bool
+	set                   []int
+	syncErr               error
 }
 
-// New returns a Dispatcher that asks member before each reconcile.
-func New(member Member) *Dispatcher {
-	d := &Dispatcher{member: member, inflight: map[int]int{}, releasing: map[int]bool{}}
+// New returns a Dispatcher that asks member before each reconcile. With
+// opts.Cache, run Run too.
+func New(member Member, opts Options) (*Dispatcher, error) {
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	errs, err := newSetSlotsErrors(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d := &Dispatcher{
+		member: member, opts: opts, kick: make(chan struct{}, 1), setSlotsErrors: errs,
+		inflight: map[int]int{}, releasing: map[int]bool{},
+		want: map[int]bool{}, cached: map[int]bool{}, toQueue: map[int]bool{},
+	}
 	d.idle = sync.NewCond(&d.mu)
-	return d
+	return d, nil
 }
 
-// admit reports whether a reconcile of slot may start now and, if so,
-// counts it in flight until finish.
-func (d *Dispatcher) admit(slot int) bool {
+// admit says whether a reconcile of slot may start now (Admit), never
+// while this replica does not hold it (Skip), or not until the cache holds
+// it (Retry). With Admit it counts the reconcile in flight until finish.
+func (d *Dispatcher) admit(slot int) controller.Verdict {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.releasing[slot] || !d.member.MayDispatch(slot) {
-		return false
+		return controller.Skip
+	}
+	if !d.cachedLocked(slot) {
+		return controller.Retry
 	}
 	d.inflight[slot]++
-	return true
+	return controller.Admit
 }
 
 // holds reports whether this replica may dispatch slot now.
@@ -82,7 +148,9 @@ func (d *Dispatcher) finish(slot int) {
 
 // Held queues every key of slots, which this replica now holds, on each
 // controller's queue, from the primary type's cache. It does not block on
-// reconciles: it runs on the member's loop.
+// reconciles: it runs on the member's loop. With Options.Cache it only
+// asks Run to make the cache hold slots; Run queues their keys once it
+// does, and until then the gates answer Retry for them.
 func (d *Dispatcher) Held(slots []int) {
 	set := make(map[int]bool, len(slots))
 	d.mu.Lock()
@@ -91,6 +159,11 @@ func (d *Dispatcher) Held(slots []int) {
 		delete(d.releasing, s)
 	}
 	owners := d.owners
+	if d.opts.Cache != nil {
+		d.wantLocked(slots)
+		d.mu.Unlock()
+		return
+	}
 	d.mu.Unlock()
 	for _, o := range owners {
 		o.queueSlots(set)
@@ -101,7 +174,9 @@ func (d *Dispatcher) Held(slots []int) {
 // admitted reconcile of them has returned, so that the next holder never
 // overlaps with this one. The member calls it after MayDispatch turned
 // false for slots and never cancels ctx; a caller that does cancel it gets
-// an early return, with reconciles possibly still in flight.
+// an early return, with reconciles possibly still in flight. With
+// Options.Cache, Run then drops the slots from the cache; the deletes the
+// cache hands on for their objects queue keys the gates refuse.
 func (d *Dispatcher) Release(ctx context.Context, slots []int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -116,6 +191,9 @@ func (d *Dispatcher) Release(ctx context.Context, slots []int) {
 	defer stop()
 	for d.busy(slots) && ctx.Err() == nil {
 		d.idle.Wait()
+	}
+	if d.opts.Cache != nil && !d.busy(slots) {
+		d.unwantLocked(slots)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/sharding/membership"
 )
 
@@ -28,7 +29,9 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = New(member)
+	if d, err = New(member, Options{}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
@@ -37,8 +40,8 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 
 	// A reconcile of slot 2 is admitted and blocks (it never calls finish
 	// until the test says so).
-	if !d.admit(2) {
-		t.Fatal("admit(2) = false while the member holds slot 2")
+	if d.admit(2) != controller.Admit {
+		t.Fatal("admit(2) refuses while the member holds slot 2")
 	}
 	cancel() // leave: Release of every slot begins
 	eventually(t, "the release to begin", func() bool {
@@ -47,8 +50,8 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 		return d.releasing[2]
 	})
 	for s := range 4 {
-		if d.admit(s) {
-			t.Fatalf("admit(%d) = true after the release of slot %d began", s, s)
+		if d.admit(s) == controller.Admit {
+			t.Fatalf("admit(%d) admits after the release of slot %d began", s, s)
 		}
 	}
 	// While the reconcile is in flight the member is still in its leave
@@ -73,8 +76,8 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 		t.Fatalf("Run returned (%v) while a reconcile of a released slot was in flight", err)
 	default:
 	}
-	if d.admit(2) {
-		t.Fatal("admit(2) = true during the release")
+	if d.admit(2) == controller.Admit {
+		t.Fatal("admit(2) admits during the release")
 	}
 	d.finish(2)
 	if err := <-done; err != nil {

@@ -1,8 +1,8 @@
 // Package dispatch gates a sharded operator's reconciles: a replica
 // reconciles a key only while it holds the key's slot, and gives a slot up
 // only once the slot's reconciles have returned. It works on every API
-// server: informers stay unfiltered, and the slot check happens when a
-// worker takes a key, before anything else.
+// server: the slot check happens when a worker takes a key, before
+// anything else, whether or not the informers are split by slots.
 //
 //   - Dispatcher is one per process. Its Admit, asked before each
 //     reconcile, says yes only for a slot the member may dispatch
@@ -13,6 +13,23 @@
 //     primary type's cache, so the new holder reconciles what it now owns
 //     even if no event comes. Release refuses the slots' keys at once,
 //     then returns once their reconciles in flight have returned.
+//   - Split caches: with Options.Cache (a cache whose sharded types hold
+//     only some slots, such as *cache.Cache), the Dispatcher keeps the
+//     cache holding the slots held or being released (Run). Held asks for
+//     the gained slots and the gates answer Retry (not Skip: the keys are
+//     this replica's) for their keys until SetSlots has returned; only
+//     then are the slots' keys queued and admitted, so a reconciler never
+//     reads NotFound for an object that exists. Release drops slots from
+//     the cache once their reconciles have returned. A failed SetSlots
+//     keeps the slots it may have dropped or not added refused, is
+//     retried with backoff, counted (MetricCacheSetSlotsErrors) and
+//     reported by CacheReady (TestHeldWaitsForTheCache,
+//     TestSetSlotsFailureKeepsRefusing,
+//     TestReleaseDropsTheSlotAfterItsReconciles). With a split cache a
+//     key whose slot cannot be told is skipped, not retried: the cache
+//     holds every object of this replica's slots and the primary source
+//     queues each one's key as it arrives, so such a key is another
+//     replica's (TestSplitCacheSkipsUncachedKeys).
 //   - Gate is one per controller (controller.Gate), keyed by
 //     reconcile.Request, and knows how a key maps to a slot:
 //     sharding.ByNamespace hashes the key's namespace, with no lookup;
@@ -29,7 +46,7 @@
 //   - Skipped keys are forgotten: the slot's holder has its own event for
 //     each of them, and takes every key of a slot when it gains it.
 //   - Metrics: MetricDispatchSkipped{controller,reason} counts the keys a
-//     worker did not reconcile; RegisterMemberMetrics serves a member's
+//     worker did not reconcile (ReasonSlotNotCached among them); RegisterMemberMetrics serves a member's
 //     Stats (MetricSlotsHeld, MetricMembers, MetricHandovers,
 //     MetricLastTakeover).
 //

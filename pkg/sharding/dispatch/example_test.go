@@ -27,7 +27,11 @@ func ExampleGate() {
 		fmt.Println(err)
 		return
 	}
-	d := dispatch.New(dispatch.MemberFunc(func(slot int) bool { return slot == 0 }))
+	d, err := dispatch.New(dispatch.MemberFunc(func(slot int) bool { return slot == 0 }), dispatch.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	g, err := dispatch.NewGate(d, static.Lister(), dispatch.GateOptions{Controller: "example", Slots: slots})
 	if err != nil {
 		fmt.Println(err)

@@ -20,9 +20,10 @@ import (
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// MaxUnknownRetries is how many times a Gate retries, with the
-// controller's backoff, a key whose slot it cannot tell, before it drops
-// the key. With the default rate limiter that is about 5 s: ample for the
+// MaxUnknownRetries is how many times a Gate without a split cache
+// (Options.Cache) retries, with the controller's backoff, a key whose slot
+// it cannot tell, before it drops the key; with one it skips the key at
+// once. With the default rate limiter that is about 5 s: ample for the
 // primary type's informer to deliver an object whose key another watch
 // queued first. A key still unknown then has no object in this replica's
 // cache, nor in any other replica's that watches the same objects, so no
@@ -50,9 +51,9 @@ type Gate[T cache.Object] struct {
 	primary *cache.Lister[T]
 	log     logr.Logger
 
-	notHeld, unknown, dropped prometheus.Counter
-	ttl                       time.Duration
-	clock                     clock.Clock
+	notHeld, unknown, dropped, notCached prometheus.Counter
+	ttl                                  time.Duration
+	clock                                clock.Clock
 
 	mu sync.Mutex
 	// known maps the keys of primary objects the source has seen to their
@@ -110,18 +111,19 @@ func NewGate[T cache.Object](d *Dispatcher, primary *cache.Lister[T], opts GateO
 		opts.Clock = clock.RealClock{}
 	}
 	return &Gate[T]{
-		ttl:     opts.TombstoneTTL,
-		clock:   opts.Clock,
-		pruned:  opts.Clock.Now(),
-		d:       d,
-		slots:   opts.Slots,
-		key:     opts.Key,
-		primary: primary,
-		log:     opts.Logger.WithValues("controller", opts.Controller),
-		notHeld: skipped.WithLabelValues(opts.Controller, ReasonNotHeld),
-		unknown: skipped.WithLabelValues(opts.Controller, ReasonSlotUnknown),
-		dropped: skipped.WithLabelValues(opts.Controller, ReasonSlotUnknownDropped),
-		known:   map[reconcile.Request]slotOf{},
+		ttl:       opts.TombstoneTTL,
+		clock:     opts.Clock,
+		pruned:    opts.Clock.Now(),
+		d:         d,
+		slots:     opts.Slots,
+		key:       opts.Key,
+		primary:   primary,
+		log:       opts.Logger.WithValues("controller", opts.Controller),
+		notHeld:   skipped.WithLabelValues(opts.Controller, ReasonNotHeld),
+		unknown:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknown),
+		dropped:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknownDropped),
+		notCached: skipped.WithLabelValues(opts.Controller, ReasonSlotNotCached),
+		known:     map[reconcile.Request]slotOf{},
 	}, nil
 }
 
@@ -139,6 +141,14 @@ func (g *Gate[T]) Attach(q *queue.Queue[reconcile.Request]) {
 func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict, func(requeued bool)) {
 	slot, ok := g.slotOfKey(key)
 	switch {
+	case !ok && g.d.opts.Cache != nil:
+		// A split cache holds every object of this replica's slots, and
+		// hands the primary source an add for each, which queues its key;
+		// a key whose object it lacks is another replica's, or its
+		// object's add is on its way, or its slot is being cached (and
+		// every key of it is queued once it is).
+		g.notHeld.Inc()
+		return controller.Skip, nil
 	case !ok && retries < MaxUnknownRetries:
 		g.unknown.Inc()
 		return controller.Retry, nil
@@ -147,9 +157,16 @@ func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict,
 		g.log.Info("Dropping a key whose slot stays unknown: its object is not in the cache, so no replica can tell who owns it",
 			"namespace", key.Namespace, "name", key.Name, "retries", retries)
 		return controller.Skip, nil
-	case !g.d.admit(slot):
+	}
+	switch g.d.admit(slot) {
+	case controller.Skip:
 		g.notHeld.Inc()
 		return controller.Skip, nil
+	case controller.Retry:
+		// Held, but the cache may not hold the slot's objects yet: a
+		// reconcile now could read NotFound for an object that exists.
+		g.notCached.Inc()
+		return controller.Retry, nil
 	}
 	return controller.Admit, func(requeued bool) {
 		g.d.finish(slot)

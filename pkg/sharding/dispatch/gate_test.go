@@ -56,7 +56,9 @@ func newFixture(t *testing.T, key sharding.Key, members ...string) []*fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d = New(member)
+		if d, err = New(member, Options{}); err != nil {
+			t.Fatal(err)
+		}
 		slots, _ := sharding.NewSlots(gateSlots)
 		if f.gate, err = NewGate(d, f.lister, GateOptions{Controller: "c", Slots: slots, Key: key, Registerer: f.reg}); err != nil {
 			t.Fatal(err)

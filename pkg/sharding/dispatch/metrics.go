@@ -25,6 +25,9 @@ const (
 	// MetricLastTakeover is, for the last handover, the seconds from
 	// first wanting the slot to holding it.
 	MetricLastTakeover = "opkit_sharding_last_takeover_seconds"
+	// MetricCacheSetSlotsErrors counts the failed calls of a split
+	// cache's SetSlots (Options.Cache), each retried with backoff.
+	MetricCacheSetSlotsErrors = "opkit_sharding_cache_set_slots_errors_total"
 )
 
 // Reasons of MetricDispatchSkipped.
@@ -35,6 +38,9 @@ const (
 	ReasonSlotUnknown = "slot_unknown"
 	// ReasonSlotUnknownDropped: still unknown after MaxUnknownRetries.
 	ReasonSlotUnknownDropped = "slot_unknown_dropped"
+	// ReasonSlotNotCached: the slot is held, but the split cache
+	// (Options.Cache) does not hold its objects yet; retried.
+	ReasonSlotNotCached = "slot_not_cached"
 )
 
 // newSkipped registers MetricDispatchSkipped with reg, or returns the one
@@ -42,7 +48,7 @@ const (
 func newSkipped(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricDispatchSkipped,
-		Help: "Keys a sharded controller's worker took and did not reconcile, per controller and reason: not_held (another replica holds the slot), slot_unknown (retried with backoff), slot_unknown_dropped.",
+		Help: "Keys a sharded controller's worker took and did not reconcile, per controller and reason: not_held (another replica holds the slot), slot_unknown (retried with backoff), slot_unknown_dropped, slot_not_cached (retried with backoff).",
 	}, []string{"controller", "reason"})
 	if reg == nil {
 		return c, nil
@@ -54,6 +60,22 @@ func newSkipped(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 			}
 		}
 		return nil, fmt.Errorf("register %s: %w", MetricDispatchSkipped, err)
+	}
+	return c, nil
+}
+
+// newSetSlotsErrors registers MetricCacheSetSlotsErrors with reg; with a
+// nil reg, an unregistered one.
+func newSetSlotsErrors(reg prometheus.Registerer) (prometheus.Counter, error) {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: MetricCacheSetSlotsErrors,
+		Help: "Failed calls of the split cache's SetSlots; each is retried with backoff, and the slots it would have added are not dispatched meanwhile.",
+	})
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("register %s: %w", MetricCacheSetSlotsErrors, err)
 	}
 	return c, nil
 }

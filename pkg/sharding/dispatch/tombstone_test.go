@@ -37,7 +37,10 @@ func TestTombstonesPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	d := New(MemberFunc(func(slot int) bool { return slot == 0 }))
+	d, err := New(MemberFunc(func(slot int) bool { return slot == 0 }), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	g, err := NewGate(d, static.Lister(), GateOptions{Controller: "c", Slots: slots, TombstoneTTL: time.Minute, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

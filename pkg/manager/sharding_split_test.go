@@ -1,0 +1,195 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+// createConfigMaps creates n ConfigMaps obj-000… in ns, with data want=1,
+// a few at a time.
+func createConfigMaps(t *testing.T, ns string, n int) {
+	t.Helper()
+	cms := env.Client().CoreV1().ConfigMaps(ns)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	const workers = 8
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("obj-%03d", i)}, Data: map[string]string{"want": "1"}}
+				if _, err := cms.Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// split checks that each live manager's primary cache holds at most
+// limit of the n objects, and that together they hold each object
+// exactly once.
+func split(t *testing.T, n, limit int, live ...*shardedManager) {
+	t.Helper()
+	var last string
+	eventually(t, fmt.Sprintf("the caches of %d managers to split %d objects", len(live), n), func() bool {
+		seen := map[string]int{}
+		last = ""
+		for _, sm := range live {
+			l, err := cache.Lookup[*corev1.ConfigMap](sm.m.Cache())
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := l.List("", labels.Everything())
+			if err != nil {
+				t.Fatal(err)
+			}
+			last += fmt.Sprintf(" %s:%d", sm.who, len(objs))
+			if len(objs) > limit {
+				return false
+			}
+			for _, o := range objs {
+				seen[o.Name]++
+			}
+		}
+		if len(seen) != n {
+			return false
+		}
+		for _, c := range seen {
+			if c != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("objects cached per manager:%s (at most %d each)", last, limit)
+}
+
+// Three sharded managers over 3,000 ConfigMaps: each caches about a third
+// of them, together all, each once; each object is reconciled by exactly
+// one of them, never by two at once, and never admitted before its slot
+// is cached (the converger checks that an object it cannot find does not
+// exist). A fourth joins and the caches split four ways; one leaves
+// gracefully and the other three take its share.
+func TestShardedManagersSplitCaches(t *testing.T) {
+	ns := env.Namespace(t)
+	const n = 3000
+	createConfigMaps(t, ns, n)
+	log := newShardLog()
+	var ms []*shardedManager
+	for _, who := range []string{"s0", "s1", "s2"} {
+		ms = append(ms, startShardedWith(t, ns, who, log, manager.DefaultSlots, cache.ServerFilterDetect))
+	}
+	settledOver(t, manager.DefaultSlots, ms...)
+	split(t, n, n/len(ms)+n/10, ms...)
+	converged(t, ns, log, n, "1")
+	log.check(t)
+
+	s3 := startShardedWith(t, ns, "s3", log, manager.DefaultSlots, cache.ServerFilterDetect)
+	ms = append(ms, s3)
+	settledOver(t, manager.DefaultSlots, ms...)
+	split(t, n, n/len(ms)+n/10, ms...)
+
+	if err := ms[0].s.stop(t); err != nil {
+		t.Fatalf("stop s0: %v", err)
+	}
+	settledOver(t, manager.DefaultSlots, ms[1:]...)
+	split(t, n, n/3+n/10, ms[1:]...)
+	log.check(t)
+}
+
+// converged waits until every one of the n ConfigMaps is marked done at
+// want, and checks that each change was applied by exactly one manager.
+func converged(t *testing.T, ns string, log *shardLog, n int, want string) {
+	t.Helper()
+	cms := env.Client().CoreV1().ConfigMaps(ns)
+	eventually(t, fmt.Sprintf("%d ConfigMaps to converge at %s", n, want), func() bool {
+		list, err := cms.List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, cm := range list.Items {
+			if cm.Annotations["done"] == want {
+				done++
+			}
+		}
+		return done == n
+	})
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for i := range n {
+		change := fmt.Sprintf("obj-%03d@%s", i, want)
+		if got := log.applied[change]; len(got) != 1 {
+			t.Errorf("change %s applied by %v, want exactly one manager", change, got)
+		}
+	}
+}
+
+// With the API server's filtering off (ServerFilterOff: each informer
+// receives every object and keeps its slots'), the caches still split and
+// each change is applied exactly once.
+func TestShardedManagersFilterInTheCache(t *testing.T) {
+	ns := env.Namespace(t)
+	const n = 100
+	createConfigMaps(t, ns, n)
+	log := newShardLog()
+	var ms []*shardedManager
+	for _, who := range []string{"f0", "f1"} {
+		ms = append(ms, startShardedWith(t, ns, who, log, shardSlots, cache.ServerFilterOff))
+	}
+	settled(t, ms...)
+	split(t, n, n-1, ms...) // few objects: an even split is not assured
+	converged(t, ns, log, n, "1")
+	log.check(t)
+}
+
+// In sharded mode NewController registers its For type and, with
+// ShardWatch, a Watches type sharded by the keys given: cache.For with the
+// same TypeOptions returns the same registration, not a second one.
+// ShardWatch of anything but Watches is refused.
+func TestShardWatchRegistersSharded(t *testing.T) {
+	ns := env.Namespace(t)
+	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "reg", Namespace: ns}})
+	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
+	toCM := source.EnqueueMapped(func(s *corev1.Secret) []reconcile.Request { return nil })
+	if _, err := manager.NewController(m, "reg", r, manager.For[*corev1.ConfigMap](), manager.ShardBy(sharding.ByNamespace),
+		manager.ShardWatch(sharding.ByNamespace, manager.Watches(toCM))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.For[*corev1.Secret](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, st := range m.Cache().Status() {
+		kinds[st.GVK.Kind]++
+	}
+	if kinds["ConfigMap"] != 1 || kinds["Secret"] != 1 {
+		t.Errorf("registrations per kind %v, want one ConfigMap and one Secret: the manager's and cache.For's must be the same", kinds)
+	}
+	_, err := manager.NewController(m, "bad", r, manager.ShardWatch(sharding.ByNamespace, manager.For[*corev1.Secret]()))
+	if err == nil || !strings.Contains(err.Error(), "only a watch made by Watches can be sharded") {
+		t.Errorf("ShardWatch of For: %v, want it refused", err)
+	}
+}
