@@ -231,3 +231,22 @@ type shardedController struct {
 var _ LeaderElectionRunnable = shardedController{}
 
 func (shardedController) NeedLeaderElection() bool { return false }
+
+// ShardedTypeOptions returns the TypeOptions that register a sharded
+// controller's For type, sharded by key (its ShardBy, sharding.ByUID by
+// default), so that a reconciler reading its primary objects through its
+// own cache.For Lister shares the controller's registration and holds only
+// this replica's slots of them. Without Options.Sharding it returns the
+// zero TypeOptions, so one call serves both modes:
+//
+//	mirrors, err := cache.For[*v1alpha1.Mirror](mgr.Cache(), mgr.ShardedTypeOptions(sharding.ByUID))
+//
+// Registered with other options (the zero TypeOptions in sharded mode,
+// say), the type is cached twice: whole for the reconciler, split for the
+// controller.
+func (m *Manager) ShardedTypeOptions(key sharding.Key) cache.TypeOptions {
+	if m.shard == nil {
+		return cache.TypeOptions{}
+	}
+	return cache.TypeOptions{Sharded: true, ShardKey: key}
+}

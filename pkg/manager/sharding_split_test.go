@@ -193,3 +193,31 @@ func TestShardWatchRegistersSharded(t *testing.T) {
 		t.Errorf("ShardWatch of For: %v, want it refused", err)
 	}
 }
+
+// A reconciler that reads its primary objects through its own Lister
+// registered with ShardedTypeOptions shares the controller's split
+// registration; without sharding the options are the zero TypeOptions.
+func TestShardedTypeOptionsShareTheControllersRegistration(t *testing.T) {
+	ns := env.Namespace(t)
+	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "typeopts", Namespace: ns}})
+	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
+	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), m.ShardedTypeOptions(sharding.ByUID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manager.NewController(m, "typeopts", r, manager.For[*corev1.ConfigMap]()); err != nil {
+		t.Fatal(err)
+	}
+	var regs []cache.TypeStatus
+	for _, st := range m.Cache().Status() {
+		if st.GVK.Kind == "ConfigMap" {
+			regs = append(regs, st)
+		}
+	}
+	if len(regs) != 1 {
+		t.Errorf("%d ConfigMap registrations, want 1: the reconciler's Lister and the controller's must be one, split", len(regs))
+	}
+	plain := newManager(t, ns, manager.Options{})
+	if got := plain.ShardedTypeOptions(sharding.ByUID); got.Sharded {
+		t.Errorf("ShardedTypeOptions without sharding = %+v, want the zero TypeOptions", got)
+	}
+}

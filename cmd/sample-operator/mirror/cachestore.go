@@ -67,10 +67,15 @@ func (k kindStore[T]) object(ctx context.Context, namespace, name string) (clien
 	return obj, nil
 }
 
-func newCacheStore(c *cache.Cache) (*cacheStore, error) {
+// newCacheStore registers what the Mirror controller reads. mirrorOpts
+// registers the Mirrors: in sharded mode the controller's own, split
+// registration (manager.ShardedTypeOptions), so a replica holds only its
+// slots' Mirrors, and a source's change maps to those of them only (the
+// other replicas map it to theirs).
+func newCacheStore(c *cache.Cache, mirrorOpts cache.TypeOptions) (*cacheStore, error) {
 	s := &cacheStore{}
 	var err error
-	if s.mirrors, err = cache.For[*v1alpha1.Mirror](c, cache.TypeOptions{}); err != nil {
+	if s.mirrors, err = cache.For[*v1alpha1.Mirror](c, mirrorOpts); err != nil {
 		return nil, err
 	}
 	if err := s.mirrors.AddIndex(IndexSource, MirrorSources); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
@@ -20,7 +21,8 @@ import (
 // cache, and adds the controller to the manager. The manager's scheme must
 // hold v1alpha1.
 func Setup(m *manager.Manager, opts controller.Options[reconcile.Request]) (*controller.Controller[reconcile.Request], error) {
-	s, err := newCacheStore(m.Cache())
+	// The controller shards Mirrors by UID (manager.ShardBy's default).
+	s, err := newCacheStore(m.Cache(), m.ShardedTypeOptions(sharding.ByUID))
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
 	}

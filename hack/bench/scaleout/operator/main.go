@@ -29,6 +29,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // The names the benchmark driver shares with the operator.
@@ -81,7 +82,9 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	// The controller's own registration, split: each replica caches only
+	// its slots' ConfigMaps.
+	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), mgr.ShardedTypeOptions(sharding.ByUID))
 	if err != nil {
 		return err
 	}
