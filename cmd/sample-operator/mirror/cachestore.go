@@ -69,7 +69,7 @@ func (k kindStore[T]) object(ctx context.Context, namespace, name string) (clien
 
 // newCacheStore registers what the Mirror controller reads. mirrorOpts
 // registers the Mirrors: in sharded mode the controller's own, split
-// registration (manager.ShardedTypeOptions), so a replica holds only its
+// registration (Manager.ShardedTypeOptions), so a replica holds only its
 // slots' Mirrors, and a source's change maps to those of them only (the
 // other replicas map it to theirs).
 func newCacheStore(c *cache.Cache, mirrorOpts cache.TypeOptions) (*cacheStore, error) {
