@@ -206,7 +206,9 @@ func converge(t *testing.T, ns string, log *shardLog, n int, want string) {
 				done++
 			}
 		}
-		return done == n
+		// The API server shows a change applied a moment before the
+		// reconcile that applied it records it: wait for the records too.
+		return done == n && log.recorded(n, want)
 	})
 	log.mu.Lock()
 	defer log.mu.Unlock()
@@ -216,6 +218,19 @@ func converge(t *testing.T, ns string, log *shardLog, n int, want string) {
 			t.Errorf("change %s applied by %v, want exactly one manager", change, got)
 		}
 	}
+}
+
+// recorded reports whether every change obj-000..n-1 at want has been
+// recorded as applied.
+func (l *shardLog) recorded(n int, want string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range n {
+		if len(l.applied[fmt.Sprintf("obj-%03d@%s", i, want)]) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *shardLog) check(t *testing.T) {
