@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
 )
 
 // process is one implementation's operator (or the bare client) running as
@@ -193,32 +195,11 @@ func (p *process) heapInuse(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, err := parseGauge(bytes.NewReader(body), heapMetric)
+	v, err := promtext.Gauge(bytes.NewReader(body), heapMetric)
 	if err != nil {
 		return 0, fmt.Errorf("read the heap of %s: %w", p.cmd.Path, err)
 	}
 	return int64(v), nil
-}
-
-var errNoMetric = errors.New("metric not exported")
-
-// parseGauge returns the value of the unlabelled metric name.
-func parseGauge(r io.Reader, name string) (float64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("metric %s: %w", name, err)
-			}
-			return f, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s: %w", name, errNoMetric)
 }
 
 // parseRequests sums rest_client_requests_total by its method label and

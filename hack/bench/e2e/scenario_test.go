@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
 )
 
 func TestPercentile(t *testing.T) {
@@ -196,12 +198,12 @@ func TestParseGauge(t *testing.T) {
 go_memstats_heap_inuse_bytes_total 1
 go_memstats_heap_inuse_bytes 1.2345678e+07
 `
-	v, err := parseGauge(strings.NewReader(metrics), heapMetric)
+	v, err := promtext.Gauge(strings.NewReader(metrics), heapMetric)
 	if err != nil || v != 12345678 {
 		t.Errorf("parseGauge = %v, %v; want 12345678", v, err)
 	}
-	if _, err := parseGauge(strings.NewReader("go_goroutines 3\n"), heapMetric); !errors.Is(err, errNoMetric) {
-		t.Errorf("a missing metric gave %v, want errNoMetric", err)
+	if _, err := promtext.Gauge(strings.NewReader("go_goroutines 3\n"), heapMetric); !errors.Is(err, promtext.ErrNoMetric) {
+		t.Errorf("a missing metric gave %v, want promtext.ErrNoMetric", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,9 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
 )
 
 // replica is one operator process.
@@ -98,7 +98,7 @@ func (r *replica) gauge(ctx context.Context, name string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return parseGauge(bytes.NewReader(body), name)
+	return promtext.Gauge(bytes.NewReader(body), name)
 }
 
 // Metrics the benchmark reads from every replica.
@@ -107,27 +107,6 @@ const (
 	membersMetric = "opkit_sharding_members"    // dispatch.MetricMembers
 	heldMetric    = "opkit_sharding_slots_held" // dispatch.MetricSlotsHeld
 )
-
-var errNoMetric = errors.New("metric not exported")
-
-// parseGauge returns the value of the unlabelled metric name.
-func parseGauge(r io.Reader, name string) (float64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("metric %s: %w", name, err)
-			}
-			return f, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s: %w", name, errNoMetric)
-}
 
 // waitSettled waits until every replica's /readyz passes, each sees all
 // len(rs) members, and together they hold every slot once: the group's
@@ -159,14 +138,14 @@ func settled(ctx context.Context, rs []*replica, slots int) error {
 		if err != nil {
 			return err
 		}
-		m, err := parseGauge(bytes.NewReader(body), membersMetric)
+		m, err := promtext.Gauge(bytes.NewReader(body), membersMetric)
 		if err != nil {
 			return err
 		}
 		if int(m) != len(rs) {
 			return fmt.Errorf("replica %s sees %v members of %d", r.healthAddr, m, len(rs))
 		}
-		h, err := parseGauge(bytes.NewReader(body), heldMetric)
+		h, err := promtext.Gauge(bytes.NewReader(body), heldMetric)
 		if err != nil {
 			return err
 		}

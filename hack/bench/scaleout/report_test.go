@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
 )
 
 func TestMedian(t *testing.T) {
@@ -95,13 +97,13 @@ func TestParseGauge(t *testing.T) {
 		name string
 		want float64
 	}{{heapMetric, 1.2e7}, {membersMetric, 3}} {
-		got, err := parseGauge(strings.NewReader(body), tc.name)
+		got, err := promtext.Gauge(strings.NewReader(body), tc.name)
 		if err != nil || got != tc.want {
-			t.Errorf("parseGauge(%s) = %v, %v; want %v", tc.name, got, err, tc.want)
+			t.Errorf("promtext.Gauge(%s) = %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := parseGauge(strings.NewReader(body), heldMetric); err == nil {
-		t.Errorf("parseGauge(%s) of a labelled line: got no error, want %v", heldMetric, errNoMetric)
+	if _, err := promtext.Gauge(strings.NewReader(body), heldMetric); err == nil {
+		t.Errorf("promtext.Gauge(%s) of a labelled line: got no error, want %v", heldMetric, promtext.ErrNoMetric)
 	}
 }
 
