@@ -191,6 +191,21 @@ func (g group) takeover(t *testing.T, step string, from *replica, since, at time
 	}
 }
 
+// joined checks that a replica which joined a settled group reports, on
+// its own /metrics, the slots it took over from the others as handovers,
+// with the time the last one took.
+func joined(t *testing.T, r *replica) {
+	t.Helper()
+	s, err := r.stats()
+	if err != nil {
+		t.Fatalf("%s: %v", r.name, err)
+	}
+	t.Logf("%s holds %d slots after %d handovers, the last taking %.3fs", r.name, s.held, s.handovers, s.lastTakeover)
+	if s.handovers == 0 || s.lastTakeover <= 0 {
+		t.Errorf("%s joined and holds %d slots the others held, but reports %d handovers and a last takeover of %vs; want its slots counted and timed", r.name, s.held, s.handovers, s.lastTakeover)
+	}
+}
+
 // loadWindow lets the load run for a second, so that every replica has
 // keys in flight or just reconciled when the next signal comes: a span
 // of the test's own timeline, not a wait for anything.
@@ -232,6 +247,7 @@ func TestChurn(t *testing.T) {
 	r4 := g.start(t, "r4")
 	d := eventually(t, 30*time.Second, "r4 joins", func() error { return settled(r1, r2, r3, r4) })
 	t.Logf("join: settled %v after r4 started", d.Round(time.Millisecond))
+	joined(t, r4)
 	stop()
 	converge("join")
 
@@ -255,6 +271,7 @@ func TestChurn(t *testing.T) {
 	g.takeover(t, "crash", r2, since, at, leaseDuration+2*time.Second+allowance, r3, r4)
 	r5 := g.start(t, "r5") // as a Deployment would replace it
 	eventually(t, 30*time.Second, "r5 replaces r2", func() error { return settled(r3, r4, r5) })
+	joined(t, r5)
 	stop()
 	converge("crash")
 

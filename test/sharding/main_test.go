@@ -141,9 +141,14 @@ func (r *replica) wait(t *testing.T, limit time.Duration) error {
 }
 
 // shardStats is what a replica's /metrics says of its membership.
-type shardStats struct{ held, members int }
+type shardStats struct {
+	held, members int
+	handovers     int
+	lastTakeover  float64
+}
 
-// stats scrapes the replica's dispatch.MetricSlotsHeld and MetricMembers.
+// stats scrapes the replica's dispatch.MetricSlotsHeld and MetricMembers,
+// and MetricHandovers and MetricLastTakeover where it exports them.
 func (r *replica) stats() (shardStats, error) {
 	c := http.Client{Timeout: time.Second}
 	resp, err := c.Get(r.metrics)
@@ -167,6 +172,10 @@ func (r *replica) stats() (shardStats, error) {
 			s.held, found = int(v), found+1
 		case name == dispatch.MetricMembers:
 			s.members, found = int(v), found+1
+		case name == dispatch.MetricHandovers:
+			s.handovers = int(v)
+		case name == dispatch.MetricLastTakeover:
+			s.lastTakeover = v
 		}
 	}
 	if found != 2 {

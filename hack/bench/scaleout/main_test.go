@@ -48,8 +48,13 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("round of %d replicas: got %+v, want a rate, a dependency call per object at least and a heap per replica", r.Replicas, r)
 		}
 	}
-	if runs[1].KillSeconds <= 0 {
-		t.Errorf("3 replicas: KillSeconds = %v, want the time to converge after the kill", runs[1].KillSeconds)
+	for _, r := range runs {
+		if r.BusiestShare < 1/float64(r.Replicas) || r.BusiestShare > 1 || r.CPU.MachineBusy <= 0 || r.CPU.APIServerSeconds <= 0 || r.CPU.ReplicaSeconds <= 0 {
+			t.Errorf("round of %d replicas: busiest share %v, CPU %+v; want a share in [1/%d, 1] and CPU spent", r.Replicas, r.BusiestShare, r.CPU, r.Replicas)
+		}
+	}
+	if runs[1].KillSeconds <= 0 || runs[1].TakeoverSeconds <= 0 {
+		t.Errorf("3 replicas: KillSeconds = %v, TakeoverSeconds = %v; want the times to converge and to take over after the kill", runs[1].KillSeconds, runs[1].TakeoverSeconds)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "scaleout.md"))
 	if err != nil {

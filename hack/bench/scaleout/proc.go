@@ -157,6 +157,31 @@ func settled(ctx context.Context, rs []*replica, slots int) error {
 	return nil
 }
 
+// waitHeld waits until rs hold every slot between them, polling each
+// one's heldMetric, and returns when they first did.
+func waitHeld(ctx context.Context, rs []*replica, slots int, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		held, err := 0, error(nil)
+		for _, r := range rs {
+			var h float64
+			if h, err = r.gauge(ctx, heldMetric); err != nil {
+				break
+			}
+			held += int(h)
+		}
+		if err == nil && held == slots {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("the survivors do not hold all %d slots within %v (last: %d held, %v)", slots, timeout, held, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // kill sends SIGKILL, as a crash would, and reaps the process.
 func (r *replica) kill() error {
 	r.killed = true

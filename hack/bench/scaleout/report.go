@@ -110,8 +110,19 @@ func newTable(o options, runs []roundResult) table {
 	row("seconds to write the changes (the driver)", 2, "", func(r roundResult) []float64 { return one(r.WriteSeconds) }, true)
 	row("dependency calls/s", 1, "", func(r roundResult) []float64 { return one(float64(r.DependencyCalls) / r.Seconds) }, true)
 	row("dependency calls", 0, "", func(r roundResult) []float64 { return one(float64(r.DependencyCalls)) }, true)
+	row("busiest replica's share of the calls", 3, "", func(r roundResult) []float64 { return one(r.BusiestShare) }, false)
+	row("machine CPU busy (both cores)", 2, "", func(r roundResult) []float64 { return one(r.CPU.MachineBusy) }, false)
+	row("API server CPU seconds", 1, "", func(r roundResult) []float64 { return one(r.CPU.APIServerSeconds) }, true)
+	row("replicas' CPU seconds (all)", 1, "", func(r roundResult) []float64 { return one(r.CPU.ReplicaSeconds) }, true)
 	row("heap in use per replica after sync, MiB", 1, "", func(r roundResult) []float64 { return mibSlice(r.HeapAfterSync) }, true)
 	row("heap in use per replica at end, MiB", 1, "", func(r roundResult) []float64 { return mibSlice(r.HeapAtEnd) }, true)
+	row(fmt.Sprintf("seconds until the others hold the slots of 1 of %d killed", many), 2, fmt.Sprintf("≤ lease %v + 2s", o.lease),
+		func(r roundResult) []float64 {
+			if r.Replicas == 1 {
+				return nil
+			}
+			return one(r.TakeoverSeconds)
+		}, false)
 	row(fmt.Sprintf("seconds to converge after SIGKILL of 1 of %d", many), 2, fmt.Sprintf("lease %v + the work left", o.lease),
 		func(r roundResult) []float64 {
 			if r.Replicas == 1 {

@@ -52,10 +52,10 @@ func testOptions() options {
 
 func TestTable(t *testing.T) {
 	runs := []roundResult{
-		{Round: 1, Replicas: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}},
-		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5},
-		{Round: 2, Replicas: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}},
-		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6},
+		{Round: 1, Replicas: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.5, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}},
+		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, BusiestShare: 0.36, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 3.5, ReplicaSeconds: 1.5}, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5, TakeoverSeconds: 4.5},
+		{Round: 2, Replicas: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.6, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}},
+		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7},
 	}
 	got := newTable(testOptions(), runs)
 	want := [][]string{
@@ -64,8 +64,13 @@ func TestTable(t *testing.T) {
 		{"seconds to write the changes (the driver)", "0.00 (0.00–0.00)", "0.00 (0.00–0.00)", "—", ""},
 		{"dependency calls/s", "159.1 (151.5–166.7)", "535.7 (500.0–571.4)", "3.37×", ""},
 		{"dependency calls", "1000 (1000–1000)", "1150 (1100–1200)", "1.15×", ""},
+		{"busiest replica's share of the calls", "1.000 (1.000–1.000)", "0.350 (0.340–0.360)", "—", ""},
+		{"machine CPU busy (both cores)", "0.55 (0.50–0.60)", "0.95 (0.90–1.00)", "—", ""},
+		{"API server CPU seconds", "3.0 (3.0–3.0)", "4.0 (3.5–4.5)", "1.33×", ""},
+		{"replicas' CPU seconds (all)", "1.0 (1.0–1.0)", "2.0 (1.5–2.5)", "2.00×", ""},
 		{"heap in use per replica after sync, MiB", "11.0 (10.0–12.0)", "11.0 (10.0–12.0)", "1.00×", ""},
 		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", ""},
+		{"seconds until the others hold the slots of 1 of 3 killed", "—", "4.60 (4.50–4.70)", "—", "≤ lease 4s + 2s"},
 		{"seconds to converge after SIGKILL of 1 of 3", "—", "5.50 (5.00–6.00)", "—", "lease 4s + the work left"},
 	}
 	if diff := cmp.Diff(want, got.rows); diff != "" {
@@ -113,7 +118,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.objects != 600 || o.fill != 3000 || o.rounds != 3 || o.workers != 2 || o.replicas != 3 || o.lease != 4*time.Second || o.out != "/root/bench/results" {
+	if o.objects != 1800 || o.changes != 1 || o.delay != 50*time.Millisecond || o.fill != 3000 || o.rounds != 3 || o.workers != 2 || o.replicas != 3 || o.lease != 4*time.Second || o.out != "/root/bench/results" {
 		t.Errorf("defaults: got %+v", o)
 	}
 	t.Setenv("BENCH_QUICK", "1")
@@ -124,5 +129,26 @@ func TestParse(t *testing.T) {
 		if _, err := parse(args, "/root"); err == nil {
 			t.Errorf("parse(%v): got no error", args)
 		}
+	}
+}
+
+func TestParseCPULine(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	busy, total, err := parseCPULine("cpu  100 5 50 800 40 3 2 0 7 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if busy != 160 || total != 1000 {
+		t.Errorf("got busy %d, total %d; want 160 and 1000 (idle and iowait are not busy, guest is in user)", busy, total)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4", "cpu 1 2 x 4 5"} {
+		if _, _, err := parseCPULine(bad); err == nil {
+			t.Errorf("parseCPULine(%q): no error", bad)
+		}
+	}
+	a := cpuSample{busy: 100, total: 400, apiServer: 1, replicas: []float64{1, 2}}
+	b := cpuSample{busy: 300, total: 600, apiServer: 4, replicas: []float64{2, 4}}
+	if got, want := a.until(b), (cpuUse{MachineBusy: 1, APIServerSeconds: 3, ReplicaSeconds: 3}); got != want {
+		t.Errorf("until: got %+v, want %+v", got, want)
 	}
 }

@@ -38,9 +38,19 @@ type roundResult struct {
 	// HeapAfterSync and HeapAtEnd hold each replica's heap in use, after
 	// the settle and after the throughput phase.
 	HeapAfterSync, HeapAtEnd []int64
+	// CPU spent in the throughput phase: when MachineBusy nears 1, the
+	// cores, not the dependency, bound the round.
+	CPU cpuUse
+	// BusiestShare is the largest fraction of the throughput phase's
+	// dependency calls that one replica made: 1/Replicas when the slots
+	// split the work evenly. Where the dependency bounds every replica,
+	// the phase lasts as long as the busiest one's part, so the speed-up
+	// over one replica is at most 1/BusiestShare.
+	BusiestShare float64
 	// KillSeconds from the SIGKILL of one replica until every object was
-	// seen converged; rounds of more than one replica only.
-	KillSeconds float64 `json:",omitempty"`
+	// seen converged, and TakeoverSeconds until the others held every
+	// slot; rounds of more than one replica only.
+	KillSeconds, TakeoverSeconds float64 `json:",omitempty"`
 }
 
 // round runs one round of n replicas.
@@ -52,6 +62,11 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 		return res, err
 	}
 	defer func() { err = errors.Join(err, deleteRun(ctx, d.cs, run, workNamespace)) }()
+	prog, err := watchProgress(ctx, d.cs, run, workNamespace)
+	if err != nil {
+		return res, err
+	}
+	defer prog.close()
 	var rs []*replica
 	defer func() {
 		for _, r := range rs {
@@ -73,22 +88,30 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 	if res.HeapAfterSync, err = heaps(ctx, rs); err != nil {
 		return res, err
 	}
-	if err := d.throughput(ctx, run, &res); err != nil {
+	if err := d.throughput(ctx, run, prog, rs, &res); err != nil {
 		return res, err
 	}
 	if res.HeapAtEnd, err = heaps(ctx, rs); err != nil {
 		return res, err
 	}
 	if n > 1 {
-		err = d.kill(ctx, run, rs[0], &res)
+		err = d.kill(ctx, run, prog, rs, &res)
 	}
 	return res, err
 }
 
 // throughput changes every object o.changes times and waits until all
 // have converged.
-func (d *driver) throughput(ctx context.Context, run string, res *roundResult) error {
+func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs []*replica, res *roundResult) error {
 	calls := d.dep.calls.Load()
+	byReplica := make([]int64, len(rs))
+	for i, r := range rs {
+		byReplica[i] = d.dep.callsOf(r.cmd.Process.Pid)
+	}
+	cpu0, err := sampleCPU(ctx, d.cs, rs)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	for gen := 1; gen <= d.o.changes; gen++ {
 		if err := bump(ctx, d.cs, run, workNamespace, d.o.objects, gen, nil); err != nil {
@@ -96,33 +119,53 @@ func (d *driver) throughput(ctx context.Context, run string, res *roundResult) e
 		}
 	}
 	res.WriteSeconds = time.Since(start).Seconds()
-	end, err := waitConverged(ctx, d.cs, run, workNamespace, d.o.objects, d.o.changes, d.o.phaseTimeout)
+	end, err := prog.wait(ctx, d.o.objects, d.o.changes, d.o.phaseTimeout)
 	if err != nil {
 		return err
 	}
 	res.Seconds = end.Sub(start).Seconds()
 	res.PerSecond = float64(d.o.objects) / res.Seconds
 	res.DependencyCalls = d.dep.calls.Load() - calls
+	cpu1, err := sampleCPU(ctx, d.cs, rs)
+	if err != nil {
+		return err
+	}
+	res.CPU = cpu0.until(cpu1)
+	for i, r := range rs {
+		if n := d.dep.callsOf(r.cmd.Process.Pid) - byReplica[i]; res.DependencyCalls > 0 {
+			res.BusiestShare = max(res.BusiestShare, float64(n)/float64(res.DependencyCalls))
+		}
+	}
 	return nil
 }
 
 // kill changes every object once more and SIGKILLs victim once half of
-// those writes are done, then waits until all have converged.
-func (d *driver) kill(ctx context.Context, run string, victim *replica, res *roundResult) error {
+// those writes are done, then times until the survivors hold every slot
+// and until every object has converged.
+func (d *driver) kill(ctx context.Context, run string, prog *progress, rs []*replica, res *roundResult) error {
+	victim, survivors := rs[0], rs[1:]
 	gen := d.o.changes + 1
 	var once sync.Once
 	var killedAt time.Time
 	var killErr error
+	takeover := make(chan error, 1)
 	err := bump(ctx, d.cs, run, workNamespace, d.o.objects, gen, func(written int) {
 		if written >= d.o.objects/2 {
-			once.Do(func() { killedAt, killErr = time.Now(), victim.kill() })
+			once.Do(func() {
+				killedAt, killErr = time.Now(), victim.kill()
+				go func() {
+					at, err := waitHeld(ctx, survivors, slots, d.o.phaseTimeout)
+					res.TakeoverSeconds = at.Sub(killedAt).Seconds()
+					takeover <- err
+				}()
+			})
 		}
 	})
 	if err = errors.Join(err, killErr); err != nil {
 		return err
 	}
-	end, err := waitConverged(ctx, d.cs, run, workNamespace, d.o.objects, gen, d.o.phaseTimeout)
-	if err != nil {
+	end, err := prog.wait(ctx, d.o.objects, gen, d.o.phaseTimeout)
+	if err = errors.Join(err, <-takeover); err != nil {
 		return fmt.Errorf("after the kill: %w", err)
 	}
 	res.KillSeconds = end.Sub(killedAt).Seconds()

@@ -35,11 +35,15 @@ const (
 )
 
 // dependency is the slow external system: a loopback HTTP server that
-// answers every request after delay, and counts them.
+// answers every request after delay, and counts them, in all and by the
+// replica parameter the operator sends (its process ID).
 type dependency struct {
 	srv   *http.Server
 	url   string
 	calls atomic.Int64
+
+	mu        sync.Mutex
+	byReplica map[string]int64
 }
 
 func startDependency(delay time.Duration) (*dependency, error) {
@@ -47,9 +51,12 @@ func startDependency(delay time.Duration) (*dependency, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the dependency: %w", err)
 	}
-	d := &dependency{url: "http://" + l.Addr().String() + "/"}
+	d := &dependency{url: "http://" + l.Addr().String() + "/", byReplica: map[string]int64{}}
 	d.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.calls.Add(1)
+		d.mu.Lock()
+		d.byReplica[r.URL.Query().Get("replica")]++
+		d.mu.Unlock()
 		select { // the dependency's latency: what the reconciles wait on
 		case <-time.After(delay):
 		case <-r.Context().Done():
@@ -60,6 +67,13 @@ func startDependency(delay time.Duration) (*dependency, error) {
 }
 
 func (d *dependency) stop() { _ = d.srv.Close() }
+
+// callsOf returns how many calls the process pid has made.
+func (d *dependency) callsOf(pid int) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byReplica[strconv.Itoa(pid)]
+}
 
 // configMap is object i of run, at generation gen; converged when done.
 func configMap(run, namespace string, i, gen int, done bool, payload string) *corev1.ConfigMap {
@@ -139,48 +153,6 @@ func bump(ctx context.Context, cs kubernetes.Interface, run, ns string, n, gen i
 		}
 		return nil
 	}, after)
-}
-
-// converged counts the ConfigMaps of run whose operator recorded
-// generation gen.
-func converged(ctx context.Context, cs kubernetes.Interface, run, ns string, gen int) (int, error) {
-	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + run})
-	if err != nil {
-		return 0, fmt.Errorf("list the configmaps of %s: %w", run, err)
-	}
-	want, n := strconv.Itoa(gen), 0
-	for i := range list.Items {
-		if list.Items[i].Annotations[doneKey] == want {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// pollEvery is the resolution of the convergence times.
-const pollEvery = 50 * time.Millisecond
-
-// waitConverged waits until all n ConfigMaps of run have converged at gen,
-// and returns when it saw them so.
-func waitConverged(ctx context.Context, cs kubernetes.Interface, run, ns string, n, gen int, timeout time.Duration) (time.Time, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		got, err := converged(ctx, cs, run, ns, gen)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if got == n {
-			return time.Now(), nil
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%d of %d configmaps of %s converged at generation %d within %v", got, n, run, gen, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(pollEvery):
-		}
-	}
 }
 
 // deleteRun deletes the ConfigMaps of run in ns.

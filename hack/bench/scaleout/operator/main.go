@@ -2,9 +2,10 @@
 // hack/bench/scaleout): opkit's manager in sharded mode reconciling
 // ConfigMaps labelled scaleout.opkit.dev/run. A reconcile of a ConfigMap
 // whose data "gen" differs from its annotation scaleout.opkit.dev/done
-// calls the slow dependency at --dependency once, then records the
-// generation in the annotation with one merge patch that carries the
-// resourceVersion read as a precondition. Every ConfigMap of the cluster
+// calls the slow dependency at --dependency once (with its key and the
+// process ID, by which the benchmark counts each replica's share), then
+// records the generation in the annotation with one merge patch that
+// carries the resourceVersion read as a precondition. Every ConfigMap of the cluster
 // is cached: the benchmark reads the heap that costs.
 package main
 
@@ -16,7 +17,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,7 +139,8 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // call asks the slow dependency about req, once.
 func (r *reconciler) call(ctx context.Context, req reconcile.Request) error {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, r.dependency+"?key="+req.String(), nil)
+	q := url.Values{"key": {req.String()}, "replica": {strconv.Itoa(os.Getpid())}}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, r.dependency+"?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}
