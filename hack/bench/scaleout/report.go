@@ -93,7 +93,7 @@ type table struct {
 func newTable(o options, runs []roundResult) table {
 	many := o.replicas
 	t := table{
-		title: fmt.Sprintf("scale-out: %d objects × %d changes, %d workers per replica, a %v dependency call per reconcile, %d more ConfigMaps cached; leases %v/%v/%v (duration/renew deadline/retry), %d slots; medians (ranges) of %d rounds",
+		title: fmt.Sprintf("scale-out: %d objects, each changed %d×, %d workers per replica, a %v dependency call per reconcile, %d more ConfigMaps cached; leases %v/%v/%v (duration/renew deadline/retry), %d slots; medians (ranges) of %d rounds",
 			o.objects, o.changes, o.workers, o.delay, o.fill, o.lease, o.renew, o.retry, slots, o.rounds),
 		header: []string{"figure", "1 replica", fmt.Sprintf("%d replicas", many), "ratio", "target"},
 	}

@@ -76,7 +76,7 @@ func TestTable(t *testing.T) {
 	if diff := cmp.Diff(want, got.rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	for _, s := range []string{"600 objects × 2 changes", "2 workers per replica", "20ms dependency", "3000 more ConfigMaps", "leases 4s/3s/500ms", "64 slots", "2 rounds"} {
+	for _, s := range []string{"600 objects, each changed 2×", "2 workers per replica", "20ms dependency", "3000 more ConfigMaps", "leases 4s/3s/500ms", "64 slots", "2 rounds"} {
 		if !strings.Contains(got.title, s) {
 			t.Errorf("title %q does not say %q", got.title, s)
 		}
