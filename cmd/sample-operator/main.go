@@ -30,6 +30,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1beta1"
@@ -131,6 +132,18 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	return f, nil
 }
 
+// newLogger returns the operator's logger, JSON lines to stderr, and makes
+// it client-go's (klog) and controller-runtime's too, so that their lines
+// are in the same log. controller-runtime unset drops its webhook server's
+// and certificate watcher's lines and, 30 seconds in, prints a stack trace
+// saying so; it takes only the first logger a process sets.
+func newLogger(stderr io.Writer, verbosity int) logr.Logger {
+	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: verbosity, LogTimestamp: true})
+	klog.SetLogger(log.WithName("client-go"))
+	ctrllog.SetLogger(log)
+	return log
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -139,8 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: f.verbosity, LogTimestamp: true})
-	klog.SetLogger(log.WithName("client-go"))
+	log := newLogger(stderr, f.verbosity)
 
 	var cfg *rest.Config
 	if f.local {

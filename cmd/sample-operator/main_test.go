@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -243,4 +245,25 @@ func TestWebhookFlagsDocumented(t *testing.T) {
 			t.Errorf("docs/webhooks.md gives --%s a default other than %s: %s", fl.Name, fl.DefValue, row)
 		}
 	})
+}
+
+// controller-runtime's own lines (its webhook server's, its certificate
+// watcher's) are in the operator's log. controller-runtime takes only the
+// first logger a process sets, so the check runs in a process of its own:
+// this test binary again, running only this test.
+func TestControllerRuntimeLogs(t *testing.T) {
+	if os.Getenv("OPKIT_TEST_CTRL_LOG") == "1" {
+		newLogger(os.Stdout, 0)
+		ctrllog.Log.WithName("webhook").Info("Starting webhook server")
+		return
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestControllerRuntimeLogs$")
+	cmd.Env = append(os.Environ(), "OPKIT_TEST_CTRL_LOG=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if want := `"logger":"webhook",`; !strings.Contains(string(out), want) || !strings.Contains(string(out), "Starting webhook server") {
+		t.Errorf("controller-runtime's line is not in the operator's log (no %s): it printed\n%s", want, out)
+	}
 }
