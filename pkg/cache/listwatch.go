@@ -229,11 +229,7 @@ func (r *registration) recordListWatch(verb, ns string, err error) {
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return // the reflector relists; nothing for a person to do
 	}
-	v := r.view.Load()
-	what := r.key.gvk.String()
-	if v != nil {
-		what = v.resource.GroupResource().String()
-	}
+	what := r.resourceName()
 	where := ""
 	if ns != "" {
 		where = " in namespace " + ns
@@ -264,4 +260,22 @@ func (r *registration) recordListWatch(verb, ns string, err error) {
 		return
 	}
 	r.c.log.Error(err, "List or watch failed", "gvk", r.key.gvk.String(), "verb", verb, "namespace", ns)
+}
+
+// resourceName names the type's resource as RBAC rules do ("configmaps",
+// "mirrors.samples.opkit.dev"), or its kind before the REST mapping is
+// known. The
+// mapping is set before the informers start, so their first failure is
+// named like every later one; the view is stored only after they start.
+func (r *registration) resourceName() string {
+	r.mu.Lock()
+	m := r.mapping
+	r.mu.Unlock()
+	if m != nil {
+		return m.Resource.GroupResource().String()
+	}
+	if v := r.view.Load(); v != nil {
+		return v.resource.GroupResource().String()
+	}
+	return r.key.gvk.String()
 }
