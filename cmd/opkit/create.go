@@ -50,7 +50,7 @@ func runCreateWebhook(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs := flag.NewFlagSet("opkit create webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: opkit create webhook --group G --version V --kind K [--defaulting] [--validation] [--conversion]\n\nAdds webhooks for an API type that opkit create api made (at least one of\nthe three), the operator's webhook server and its certificates if the\nproject has none yet, then runs make manifests there.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: opkit create webhook --group G --version V --kind K [--defaulting] [--validation [--requester-check]] [--conversion]\n\nAdds webhooks for an API type that opkit create api made (at least one of\nthe three), the operator's webhook server and its certificates if the\nproject has none yet, then runs make manifests there.\n\nIf the kind's spec names other objects that the operator reads or writes\nwith its own permissions (a Secret to copy, namespaces to write to), add\n--requester-check: otherwise whoever may create the kind gets the\noperator's permissions. See docs/security.md in opkit.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	var opts scaffold.WebhookOptions
@@ -59,6 +59,7 @@ func runCreateWebhook(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.StringVar(&opts.Kind, "kind", "", "the kind, such as Frigate")
 	fs.BoolVar(&opts.Defaulting, "defaulting", false, "scaffold a defaulter: a mutating webhook that sets defaults on create and update")
 	fs.BoolVar(&opts.Validation, "validation", false, "scaffold a validator: a validating webhook for create and update")
+	fs.BoolVar(&opts.RequesterCheck, "requester-check", false, "with --validation: the validator checks, with SubjectAccessReviews, that the requesting user may themselves do what the object asks the operator to do (get a Secret its spec names, say); adds create on subjectaccessreviews to the operator's RBAC")
 	fs.BoolVar(&opts.Conversion, "conversion", false, "make --version the hub of the kind's conversion between its versions (the project must have two)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -27,7 +27,8 @@ import (
 const e2eTimeout = 15 * time.Minute
 
 // TestScaffold builds opkit, makes a project with it, adds two APIs of its
-// own, a controller of Deployments, a defaulting and validating webhook, and
+// own, a controller of Deployments, a defaulting and validating webhook
+// (whose validator checks the requester's permissions), and
 // a second version of a kind with its conversion webhook, and runs the project's make test and
 // go build; then runs the operator as make run does and checks that it
 // reconciles the samples. The project uses this checkout of opkit (through
@@ -54,7 +55,7 @@ func TestScaffold(t *testing.T) {
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1alpha1", "--kind", "Admiral", "--namespaced=false")
 	// As the project's README says: the opkit its go.mod requires.
 	shell(t, dir, "go", "tool", "opkit", "create", "api", "--group", "apps", "--version", "v1", "--kind", "Deployment", "--resource=false")
-	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--defaulting", "--validation")
+	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--defaulting", "--validation", "--requester-check")
 	// A second version of Frigate (stored, as the second version of a
 	// kind is), converted through the hub v1alpha1.
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--controller=false")

@@ -82,7 +82,7 @@ func TestCreateWebhookHelp(t *testing.T) {
 	if err := run(t.Context(), []string{"create", "webhook", "-h"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"-group", "-version", "-kind", "-defaulting", "-validation", "-conversion"} {
+	for _, flag := range []string{"-group", "-version", "-kind", "-defaulting", "-validation", "-requester-check", "-conversion"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("create webhook -h does not list %s:\n%s", flag, out.String())
 		}

@@ -30,7 +30,8 @@
 //     gofmt realigns), so that calls compose. create webhook adds at
 //     "webhooks", "flags", "flagset", "manager-options" and "start"
 //     (cmd/main.go), "flag-defaults" (cmd/main_test.go), "webhook-targets"
-//     (cmd/webhook.go), "hooks" (internal/webhook/<version>/<kind>_webhook.go),
+//     (cmd/webhook.go), "hooks", "setup" and "imports"
+//     (internal/webhook/<version>/<kind>_webhook.go),
 //     "imports", "scheme", "webhooks" and "convert-crds" (that package's
 //     main_test.go), "rbac" and "crdpatches" (the kustomizations).
 //   - Webhooks: a project serves none until create webhook adds the first,
@@ -39,7 +40,16 @@
 //     --local serves none), config/webhook and its wiring, and
 //     certificates the operator manages itself (pkg/webhook/certs). Each
 //     hook is a file of its own (<kind>_defaulter.go, <kind>_validator.go
-//     and their tests), so that hooks added later compose. Conversion
+//     and their tests), so that hooks added later compose. With
+//     RequesterCheck (--requester-check, which needs --validation) the
+//     Validator holds a requester.Checker (package webhook/requester) that
+//     the kind's setup makes from the manager's client, calls it on create
+//     and update with the permissions the object asks the operator to use
+//     for its requester (an example: get on the Secret spec.foo names),
+//     asks for create on subjectaccessreviews (an RBAC marker), and is
+//     tested with an impersonated user and real RBAC; without it, the
+//     Validator's doc points to the flag and opkit's docs/security.md.
+//     Conversion
 //     makes the given version the hub and needs the kind in two versions;
 //     create api marks a kind's second version +kubebuilder:storageversion
 //     when no version is, and names its sample <kind>-<version>-sample.

@@ -19,6 +19,12 @@ type WebhookOptions struct {
 	// Validation scaffolds a Validator, served at the kind's validating
 	// path.
 	Validation bool
+	// RequesterCheck gives the Validator a requester.Checker (package
+	// webhook/requester), made from the manager's client, and calls it in
+	// ValidateCreate and ValidateUpdate with the permissions the object
+	// asks the operator to use for its requester: for a kind whose spec
+	// names other objects. Needs Validation.
+	RequesterCheck bool
 	// Conversion makes Version the hub of the kind's conversion: every
 	// other version the project has converts to and from it.
 	Conversion bool
@@ -33,6 +39,7 @@ type webhookData struct {
 	Name                     string // the project's
 	MutatePath, ValidatePath string
 	CRD                      string // the CRD's name: plural.group
+	RequesterCheck           bool
 }
 
 // Paths of the files create webhook changes in place, and their markers.
@@ -49,6 +56,7 @@ const (
 	markerFlagDefaults  = "// +opkit:scaffold:flag-defaults"
 	markerTargets       = "// +opkit:scaffold:webhook-targets"
 	markerHooks         = "// +opkit:scaffold:hooks"
+	markerSetup         = "// +opkit:scaffold:setup"
 	markerConvertCRDs   = "// +opkit:scaffold:convert-crds"
 	markerCRDPatches    = "# +opkit:scaffold:crdpatches"
 	markerRBAC          = "# +opkit:scaffold:rbac"
@@ -104,6 +112,9 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 	if !o.Defaulting && !o.Validation && !o.Conversion {
 		return webhookData{}, &InputError{Input: "--defaulting, --validation, --conversion", Value: "none", Allowed: "create webhook needs at least one of them"}
 	}
+	if o.RequesterCheck && !o.Validation {
+		return webhookData{}, &InputError{Input: "--requester-check", Value: "without --validation", Allowed: "the check is made by the validator: add --validation (a kind's existing validator can call requester.Checker.Check itself)"}
+	}
 	a, ok := p.find(o.Group, o.Version, o.Kind)
 	if !ok || !a.Resource {
 		return webhookData{}, &InputError{Input: "--kind", Value: o.Group + "/" + o.Version + " " + o.Kind,
@@ -133,7 +144,7 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 	return webhookData{
 		apiData: ad, Name: p.Name,
 		MutatePath: "/mutate-" + slug, ValidatePath: "/validate-" + slug,
-		CRD: ad.Plural + "." + ad.FullGroup,
+		CRD: ad.Plural + "." + ad.FullGroup, RequesterCheck: o.RequesterCheck,
 	}, nil
 }
 
@@ -259,12 +270,23 @@ func (c *changes) admission(o WebhookOptions, d webhookData) {
 	exists := func(f string) error {
 		return fmt.Errorf("create webhook: %w: %s exists already; remove it to scaffold it again", ErrWebhookExists, f)
 	}
+	validator := "Validator: " + d.Kind + "Validator{},"
+	if o.RequesterCheck {
+		validator = "Validator: " + d.Kind + "Validator{Requester: checker},"
+		c.insert(kindFile, markerImports, `"github.com/opkit-dev/opkit/pkg/webhook/requester"`)
+		c.createMissing(pkg+"/requester_test.go", "webhook/requester_test.go.tmpl", d)
+		c.insert(kindFile, markerSetup,
+			"checker, err := requester.New(mgr.Client(), requester.Options{})",
+			"if err != nil {",
+			"\treturn err",
+			"}")
+	}
 	for _, h := range []struct {
 		on         bool
 		name, hook string
 	}{
 		{o.Defaulting, "defaulter", "Defaulter: " + d.Kind + "Defaulter{},"},
-		{o.Validation, "validator", "Validator: " + d.Kind + "Validator{},"},
+		{o.Validation, "validator", validator},
 	} {
 		if !h.on {
 			continue

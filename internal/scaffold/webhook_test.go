@@ -90,6 +90,10 @@ func TestCreateWebhookRejects(t *testing.T) {
 			is: ErrWebhookExists, want: []string{"internal/webhook/v1/frigate_validator.go"},
 		},
 		{
+			name: "requester check without validation", change: func(o *WebhookOptions) { o.RequesterCheck = true },
+			input: "--requester-check", want: []string{"add --validation"},
+		},
+		{
 			name: "conversion with one version", change: func(o *WebhookOptions) { o.Defaulting, o.Conversion = false, true },
 			input: "--conversion", want: []string{"two versions", "opkit create api --group ship --version <another> --kind Frigate"},
 		},

@@ -72,6 +72,11 @@
 //   - Conversion is registered by RegisterConversion[Hub], not by the
 //     builder of any version; a kind registered twice is ErrRegistered.
 //
+// Security: an operator's webhooks are where a tenant's request is checked
+// against the tenant's own permissions (package webhook/requester), and a
+// port anyone in the cluster network may reach. docs/security.md is the
+// threat model and the checklist.
+//
 // Certificates: the server reads tls.crt and tls.key from
 // manager.Options.Webhook.CertDir and picks up a new pair written there
 // without a restart, or takes Options.Webhook.GetCertificate. Locally and

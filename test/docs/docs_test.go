@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,8 +20,18 @@ import (
 // root is the module root, two levels above this package.
 const root = "../.."
 
-// packages are opkit's public packages, by name.
-var packages = []string{"cache", "conditions", "controller", "finalizer", "manager", "metrics", "owner", "queue", "reconcile", "source", "status", "testenv"}
+// packages are opkit's public packages, by directory under pkg/; the docs
+// name each by its last element (webhook/requester is requester).
+var packages = []string{"cache", "conditions", "controller", "finalizer", "manager", "metrics", "owner", "queue", "reconcile", "source", "status", "testenv", "webhook/requester"}
+
+// names are the packages' names, as the docs qualify identifiers.
+var names = func() []string {
+	out := make([]string, len(packages))
+	for i, p := range packages {
+		out[i] = path.Base(p)
+	}
+	return out
+}()
 
 // api is what one package declares: its exported top-level names, and per
 // named type its fields (with the type each has, as package and name) and
@@ -32,11 +43,12 @@ type api struct {
 
 type typeRef struct{ pkg, name string }
 
-func loadAPI(t *testing.T, pkg string) *api {
+func loadAPI(t *testing.T, pkgDir string) *api {
 	t.Helper()
 	a := &api{names: map[string]bool{}, members: map[string]map[string]typeRef{}}
 	fset := token.NewFileSet()
-	dir := filepath.Join(root, "pkg", pkg)
+	pkg := path.Base(pkgDir)
+	dir := filepath.Join(root, "pkg", pkgDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +146,7 @@ func refOf(pkg string, e ast.Expr) typeRef {
 		case *ast.Ident:
 			return typeRef{pkg, x.Name}
 		case *ast.SelectorExpr:
-			if id, ok := x.X.(*ast.Ident); ok && slices.Contains(packages, id.Name) {
+			if id, ok := x.X.(*ast.Ident); ok && slices.Contains(names, id.Name) {
 				return typeRef{id.Name, x.Sel.Name}
 			}
 			return typeRef{}
@@ -161,7 +173,7 @@ func docFiles(t *testing.T) []string {
 	return files
 }
 
-var qualified = regexp.MustCompile(`\b(` + strings.Join(packages, "|") + `)\.([A-Z]\w*)((?:\.[A-Z]\w*)*)`)
+var qualified = regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\.([A-Z]\w*)((?:\.[A-Z]\w*)*)`)
 
 // Every pkg.Name and pkg.Type.Member in the docs, and in the comments of
 // opkit's code, exists.
@@ -193,7 +205,7 @@ func TestDocsNameWhatExists(t *testing.T) {
 		}
 		for _, m := range member.FindAllStringSubmatch(texts[file], -1) {
 			var owners []string
-			for _, p := range packages {
+			for _, p := range names {
 				if _, ok := apis[p].members[m[2]]; ok && apis[p].names[m[2]] {
 					owners = append(owners, p)
 				}
@@ -222,18 +234,20 @@ func TestCommentsNameWhatExists(t *testing.T) {
 	apis := loadAPIs(t)
 	for file, text := range commentsOf(t) {
 		parts := strings.Split(file, "/")
-		if parts[0] != "pkg" || len(parts) != 3 {
+		if parts[0] != "pkg" || len(parts) < 3 {
 			continue
 		}
-		a := apis[parts[1]]
-		if a == nil {
+		dir := strings.Join(parts[1:len(parts)-1], "/")
+		if !slices.Contains(packages, dir) {
 			continue
 		}
+		pkg := path.Base(dir)
+		a := apis[pkg]
 		for _, m := range member.FindAllStringSubmatch(text, -1) {
 			members, isType := a.members[m[2]]
 			if isType && a.names[m[2]] {
 				if _, ok := members[m[3]]; !ok {
-					t.Errorf("%s names %s.%s, but %s.%s has no field or method %s", file, m[2], m[3], parts[1], m[2], m[3])
+					t.Errorf("%s names %s.%s, but %s.%s has no field or method %s", file, m[2], m[3], pkg, m[2], m[3])
 				}
 			}
 		}
@@ -274,6 +288,9 @@ func TestResolve(t *testing.T) {
 		{"cache.NewMetrics", false},
 		{"cache.Options.Nope", false},
 		{"manager.Options.Cache.Nope", false},
+		{"requester.Checker.Check", true},
+		{"requester.Options.TTL", true},
+		{"requester.Checker.Nope", false},
 	} {
 		m := qualified.FindStringSubmatch(tt.ref)
 		if got := resolve(apis, m[1], m[2], m[3]) == ""; got != tt.want {
@@ -285,7 +302,7 @@ func TestResolve(t *testing.T) {
 func loadAPIs(t *testing.T) map[string]*api {
 	apis := map[string]*api{}
 	for _, p := range packages {
-		apis[p] = loadAPI(t, p)
+		apis[path.Base(p)] = loadAPI(t, p)
 	}
 	return apis
 }
