@@ -39,6 +39,10 @@ type hooked struct {
 	cl         client.Client
 	kubectl    string
 	kubeconfig string
+	// url and ca reach the webhook server directly, as the API server
+	// does (or anyone who can reach its port).
+	url string
+	ca  []byte
 }
 
 // serveWebhooks starts a manager with mirror.SetupWebhooks, installs
@@ -77,13 +81,13 @@ func serveWebhooks(t *testing.T) *hooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hooked{t: t, ns: env.Namespace(t), cl: cl}
+	h := &hooked{t: t, ns: env.Namespace(t), cl: cl, url: fmt.Sprintf("https://127.0.0.1:%d", port), ca: crt}
 	h.kubectl, h.kubeconfig = kubectl(t)
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, hookedLabel, h.ns)
 	if _, err := env.Client().CoreV1().Namespaces().Patch(t.Context(), h.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	installManifests(t, h.ns, fmt.Sprintf("https://127.0.0.1:%d", port), crt)
+	installManifests(t, h.ns, h.url, crt)
 	h.waitForHooks()
 	return h
 }
