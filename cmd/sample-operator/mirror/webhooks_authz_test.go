@@ -104,6 +104,7 @@ func TestWebhooksRefuseWhatTheRequesterMayNotDo(t *testing.T) {
 			}
 			msgs = append(msgs, strings.ReplaceAll(err.Error(), name, "NAME"))
 		}
+		t.Logf("refused as: %s", msgs[0])
 		if msgs[0] != msgs[1] {
 			t.Errorf("the refusal tells an existing source from a missing one:\n%s\n%s", msgs[0], msgs[1])
 		}
@@ -167,6 +168,45 @@ func TestWebhooksAreNoOracle(t *testing.T) {
 			if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, `namespace "`+victim+`"`) {
 				t.Errorf("%s: a request in namespace %s for a Mirror of namespace %s: %+v, want a refusal naming %s", path, h.ns, victim, resp.Result, victim)
 			}
+		}
+	})
+}
+
+// The Validator applies the operator's Policy at admission, with kubectl
+// as a user sees it: a Secret of a type the cluster acts on is refused as
+// a source, naming the flag that allows it; a selector that matches more
+// namespaces accepting copies than --max-targets is warned about.
+func TestWebhooksApplyThePolicy(t *testing.T) {
+	h := serveWebhooksWith(t, mirror.Policy{MaxTargets: 1})
+	h.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`},
+	})
+	h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}})
+	group := `{"mirror-test.opkit.dev/group": "` + h.ns + `"}`
+	for range 2 {
+		ns := h.target(true)
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":`+group+`}}`))
+		if err := h.cl.Patch(t.Context(), obj, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("secret type refused", func(t *testing.T) {
+		out, ok := h.run(h.mirrorYAML("pull", "Secret", "pull", group), "create", "-f", "-")
+		want := `The Mirror "pull" is invalid: spec.source.name: Forbidden: source Secret ` + h.ns + `/pull has type kubernetes.io/dockerconfigjson, ` +
+			`which is not copied unless the operator runs with --allow-secret-types=kubernetes.io/dockerconfigjson`
+		if ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant a refusal with:\n%s", out, want)
+		}
+	})
+	t.Run("fan-out over --max-targets warned", func(t *testing.T) {
+		out, ok := h.run(h.mirrorYAML("wide", "ConfigMap", "settings", group), "create", "-f", "-")
+		want := "Warning: spec.namespaceSelector matches more namespaces that accept copies than the operator copies into (--max-targets=1): only the first 1, by name, get copies"
+		if !ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant success with:\n%s", out, want)
 		}
 	})
 }

@@ -45,11 +45,17 @@ type hooked struct {
 	ca  []byte
 }
 
-// serveWebhooks starts a manager with mirror.SetupWebhooks, installs
-// config/webhook/manifests.yaml pointed at it (url clientConfigs, a
-// self-signed caBundle) for a new namespace of the test, and returns once
-// the API server calls the hooks.
+// serveWebhooks starts a manager with mirror.SetupWebhooks and the
+// strictest Policy, installs config/webhook/manifests.yaml pointed at it
+// (url clientConfigs, a self-signed caBundle) for a new namespace of the
+// test, and returns once the API server calls the hooks.
 func serveWebhooks(t *testing.T) *hooked {
+	t.Helper()
+	return serveWebhooksWith(t, mirror.Policy{})
+}
+
+// serveWebhooksWith is serveWebhooks with policy.
+func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 	t.Helper()
 	crt, key, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
 	if err != nil {
@@ -65,7 +71,7 @@ func serveWebhooks(t *testing.T) *hooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mirror.SetupWebhooks(mgr); err != nil {
+	if err := mirror.SetupWebhooks(mgr, policy); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
