@@ -169,13 +169,13 @@ func (d *Defaulter) Default(ctx context.Context, m *v1alpha1.Mirror) error {
 //
 // Deletes are allowed.
 //
-// The permissions are those of the operator's writes, not of 'kubectl
-// create' and 'kubectl apply': the operator writes a copy with create,
-// merge patch and delete, never update, so update is not asked for; an
-// operator that writes with update, or applies (a patch), should ask for
-// the verbs it uses. They are asked once, at admission: a namespace that
-// opts in later consents by its label, and a permission revoked later is
-// not seen until the spec changes again.
+// The verbs asked are those the operator writes a copy with (create,
+// patch, delete), so that the requester is trusted with exactly what the
+// operator will do for them; update, which it never uses, is not asked.
+// An operator that writes with update, or applies (a patch), asks for the
+// verbs it uses. They are asked once, at admission: a namespace that opts
+// in later consents by its label, and a permission revoked later is not
+// seen until the spec changes again.
 type Validator struct {
 	// Reader reads ConfigMaps, Secrets and Namespaces, from the API server
 	// rather than a cache.
