@@ -219,7 +219,10 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err != nil {
 		return f.shard.inFlagWords(err)
 	}
-	if err := registerWebhooks(mgr, mirror.SetupWebhooks); err != nil {
+	// The webhooks check Mirrors against the strictest tenancy Policy.
+	policy := mirror.Policy{}
+	setupWebhooks := func(m *manager.Manager) error { return mirror.SetupWebhooks(m, policy) }
+	if err := registerWebhooks(mgr, setupWebhooks); err != nil {
 		return err
 	}
 	if _, err := mirror.Setup(mgr, ctrlOpts); err != nil {

@@ -167,9 +167,9 @@ func (w *webhookFlags) rotatorOptions(log logr.Logger) (certs.Options, error) {
 	return opts, nil
 }
 
-// registerWebhooks calls each register (mirror.SetupWebhooks, say) to
-// register handlers on mgr's webhook server, unless --webhook-port=0 turned
-// the server off.
+// registerWebhooks calls each register (mirror.SetupWebhooks with a
+// Policy, say) to register handlers on mgr's webhook server, unless
+// --webhook-port=0 turned the server off.
 func registerWebhooks(mgr *manager.Manager, register ...func(*manager.Manager) error) error {
 	if mgr.WebhookServer() == nil {
 		return nil

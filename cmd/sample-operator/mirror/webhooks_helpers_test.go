@@ -39,13 +39,23 @@ type hooked struct {
 	cl         client.Client
 	kubectl    string
 	kubeconfig string
+	// url and ca reach the webhook server directly, as the API server
+	// does (or anyone who can reach its port).
+	url string
+	ca  []byte
 }
 
-// serveWebhooks starts a manager with mirror.SetupWebhooks, installs
-// config/webhook/manifests.yaml pointed at it (url clientConfigs, a
-// self-signed caBundle) for a new namespace of the test, and returns once
-// the API server calls the hooks.
+// serveWebhooks starts a manager with mirror.SetupWebhooks and the
+// strictest Policy, installs config/webhook/manifests.yaml pointed at it
+// (url clientConfigs, a self-signed caBundle) for a new namespace of the
+// test, and returns once the API server calls the hooks.
 func serveWebhooks(t *testing.T) *hooked {
+	t.Helper()
+	return serveWebhooksWith(t, mirror.Policy{})
+}
+
+// serveWebhooksWith is serveWebhooks with policy.
+func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 	t.Helper()
 	crt, key, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
 	if err != nil {
@@ -61,7 +71,7 @@ func serveWebhooks(t *testing.T) *hooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mirror.SetupWebhooks(mgr); err != nil {
+	if err := mirror.SetupWebhooks(mgr, policy); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,13 +87,13 @@ func serveWebhooks(t *testing.T) *hooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hooked{t: t, ns: env.Namespace(t), cl: cl}
+	h := &hooked{t: t, ns: env.Namespace(t), cl: cl, url: fmt.Sprintf("https://127.0.0.1:%d", port), ca: crt}
 	h.kubectl, h.kubeconfig = kubectl(t)
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, hookedLabel, h.ns)
 	if _, err := env.Client().CoreV1().Namespaces().Patch(t.Context(), h.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	installManifests(t, h.ns, fmt.Sprintf("https://127.0.0.1:%d", port), crt)
+	installManifests(t, h.ns, h.url, crt)
 	h.waitForHooks()
 	return h
 }
