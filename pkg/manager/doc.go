@@ -41,6 +41,15 @@
 //     Options.Metrics.Secure serves them over HTTPS only to tokens the API
 //     server authenticates (TokenReview) and authorizes for get on
 //     /metrics (SubjectAccessReview). pprof is optional.
+//   - Secure metrics at a bounded cost: each review's answer is cached
+//     (keyed by the token's SHA-256; 2m if it lets in, 10s if it refuses;
+//     LRU caches of bounded size), a token over 8 KiB gets 401 without a
+//     review, and tokens not seen authenticated within the hour are
+//     reviewed within a token bucket (by default 10, refilled at 5/s):
+//     a flood of distinct bad tokens costs at most Burst + rate × its
+//     duration TokenReviews, and each request over the budget gets 429
+//     with Retry-After. A token seen authenticated is served through a
+//     flood (Options.Metrics.Auth).
 //   - Events: EventRecorder records events.k8s.io/v1 Events. It refuses a
 //     name the API server would refuse on every Event (not a qualified
 //     name), gives an Event without an action its reason as action, and

@@ -167,6 +167,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"lease namespace outside a pod", manager.Options{LeaderElection: manager.LeaderElectionOptions{Enabled: true, Name: "l"}},
 			[]string{"LeaderElection.Namespace is empty"}},
 		{"bad address", manager.Options{Metrics: manager.MetricsOptions{BindAddress: "8080"}}, []string{`Metrics.BindAddress "8080"`}},
+		{"negative metrics auth limits", manager.Options{Metrics: manager.MetricsOptions{Auth: manager.MetricsAuthOptions{TTL: -time.Second, TokenReviewBurst: -1}}},
+			[]string{"Metrics.Auth.TTL is -1s", "TokenReviewBurst (-1)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

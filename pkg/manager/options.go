@@ -121,6 +121,36 @@ type MetricsOptions struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ beside /metrics (and
 	// behind the same authentication when Secure). Defaults to false.
 	Pprof bool
+	// Auth bounds the reviews Secure asks the API server for. Defaults to
+	// the defaults of its fields.
+	Auth MetricsAuthOptions
+}
+
+// MetricsAuthOptions bound the reviews that MetricsOptions.Secure asks the
+// API server for, however many requests strangers send: answers are
+// cached, and tokens not seen authenticated are reviewed within a budget,
+// over which a request gets 429 Too Many Requests with Retry-After.
+type MetricsAuthOptions struct {
+	// TTL is how long the TokenReview that authenticated a token, and the
+	// SubjectAccessReview that allowed a user a verb on a path, are
+	// reused. Defaults to 2m, as kube-rbac-proxy's and the API server's
+	// webhook token cache.
+	TTL time.Duration
+	// FailureTTL is how long a token that did not authenticate, and a
+	// denial, are remembered. Defaults to 10s.
+	FailureTTL time.Duration
+	// CacheSize bounds each cache (tokens authenticated, tokens refused,
+	// decisions); the least recently used entry goes first. Defaults to
+	// 4096.
+	CacheSize int
+	// TokenReviewsPerSecond and TokenReviewBurst bound the TokenReviews of
+	// tokens not seen authenticated within the hour: over any time T at
+	// most TokenReviewBurst + TokenReviewsPerSecond × T, however many
+	// distinct tokens arrive. A token seen authenticated is reviewed
+	// again after TTL outside this budget, so a scraper with a good
+	// token is served through a flood. Default to 5 and 10.
+	TokenReviewsPerSecond float64
+	TokenReviewBurst      int
 }
 
 // HealthOptions configure the probe endpoints.
@@ -159,10 +189,15 @@ func (o Options) validate() error {
 		{"LeaderElection.LeaseDuration", o.LeaderElection.LeaseDuration},
 		{"LeaderElection.RenewDeadline", o.LeaderElection.RenewDeadline},
 		{"LeaderElection.RetryPeriod", o.LeaderElection.RetryPeriod},
+		{"Metrics.Auth.TTL", o.Metrics.Auth.TTL},
+		{"Metrics.Auth.FailureTTL", o.Metrics.Auth.FailureTTL},
 	} {
 		if d.v < 0 {
 			add("Options.%s is %v: it must be 0 (the default) or positive", d.field, d.v)
 		}
+	}
+	if a := o.Metrics.Auth; a.CacheSize < 0 || a.TokenReviewBurst < 0 || a.TokenReviewsPerSecond < 0 {
+		add("Options.Metrics.Auth: CacheSize (%d), TokenReviewBurst (%d) and TokenReviewsPerSecond (%v) must be 0 (the default) or positive", a.CacheSize, a.TokenReviewBurst, a.TokenReviewsPerSecond)
 	}
 	if le := o.LeaderElection; le.Enabled {
 		if le.Name == "" {

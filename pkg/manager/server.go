@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/util/cert"
+
+	"github.com/opkit-dev/opkit/internal/metricsauth"
 )
 
 // server is one HTTP server the manager runs, listening from Start.
@@ -69,7 +71,12 @@ func (m *Manager) metricsServer(addr string) (*server, error) {
 	var handler http.Handler = mux
 	var tlsConfig *tls.Config
 	if m.opts.Metrics.Secure {
-		handler = &apiServerAuth{clientset: m.clientset, next: mux, log: m.log.WithName("metrics-auth")}
+		a := m.opts.Metrics.Auth
+		handler = metricsauth.New(m.clientset, mux, metricsauth.Options{
+			TTL: a.TTL, FailureTTL: a.FailureTTL, CacheSize: a.CacheSize,
+			TokenReviewsPerSecond: a.TokenReviewsPerSecond, TokenReviewBurst: a.TokenReviewBurst,
+			Logger: m.log.WithName("metrics-auth"),
+		})
 		c, err := m.certificate()
 		if err != nil {
 			return nil, err
