@@ -96,7 +96,9 @@ func postReview(t *testing.T, url string, caBundle []byte, clientCert *tls.Certi
 	pool.AppendCertsFromPEM(caBundle)
 	cfg := &tls.Config{RootCAs: pool}
 	if clientCert != nil {
-		cfg.Certificates = []tls.Certificate{*clientCert}
+		// Sent whatever CAs the server names: with Certificates, Go's
+		// client would send none that those CAs did not sign.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return clientCert, nil }
 	}
 	tr := &http.Transport{TLSClientConfig: cfg}
 	defer tr.CloseIdleConnections()
