@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -65,16 +66,13 @@ func TestConvertBurstStaysUnderTheMemoryLimit(t *testing.T) {
 	}
 }
 
-// checkRunning fails t unless the container's first process still runs:
-// the kernel's OOM killer would have ended it.
+// checkRunning stops t unless the container's first process still runs:
+// the kernel's OOM killer would have ended it (and with it the cgroup
+// this test reads).
 func (op operator) checkRunning(t *testing.T) {
 	t.Helper()
-	st := procStatus(t, op.pid)
-	if !strings.HasPrefix(st["State"], "S") && !strings.HasPrefix(st["State"], "R") {
-		t.Errorf("the operator's process is %s", st["State"])
-	}
-	if oom, file, err := cgroupValue(op.pid, "memory.failcnt", "memory.events.local"); err == nil && file != "" {
-		t.Logf("%s: %d", file, oom)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", op.pid)); err != nil {
+		t.Fatalf("the operator's process %d is gone (OOM-killed?): %v", op.pid, err)
 	}
 }
 
