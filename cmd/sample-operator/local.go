@@ -29,6 +29,7 @@ import (
 // writes its kubeconfig under dir and says how to watch the operator work.
 // It installs the operator's webhooks and the Mirror's conversion pointed
 // at 127.0.0.1:webhookPort (0: a free port) with a certificate of its own,
+// and makes the API server present a client certificate to them,
 // unless webhookPort is localNoWebhooks. It returns the control plane, with
 // the webhook flags that serve what it installed, and the kubeconfig's
 // path, which the caller removes when it stops the control plane. The
@@ -48,6 +49,7 @@ func startLocal(ctx context.Context, dir string, webhookPort int, out io.Writer)
 			Paths:       []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
 			ConvertCRDs: []string{defaultConversionCRD},
 			Port:        webhookPort,
+			ClientAuth:  true, // only the API server may call the admission webhooks
 		}
 	}
 	fmt.Fprintln(out, "Starting a local kube-apiserver and etcd...")
@@ -67,7 +69,7 @@ func startLocal(ctx context.Context, dir string, webhookPort int, out io.Writer)
 	}
 	lp := localPlane{controlPlane: env}
 	if s := env.Webhook(); s.Port != 0 {
-		lp.webhook = webhookFlags{port: s.Port, host: s.Host, certDir: s.CertDir, certs: certsMounted}
+		lp.webhook = webhookFlags{port: s.Port, host: s.Host, certDir: s.CertDir, certs: certsMounted, clientCA: s.ClientCAFile}
 	}
 	kubectl := "kubectl"
 	if p, err := testenv.Kubectl(); err == nil {

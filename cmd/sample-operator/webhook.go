@@ -54,6 +54,7 @@ type webhookFlags struct {
 	mutating   string
 	validating string
 	crd        string
+	clientCA   string // "": any client may call
 }
 
 func (w *webhookFlags) register(fs *flag.FlagSet) {
@@ -65,6 +66,7 @@ func (w *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&w.caSecret, "webhook-ca-secret", defaultWebhookCA, "with self-managed certificates: the Secret that holds the CA, created when missing")
 	fs.StringVar(&w.mutating, "mutating-webhook-configuration", defaultMutatingConfig, `with self-managed certificates: the MutatingWebhookConfiguration whose caBundle is kept; "" for none`)
 	fs.StringVar(&w.validating, "validating-webhook-configuration", defaultValidatingConfig, `with self-managed certificates: the ValidatingWebhookConfiguration whose caBundle is kept; "" for none`)
+	fs.StringVar(&w.clientCA, "webhook-client-ca", "", "PEM file of the CA whose client certificates the webhook server accepts, such as the API server's webhook client certificate's (docs/webhooks.md, \"Who may call the webhooks\"); admission paths refuse callers without one. Empty: any client may call")
 	fs.StringVar(&w.crd, "conversion-crd", defaultConversionCRD, `with self-managed certificates: the CRD whose conversion webhook's caBundle is kept; "" for none`)
 }
 
@@ -83,7 +85,7 @@ func (w *webhookFlags) check(set map[string]bool) error {
 		}
 		return out
 	}
-	ignoredWhenOff := given(append([]string{"webhook-cert-dir", "webhook-certs"}, selfManagedFlags...)...)
+	ignoredWhenOff := given(append([]string{"webhook-cert-dir", "webhook-certs", "webhook-client-ca"}, selfManagedFlags...)...)
 	switch {
 	case w.port < 0 || w.port > 65535:
 		return fmt.Errorf("--webhook-port is %d: want a port from 1 to 65535, or 0 to turn the webhook server off", w.port)
@@ -108,7 +110,7 @@ func (w *webhookFlags) options() manager.WebhookOptions {
 	if w.port == 0 {
 		return manager.WebhookOptions{}
 	}
-	return manager.WebhookOptions{Port: w.port, Host: w.host, CertDir: w.certDir}
+	return manager.WebhookOptions{Port: w.port, Host: w.host, CertDir: w.certDir, ClientCAFile: w.clientCA}
 }
 
 // localNoWebhooks is the port that tells startLocal to install no
@@ -116,11 +118,11 @@ func (w *webhookFlags) options() manager.WebhookOptions {
 const localNoWebhooks = -1
 
 // checkLocal checks the webhook flags of --local, whose control plane
-// installs the webhooks and makes their certificate: only --webhook-port
-// applies. Unset, startLocal picks a free port; 0 becomes localNoWebhooks.
+// installs the webhooks and makes their certificates, the API server's
+// client certificate included: only --webhook-port applies. Unset, startLocal picks a free port; 0 becomes localNoWebhooks.
 func (w *webhookFlags) checkLocal(set map[string]bool) error {
 	var given []string
-	for _, n := range append([]string{"webhook-cert-dir", "webhook-certs"}, selfManagedFlags...) {
+	for _, n := range append([]string{"webhook-cert-dir", "webhook-certs", "webhook-client-ca"}, selfManagedFlags...) {
 		if set[n] {
 			given = append(given, "--"+n)
 		}

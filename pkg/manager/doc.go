@@ -77,6 +77,12 @@
 //     until it serves TLS; it stops last, with the HTTP servers. A
 //     CertDir without tls.crt and tls.key fails Start at once
 //     (ErrNoWebhookCertificate), naming both files.
+//     Options.Webhook.ClientCAFile makes it verify client certificates:
+//     one of another CA fails the handshake, and RequireWebhookClient
+//     refuses a request without one.
+//   - Within the container's memory: SetMemoryLimit, called once by main,
+//     sets the Go runtime's soft memory limit from the cgroup's (v1 or
+//     v2); the manager never changes that process-wide setting itself.
 //   - Thin builder: NewController wires the common controller, one primary
 //     type (For), owned types (Owns), other watches (Watches, WatchSource),
 //     predicates and options, as values rather than a chain of methods.

@@ -3,9 +3,11 @@ package manager
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +44,17 @@ type WebhookOptions struct {
 	// Set a certificate with GetCertificate, not here: the manager checks
 	// CertDir unless GetCertificate is set. Defaults to none.
 	TLSOpts []func(*tls.Config)
+	// ClientCAFile is a PEM bundle of the CAs whose client certificates
+	// the server accepts, such as the CA of the certificate the API server
+	// presents to admission webhooks (its AdmissionConfiguration's
+	// kubeConfigFile; docs/webhooks.md). With it, the server asks every
+	// client for a certificate and fails the TLS handshake of one whose
+	// certificate does not verify; a client without one is refused with
+	// 403 on the paths wrapped by RequireWebhookClient, which package
+	// webhook's admission paths are, but not on /convert, since the API
+	// server's CRD conversion presents no certificate. It is read once, by
+	// New. Defaults to "": no client certificate is asked for.
+	ClientCAFile string
 }
 
 // DefaultWebhookCertDir returns where the webhook server looks for its
@@ -67,7 +80,7 @@ func (o WebhookOptions) validate() error {
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("Options.Webhook.Port is %d: want a port from 1 to 65535, such as 9443, or 0 for no webhook server", o.Port)
 	}
-	if !o.enabled() && (o.Host != "" || o.CertDir != "" || o.GetCertificate != nil || len(o.TLSOpts) > 0) {
+	if !o.enabled() && (o.Host != "" || o.CertDir != "" || o.GetCertificate != nil || len(o.TLSOpts) > 0 || o.ClientCAFile != "") {
 		return errors.New("Options.Webhook.Port is 0, which turns the webhook server off, but other Options.Webhook fields are set: set the port, such as 9443")
 	}
 	return nil
@@ -87,9 +100,18 @@ func (m *Manager) newWebhookServer() error {
 	if !o.enabled() {
 		return nil
 	}
-	tlsOpts := o.TLSOpts
+	tlsOpts := o.TLSOpts[:len(o.TLSOpts):len(o.TLSOpts)]
 	if o.GetCertificate != nil {
-		tlsOpts = append(tlsOpts[:len(tlsOpts):len(tlsOpts)], func(c *tls.Config) { c.GetCertificate = o.GetCertificate })
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = o.GetCertificate })
+	}
+	if o.ClientCAFile != "" {
+		pool, err := readClientCAs(o.ClientCAFile)
+		if err != nil {
+			return err
+		}
+		// Not RequireAndVerifyClientCert: the API server calls /convert
+		// without a certificate.
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.ClientCAs, c.ClientAuth = pool, tls.VerifyClientCertIfGiven })
 	}
 	m.webhook = crwebhook.NewServer(crwebhook.Options{
 		Host:     o.Host,
@@ -102,6 +124,36 @@ func (m *Manager) newWebhookServer() error {
 	// The check dials the server and completes a TLS handshake: it fails
 	// until the server serves TLS, and while no certificate is available.
 	return m.ready.add("webhook", m.webhook.StartedChecker())
+}
+
+func readClientCAs(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("manager: Options.Webhook.ClientCAFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("manager: Options.Webhook.ClientCAFile: %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// RequireWebhookClient returns h, refusing with 403 Forbidden a request
+// without a client certificate that Options.Webhook.ClientCAFile verifies;
+// h itself when ClientCAFile is not set. A certificate that does not
+// verify never gets this far: its TLS handshake fails. Package webhook
+// wraps its admission paths with it.
+func (m *Manager) RequireWebhookClient(h http.Handler) http.Handler {
+	if m.opts.Webhook.ClientCAFile == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "a client certificate signed by the webhook server's client CA is required", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // WebhookServer returns the admission webhook server, on which package

@@ -142,7 +142,7 @@ func (e *Environment) start(opts Options, gates string, crdDirs []string) error 
 	cp, err := plane.Start(plane.Options{
 		APIServer: e.bins.apiServer, Etcd: e.bins.etcd, CertDir: e.certDir,
 		StartTimeout: opts.StartTimeout, StopTimeout: opts.StopTimeout, Output: opts.Output,
-		FeatureGates: gates,
+		FeatureGates: gates, AdmissionConfigFile: e.webhook.admissionConfigFile(),
 	})
 	if err != nil {
 		return err

@@ -50,10 +50,18 @@ type WebhookOptions struct {
 	// Port is the port the API server calls on 127.0.0.1. Defaults to 0: a
 	// port that was free when Start ran.
 	Port int
+	// ClientAuth makes the API server present a client certificate to the
+	// admission webhooks it calls (an AdmissionConfiguration whose
+	// webhook plugins' kubeconfig holds it), signed by a CA of its own
+	// that WebhookServer.ClientCAFile holds: give that to
+	// manager.Options.Webhook.ClientCAFile to let only the API server
+	// call them. CRD conversion webhooks get no certificate: the API
+	// server presents none to them. Defaults to false.
+	ClientAuth bool
 }
 
 func (o WebhookOptions) enabled() bool {
-	return len(o.Paths) > 0 || len(o.ConvertCRDs) > 0 || o.Port != 0
+	return len(o.Paths) > 0 || len(o.ConvertCRDs) > 0 || o.Port != 0 || o.ClientAuth
 }
 
 // WebhookServer is where the API server calls the test's webhooks: give
@@ -67,6 +75,10 @@ type WebhookServer struct {
 	// localhost and signed by the CA that Start gave the API server as
 	// each webhook's caBundle. Stop removes it.
 	CertDir string
+	// ClientCAFile, with WebhookOptions.ClientAuth, is the PEM file of
+	// the CA that signed the API server's webhook client certificate, in
+	// CertDir; "" without.
+	ClientCAFile string
 }
 
 // Webhook returns where the API server calls the webhooks installed by
@@ -86,6 +98,9 @@ type webhookInstall struct {
 	// convert are the names in ConvertCRDs, converted those of them that
 	// Options.CRDDirs held.
 	convert, converted []string
+	// admissionConfig is kube-apiserver's admission configuration file,
+	// with ClientAuth; "" without.
+	admissionConfig string
 }
 
 // Kinds of webhook configurations that Paths holds.
@@ -117,6 +132,13 @@ func prepareWebhook(o WebhookOptions) (*webhookInstall, error) {
 	}
 	if err := w.makeCerts(); err != nil {
 		return nil, err
+	}
+	if o.ClientAuth {
+		var err error
+		if w.server.ClientCAFile, w.admissionConfig, err = plane.WriteWebhookClientAuth(w.server.CertDir); err != nil {
+			w.cleanup()
+			return nil, err
+		}
 	}
 	for _, c := range w.configs {
 		if err := w.pointWebhooks(c); err != nil {
@@ -252,4 +274,13 @@ func (w *webhookInstall) install(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+// admissionConfigFile is kube-apiserver's admission configuration, "" for
+// none; w may be nil.
+func (w *webhookInstall) admissionConfigFile() string {
+	if w == nil {
+		return ""
+	}
+	return w.admissionConfig
 }

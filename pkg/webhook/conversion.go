@@ -1,11 +1,8 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -13,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
-	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -171,16 +168,20 @@ func missingMethods(scheme *runtime.Scheme, hub runtime.Object, gvk schema.Group
 	return missing, versions, nil
 }
 
-// converters is the handler at ConversionPath: controller-runtime's, with
-// a registry that may grow while it serves, and logs.
+// converters is the handler at ConversionPath: a registry that may grow
+// while it serves, and the bounds on what a request may cost.
 type converters struct {
-	inner http.Handler
-	log   logr.Logger
+	scheme  *runtime.Scheme
+	decoder *whconversion.Decoder
+	log     logr.Logger
+	// inFlight bounds the bytes of request bodies being read or converted
+	// at once (see conversionBudget).
+	inFlight *semaphore.Weighted
 
 	mu sync.Mutex
 	// byKind holds every registered kind; a nil Converter converts by the
-	// types' methods, which controller-runtime's handler falls back to
-	// when GetConverter finds none.
+	// types' methods, as controller-runtime's handler does when
+	// GetConverter finds none.
 	byKind map[schema.GroupKind]whconversion.Converter
 }
 
@@ -206,8 +207,13 @@ func conversionHandler(m *manager.Manager) (*converters, error) {
 		}
 		return found, nil
 	}
-	found = &converters{log: m.Logger().WithName("webhook").WithValues("path", ConversionPath), byKind: map[schema.GroupKind]whconversion.Converter{}}
-	found.inner = whconversion.NewWebhookHandler(m.Scheme(), found)
+	found = &converters{
+		scheme:   m.Scheme(),
+		decoder:  whconversion.NewDecoder(m.Scheme()),
+		log:      m.Logger().WithName("webhook").WithValues("path", ConversionPath),
+		inFlight: semaphore.NewWeighted(conversionBudget),
+		byKind:   map[schema.GroupKind]whconversion.Converter{},
+	}
 	if err := register(srv, ConversionPath, found); err != nil {
 		return nil, err
 	}
@@ -235,55 +241,4 @@ func (c *converters) GetConverter(gk schema.GroupKind) (whconversion.Converter, 
 	defer c.mu.Unlock()
 	conv := c.byKind[gk]
 	return conv, conv != nil
-}
-
-func (c *converters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p, ok := r.Context().Value(lookupKey{}).(**converters); ok {
-		*p = c
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		c.log.Error(err, "Conversion request unreadable")
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	log := c.requestLogger(body)
-	log.V(1).Info("Converting")
-	rec := &recorder{header: w.Header()}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	c.inner.ServeHTTP(rec, r)
-	var review apix.ConversionReview
-	if json.Unmarshal(rec.body.Bytes(), &review) == nil && review.Response != nil && review.Response.Result.Status != "Success" {
-		log.Error(fmt.Errorf("%s", review.Response.Result.Message), "Conversion failed")
-	}
-	if rec.code != 0 {
-		w.WriteHeader(rec.code)
-	}
-	_, _ = w.Write(rec.body.Bytes())
-}
-
-// requestLogger returns a logger with the request's uid, desired version
-// and its first object's kind.
-func (c *converters) requestLogger(body []byte) logr.Logger {
-	var review apix.ConversionReview
-	if json.Unmarshal(body, &review) != nil || review.Request == nil {
-		return c.log
-	}
-	req := review.Request
-	kv := []any{"uid", req.UID, "desiredAPIVersion", req.DesiredAPIVersion, "objects", len(req.Objects)}
-	if len(req.Objects) > 0 {
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(req.Objects[0].Raw, &meta) == nil {
-			kv = append(kv, "apiVersion", meta.APIVersion, "kind", meta.Kind, "namespace", meta.Metadata.Namespace, "name", meta.Metadata.Name)
-		}
-	}
-	return c.log.WithValues(kv...)
 }

@@ -29,9 +29,11 @@
 //     rest.Config.WarningHandler.
 //   - Conversion: RegisterConversion[H] serves the conversion between the
 //     versions of H's kind at ConversionPath (/convert, kubebuilder's and
-//     envtest's), through the hub version H, with controller-runtime's
-//     conversion handler. In kubebuilder's style H has a Hub() method and
-//     every other version ConvertTo(hub) and ConvertFrom(hub), so a
+//     envtest's), through the hub version H, with the semantics of
+//     controller-runtime's conversion handler (a Converter, else the
+//     types' Hub and Convertible methods). In kubebuilder's style H has a
+//     Hub() method and every other version ConvertTo(hub) and
+//     ConvertFrom(hub), so a
 //     kubebuilder project's API types port unchanged; or Conversion.Spokes
 //     gives typed functions per version (SpokeFuncs). The kinds of one
 //     server share its /convert handler, one call per kind. A conversion
@@ -40,13 +42,29 @@
 //     endpoint "x" is not host:port'. A version a kind cannot convert is
 //     an error of RegisterConversion naming the type and the method it
 //     lacks, not a failure of the first request.
+//   - Bounded: a body of 7 MiB or more is refused with 413 on every path
+//     (controller-runtime's admission limit; on the admission paths the
+//     413 is in the AdmissionReview, as controller-runtime answers).
+//     /convert refuses a told Content-Length up front and stops reading a
+//     longer or chunked body at the limit. /convert takes Content-Type application/json only and
+//     a ConversionReview of apiextensions.k8s.io/v1 or v1beta1 with a
+//     request, else 400 naming what it got; it decodes a review once and
+//     streams the answer. Conversions in flight share a budget of twice
+//     the limit in request bytes: a request beyond it waits unread until
+//     one ends, or gets 503 when its context ends first.
+//   - Callers: with manager.Options.Webhook.ClientCAFile, a client whose
+//     certificate another CA signed fails the TLS handshake, and the
+//     admission paths refuse a client without one (403); /convert takes
+//     any, since the API server presents no certificate to conversion
+//     webhooks (docs/webhooks.md, "Who may call the webhooks").
 //   - Served on every replica, leader or not; /readyz fails until the
 //     server serves TLS (see package manager).
 //   - Logs: each request is logged through the manager's logger, named
 //     "webhook", with group, version, kind, path, namespace, name,
 //     operation and uid; each conversion request at V(1) with uid,
 //     desiredAPIVersion, objects and the first object's apiVersion, kind,
-//     namespace and name, and a failed one at V(0). The server's own start
+//     namespace and name, a failed one at V(0), and a refused one
+//     (413, 400, 503) at V(0) with its code. The server's own start
 //     and stop lines go through controller-runtime's logger
 //     (ctrl.SetLogger). Its request metrics
 //     (controller_runtime_webhook_latency_seconds, _requests_total,

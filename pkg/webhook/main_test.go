@@ -9,5 +9,10 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{CRDDirs: []string{"testdata"}}, func(e *testenv.Environment) { env = e })
+	testenv.Main(m, testenv.Options{
+		CRDDirs: []string{"testdata"},
+		// The API server presents a client certificate to every admission
+		// webhook; only TestClientAuth's server asks for it.
+		Webhook: testenv.WebhookOptions{ClientAuth: true},
+	}, func(e *testenv.Environment) { env = e })
 }

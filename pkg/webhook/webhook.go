@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -121,13 +120,13 @@ func Register[T runtime.Object](m *manager.Manager, h Hooks[T]) error {
 	log := m.Logger().WithName("webhook").WithValues("group", gvk.Group, "version", gvk.Version, "kind", gvk.Kind)
 	if h.Defaulter != nil {
 		wh := admission.WithDefaulter(m.Scheme(), h.Defaulter)
-		if err := serve(srv, MutatePath(gvk), wh, log); err != nil {
+		if err := serve(m, MutatePath(gvk), wh, log); err != nil {
 			return err
 		}
 	}
 	if h.Validator != nil {
 		wh := admission.WithValidator(m.Scheme(), h.Validator)
-		if err := serve(srv, ValidatePath(gvk), wh, log); err != nil {
+		if err := serve(m, ValidatePath(gvk), wh, log); err != nil {
 			return err
 		}
 	}
@@ -144,9 +143,10 @@ func newObject[T runtime.Object]() (T, error) {
 	return reflect.New(typ.Elem()).Interface().(T), nil
 }
 
-// serve registers wh at path, logging through log, and turns
+// serve registers wh at path on m's server, logging through log, for
+// only the clients m.RequireWebhookClient lets through, and turns
 // controller-runtime's panic on a second registration into ErrRegistered.
-func serve(srv crwebhook.Server, path string, wh *admission.Webhook, log logr.Logger) error {
+func serve(m *manager.Manager, path string, wh *admission.Webhook, log logr.Logger) error {
 	log = log.WithValues("path", path)
 	wh.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		if req == nil {
@@ -154,7 +154,7 @@ func serve(srv crwebhook.Server, path string, wh *admission.Webhook, log logr.Lo
 		}
 		return log.WithValues("namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "uid", req.UID)
 	}
-	return register(srv, path, wh)
+	return register(m.WebhookServer(), path, m.RequireWebhookClient(wh))
 }
 
 // MutatePath returns the path the Defaulter of gvk is served at, as

@@ -43,9 +43,19 @@ func newClient(t *testing.T) client.Client {
 	return c
 }
 
-// TestContainerRunsAsDeployed runs the image with runc as
-// config/default's Deployment runs it, and checks what a pod would show.
-func TestContainerRunsAsDeployed(t *testing.T) {
+// operator is the sample operator running in a container as deployed.
+type operator struct {
+	d                                    deployment
+	mgr                                  corev1.Container
+	c                                    client.Client
+	pid                                  int
+	healthAddr, metricsAddr, webhookAddr string
+}
+
+// runOperator runs the image with runc as config/default's Deployment
+// runs it, against the test control plane, until t ends.
+func runOperator(t *testing.T) operator {
+	t.Helper()
 	requireRuntime(t)
 	d := render(t)
 	mgr := d.manager(t)
@@ -71,7 +81,7 @@ func TestContainerRunsAsDeployed(t *testing.T) {
 	args := command(mgr, cf)
 	args = rebind(t, args, containerPort(t, mgr, "health"), healthAddr)
 	args = rebind(t, args, containerPort(t, mgr, "https"), metricsAddr)
-	args = rebindWebhook(t, args)
+	args, webhookAddr := rebindWebhook(t, args)
 	id := containerID()
 	if err := containerSpec(t, bundle, id, d.deploy.Spec.Template.Spec, mgr, args, saDir).write(bundle); err != nil {
 		t.Fatal(err)
@@ -79,6 +89,15 @@ func TestContainerRunsAsDeployed(t *testing.T) {
 	ctr := run(t, bundle, id)
 	pid := ctr.pid(t)
 	t.Logf("container %s runs %q as pid %d", ctr.id, args, pid)
+	return operator{d: d, mgr: mgr, c: c, pid: pid, healthAddr: healthAddr, metricsAddr: metricsAddr, webhookAddr: webhookAddr}
+}
+
+// TestContainerRunsAsDeployed runs the image with runc as
+// config/default's Deployment runs it, and checks what a pod would show.
+func TestContainerRunsAsDeployed(t *testing.T) {
+	op := runOperator(t)
+	d, mgr, c, pid := op.d, op.mgr, op.c, op.pid
+	healthAddr, metricsAddr, ns := op.healthAddr, op.metricsAddr, op.d.deploy.Namespace
 
 	t.Run("security context", func(t *testing.T) { checkSecurityContext(t, pid, mgr) })
 	t.Run("probes", func(t *testing.T) {

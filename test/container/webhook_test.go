@@ -53,8 +53,8 @@ func (d deployment) applyWebhookTargets(t *testing.T, c client.Client) {
 }
 
 // rebindWebhook rewrites --webhook-port to a free port, as rebind does for
-// the other servers.
-func rebindWebhook(t *testing.T, args []string) []string {
+// the other servers, and returns the server's address on loopback.
+func rebindWebhook(t *testing.T, args []string) ([]string, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,7 +69,7 @@ func rebindWebhook(t *testing.T, args []string) []string {
 			out[i] = fmt.Sprintf("--webhook-port=%d", port)
 		}
 	}
-	return out
+	return out, fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // emptyDirMounts are tmpfs mounts for the container's emptyDir volumes,

@@ -27,6 +27,10 @@ type Options struct {
 	// FeatureGates is kube-apiserver's --feature-gates value, "" for
 	// none; FormatFeatureGates writes it.
 	FeatureGates string
+	// AdmissionConfigFile is kube-apiserver's
+	// --admission-control-config-file, "" for none;
+	// WriteWebhookClientAuth writes one.
+	AdmissionConfigFile string
 }
 
 // ControlPlane is a running etcd and kube-apiserver. Its methods must not
@@ -84,6 +88,9 @@ func (cp *ControlPlane) start() error {
 	cp.apiArgs = apiServerArgs(cp.opts.CertDir, etcdURL, port)
 	if cp.opts.FeatureGates != "" {
 		cp.apiArgs = append(cp.apiArgs, "--feature-gates="+cp.opts.FeatureGates)
+	}
+	if cp.opts.AdmissionConfigFile != "" {
+		cp.apiArgs = append(cp.apiArgs, "--admission-control-config-file="+cp.opts.AdmissionConfigFile)
 	}
 	return cp.StartAPIServer()
 }
