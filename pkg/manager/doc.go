@@ -78,8 +78,11 @@
 //     CertDir without tls.crt and tls.key fails Start at once
 //     (ErrNoWebhookCertificate), naming both files.
 //     Options.Webhook.ClientCAFile makes it verify client certificates:
-//     one of another CA fails the handshake, and RequireWebhookClient
-//     refuses a request without one.
+//     one of another CA fails the handshake, and GuardWebhook refuses a
+//     request without one on the admission paths. GuardWebhook also
+//     bounds what admission requests cost: 413 from 7 MiB, and at most
+//     14 MiB of bodies handled at once (503 once a request's context ends
+//     waiting).
 //   - Within the container's memory: SetMemoryLimit, called once by main,
 //     sets the Go runtime's soft memory limit from the cgroup's (v1 or
 //     v2); the manager never changes that process-wide setting itself.

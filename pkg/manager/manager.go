@@ -25,6 +25,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/sharding"
+	"golang.org/x/sync/semaphore"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -65,7 +66,10 @@ type Manager struct {
 	ready         *checks
 	synced        atomic.Bool      // the cache has synced once
 	webhook       crwebhook.Server // nil without Options.Webhook
-	shard         *sharded         // nil without Options.Sharding
+	// admissionBodies is GuardWebhook's budget of admission request
+	// bodies in flight; nil without Options.Webhook.
+	admissionBodies *semaphore.Weighted
+	shard           *sharded // nil without Options.Sharding
 
 	mu        sync.Mutex
 	runnables []Runnable

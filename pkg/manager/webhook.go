@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sync/semaphore"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -50,7 +52,7 @@ type WebhookOptions struct {
 	// kubeConfigFile; docs/webhooks.md). With it, the server asks every
 	// client for a certificate and fails the TLS handshake of one whose
 	// certificate does not verify; a client without one is refused with
-	// 403 on the paths wrapped by RequireWebhookClient, which package
+	// 403 on the paths wrapped by GuardWebhook, which package
 	// webhook's admission paths are, but not on /convert, since the API
 	// server's CRD conversion presents no certificate. It is read once, by
 	// New. Defaults to "": no client certificate is asked for.
@@ -113,6 +115,7 @@ func (m *Manager) newWebhookServer() error {
 		// without a certificate.
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.ClientCAs, c.ClientAuth = pool, tls.VerifyClientCertIfGiven })
 	}
+	m.admissionBodies = semaphore.NewWeighted(admissionBudget)
 	m.webhook = crwebhook.NewServer(crwebhook.Options{
 		Host:     o.Host,
 		Port:     o.Port,
@@ -138,20 +141,54 @@ func readClientCAs(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// RequireWebhookClient returns h, refusing with 403 Forbidden a request
-// without a client certificate that Options.Webhook.ClientCAFile verifies;
-// h itself when ClientCAFile is not set. A certificate that does not
-// verify never gets this far: its TLS handshake fails. Package webhook
-// wraps its admission paths with it.
-func (m *Manager) RequireWebhookClient(h http.Handler) http.Handler {
-	if m.opts.Webhook.ClientCAFile == "" {
-		return h
-	}
+// Bounds of GuardWebhook: the admission handler (controller-runtime's)
+// reads at most maxAdmissionBody of a request, and the requests being
+// handled at once hold at most admissionBudget of bodies between them, by
+// their Content-Length (maxAdmissionBody when not told). A request beyond
+// the budget waits, unread, until its context ends, then gets 503; once
+// admitted, it must send its body within admissionReadTimeout, so that a
+// client trickling its body cannot keep its share.
+const (
+	maxAdmissionBody     = 7 << 20
+	admissionBudget      = 2 * maxAdmissionBody
+	admissionReadTimeout = 30 * time.Second
+)
+
+// GuardWebhook returns h behind what every admission path of the webhook
+// server needs, before h reads the request:
+//
+//   - with Options.Webhook.ClientCAFile, a request without a client
+//     certificate that it verifies is refused with 403 Forbidden (one
+//     that does not verify fails its TLS handshake before this);
+//   - a Content-Length of 7 MiB or more (the admission handler's limit) is
+//     refused with 413 unread;
+//   - the bodies of the requests being handled at once, on every path
+//     GuardWebhook wraps, stay within 14 MiB: a request beyond it waits
+//     until its context ends, then gets 503 Service Unavailable, so that
+//     a burst of the largest requests costs a bounded amount of memory.
+//
+// Package webhook wraps its admission paths with it.
+func (m *Manager) GuardWebhook(h http.Handler) http.Handler {
+	requireCert := m.opts.Webhook.ClientCAFile != ""
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		if requireCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 			http.Error(w, "a client certificate signed by the webhook server's client CA is required", http.StatusForbidden)
 			return
 		}
+		if r.ContentLength >= maxAdmissionBody {
+			http.Error(w, fmt.Sprintf("request entity is too large; limit is %d bytes", maxAdmissionBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		weight := int64(maxAdmissionBody)
+		if r.ContentLength > 0 {
+			weight = r.ContentLength
+		}
+		if err := m.admissionBodies.Acquire(r.Context(), weight); err != nil {
+			http.Error(w, fmt.Sprintf("too many admission requests in flight: %v", err), http.StatusServiceUnavailable)
+			return
+		}
+		defer m.admissionBodies.Release(weight)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(admissionReadTimeout))
 		h.ServeHTTP(w, r)
 	})
 }

@@ -1,11 +1,13 @@
 package manager_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,4 +109,54 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// GuardWebhook bounds the admission bodies handled at once: two of the
+// largest fit, a third waits until its context ends and gets 503; one of
+// 7 MiB is refused unread with 413; a share comes back when a request
+// ends.
+func TestGuardWebhookBoundsAdmissionBodies(t *testing.T) {
+	m := newManager(t, env.Namespace(t), manager.Options{Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: 1, CertDir: t.TempDir()}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := m.GuardWebhook(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	const largest = 7<<20 - 1
+	serve := func(ctx context.Context, length int64) int {
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/validate-x", http.NoBody)
+		r.ContentLength = length
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() { codes <- serve(context.Background(), largest) }()
+		<-entered
+	}
+	if code := serve(context.Background(), 7<<20); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 7 MiB request: %d, want 413", code)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := serve(done, largest); code != http.StatusServiceUnavailable {
+		t.Errorf("a third of the largest requests, its context done while it waits: %d, want 503", code)
+	}
+	// A request without a length counts as the largest, and waits too.
+	if code := serve(done, -1); code != http.StatusServiceUnavailable {
+		t.Errorf("a request of unknown length while the budget is spent: %d, want 503", code)
+	}
+	release <- struct{}{}
+	if code := <-codes; code != http.StatusOK {
+		t.Errorf("the first request: %d, want 200", code)
+	}
+	go func() { codes <- serve(context.Background(), largest) }()
+	<-entered // admitted with the share the first gave back
+	close(release)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a request within the budget: %d, want 200", code)
+		}
+	}
 }

@@ -144,7 +144,7 @@ func newObject[T runtime.Object]() (T, error) {
 }
 
 // serve registers wh at path on m's server, logging through log, for
-// only the clients m.RequireWebhookClient lets through, and turns
+// only the clients m.GuardWebhook lets through, and turns
 // controller-runtime's panic on a second registration into ErrRegistered.
 func serve(m *manager.Manager, path string, wh *admission.Webhook, log logr.Logger) error {
 	log = log.WithValues("path", path)
@@ -154,7 +154,7 @@ func serve(m *manager.Manager, path string, wh *admission.Webhook, log logr.Logg
 		}
 		return log.WithValues("namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "uid", req.UID)
 	}
-	return register(m.WebhookServer(), path, m.RequireWebhookClient(wh))
+	return register(m.WebhookServer(), path, m.GuardWebhook(wh))
 }
 
 // MutatePath returns the path the Defaulter of gvk is served at, as
