@@ -222,7 +222,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err := registerWebhooks(mgr, mirror.SetupWebhooks); err != nil {
 		return err
 	}
-	if _, err := mirror.Setup(mgr, ctrlOpts); err != nil {
+	if _, err := mirror.Setup(mgr, mirror.Policy{}, ctrlOpts); err != nil {
 		return err
 	}
 	stopCerts, err := startCertificates(ctx, cfg, mgr, f.webhook, log)
