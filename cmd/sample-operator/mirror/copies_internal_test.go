@@ -1,11 +1,14 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -71,5 +74,21 @@ func TestContentHash(t *testing.T) {
 	tls, _ := contentHash(&corev1.Secret{Type: corev1.SecretTypeTLS})
 	if opaque != untyped || opaque == tls {
 		t.Errorf("Secret digests: Opaque %s, untyped %s, tls %s; want Opaque = untyped ≠ tls", opaque, untyped, tls)
+	}
+}
+
+// A failed sync is summarised by reason, and a 403 by the verb and
+// resource refused, without the namespaces and user the API server names.
+func TestFailuresNameNoNamespace(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "cfg",
+		errors.New(`User "system:serviceaccount:ops:mirror" cannot create resource "configmaps" in API group "" in the namespace "victim"`))
+	err := errors.Join(
+		fmt.Errorf("create ConfigMap victim/cfg: %w", forbidden),
+		errors.Join(fmt.Errorf("create ConfigMap other/cfg: %w", forbidden), apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "cfg", errors.New("changed"))),
+		fmt.Errorf("update ConfigMap third/cfg: %w", apierrors.NewInternalError(errors.New("etcd in namespace third"))),
+	)
+	want := `3 writes failed: Forbidden (cannot create resource "configmaps"), InternalError`
+	if got := failures(err); got != want {
+		t.Errorf("failures = %q, want %q", got, want)
 	}
 }

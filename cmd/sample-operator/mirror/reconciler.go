@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -185,8 +186,10 @@ func transient(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
 }
 
-// failures summarises err, joined errors of writes, by their reasons, such
-// as "2 writes failed: Forbidden", naming no object.
+// failures summarises err, joined errors of writes, by their reasons, and
+// for a Forbidden one the verb and resource refused, naming no object,
+// namespace or user: `2 writes failed: Forbidden (cannot create resource
+// "configmaps")`.
 func failures(err error) string {
 	var reasons []string
 	n := 0
@@ -196,8 +199,13 @@ func failures(err error) string {
 		}
 		n++
 		reason := string(apierrors.ReasonForError(e))
-		if reason == "" {
+		switch {
+		case reason == "":
 			reason = "error"
+		case apierrors.IsForbidden(e):
+			if refused := forbiddenVerb.FindString(e.Error()); refused != "" {
+				reason += " (" + refused + ")"
+			}
 		}
 		if !slices.Contains(reasons, reason) {
 			reasons = append(reasons, reason)
@@ -206,6 +214,10 @@ func failures(err error) string {
 	slices.Sort(reasons)
 	return fmt.Sprintf("%d writes failed: %s", n, strings.Join(reasons, ", "))
 }
+
+// forbiddenVerb finds, in the API server's message of a 403, the verb and
+// resource refused; what follows names the namespace.
+var forbiddenVerb = regexp.MustCompile(`cannot [a-z]+ resource "[^"]*"`)
 
 // flatten returns the errors joined in err, at any depth.
 func flatten(err error) []error {
