@@ -57,8 +57,9 @@
 //     that a concurrent change is never overwritten unseen) and answer
 //     with metadata only, the finalizer package's guarded JSON patches,
 //     and status.Patch's merge patch of the status fields that changed,
-//     which only this controller writes. A write holds one copy of the
-//     source's data while it is sent, never one per target. They go
+//     which only this controller writes. A write's body and answer live
+//     only while it is sent: no per-target copy of the data outlives its
+//     write. They go
 //     through a client.NewWriter named "mirror" (the field owner; empty
 //     patches skipped; counted in opkit_client_writes_total), and
 //     read-your-writes makes each reconcile of a Mirror see the Mirror's
