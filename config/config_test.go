@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -441,11 +442,11 @@ func TestSamples(t *testing.T) {
 	}
 	var matching []string
 	for _, ns := range all[corev1.Namespace](t, objs, "Namespace") {
-		if ns.Labels["team"] == "a" {
+		if ns.Labels["team"] == "a" && ns.Labels[mirror.AcceptLabel("platform")] == "true" {
 			matching = append(matching, ns.Name)
 		}
 	}
 	if len(matching) < 2 {
-		t.Errorf("namespaces labelled team=a: %v; want at least two for the Mirror to copy into", matching)
+		t.Errorf("namespaces labelled team=a that accept platform's Mirrors (%s=true): %v; want at least two for the Mirror to copy into", mirror.AcceptLabel("platform"), matching)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -78,7 +79,8 @@ func startLocal(ctx context.Context, dir string, webhookPort int, out io.Writer)
 	fmt.Fprintf(out, `
 The Mirror operator runs against a local control plane at %s.
 The sample Mirror platform/ca-bundle copies the ConfigMap platform/ca-bundle
-into every namespace labelled team=a.
+into every namespace labelled team=a that accepts copies from platform
+(labelled accept.mirrors.samples.opkit.dev/platform=true).
 
 Watch it work, in another terminal:
   export KUBECONFIG=%s
@@ -104,9 +106,11 @@ func seed(ctx context.Context, env *testenv.Environment) error {
 	}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-web", Labels: map[string]string{"team": "a"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-api", Labels: map[string]string{"team": "a"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b"}}},
+		// team-a-web and team-a-api accept copies from platform's Mirrors;
+		// team-b does too, but the sample Mirror does not select it.
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-web", Labels: map[string]string{"team": "a", mirror.AcceptLabel("platform"): "true"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-api", Labels: map[string]string{"team": "a", mirror.AcceptLabel("platform"): "true"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b", mirror.AcceptLabel("platform"): "true"}}},
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},
 			Data:       map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\n(sample)\n-----END CERTIFICATE-----\n"},

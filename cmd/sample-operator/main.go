@@ -9,6 +9,10 @@
 // (docs/sharding.md); with --leader-elect one replica works and the others
 // stand by.
 //
+// A namespace receives copies only if it accepts them (mirror.AcceptLabel);
+// --allow-target-namespaces, --allow-secret-types and --max-targets widen
+// or narrow what Mirrors may do (docs/mirror-tenancy.md).
+//
 // It serves the Mirror's webhooks on --webhook-port (9443; 0 turns them
 // off) with certificates it manages itself or that are mounted
 // (--webhook-certs; docs/webhooks.md lists the flags). It logs JSON to
@@ -83,6 +87,7 @@ type flags struct {
 	localDir        string
 	webhook         webhookFlags
 	shard           shardFlags
+	tenancy         tenancyFlags
 	recordFile      string
 }
 
@@ -104,6 +109,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.localDir, "local-dir", "bin/run", "with --local: where to write the kubeconfig")
 	f.webhook.register(fs)
 	f.shard.register(fs)
+	f.tenancy.register(fs)
 	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends (see record.go); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -115,6 +121,9 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 			return f, err
 		}
 	} else if err := f.webhook.check(set); err != nil {
+		return f, err
+	}
+	if err := f.tenancy.check(); err != nil {
 		return f, err
 	}
 	switch {
@@ -183,6 +192,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) error {
+	policy, err := f.tenancy.policy(podNamespaceFile)
+	if err != nil {
+		return err
+	}
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
 		return err
@@ -232,7 +245,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err := registerWebhooks(mgr, setupWebhooks); err != nil {
 		return err
 	}
-	if _, err := mirror.Setup(mgr, ctrlOpts); err != nil {
+	if _, err := mirror.Setup(mgr, policy, ctrlOpts); err != nil {
 		return err
 	}
 	stopCerts, err := startCertificates(ctx, cfg, mgr, f.webhook, log)
@@ -243,6 +256,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		return err
 	}
 	defer stopCerts()
-	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "shardGroup", f.shard.group, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs)
+	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "shardGroup", f.shard.group, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs,
+		"operatorNamespace", policy.OperatorNamespace, "allowTargetNamespaces", policy.AllowNamespaces, "allowSecretTypes", policy.SecretTypes, "maxTargets", policy.MaxTargets)
 	return mgr.Start(ctx)
 }

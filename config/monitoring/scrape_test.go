@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -178,7 +179,9 @@ func workload(t *testing.T) {
 	team := map[string]string{"monitoring-test": home}
 	var targets []string
 	for i := range 2 {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-t%d", home, i), Labels: team}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-t%d", home, i), Labels: map[string]string{
+			"monitoring-test": home, mirror.AcceptLabel(home): "true",
+		}}}
 		create(t, cl, ns)
 		targets = append(targets, ns.Name)
 	}

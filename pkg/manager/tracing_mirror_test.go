@@ -52,7 +52,7 @@ func TestMirrorTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mirror.Setup(m, controller.Options[reconcile.Request]{}); err != nil {
+	if _, err := mirror.Setup(m, mirror.Policy{}, controller.Options[reconcile.Request]{}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, m)
@@ -65,7 +65,7 @@ func TestMirrorTrace(t *testing.T) {
 	if err := cl.Get(ctx, client.ObjectKey{Name: target}, ns); err != nil {
 		t.Fatal(err)
 	}
-	ns.Labels = map[string]string{"trace-test": home}
+	ns.Labels = map[string]string{"trace-test": home, mirror.AcceptLabel(home): "true"}
 	must(t, cl.Update(ctx, ns))
 	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "ca-bundle"}, Data: map[string]string{"ca.crt": "v1"}}
 	must(t, cl.Create(ctx, src))

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/hack/image/ociimage"
 )
 
@@ -112,6 +113,7 @@ func TestContainerRunsAsDeployed(t *testing.T) {
 	t.Run("lease in the namespace file's namespace", func(t *testing.T) { waitForLease(t, pid, c, ns) })
 	t.Run("secure metrics", func(t *testing.T) { checkMetrics(t, pid, c, d, "https://"+metricsAddr+"/metrics") })
 	t.Run("mirror", func(t *testing.T) { checkMirror(t, pid, c) })
+	t.Run("fan-out within the memory limit", func(t *testing.T) { checkFanOut(t, pid, c, mgr) })
 
 	peak := procStatus(t, pid)["VmHWM"]
 	cgPeak, file, err := cgroupPeak(pid)
@@ -256,7 +258,9 @@ func checkMirror(t *testing.T, pid int, c client.Client) {
 	label := map[string]string{"opkit.dev/container-test": src}
 	var targets []string
 	for range 2 {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "container-target-", Labels: label}}
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "container-target-", Labels: map[string]string{
+			"opkit.dev/container-test": src, mirror.AcceptLabel(src): "true",
+		}}}
 		if err := c.Create(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}

@@ -248,9 +248,44 @@ func cgroupPeak(pid int) (int64, string, error) {
 // cgroupValue reads the number in the memory controller's file v1name (in
 // cgroup v1) or v2name (in cgroup v2) of pid's cgroup, and names the file.
 func cgroupValue(pid int, v1name, v2name string) (int64, string, error) {
+	file, err := cgroupFile(pid, v1name, v2name)
+	if err != nil {
+		return 0, file, err
+	}
+	v, err := os.ReadFile(file)
+	if err != nil {
+		return 0, file, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+	return n, file, err
+}
+
+// cgroupOOMKills returns how many processes of pid's cgroup the kernel
+// killed for want of memory: oom_kill in memory.oom_control (cgroup v1,
+// kernels from 4.13) or memory.events (v2).
+func cgroupOOMKills(pid int) (int64, error) {
+	file, err := cgroupFile(pid, "memory.oom_control", "memory.events")
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no oom_kill in %s:\n%s", file, data)
+}
+
+// cgroupFile returns the path of the memory controller's file v1name (in
+// cgroup v1) or v2name (in cgroup v2) of pid's cgroup.
+func cgroupFile(pid int, v1name, v2name string) (string, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
-		return 0, "", err
+		return "", err
 	}
 	var file string
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -264,12 +299,7 @@ func cgroupValue(pid int, v1name, v2name string) (int64, string, error) {
 		}
 	}
 	if file == "" {
-		return 0, "", fmt.Errorf("no memory cgroup in /proc/%d/cgroup:\n%s", pid, data)
+		return "", fmt.Errorf("no memory cgroup in /proc/%d/cgroup:\n%s", pid, data)
 	}
-	v, err := os.ReadFile(file)
-	if err != nil {
-		return 0, file, err
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
-	return n, file, err
+	return file, nil
 }

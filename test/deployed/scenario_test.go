@@ -151,10 +151,13 @@ func (w *world) started() error {
 	return err
 }
 
+// namespace makes a namespace that accepts copies from the Mirrors of
+// w.home, and that the Mirrors select if labelled.
 func (w *world) namespace(labelled bool) (string, error) {
 	ns := env.Namespace(w.t)
-	if !labelled {
-		return ns, nil
+	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, mirror.AcceptLabel(w.home)))
+	if err := w.cl.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch); err != nil || !labelled {
+		return ns, err
 	}
 	return ns, w.setLabel(ns, true)
 }

@@ -76,7 +76,7 @@ func startOperator(t testing.TB, o opOptions) *operator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{MaxConcurrentReconciles: o.workers, Logger: o.logger}); err != nil {
+	if _, err := mirror.Setup(mgr, mirror.Policy{}, controller.Options[reconcile.Request]{MaxConcurrentReconciles: o.workers, Logger: o.logger}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,14 +122,15 @@ func newWorld(t testing.TB) *world {
 	return &world{t: t, cl: cl, home: home, label: map[string]string{"faults-test": home}}
 }
 
-// namespaces makes n namespaces carrying the test's label.
+// namespaces makes n namespaces carrying the test's label, which accept
+// copies from the Mirrors of w.home.
 func (w *world) namespaces(n int) []string {
 	w.t.Helper()
 	out := make([]string, n)
 	for i := range out {
 		name := env.Namespace(w.t)
 		patch := client.RawPatch("application/merge-patch+json",
-			fmt.Appendf(nil, `{"metadata":{"labels":{"faults-test":%q}}}`, w.home))
+			fmt.Appendf(nil, `{"metadata":{"labels":{"faults-test":%q,%q:"true"}}}`, w.home, mirror.AcceptLabel(w.home)))
 		if err := w.cl.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch); err != nil {
 			w.t.Fatal(err)
 		}

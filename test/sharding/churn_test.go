@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 )
 
 const (
@@ -57,7 +58,7 @@ func newWorld(t *testing.T, n int) *world {
 	ctx := t.Context()
 	for range namespaces {
 		ns := env.Namespace(t)
-		patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{"sharding-test":%q}}}`, w.home))
+		patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{"sharding-test":%q,%q:"true"}}}`, w.home, mirror.AcceptLabel(w.home)))
 		if err := cl.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch); err != nil {
 			t.Fatal(err)
 		}

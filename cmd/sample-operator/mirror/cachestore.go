@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,22 +22,27 @@ type cacheStore struct {
 	namespaces *cache.Lister[*corev1.Namespace]
 	configMaps kindStore[*corev1.ConfigMap]
 	secrets    kindStore[*corev1.Secret]
+	// api reads copies in full (Fetch), uncached.
+	api client.Reader
 }
 
 var _ Store = (*cacheStore)(nil)
 
 // kindStore caches the ConfigMaps or Secrets of the cluster in two parts,
-// which no object is in both of: the copies (labelled LabelMirrorName), in
-// full, since every reconcile of their Mirror compares them; and the rest,
-// of which a few are sources, as metadata only, each fetched in full when
-// read and held until it changes.
+// which no object is in both of, and neither of which holds a copy's
+// data: the copies (labelled LabelMirrorName), as metadata only, since a
+// source copied into many namespaces would be held once per namespace;
+// and the rest, of which a few are sources, as metadata only, each fetched
+// in full when read as a source and held until it changes.
 type kindStore[T client.Object] struct {
-	copies *cache.Lister[T]
+	copies *cache.Lister[*metav1.PartialObjectMetadata]
 	others *cache.LazyLister[T]
+	// newObject returns an empty T, for Fetch.
+	newObject func() T
 }
 
-func newKindStore[T client.Object](c *cache.Cache) (kindStore[T], error) {
-	var k kindStore[T]
+func newKindStore[T client.Object](c *cache.Cache, kind string, newObject func() T) (kindStore[T], error) {
+	k := kindStore[T]{newObject: newObject}
 	isCopy, err := labels.NewRequirement(LabelMirrorName, selection.Exists, nil)
 	if err != nil {
 		return k, err
@@ -45,23 +51,46 @@ func newKindStore[T client.Object](c *cache.Cache) (kindStore[T], error) {
 	if err != nil {
 		return k, err
 	}
-	if k.copies, err = cache.For[T](c, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*isCopy)}); err != nil {
+	gvk := corev1.SchemeGroupVersion.WithKind(kind)
+	if k.copies, err = cache.Metadata(c, gvk, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*isCopy)}); err != nil {
 		return k, err
 	}
-	if err := k.copies.AddIndex(IndexCopyOf, func(obj T) []string { return CopyIndex(obj) }); err != nil {
+	if err := k.copies.AddIndex(IndexCopyOf, func(obj *metav1.PartialObjectMetadata) []string { return CopyIndex(obj) }); err != nil {
 		return k, err
 	}
 	k.others, err = cache.Lazy[T](c, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*notCopy)})
 	return k, err
 }
 
-// object returns namespace/name, a copy or not.
-func (k kindStore[T]) object(ctx context.Context, namespace, name string) (client.Object, error) {
+// meta returns the metadata of namespace/name, a copy or not.
+func (k kindStore[T]) meta(namespace, name string) (client.Object, error) {
 	obj, err := k.copies.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		obj, err = k.others.Get(ctx, namespace, name)
+		return k.others.Metadata().Get(namespace, name)
 	}
 	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// object returns namespace/name in full, a copy or not: a copy (the source
+// of a Mirror may be another's copy) is fetched, uncached.
+func (k kindStore[T]) object(ctx context.Context, api client.Reader, namespace, name string) (client.Object, error) {
+	if _, err := k.copies.Get(namespace, name); err == nil {
+		return k.fetch(ctx, api, namespace, name)
+	}
+	obj, err := k.others.Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// fetch reads namespace/name from the API server into a new object.
+func (k kindStore[T]) fetch(ctx context.Context, api client.Reader, namespace, name string) (client.Object, error) {
+	obj := k.newObject()
+	if err := api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, err
 	}
 	return obj, nil
@@ -72,8 +101,9 @@ func (k kindStore[T]) object(ctx context.Context, namespace, name string) (clien
 // registration (Manager.ShardedTypeOptions), so a replica holds only its
 // slots' Mirrors, and a source's change maps to those of them only (the
 // other replicas map it to theirs).
-func newCacheStore(c *cache.Cache, mirrorOpts cache.TypeOptions) (*cacheStore, error) {
-	s := &cacheStore{}
+// api reads copies in full, uncached (Store.Fetch).
+func newCacheStore(c *cache.Cache, api client.Reader, mirrorOpts cache.TypeOptions) (*cacheStore, error) {
+	s := &cacheStore{api: api}
 	var err error
 	if s.mirrors, err = cache.For[*v1alpha1.Mirror](c, mirrorOpts); err != nil {
 		return nil, err
@@ -84,10 +114,10 @@ func newCacheStore(c *cache.Cache, mirrorOpts cache.TypeOptions) (*cacheStore, e
 	if s.namespaces, err = cache.For[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
 		return nil, err
 	}
-	if s.configMaps, err = newKindStore[*corev1.ConfigMap](c); err != nil {
+	if s.configMaps, err = newKindStore(c, v1alpha1.KindConfigMap, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }); err != nil {
 		return nil, err
 	}
-	if s.secrets, err = newKindStore[*corev1.Secret](c); err != nil {
+	if s.secrets, err = newKindStore(c, v1alpha1.KindSecret, func() *corev1.Secret { return &corev1.Secret{} }); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -104,11 +134,21 @@ func (s *cacheStore) Namespaces(selector labels.Selector) ([]*corev1.Namespace, 
 func (s *cacheStore) Object(ctx context.Context, kind, namespace, name string) (client.Object, error) {
 	switch kind {
 	case v1alpha1.KindConfigMap:
-		return s.configMaps.object(ctx, namespace, name)
+		return s.configMaps.object(ctx, s.api, namespace, name)
 	case v1alpha1.KindSecret:
-		return s.secrets.object(ctx, namespace, name)
+		return s.secrets.object(ctx, s.api, namespace, name)
 	}
-	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
+	return nil, unknownKind(kind)
+}
+
+func (s *cacheStore) Meta(kind, namespace, name string) (client.Object, error) {
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		return s.configMaps.meta(namespace, name)
+	case v1alpha1.KindSecret:
+		return s.secrets.meta(namespace, name)
+	}
+	return nil, unknownKind(kind)
 }
 
 func (s *cacheStore) Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object, error) {
@@ -119,8 +159,20 @@ func (s *cacheStore) Copies(kind, mirrorNamespace, mirrorName string) ([]client.
 	case v1alpha1.KindSecret:
 		return objects(s.secrets.copies.ByIndex(IndexCopyOf, key))
 	}
-	return nil, fmt.Errorf("mirror: unknown source kind %q", kind)
+	return nil, unknownKind(kind)
 }
+
+func (s *cacheStore) Fetch(ctx context.Context, kind, namespace, name string) (client.Object, error) {
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		return s.configMaps.fetch(ctx, s.api, namespace, name)
+	case v1alpha1.KindSecret:
+		return s.secrets.fetch(ctx, s.api, namespace, name)
+	}
+	return nil, unknownKind(kind)
+}
+
+func unknownKind(kind string) error { return fmt.Errorf("mirror: unknown source kind %q", kind) }
 
 func objects[T client.Object](items []T, err error) ([]client.Object, error) {
 	if err != nil {

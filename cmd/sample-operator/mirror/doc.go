@@ -1,6 +1,6 @@
 // Package mirror is the sample operator's controller: it copies the source
 // of each Mirror (a ConfigMap or Secret) into every namespace its selector
-// matches, and keeps the copies equal to it.
+// matches that accepts the copies, and keeps the copies equal to it.
 //
 // What it promises:
 //
@@ -8,30 +8,58 @@
 //     name their Mirror; an object without them is never touched.
 //   - Copies follow every change of the source; a deleted copy is created
 //     again; an edited copy is put back; a copy goes when its namespace
-//     stops matching, when the source goes, and when the Mirror is deleted
-//     (Finalizer).
+//     stops being a target, when the source goes, and when the Mirror is
+//     deleted (Finalizer).
+//   - Tenancy: the operator writes for whoever created the Mirror, so it
+//     writes only where the namespace asked for it (Policy). A target
+//     matches the selector and carries AcceptLabel(the Mirror's
+//     namespace), "true" or the Mirror's name; kube-* and the operator's
+//     own namespace are never targets unless Policy.AllowNamespaces lists
+//     them; the Mirror's namespace and terminating ones never are. Targets
+//     are checked at every reconcile, and a namespace's label change
+//     queues the Mirrors it concerns, so a withdrawn label removes the
+//     copy (TestOptOutRemovesTheCopy, TestEmptySelectorCopiesOnlyWhereAccepted).
+//   - A Secret whose type the cluster acts on (bootstrap tokens,
+//     service-account tokens, image pull secrets: anything but Opaque,
+//     kubernetes.io/tls and Policy.SecretTypes) is copied nowhere: Ready
+//     False, reason SourceRefused, copies deleted.
+//   - One Mirror copies into at most Policy.MaxTargets namespaces, the
+//     first by name; past it Ready is False with reason TooManyTargets and
+//     the copies beyond are deleted (TestFanOutIsCapped).
 //   - An object of the source's name that the Mirror does not own is left
-//     alone and reported in the Ready condition (reason Conflict) and in an
-//     Event; an invalid spec is reported the same way (InvalidSpec) and not
-//     retried until the Mirror changes.
-//   - Reads come from caches (Store). ConfigMaps and Secrets are cached
-//     in two parts: the copies (labelled LabelMirrorName) in full, since
-//     every reconcile of their Mirror compares them; every other object
-//     as metadata only (cache.Lazy), since any could become a source but
-//     few are, a source being fetched in full when read and held until it
-//     changes. A cluster of many ConfigMaps and Secrets thus costs their
-//     metadata, plus one GET per source read after each change, and the
-//     RBAC verb get on configmaps and secrets (TestOnlySourcesAreFetched).
-//     Events come from both parts' informers; read-your-writes waits on
-//     the copies' informer, the only one that holds what the controller
-//     writes. A source that cannot be read (a 403) is reported in the
-//     Ready condition (SyncFailed) and retried
-//     (TestSourceThatCannotBeFetchedIsReported).
-//   - Writes are creates, deletes with a UID
-//     precondition, merge patches with an optimistic lock, the finalizer
-//     package's guarded JSON patches, so that a concurrent change is never
-//     overwritten unseen, and status.Patch's merge patch of the status
-//     fields that changed, which only this controller writes. They go
+//     alone, counted in status.conflicts and the Ready condition (reason
+//     Conflict), and its namespace is told by a Warning Event about the
+//     object (EventMirrorConflict, naming the Mirror), once per object and
+//     Mirror while the process remembers it (TestVictimIsToldAndStatusNamesNoNamespace).
+//     An invalid spec is reported in the Ready condition (InvalidSpec) and
+//     not retried until the Mirror changes.
+//   - The status counts namespaces and never names any but the Mirror's
+//     own: its creator may not be allowed to list them, and every
+//     namespace counted accepted copies from the Mirror's namespace.
+//   - Reads come from caches (Store), none of which holds a copy's data.
+//     ConfigMaps and Secrets are cached as metadata only, in two parts:
+//     the copies (labelled LabelMirrorName), and every other object
+//     (cache.Lazy), of which a source is fetched in full when read and
+//     held until it changes. A source copied into N namespaces is thus
+//     held once, not N+1 times. A copy is up to date when it carries the
+//     source's digest (AnnotationContentHash) and the resourceVersion
+//     this process last wrote or read; a copy it has not seen since it
+//     started (after a restart) is fetched once, one at a time, to
+//     compare. Costs: one GET per source read after each change, one per
+//     copy after a restart, and the RBAC verb get on configmaps and
+//     secrets (TestOnlySourcesAreFetched). Events come from both parts'
+//     informers; read-your-writes waits on the copies' informer, the only
+//     one that holds what the controller writes. A source that cannot be
+//     read (a 403) is reported in the Ready condition (SyncFailed) and
+//     retried (TestSourceThatCannotBeFetchedIsReported).
+//   - Writes are creates, deletes with a UID precondition, JSON patches
+//     that replace a copy's data and carry the resourceVersion read (so
+//     that a concurrent change is never overwritten unseen) and answer
+//     with metadata only, the finalizer package's guarded JSON patches,
+//     and status.Patch's merge patch of the status fields that changed,
+//     which only this controller writes. A write's body and answer live
+//     only while it is sent: no per-target copy of the data outlives its
+//     write. They go
 //     through a client.NewWriter named "mirror" (the field owner; empty
 //     patches skipped; counted in opkit_client_writes_total), and
 //     read-your-writes makes each reconcile of a Mirror see the Mirror's

@@ -124,8 +124,8 @@ func TestConflictWithAnUnownedObject(t *testing.T) {
 	if err := w.cl.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got.Status.ConflictingNamespaces) != fmt.Sprint([]string{theirs}) {
-		t.Errorf("conflictingNamespaces = %v, want [%s]", got.Status.ConflictingNamespaces, theirs)
+	if got.Status.Conflicts != 1 {
+		t.Errorf("conflicts = %d, want 1", got.Status.Conflicts)
 	}
 	if err := w.hasData(theirs, "cfg", map[string]string{"owner": "someone else"})(); err != nil {
 		t.Errorf("the unowned object was touched: %v", err)

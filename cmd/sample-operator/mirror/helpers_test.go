@@ -50,11 +50,12 @@ type world struct {
 
 func operator(t *testing.T) *world {
 	t.Helper()
-	return operatorWith(t, env.Config())
+	return operatorWith(t, env.Config(), mirror.Policy{})
 }
 
-// operatorWith is operator with the operator's REST config cfg.
-func operatorWith(t *testing.T, cfg *rest.Config) *world {
+// operatorWith is operator with the operator's REST config cfg and
+// tenancy policy p.
+func operatorWith(t *testing.T, cfg *rest.Config, p mirror.Policy) *world {
 	t.Helper()
 	scheme := newScheme(t)
 	mgr, err := manager.New(cfg, manager.Options{
@@ -64,7 +65,7 @@ func operatorWith(t *testing.T, cfg *rest.Config) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mirror.Setup(mgr, controller.Options[reconcile.Request]{MaxConcurrentReconciles: 2}); err != nil {
+	if _, err := mirror.Setup(mgr, p, controller.Options[reconcile.Request]{MaxConcurrentReconciles: 2}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -84,8 +85,22 @@ func operatorWith(t *testing.T, cfg *rest.Config) *world {
 	return &world{t: t, mgr: mgr, cl: cl, home: home, label: map[string]string{"mirror-test": home}}
 }
 
-// namespace makes a namespace with the test's label and extra labels.
+// namespace makes a namespace with the test's label and extra labels that
+// accepts copies from every Mirror of the test's home namespace
+// (mirror.AcceptLabel).
 func (w *world) namespace(extra map[string]string) string {
+	w.t.Helper()
+	return w.namespaceLabelled(true, extra)
+}
+
+// foreignNamespace makes a namespace with the test's label and extra
+// labels that accepts no copy.
+func (w *world) foreignNamespace(extra map[string]string) string {
+	w.t.Helper()
+	return w.namespaceLabelled(false, extra)
+}
+
+func (w *world) namespaceLabelled(accept bool, extra map[string]string) string {
 	w.t.Helper()
 	name := env.Namespace(w.t)
 	ns := &corev1.Namespace{}
@@ -95,6 +110,9 @@ func (w *world) namespace(extra map[string]string) string {
 	ns.Labels = map[string]string{}
 	for k, v := range w.label {
 		ns.Labels[k] = v
+	}
+	if accept {
+		ns.Labels[mirror.AcceptLabel(w.home)] = "true"
 	}
 	for k, v := range extra {
 		ns.Labels[k] = v

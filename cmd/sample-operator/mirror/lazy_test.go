@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 )
 
 // gets counts the GETs of single ConfigMaps, by path.
@@ -42,7 +43,7 @@ func TestOnlySourcesAreFetched(t *testing.T) {
 	g := &gets{n: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config())
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { g.next = rt; return g })
-	w := operatorWith(t, cfg)
+	w := operatorWith(t, cfg, mirror.Policy{})
 	mine, theirs := w.namespace(map[string]string{"team": "a"}), w.namespace(map[string]string{"team": "a"})
 	w.configMap(theirs, "cfg", map[string]string{"owner": "someone else"})
 	bystander := w.configMap(w.home, "bystander", map[string]string{"k": "v"})

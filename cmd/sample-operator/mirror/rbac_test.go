@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 )
 
 // An operator allowed all that config/rbac grants but get on ConfigMaps
@@ -26,7 +27,7 @@ func TestSourceThatCannotBeFetchedIsReported(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	grantRoleWithout(t, user, "configmaps", "get")
-	w := operatorWith(t, cfg)
+	w := operatorWith(t, cfg, mirror.Policy{})
 	ns := w.namespace(map[string]string{"team": "a"})
 	w.configMap(w.home, "cfg", map[string]string{"k": "v"})
 	m := w.mirror("cfg", v1alpha1.KindConfigMap, "cfg", w.selecting(map[string]string{"team": "a"}))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,11 +24,22 @@ import (
 	"github.com/opkit-dev/opkit/pkg/status"
 )
 
-// Reconciler brings one Mirror's copies in line with its source.
+// Reconciler brings one Mirror's copies in line with its source. It is
+// safe for concurrent use by several workers: it reconciles different
+// Mirrors at once.
 type Reconciler struct {
 	Store    Store
 	Client   client.Client        // writes
-	Recorder events.EventRecorder // Events about Mirrors
+	Recorder events.EventRecorder // Events about Mirrors and the objects they leave alone
+	Policy   Policy               // where copies may go, and of what
+
+	// written remembers what this process last wrote or read of each copy.
+	written written
+	// told remembers the conflicts told to their namespace.
+	told told
+	// fetching lets one copy be fetched at a time: after a restart every
+	// copy is fetched once, and each may be as large as its source.
+	fetching sync.Mutex
 }
 
 var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
@@ -35,8 +48,10 @@ var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
 // test/deployed removes each verb in turn and shows what breaks
 // (docs/rbac.md). Reads come from caches (watch; list is the fallback of
 // the streaming list; get fetches a source, which the cache holds as
-// metadata only until read), writes are creates, patches and deletes, never
-// updates; patch on events is for client-go's Event series.
+// metadata only until read, and a copy this process has not seen in full),
+// writes are creates, patches and deletes, never updates; patch on events
+// is for client-go's Event series. Events go into any namespace: a
+// conflict is told to the namespace of the object left alone.
 //
 // +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/status,verbs=patch
@@ -80,65 +95,85 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		err = fmt.Errorf("read source: %w", err)
 		return reconcile.Done(), errors.Join(err, r.report(ctx, m, outcome{reason: v1alpha1.ReasonSyncFailed, message: truncate(err.Error(), maxMessage)}))
 	}
+	if err := r.Policy.CheckSource(src); err != nil {
+		// Not retried: a change of the source or of the Mirror queues it
+		// again.
+		return reconcile.Done(), errors.Join(r.deleteCopies(ctx, m.Namespace, m.Name, nil), r.report(ctx, m, outcome{reason: v1alpha1.ReasonSourceRefused, message: err.Error()}))
+	}
 	out, syncErr := r.sync(ctx, m, src, selector)
 	return reconcile.Done(), errors.Join(syncErr, r.report(ctx, m, out))
 }
 
-// outcome is what a reconcile found, for the status.
+// outcome is what a reconcile found, for the status. It counts
+// namespaces and never names them (see v1alpha1.MirrorStatus).
 type outcome struct {
 	reason    string
 	message   string
 	synced    int32
-	conflicts []string
+	conflicts int32
 }
 
-// sync writes a copy of src into every selected namespace and deletes the
-// copies in namespaces no longer selected.
+// sync writes a copy of src into every target of m (Policy.Targets) and
+// deletes the copies in the other namespaces.
 func (r *Reconciler) sync(ctx context.Context, m *v1alpha1.Mirror, src client.Object, selector labels.Selector) (outcome, error) {
 	nss, err := r.Store.Namespaces(selector)
 	if err != nil {
 		return outcome{}, err
 	}
+	sum, err := contentHash(src)
+	if err != nil {
+		return outcome{}, reconcile.Terminal(err)
+	}
+	targets, limited := r.Policy.Targets(m, selector, nss)
 	out := outcome{reason: v1alpha1.ReasonSynced}
-	keep := map[string]bool{}
+	keep := make(map[string]bool, len(targets))
 	var errs []error
-	for _, ns := range nss {
-		if ns.Name == m.Namespace || ns.Status.Phase == corev1.NamespaceTerminating {
-			continue
-		}
-		keep[ns.Name] = true
-		ok, err := r.syncCopy(ctx, m, src, ns.Name)
+	for _, ns := range targets {
+		keep[ns] = true
+		ok, err := r.syncCopy(ctx, m, src, sum, ns)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
 		case ok:
 			out.synced++
 		default:
-			out.conflicts = append(out.conflicts, ns.Name)
+			out.conflicts++
 		}
 	}
 	errs = append(errs, r.deleteCopies(ctx, m.Namespace, m.Name, keep))
 	err = errors.Join(errs...)
-	switch {
-	case err != nil && !transient(err):
-		// Retried with backoff; the status says why meanwhile.
-		out.reason = v1alpha1.ReasonSyncFailed
-		out.message = truncate(fmt.Sprintf("copied into %d namespaces; failed: %v", out.synced, err), maxMessage)
-	case len(out.conflicts) > 0:
-		slices.Sort(out.conflicts)
-		out.reason = v1alpha1.ReasonConflict
-		out.message = fmt.Sprintf("%s %q exists in %s and is not a copy of this Mirror; left untouched",
-			m.Spec.Source.Kind, src.GetName(), strings.Join(out.conflicts, ", "))
-	default:
-		out.message = fmt.Sprintf("copied into %d namespaces", out.synced)
-	}
+	out.reason, out.message = r.verdict(m, src, out, limited, err)
 	return out, err
 }
 
-// transient reports whether every error in err is a write race that the
-// retry resolves by itself: another writer changed or created the object
-// before the cache saw it (409, already exists). Those do not make the
-// Mirror unready.
+// verdict returns the Ready condition's reason and message for what sync
+// did. A failure wins over a cap reached, which wins over a conflict:
+// each is reported until it is gone. The message names no namespace.
+func (r *Reconciler) verdict(m *v1alpha1.Mirror, src client.Object, out outcome, limited bool, err error) (reason, message string) {
+	var conflicts string
+	if out.conflicts > 0 {
+		conflicts = fmt.Sprintf("; %d namespaces hold a %s %q that is not a copy of this Mirror, left untouched (each is told by an Event)",
+			out.conflicts, m.Spec.Source.Kind, src.GetName())
+	}
+	switch {
+	case err != nil && !transient(err):
+		// Retried with backoff; the status says why meanwhile, without the
+		// errors, which name namespaces: the log has them.
+		return v1alpha1.ReasonSyncFailed, fmt.Sprintf("copied into %d namespaces; %s (the operator's log has the errors)%s", out.synced, failures(err), conflicts)
+	case limited:
+		n := r.Policy.maxTargets()
+		return v1alpha1.ReasonTooManyTargets, fmt.Sprintf("more than %d namespaces match and accept copies of this Mirror: copied into the first %d by name, %d up to date, the operator's --max-targets being %d%s; narrow spec.namespaceSelector",
+			n, n, out.synced, n, conflicts)
+	case out.conflicts > 0:
+		return v1alpha1.ReasonConflict, fmt.Sprintf("copied into %d namespaces%s", out.synced, conflicts)
+	}
+	return v1alpha1.ReasonSynced, fmt.Sprintf("copied into %d namespaces", out.synced)
+}
+
+// transient reports whether every error in err is a race that the retry
+// resolves by itself: another writer changed, created or deleted the
+// object before the cache saw it (409, already exists, not found). Those
+// do not make the Mirror unready.
 func transient(err error) bool {
 	if multi, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range multi.Unwrap() {
@@ -148,7 +183,56 @@ func transient(err error) bool {
 		}
 		return true
 	}
-	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
+}
+
+// failures summarises err, joined errors of writes, by their reasons, and
+// for a Forbidden one the verb and resource refused, naming no object,
+// namespace or user: `2 writes failed: Forbidden (cannot create resource
+// "configmaps")`.
+func failures(err error) string {
+	var reasons []string
+	n := 0
+	for _, e := range flatten(err) {
+		if transient(e) {
+			continue
+		}
+		n++
+		reason := string(apierrors.ReasonForError(e))
+		switch {
+		case reason == "":
+			reason = "error"
+		case apierrors.IsForbidden(e):
+			if refused := forbiddenVerb.FindString(e.Error()); refused != "" {
+				reason += " (" + refused + ")"
+			}
+		}
+		if !slices.Contains(reasons, reason) {
+			reasons = append(reasons, reason)
+		}
+	}
+	slices.Sort(reasons)
+	return fmt.Sprintf("%d writes failed: %s", n, strings.Join(reasons, ", "))
+}
+
+// forbiddenVerb finds, in the API server's message of a 403, the verb and
+// resource refused; what follows names the namespace.
+var forbiddenVerb = regexp.MustCompile(`cannot [a-z]+ resource "[^"]*"`)
+
+// flatten returns the errors joined in err, at any depth.
+func flatten(err error) []error {
+	multi, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == nil {
+			return nil
+		}
+		return []error{err}
+	}
+	var out []error
+	for _, e := range multi.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 // maxMessage bounds a condition's message, which the API allows up to 32Ki
@@ -160,76 +244,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
-}
-
-// syncCopy makes namespace ns hold an up-to-date copy of src. It reports
-// false, writing nothing, when ns holds an object of that name that is not
-// m's copy.
-func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src client.Object, ns string) (bool, error) {
-	want, err := desired(src, ns, m)
-	if err != nil {
-		return false, reconcile.Terminal(err)
-	}
-	cur, err := r.Store.Object(ctx, m.Spec.Source.Kind, ns, src.GetName())
-	switch {
-	case apierrors.IsNotFound(err):
-		// Read-your-writes makes this reconcile see our own earlier
-		// creates; AlreadyExists here is someone else's create that the
-		// cache has not seen yet, and retries.
-		if err := r.Client.Create(ctx, want); err != nil {
-			return false, fmt.Errorf("create %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
-		}
-		return true, nil
-	case err != nil:
-		return false, err
-	case !owned(cur, m):
-		return false, nil
-	case inSync(cur, want):
-		return true, nil
-	case !sameType(cur, want):
-		// A Secret's type is immutable: replace the copy.
-		if err := r.deleteCopy(ctx, cur); err != nil {
-			return false, err
-		}
-		if err := r.Client.Create(ctx, want); err != nil {
-			return false, fmt.Errorf("recreate %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
-		}
-		return true, nil
-	}
-	patch := client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Patch(ctx, withContent(cur, want), patch); err != nil {
-		return false, fmt.Errorf("update %s %s/%s: %w", m.Spec.Source.Kind, ns, want.GetName(), err)
-	}
-	return true, nil
-}
-
-// deleteCopies deletes the copies of the Mirror namespace/name except those
-// in the namespaces keep holds.
-func (r *Reconciler) deleteCopies(ctx context.Context, namespace, name string, keep map[string]bool) error {
-	var errs []error
-	for _, kind := range []string{v1alpha1.KindConfigMap, v1alpha1.KindSecret} {
-		copies, err := r.Store.Copies(kind, namespace, name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, c := range copies {
-			if !keep[c.GetNamespace()] {
-				errs = append(errs, r.deleteCopy(ctx, c))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// deleteCopy deletes c if it is still the object the cache saw.
-func (r *Reconciler) deleteCopy(ctx context.Context, c client.Object) error {
-	uid := c.GetUID()
-	err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s/%s: %w", c.GetNamespace(), c.GetName(), err)
-	}
-	return nil
 }
 
 // report writes the status, if it changed, and records a Warning Event for a
@@ -246,7 +260,7 @@ func (r *Reconciler) report(ctx context.Context, m *v1alpha1.Mirror, out outcome
 	_, err := status.Patch(ctx, r.Client, m, func(m *v1alpha1.Mirror) {
 		m.Status.ObservedGeneration = m.Generation
 		m.Status.SyncedNamespaces = out.synced
-		m.Status.ConflictingNamespaces = out.conflicts
+		m.Status.Conflicts = out.conflicts
 		conditions.Set(&m.Status.Conditions, m, metav1.Condition{
 			Type: v1alpha1.ConditionReady, Status: ready, Reason: out.reason, Message: out.message,
 		})

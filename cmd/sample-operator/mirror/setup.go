@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +19,13 @@ import (
 )
 
 // Setup registers what the Mirror controller reads with the manager's
-// cache, and adds the controller to the manager. The manager's scheme must
-// hold v1alpha1.
-func Setup(m *manager.Manager, opts controller.Options[reconcile.Request]) (*controller.Controller[reconcile.Request], error) {
+// cache, and adds the controller to the manager, copying where and what
+// policy allows (the zero Policy is the strictest). The manager's scheme
+// must hold v1alpha1.
+func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.Request]) (*controller.Controller[reconcile.Request], error) {
 	// The controller shards Mirrors by UID (manager.ShardBy's default).
-	s, err := newCacheStore(m.Cache(), m.ShardedTypeOptions(sharding.ByUID))
+	// Copies are fetched, rarely, with the uncached client.
+	s, err := newCacheStore(m.Cache(), m.Client(), m.ShardedTypeOptions(sharding.ByUID))
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
 	}
@@ -40,17 +43,18 @@ func Setup(m *manager.Manager, opts controller.Options[reconcile.Request]) (*con
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
 	}
-	r := &Reconciler{Store: s, Client: w, Recorder: rec}
+	r := &Reconciler{Store: s, Client: w, Recorder: rec, Policy: policy}
 	return manager.NewController(m, "mirror", r,
 		manager.For[*v1alpha1.Mirror](source.Or(
 			source.GenerationChanged[*v1alpha1.Mirror](),
 			source.PredicateFunc[*v1alpha1.Mirror](deletionStarted),
 		)),
 		// A copy's change enqueues its Mirror; a source's, from the
-		// metadata of every other object, the Mirrors that copy it.
-		manager.WatchSource(source.NewKind(s.configMaps.copies, source.EnqueueMapped(typed[*corev1.ConfigMap](s.mirrorsOf(v1alpha1.KindConfigMap))))),
+		// metadata of every other object, the Mirrors that copy it; a
+		// namespace's, the Mirrors it accepts that select it.
+		manager.WatchSource(source.NewKind(s.configMaps.copies, source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindConfigMap))))),
 		manager.WatchSource(source.NewKind(s.configMaps.others.Metadata(), source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindConfigMap))))),
-		manager.WatchSource(source.NewKind(s.secrets.copies, source.EnqueueMapped(typed[*corev1.Secret](s.mirrorsOf(v1alpha1.KindSecret))))),
+		manager.WatchSource(source.NewKind(s.secrets.copies, source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindSecret))))),
 		manager.WatchSource(source.NewKind(s.secrets.others.Metadata(), source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindSecret))))),
 		manager.Watches(source.EnqueueMapped(s.mirrorsSelecting)),
 		manager.WithOptions(opts),
@@ -66,15 +70,26 @@ func deletionStarted(e source.Event[*v1alpha1.Mirror]) bool {
 	return e.Type == source.Update && e.Old.DeletionTimestamp == nil && e.Object.DeletionTimestamp != nil
 }
 
-// mirrorsSelecting maps a namespace to the Mirrors whose selector matches
-// it.
+// mirrorsSelecting maps a namespace to the Mirrors that may copy into it:
+// those it accepts (AcceptLabel) whose selector matches it. A namespace
+// that stops matching or withdraws its acceptance is mapped, by its old
+// labels, to the Mirrors that must delete their copies.
 func (s *cacheStore) mirrorsSelecting(ns *corev1.Namespace) []reconcile.Request {
-	ms, _ := s.mirrors.List("", nil)
 	var out []reconcile.Request
-	for _, m := range ms {
-		sel, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
-		if err == nil && sel.Matches(labels.Set(ns.Labels)) {
-			out = append(out, reconcile.Request{Namespace: m.Namespace, Name: m.Name})
+	for k, v := range ns.Labels {
+		home, ok := strings.CutPrefix(k, AcceptLabelPrefix)
+		if !ok {
+			continue
+		}
+		ms, _ := s.mirrors.List(home, nil)
+		for _, m := range ms {
+			if v != acceptAll && v != m.Name {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
+			if err == nil && sel.Matches(labels.Set(ns.Labels)) {
+				out = append(out, reconcile.Request{Namespace: m.Namespace, Name: m.Name})
+			}
 		}
 	}
 	return out

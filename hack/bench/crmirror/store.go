@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,19 @@ func (s store) Object(ctx context.Context, kind, namespace, name string) (client
 	return obj, nil
 }
 
+// Meta returns the whole object: controller-runtime's cache holds copies
+// in full, as its users cache them.
+func (s store) Meta(kind, namespace, name string) (client.Object, error) {
+	return s.Object(context.TODO(), kind, namespace, name)
+}
+
+// Fetch reads the cache, which holds copies in full; the reconciler calls
+// it only for a copy that Meta returned as metadata, which this store
+// never does.
+func (s store) Fetch(ctx context.Context, kind, namespace, name string) (client.Object, error) {
+	return s.Object(ctx, kind, namespace, name)
+}
+
 func (s store) Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object, error) {
 	match := client.MatchingFields{mirror.IndexCopyOf: mirror.MirrorKey(mirrorNamespace, mirrorName)}
 	switch kind {
@@ -133,16 +147,25 @@ func (s store) mirrorsOf(ctx context.Context, obj client.Object) []ctrl.Request 
 	return out
 }
 
-// mirrorsSelecting maps a namespace to the Mirrors whose selector matches
-// it.
+// mirrorsSelecting maps a namespace to the Mirrors it accepts
+// (mirror.AcceptLabel) whose selector matches it, as mirror's Setup does.
 func (s store) mirrorsSelecting(ctx context.Context, obj client.Object) []ctrl.Request {
-	var ms v1alpha1.MirrorList
-	_ = s.r.List(ctx, &ms)
 	var out []ctrl.Request
-	for _, m := range ms.Items {
-		sel, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
-		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
-			out = append(out, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Name}})
+	for k, v := range obj.GetLabels() {
+		home, ok := strings.CutPrefix(k, mirror.AcceptLabelPrefix)
+		if !ok {
+			continue
+		}
+		var ms v1alpha1.MirrorList
+		_ = s.r.List(ctx, &ms, client.InNamespace(home))
+		for _, m := range ms.Items {
+			if v != "true" && v != m.Name {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
+			if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+				out = append(out, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Name}})
+			}
 		}
 	}
 	return out

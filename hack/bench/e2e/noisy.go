@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 )
 
 // tenantLabel marks the namespaces a quiet tenant's Mirror selects.
@@ -136,7 +137,7 @@ func (n *noisy) createQuiet(ctx context.Context) error {
 			return err
 		}
 		for k := range n.o.quietNamespaces {
-			if err := n.createNamespace(ctx, n.quietTarget(t, k), map[string]string{tenantLabel: n.tenant(t)}); err != nil {
+			if err := n.createNamespace(ctx, n.quietTarget(t, k), map[string]string{tenantLabel: n.tenant(t), mirror.AcceptLabel(n.quietHome(t)): "true"}); err != nil {
 				return err
 			}
 		}
@@ -191,7 +192,7 @@ func (n *noisy) floodPhases(ctx context.Context, res *noisyResult) error {
 	if err := concurrently(len(nss), func(i int) error {
 		var labels map[string]string
 		if i > 0 {
-			labels = map[string]string{runLabel: f.run}
+			labels = map[string]string{runLabel: f.run, mirror.AcceptLabel(f.home()): "true"}
 		}
 		return n.createNamespace(ctx, nss[i], labels)
 	}); err != nil {

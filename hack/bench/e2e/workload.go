@@ -58,7 +58,8 @@ func (w *workload) create(ctx context.Context) error {
 	nss := []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: w.home()}}}
 	for i := range w.namespaces {
 		nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name: w.namespace(i), Labels: map[string]string{runLabel: w.run},
+			// Each accepts the copies of the home namespace's Mirrors.
+			Name: w.namespace(i), Labels: map[string]string{runLabel: w.run, mirror.AcceptLabel(w.home()): "true"},
 		}})
 	}
 	for _, ns := range nss {

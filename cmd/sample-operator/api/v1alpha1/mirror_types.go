@@ -41,9 +41,13 @@ type SourceRef struct {
 type MirrorSpec struct {
 	// Source is the object to copy.
 	Source SourceRef `json:"source"`
-	// NamespaceSelector picks the namespaces that get a copy. The Mirror's
-	// own namespace never does: the source is there. An empty selector
-	// matches every other namespace.
+	// NamespaceSelector picks the namespaces that get a copy, among those
+	// that accept copies from the Mirror's namespace (the label
+	// accept.mirrors.samples.opkit.dev/<the Mirror's namespace>: "true",
+	// or the Mirror's name). The Mirror's own namespace never does: the
+	// source is there; nor do kube-* and the operator's namespace unless
+	// the operator allows them. An empty selector matches every namespace
+	// that accepts the copies.
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operators must be In, NotIn, Exists or DoesNotExist"
 	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
 }
@@ -59,15 +63,29 @@ const (
 	ReasonInvalidSpec    = "InvalidSpec"
 	ReasonConflict       = "Conflict"
 	ReasonSyncFailed     = "SyncFailed"
+	// ReasonSourceRefused: the source is a Secret of a type the operator
+	// does not copy (its flag --allow-secret-types); no copy is kept.
+	ReasonSourceRefused = "SourceRefused"
+	// ReasonTooManyTargets: more namespaces match and accept copies than
+	// the operator copies one Mirror into (its flag --max-targets); the
+	// first of them by name hold copies.
+	ReasonTooManyTargets = "TooManyTargets"
 )
 
 // MirrorStatus is what the operator last saw and did.
+//
+// It counts the namespaces it copies into and never names them: the
+// Mirror's creator may be unable to list them. A count says no more than
+// those namespaces chose to tell: each target accepts copies from the
+// Mirror's namespace (the label accept.mirrors.samples.opkit.dev/<the
+// Mirror's namespace>), and a namespace that does not is not counted.
 type MirrorStatus struct {
 	// ObservedGeneration is the generation of the spec the status is about.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready, with reason Synced, SourceNotFound, InvalidSpec,
-	// Conflict or SyncFailed.
+	// SourceRefused, TooManyTargets, Conflict or SyncFailed. Messages name
+	// no namespace but the Mirror's own.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -75,11 +93,12 @@ type MirrorStatus struct {
 	// SyncedNamespaces counts the namespaces holding an up-to-date copy.
 	// +optional
 	SyncedNamespaces int32 `json:"syncedNamespaces,omitempty"`
-	// ConflictingNamespaces lists namespaces holding an object of the
-	// source's name that this Mirror does not own, and so left untouched.
-	// +listType=set
+	// Conflicts counts the target namespaces holding an object of the
+	// source's name that this Mirror does not own, and so left untouched;
+	// each such object's namespace is told by a Warning Event about the
+	// object (reason MirrorConflict).
 	// +optional
-	ConflictingNamespaces []string `json:"conflictingNamespaces,omitempty"`
+	Conflicts int32 `json:"conflicts,omitempty"`
 }
 
 // Mirror copies a ConfigMap or Secret into every namespace that matches a

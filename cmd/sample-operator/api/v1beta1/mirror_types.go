@@ -45,9 +45,13 @@ type From struct {
 
 // To is where a Mirror copies its source to.
 type To struct {
-	// NamespaceSelector picks the namespaces that get a copy. The Mirror's
-	// own namespace never does: the source is there. An empty selector
-	// matches every other namespace.
+	// NamespaceSelector picks the namespaces that get a copy, among those
+	// that accept copies from the Mirror's namespace (the label
+	// accept.mirrors.samples.opkit.dev/<the Mirror's namespace>: "true",
+	// or the Mirror's name). The Mirror's own namespace never does: the
+	// source is there; nor do kube-* and the operator's namespace unless
+	// the operator allows them. An empty selector matches every namespace
+	// that accepts the copies.
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operators must be In, NotIn, Exists or DoesNotExist"
 	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
 }
