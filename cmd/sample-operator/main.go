@@ -239,8 +239,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err != nil {
 		return f.shard.inFlagWords(err)
 	}
-	// The webhooks check Mirrors against the strictest tenancy Policy.
-	policy := mirror.Policy{}
+	// The webhooks check Mirrors against the same Policy as the controller.
 	setupWebhooks := func(m *manager.Manager) error { return mirror.SetupWebhooks(m, policy) }
 	if err := registerWebhooks(mgr, setupWebhooks); err != nil {
 		return err
