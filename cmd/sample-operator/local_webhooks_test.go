@@ -77,7 +77,7 @@ spec:
   source: {kind: ConfigMap, name: ca-bundle}
   namespaceSelector: {matchLabels: {team: nobody}}
 `, "create", "-f", "-")
-		if !strings.Contains(out, "Warning: spec.namespaceSelector matches no namespace now") {
+		if !strings.Contains(out, "Warning: spec.namespaceSelector matches no namespace that accepts copies from namespace") {
 			t.Errorf("kubectl create printed no warning about the empty selector")
 		}
 	})

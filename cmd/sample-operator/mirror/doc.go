@@ -83,7 +83,8 @@
 //     (403) names the user and each missing permission. Then a source that
 //     is another Mirror's copy, or that Policy.CheckSource refuses, is
 //     refused on spec.source.name; changing spec.source.kind is refused on
-//     update; kubectl warns when the selector matches no namespace, when
+//     update; kubectl warns when the selector matches no namespace that
+//     accepts copies (never whether it matches others), when
 //     more namespaces accept copies than Policy.MaxTargets, and when an
 //     update changes the source.
 //   - Both answer only about the namespace of the admission request, and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -163,7 +162,7 @@ func (d *Defaulter) Default(ctx context.Context, m *v1alpha1.Mirror) error {
 //     would be replaced by an object of another kind under the same name.
 //   - A selector that cannot be parsed is refused on spec.namespaceSelector.
 //   - Warnings: on create, and on update when the selector changes, when
-//     the selector matches no namespace but the Mirror's own, and when
+//     the selector matches no namespace that accepts copies, and when
 //     more namespaces accept copies than Policy.MaxTargets; on update,
 //     when the source changes, since every copy is replaced.
 //
@@ -242,8 +241,6 @@ func (v *Validator) ValidateDelete(context.Context, *v1alpha1.Mirror) (webhook.W
 
 // reach is where a Mirror copies to now.
 type reach struct {
-	// matched are the namespaces its selector matches, its own included.
-	matched []corev1.Namespace
 	// targets are those Policy.Targets allows, at most MaxTargets;
 	// limited says there were more.
 	targets []string
@@ -275,7 +272,7 @@ func (v *Validator) authorized(ctx context.Context, m *v1alpha1.Mirror) (*v1alph
 	for i := range list.Items {
 		nss[i] = &list.Items[i]
 	}
-	r := reach{matched: list.Items}
+	var r reach
 	r.targets, r.limited = v.Policy.Targets(m, sel, nss)
 	if err := v.authorize(ctx, m, r.targets); err != nil {
 		return nil, reach{}, err
@@ -337,12 +334,16 @@ func (v *Validator) checkSource(ctx context.Context, m *v1alpha1.Mirror) error {
 	return nil
 }
 
-// warnings warns when m's selector matches no namespace but m's own, and
-// when more namespaces accept copies than the Policy allows.
+// warnings warns when m's selector matches no namespace that accepts its
+// copies, and when more do than the Policy allows. It speaks of targets
+// only, never of every namespace the selector matches: a requester who
+// may not list namespaces would otherwise learn from it which labels some
+// namespace carries. Targets are namespaces that chose to accept copies
+// from m's namespace, so its Mirrors may know of them.
 func (v *Validator) warnings(m *v1alpha1.Mirror, r reach) webhook.Warnings {
 	var out webhook.Warnings
-	if !slices.ContainsFunc(r.matched, func(ns corev1.Namespace) bool { return ns.Name != m.Namespace }) {
-		out = append(out, "spec.namespaceSelector matches no namespace now: the Mirror makes no copies until a namespace it matches exists")
+	if len(r.targets) == 0 {
+		out = append(out, fmt.Sprintf("spec.namespaceSelector matches no namespace that accepts copies from namespace %s now: the Mirror makes no copies until one does (a namespace accepts them with the label %s=true)", m.Namespace, AcceptLabel(m.Namespace)))
 	}
 	if r.limited {
 		out = append(out, fmt.Sprintf("spec.namespaceSelector matches more namespaces that accept copies than the operator copies into (--max-targets=%[1]d): only the first %[1]d, by name, get copies", v.Policy.maxTargets()))

@@ -23,9 +23,6 @@ const (
 	// mirrors names v1alpha1 for kubectl, which otherwise reads the
 	// preferred version, v1beta1, through conversion.
 	mirrors = "mirrors.v1alpha1.samples.opkit.dev"
-	// matchesDefault selects the namespace "default", which always exists,
-	// so that a Mirror with it is not warned about.
-	matchesDefault = `{kubernetes.io/metadata.name: default}`
 )
 
 // The Mirror's webhooks, installed from config/webhook/manifests.yaml and
@@ -36,9 +33,17 @@ const (
 func TestWebhooksWithKubectl(t *testing.T) {
 	h := serveWebhooks(t)
 	h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}})
+	// A namespace that accepts the Mirrors' copies, so that a Mirror
+	// selecting it is not warned about.
+	target := env.Namespace(t)
+	accept := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, mirror.AcceptLabel(h.ns))
+	if err := h.cl.Patch(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}, client.RawPatch(types.MergePatchType, accept)); err != nil {
+		t.Fatal(err)
+	}
+	matchesTarget := "{kubernetes.io/metadata.name: " + target + "}"
 
 	t.Run("kind defaulted", func(t *testing.T) {
-		out, ok := h.run(h.mirrorYAML("defaulted", "", "settings", matchesDefault), "create", "-f", "-")
+		out, ok := h.run(h.mirrorYAML("defaulted", "", "settings", matchesTarget), "create", "-f", "-")
 		if !ok {
 			t.Fatalf("kubectl create refused a Mirror without kind:\n%s", out)
 		}
@@ -53,7 +58,7 @@ func TestWebhooksWithKubectl(t *testing.T) {
 
 	t.Run("kind defaulted to Secret", func(t *testing.T) {
 		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"}})
-		if out, ok := h.run(h.mirrorYAML("secret", "", "token", matchesDefault), "create", "-f", "-"); !ok {
+		if out, ok := h.run(h.mirrorYAML("secret", "", "token", matchesTarget), "create", "-f", "-"); !ok {
 			t.Fatalf("kubectl create refused a Mirror without kind:\n%s", out)
 		}
 		if got, _ := h.run("", "get", mirrors, "secret", "-o", "jsonpath={.spec.source.kind}"); got != v1alpha1.KindSecret {
@@ -62,7 +67,7 @@ func TestWebhooksWithKubectl(t *testing.T) {
 	})
 
 	t.Run("kind not defaulted without a source", func(t *testing.T) {
-		out, ok := h.run(h.mirrorYAML("absent", "", "absent", matchesDefault), "create", "-f", "-")
+		out, ok := h.run(h.mirrorYAML("absent", "", "absent", matchesTarget), "create", "-f", "-")
 		want := fmt.Sprintf(`The Mirror "absent" is invalid: spec.source.kind: Required value: `+
 			`neither a ConfigMap nor a Secret named "absent" exists in namespace %s: set it to ConfigMap or Secret`, h.ns)
 		if ok || !strings.Contains(out, want) {
@@ -73,7 +78,7 @@ func TestWebhooksWithKubectl(t *testing.T) {
 	t.Run("kind not defaulted when ambiguous", func(t *testing.T) {
 		h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "both"}})
 		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "both"}})
-		out, ok := h.run(h.mirrorYAML("both", "", "both", matchesDefault), "create", "-f", "-")
+		out, ok := h.run(h.mirrorYAML("both", "", "both", matchesTarget), "create", "-f", "-")
 		want := fmt.Sprintf(`The Mirror "both" is invalid: spec.source.kind: Required value: `+
 			`both a ConfigMap and a Secret named "both" exist in namespace %s: set it to the one to copy`, h.ns)
 		if ok || !strings.Contains(out, want) {
@@ -85,7 +90,7 @@ func TestWebhooksWithKubectl(t *testing.T) {
 		h.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copied", Labels: map[string]string{
 			mirror.LabelMirrorNamespace: "elsewhere", mirror.LabelMirrorName: "upstream",
 		}}})
-		out, ok := h.run(h.mirrorYAML("chain", "ConfigMap", "copied", matchesDefault), "create", "-f", "-")
+		out, ok := h.run(h.mirrorYAML("chain", "ConfigMap", "copied", matchesTarget), "create", "-f", "-")
 		want := fmt.Sprintf(`The Mirror "chain" is invalid: spec.source.name: Invalid value: "copied": `+
 			`ConfigMap %s/copied is a copy made by Mirror elsewhere/upstream: copy that Mirror's source instead, since chained copies can loop`, h.ns)
 		if ok || !strings.Contains(out, want) {
@@ -112,7 +117,18 @@ func TestWebhooksWithKubectl(t *testing.T) {
 
 	t.Run("selector matching nothing warned", func(t *testing.T) {
 		out, ok := h.run(h.mirrorYAML("nowhere", "ConfigMap", "settings", `{no-such-label: x}`), "create", "-f", "-")
-		want := "Warning: spec.namespaceSelector matches no namespace now: the Mirror makes no copies until a namespace it matches exists"
+		want := "Warning: spec.namespaceSelector matches no namespace that accepts copies from namespace " + h.ns + " now: the Mirror makes no copies until one does"
+		if !ok || !strings.Contains(out, want) {
+			t.Errorf("kubectl create printed:\n%s\nwant success with:\n%s", out, want)
+		}
+	})
+
+	// The same words when the selector matches namespaces that do not
+	// accept copies (here default, which exists): a requester who may not
+	// list namespaces learns nothing of their labels.
+	t.Run("selector matching only namespaces that accept nothing warned alike", func(t *testing.T) {
+		out, ok := h.run(h.mirrorYAML("elsewhere", "ConfigMap", "settings", `{kubernetes.io/metadata.name: default}`), "create", "-f", "-")
+		want := "Warning: spec.namespaceSelector matches no namespace that accepts copies from namespace " + h.ns + " now: the Mirror makes no copies until one does"
 		if !ok || !strings.Contains(out, want) {
 			t.Errorf("kubectl create printed:\n%s\nwant success with:\n%s", out, want)
 		}
