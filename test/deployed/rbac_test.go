@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -43,6 +45,9 @@ type deployment struct {
 	// self-managed certificates keep: the webhook configurations and the
 	// CRD, as rendered.
 	webhookTargets []*unstructured.Unstructured
+	// policies are config/policy's ValidatingAdmissionPolicy and its
+	// binding, which bind the rendered ServiceAccount's user name only.
+	policies []*unstructured.Unstructured
 }
 
 // metricsReader is the ClusterRole config/rbac grants scrapers, bound to
@@ -121,6 +126,10 @@ func (d *deployment) add(u *unstructured.Unstructured) error {
 		obj = d.roleBindings[len(d.roleBindings)-1]
 	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition":
 		d.webhookTargets = append(d.webhookTargets, u)
+		return nil
+	case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		u.SetNamespace("") // cluster-scoped, whatever kustomize says
+		d.policies = append(d.policies, u)
 		return nil
 	default:
 		return nil
@@ -261,7 +270,38 @@ func (d *deployment) apply(t testing.TB, suffix string, drop ...permission) iden
 			return err
 		})
 	}
+	if suffix == "" {
+		d.applyPolicies(t)
+	}
 	return identity{namespace: ns, name: sa.Name}
+}
+
+// applyPolicies creates config/policy's objects, which bind only the
+// rendered identity (suffix ""), and waits until the API server enforces
+// them.
+func (d *deployment) applyPolicies(t testing.TB) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range d.policies {
+		resource := map[string]string{
+			"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
+			"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+		}[u.GetKind()]
+		gvr := admissionregistrationv1.SchemeGroupVersion.WithResource(resource)
+		create(t, func() error {
+			_, err := dyn.Resource(gvr).Create(context.Background(), u.DeepCopy(), metav1.CreateOptions{})
+			return err
+		})
+	}
+	waitForPolicy(t, d.serviceAccountUser())
+}
+
+// serviceAccountUser is the rendered ServiceAccount's user name.
+func (d *deployment) serviceAccountUser() string {
+	return identity{namespace: d.namespace.Name, name: d.serviceAccount.Name}.user()
 }
 
 // create runs a create, which may have been made by an earlier test.
