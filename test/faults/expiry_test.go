@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,56 @@ const goneStatus = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"F
 type expirer struct {
 	expiring atomic.Bool
 	served   atomic.Int64
+
+	mu sync.Mutex
+	// watches are the bodies of the watches open now, for endWatches.
+	watches map[*endableBody]struct{}
+}
+
+// endWatches ends every watch open now as the API server ends one at its
+// timeout: the stream ends cleanly, so each informer resumes from its
+// resource version (a cut connection may make it list again instead).
+func (e *expirer) endWatches() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for b := range e.watches {
+		b.end()
+	}
+	n := len(e.watches)
+	clear(e.watches)
+	return n
+}
+
+// track keeps the body of a watch until it ends.
+func (e *expirer) track(resp *http.Response) {
+	b := &endableBody{ReadCloser: resp.Body}
+	resp.Body = b
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.watches == nil {
+		e.watches = map[*endableBody]struct{}{}
+	}
+	e.watches[b] = struct{}{}
+}
+
+// endableBody is a response body that end makes read as a clean end of
+// stream (io.EOF) rather than the error closing it underneath gives.
+type endableBody struct {
+	io.ReadCloser
+	ended atomic.Bool
+}
+
+func (b *endableBody) end() {
+	b.ended.Store(true)
+	b.ReadCloser.Close()
+}
+
+func (b *endableBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && b.ended.Load() {
+		return n, io.EOF
+	}
+	return n, err
 }
 
 func (e *expirer) wrap(cfg *rest.Config) *rest.Config {
@@ -33,7 +84,11 @@ func (e *expirer) wrap(cfg *rest.Config) *rest.Config {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()
 			if !e.expiring.Load() || q.Get("watch") != "true" || q.Get("sendInitialEvents") == "true" || q.Get("resourceVersion") == "" {
-				return rt.RoundTrip(req)
+				resp, err := rt.RoundTrip(req)
+				if err == nil && q.Get("watch") == "true" {
+					e.track(resp)
+				}
+				return resp, err
 			}
 			e.served.Add(1)
 			return &http.Response{
