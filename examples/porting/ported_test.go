@@ -30,7 +30,7 @@ func fromControllerRuntime(r crreconcile.Reconciler) reconcile.Reconciler[reconc
 		case res.RequeueAfter > 0:
 			return reconcile.RequeueAfter(res.RequeueAfter), nil
 		case res.Requeue: //lint:ignore SA1019 ported code may still set it
-			return reconcile.RequeueAfter(0), nil // with the rate limiter's backoff, as controller-runtime does
+			return reconcile.RequeueWithBackoff(), nil
 		}
 		return reconcile.Done(), nil
 	})

@@ -34,3 +34,19 @@ func Example_result() {
 	// true
 	// false
 }
+
+// Each controller-runtime Result, and what it becomes: RequeueAfter with a
+// delay of zero or less is Done, as controller-runtime treats it.
+func Example_resultForms() {
+	fmt.Println(reconcile.Done())                     // Result{}
+	fmt.Println(reconcile.RequeueAfter(time.Minute))  // Result{RequeueAfter: time.Minute}
+	fmt.Println(reconcile.RequeueAfter(0))            // Result{RequeueAfter: 0}
+	fmt.Println(reconcile.RequeueAfter(-time.Minute)) // Result{RequeueAfter: -time.Minute}
+	fmt.Println(reconcile.RequeueWithBackoff())       // Result{Requeue: true}
+	// Output:
+	// done
+	// requeue after 1m0s
+	// done
+	// done
+	// requeue with backoff
+}

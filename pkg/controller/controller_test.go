@@ -197,15 +197,33 @@ func TestResultPaths(t *testing.T) {
 		times:   ms(0, 1000, 2000),
 		results: map[string]float64{metrics.ResultRequeueAfter: 2, metrics.ResultSuccess: 1},
 	}, {
-		name: "requeue after zero backs off",
+		name: "requeue with backoff",
 		do: func(_ context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
 			if n < 3 {
-				return reconcile.RequeueAfter(0), nil
+				return reconcile.RequeueWithBackoff(), nil
 			}
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 5, 15),
 		results: map[string]float64{metrics.ResultRequeue: 2, metrics.ResultSuccess: 1},
+	}, {
+		// A mechanical port of controller-runtime's Result{RequeueAfter: d}
+		// with a d computed as zero or less (time.Until a past deadline)
+		// must finish there, as it does on controller-runtime, not requeue
+		// with backoff forever.
+		name: "requeue after zero is done",
+		do: func(context.Context, reconcile.Request, int) (reconcile.Result, error) {
+			return reconcile.RequeueAfter(0), nil
+		},
+		times:   ms(0),
+		results: map[string]float64{metrics.ResultSuccess: 1},
+	}, {
+		name: "requeue after a negative delay is done",
+		do: func(context.Context, reconcile.Request, int) (reconcile.Result, error) {
+			return reconcile.RequeueAfter(-time.Minute), nil
+		},
+		times:   ms(0),
+		results: map[string]float64{metrics.ResultSuccess: 1},
 	}, {
 		name: "a requeue after a delay resets the backoff",
 		do: func(_ context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
@@ -362,7 +380,7 @@ func TestConcurrency(t *testing.T) {
 				total--
 				mu.Unlock()
 				if n <= 12 {
-					return reconcile.RequeueAfter(0), nil
+					return reconcile.RequeueWithBackoff(), nil
 				}
 				return reconcile.Done(), nil
 			})

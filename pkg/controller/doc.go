@@ -20,10 +20,12 @@
 //     MaxConcurrentReconciles+1. Options.DisableSpareWorkers turns them
 //     off.
 //   - Every outcome handled: on Done the key is forgotten (its backoff
-//     reset); on RequeueAfter(d) it is queued again after d; on an error it
-//     is retried after the rate limiter's per-key backoff, unless the error
-//     is terminal (reconcile.Terminal), which is logged and counted but not
-//     retried. Done is always called, so a key is never stuck.
+//     reset); on RequeueAfter(d) it is queued again after d (a d of zero or
+//     less is Done, as on controller-runtime); on RequeueWithBackoff, or an
+//     error, it is queued again after the rate limiter's per-key backoff,
+//     unless the error is terminal (reconcile.Terminal), which is logged
+//     and counted but not retried. Done is always called, so a key is never
+//     stuck.
 //   - Panics recovered: a panicking reconciler is recovered, logged with its
 //     stack, counted and retried with backoff, unless Options.CrashOnPanic.
 //   - Bounded: Options.ReconcileTimeout ends a reconcile's context with a

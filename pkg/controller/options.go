@@ -33,7 +33,7 @@ type Options[K comparable] struct {
 	MaxConcurrentReconciles int
 
 	// RateLimiter decides how long a key waits before it is retried after
-	// an error, or requeued by reconcile.RequeueAfter(0). Defaults to the
+	// an error, or requeued by reconcile.RequeueWithBackoff. Defaults to the
 	// queue's: per-key exponential backoff from 5ms, doubling with each
 	// retry, at most 1000s, reset when a reconcile of the key succeeds.
 	RateLimiter workqueue.TypedRateLimiter[K]

@@ -33,7 +33,7 @@ func TestTracingWithoutMetrics(t *testing.T) {
 	var calls atomic.Int32
 	r := reconcile.Func[reconcile.Request](func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if req.Name == "a" && calls.Add(1) == 1 {
-			return reconcile.RequeueAfter(0), nil // requeued with backoff
+			return reconcile.RequeueWithBackoff(), nil
 		}
 		return reconcile.Done(), nil
 	})

@@ -105,6 +105,18 @@ func TestDifferences(t *testing.T) {
 		})
 	})
 
+	t.Run("ReAddRejoinsAtDone", func(t *testing.T) {
+		q := newQueue(t, Options[string]{})
+		q.Add("a")
+		a, _, _ := q.Get()
+		q.Add(a)   // re-added while processing, first
+		q.Add("b") // then another key, at the same priority
+		q.Done(a)
+		if diff := cmp.Diff([]string{"b", "a"}, drain(t, q)); diff != "" {
+			t.Errorf("order after Done (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("RateLimitedAndAfterLongerWins", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			q := newQueue(t, Options[string]{RateLimiter: fixedLimiter(3 * time.Second)})

@@ -77,6 +77,11 @@
 //     controller-runtime's Len also counts keys added again while being
 //     processed. (workqueue_depth counts those, as in both peers: see
 //     package metrics.)
+//   - [ReAddRejoinsAtDone] A key added again while it is being processed
+//     is queued at Done as if added then: behind the keys of its priority
+//     added meanwhile, even those added after it. client-go does the same;
+//     controller-runtime's keeps the place of the re-add, so there it comes
+//     before the keys added after it.
 //   - [RateLimitedAndAfterLongerWins] AddOpts with RateLimited and After
 //     delays by the longer of the two: the rate limiter's delay still
 //     holds, and After is a floor. controller-runtime uses the shorter, so

@@ -10,7 +10,9 @@
 //     changed. It reads the current state (through a cache Lister) and acts
 //     on that, so a missed or merged event loses nothing.
 //   - Results that cannot contradict themselves: the zero Result, also
-//     Done(), means finished; RequeueAfter(d) asks to run again after d;
+//     Done(), means finished; RequeueAfter(d) asks to run again after d,
+//     and is Done() for a d of zero or less, as on controller-runtime;
+//     RequeueWithBackoff() asks to run again after the per-key backoff;
 //     WithPriority sets the requeue's priority. There is no flag pair.
 //   - Errors retry: a non-nil error is retried with the controller's
 //     per-key backoff, unless it wraps Terminal, which is logged, counted

@@ -42,9 +42,10 @@ var _ Reconciler[Request] = Func[Request](nil)
 func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return f(ctx, key) }
 
 // Result says what happens to a key after a Reconcile that returned no
-// error. Build it with Done or RequeueAfter; the zero value is Done().
+// error. Build it with Done, RequeueAfter or RequeueWithBackoff; the zero
+// value is Done().
 type Result struct {
-	after       time.Duration // with requeue: the delay; <= 0: the rate limiter's
+	after       time.Duration // with requeue: the delay, > 0; 0: the rate limiter's
 	requeue     bool
 	priority    int
 	hasPriority bool
@@ -56,10 +57,25 @@ func Done() Result { return Result{} }
 
 // RequeueAfter asks for the key to be reconciled again once d has passed,
 // for work that waits on something no event announces (an external system,
-// a clock). Its retry backoff is reset, as for Done. A d of zero or less
-// requeues after the controller's per-key backoff instead, so a reconciler
-// cannot loop hot.
-func RequeueAfter(d time.Duration) Result { return Result{after: d, requeue: true} }
+// a clock). Its retry backoff is reset, as for Done.
+//
+// A d of zero or less is Done(), as controller-runtime treats a
+// Result{RequeueAfter: d} with such a d: RequeueAfter(time.Until(deadline))
+// with the deadline passed means there is nothing left to wait for.
+// RequeueWithBackoff asks for a requeue without a delay of its own.
+func RequeueAfter(d time.Duration) Result {
+	if d <= 0 {
+		return Done()
+	}
+	return Result{after: d, requeue: true}
+}
+
+// RequeueWithBackoff asks for the key to be reconciled again after the
+// controller's per-key backoff, which grows with each requeue in a row, as
+// after an error, but without logging or counting an error. It is
+// controller-runtime's Result{Requeue: true}. Its backoff is reset by the
+// next Done or RequeueAfter.
+func RequeueWithBackoff() Result { return Result{requeue: true} }
 
 // WithPriority returns r with the requeue at priority p (see package queue:
 // higher is served first). Without it the requeue keeps the priority the key
@@ -73,13 +89,9 @@ func (r Result) WithPriority(p int) Result {
 func (r Result) IsDone() bool { return !r.requeue }
 
 // Requeue reports whether r asks for a requeue, and after how long: a
-// positive delay, or zero for the controller's per-key backoff.
-func (r Result) Requeue() (after time.Duration, ok bool) {
-	if !r.requeue {
-		return 0, false
-	}
-	return max(r.after, 0), true
-}
+// positive delay (RequeueAfter), or zero for the controller's per-key
+// backoff (RequeueWithBackoff).
+func (r Result) Requeue() (after time.Duration, ok bool) { return r.after, r.requeue }
 
 // Priority returns the priority set by WithPriority, if any.
 func (r Result) Priority() (p int, ok bool) { return r.priority, r.hasPriority }

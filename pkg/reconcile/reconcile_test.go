@@ -24,8 +24,10 @@ func TestResult(t *testing.T) {
 		{name: "zero", r: reconcile.Result{}, done: true, str: "done"},
 		{name: "Done", r: reconcile.Done(), done: true, str: "done"},
 		{name: "RequeueAfter", r: reconcile.RequeueAfter(3 * time.Second), after: 3 * time.Second, str: "requeue after 3s"},
-		{name: "RequeueAfter zero backs off", r: reconcile.RequeueAfter(0), str: "requeue with backoff"},
-		{name: "RequeueAfter negative backs off", r: reconcile.RequeueAfter(-time.Second), str: "requeue with backoff"},
+		{name: "RequeueAfter zero is done", r: reconcile.RequeueAfter(0), done: true, str: "done"},
+		{name: "RequeueAfter negative is done", r: reconcile.RequeueAfter(-time.Second), done: true, str: "done"},
+		{name: "RequeueWithBackoff", r: reconcile.RequeueWithBackoff(), str: "requeue with backoff"},
+		{name: "RequeueWithBackoff WithPriority", r: reconcile.RequeueWithBackoff().WithPriority(2), priority: 2, havePriority: true, str: "requeue with backoff at priority 2"},
 		{name: "WithPriority", r: reconcile.RequeueAfter(time.Minute).WithPriority(-100), after: time.Minute, priority: -100, havePriority: true, str: "requeue after 1m0s at priority -100"},
 		{name: "Done WithPriority stays done", r: reconcile.Done().WithPriority(5), done: true, priority: 5, havePriority: true, str: "done"},
 	}

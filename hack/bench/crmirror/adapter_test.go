@@ -26,7 +26,7 @@ func TestAdapter(t *testing.T) {
 		{name: "done", res: opkit.Done(), want: ctrl.Result{}},
 		{name: "requeue after", res: opkit.RequeueAfter(time.Minute), want: ctrl.Result{RequeueAfter: time.Minute}},
 		//lint:ignore SA1019 the rate-limited requeue is what the adapter maps to.
-		{name: "requeue with backoff", res: opkit.RequeueAfter(0), want: ctrl.Result{Requeue: true}},
+		{name: "requeue with backoff", res: opkit.RequeueWithBackoff(), want: ctrl.Result{Requeue: true}},
 		{name: "error", res: opkit.Done(), err: boom, wantErr: boom},
 		{name: "terminal", res: opkit.Done(), err: opkit.Terminal(boom), wantErr: boom, wantTerminal: true},
 	} {
