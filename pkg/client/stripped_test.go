@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -23,9 +24,10 @@ import (
 )
 
 // A write-back of what the cached client read keeps what the cache
-// stripped: kubectl apply's last-applied annotation survives an Update
-// (and controllerutil.CreateOrUpdate, CreateOrPatch) of a copy that lacks
-// it, so the next kubectl apply still prunes what its manifest dropped.
+// stripped: kubectl apply's last-applied annotation survives an Update,
+// typed or unstructured, controllerutil.CreateOrUpdate and CreateOrPatch
+// of a copy that lacks it, so the next kubectl apply still prunes what its
+// manifest dropped.
 // managedFields, also stripped, survive as well. The ConfigMap is
 // created and changed by the real kubectl, as a user would.
 func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
@@ -43,6 +45,17 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			}
 			cm.Data["mine"] = "x"
 			return cl.Update(ctx, cm)
+		}},
+		{"Update unstructured", "updated-unstructured", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(configMapGVK)
+			if err := cl.Get(ctx, crclient.ObjectKeyFromObject(cm), u); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedField(u.Object, "x", "data", "mine"); err != nil {
+				return err
+			}
+			return cl.Update(ctx, u)
 		}},
 		{"CreateOrUpdate", "created-or-updated", func(ctx context.Context, cm *corev1.ConfigMap) error {
 			_, err := controllerutil.CreateOrUpdate(ctx, cl, cm, func() error {
@@ -127,8 +140,8 @@ func (k kubectl) apply(t *testing.T, ns, name, data string) {
 	}
 }
 
-// startManager starts a manager that caches the ConfigMaps of ns, as
-// they are cached by default, and returns it once synced.
+// startManager starts a manager that caches the ConfigMaps of ns, typed
+// and unstructured, as they are cached by default, and returns it once synced.
 func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*corev1.ConfigMap]) {
 	t.Helper()
 	mgr, err := manager.New(env.Config(), manager.Options{
@@ -144,6 +157,9 @@ func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*cor
 	}
 	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.Unstructured(mgr.Cache(), configMapGVK, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
