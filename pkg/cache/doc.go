@@ -11,7 +11,12 @@
 //     an object, and almost no reconciler reads them. A reconciler that
 //     does must opt out per type with TypeOptions.KeepManagedFields or
 //     TypeOptions.KeepLastApplied. Transforms of your own run after the
-//     stripping.
+//     stripping. A copy of a cached object lacks what was stripped: write
+//     it back through the manager's CachedClient (package pkg/client),
+//     whose Update keeps the stripped fields on the API server, or with a
+//     patch from the cached object. A plain update of the copy through
+//     any other client deletes them there, and with the last-applied
+//     annotation the merge base of the next kubectl apply.
 //   - Compact: objects of one informer share what they have in common.
 //     Equal label, annotation, node-selector and resource maps are one map,
 //     and repeated strings (namespaces, label keys and values, images, owner

@@ -33,6 +33,21 @@
 //     Other field selectors, client.Limit and client.Continue are errors
 //     wrapping errors.ErrUnsupported. UnsafeDisableDeepCopy is ignored:
 //     reads always copy.
+//   - Write-backs keep what the cache strips: an Update of an object that
+//     the cache holds at the object's own resourceVersion (a copy read
+//     from it, modified) is sent as a JSON merge patch from the cached
+//     copy to the object, conditional on that resourceVersion as the
+//     update is. Fields the cache strips, and the copy therefore lacks,
+//     are in neither and stay on the API server: managedFields, kubectl's
+//     last-applied annotation, whatever a cache.TypeOptions.Transform
+//     drops. Everything the caller changed or removed is written, in one
+//     request (TestWriteBackKeepsWhatTheCacheStripped,
+//     TestUpdateOfACachedCopyIsStillAnUpdate). Any other Update (no
+//     resourceVersion, an object the cache does not hold or holds at
+//     another version) is sent as an update. Patches from a read
+//     (client.MergeFrom, controllerutil.CreateOrPatch) never carried the
+//     stripped fields. To delete a stripped field, write through
+//     manager.Manager.Client an object read from the API server.
 //   - Get and List only: GetOptions (a resourceVersion, say) are ignored,
 //     and subresources (client.SubResource, Status) are read and written
 //     through the writing client, that is the API server.
@@ -44,6 +59,18 @@
 // modify it. Use the cached client to port controller-runtime code and to
 // call controller-runtime's helpers: each object read costs a deep copy,
 // as on controller-runtime.
+//
+// # Why Update turns into a patch
+//
+// On controller-runtime, whose cache keeps every field, reading a copy,
+// changing it and updating it keeps kubectl apply's merge base; a plain
+// update of opkit's stripped copy would delete it, and the next kubectl
+// apply would no longer prune what its manifest dropped. Keeping the
+// annotation in the cache instead would store a second copy of every
+// object kubectl's client-side apply created (the annotation is the whole
+// applied object), and would not help fields a Transform drops. The patch
+// costs a copy of the cached object and two JSON encodings per Update, and
+// no extra request; admission sees an UPDATE either way.
 //
 // # Writing: apply and skipped writes
 //
@@ -117,4 +144,7 @@
 //     (TestGetOfAClusterScopedKindWithANamespace).
 //   - UnsafeDisableDeepCopy is ignored: every read is a copy the caller
 //     owns (TestModifyingWhatWasReadLeavesTheCache).
+//   - Update of a copy the cache holds is a merge patch (see above), so
+//     it keeps the fields the cache strips, as controller-runtime's
+//     update of its unstripped copy does.
 package client

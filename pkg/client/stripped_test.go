@@ -1,0 +1,240 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	opkitclient "github.com/opkit-dev/opkit/pkg/client"
+	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/testenv"
+)
+
+// A write-back of what the cached client read keeps what the cache
+// stripped: kubectl apply's last-applied annotation survives an Update,
+// typed or unstructured, controllerutil.CreateOrUpdate and CreateOrPatch
+// of a copy that lacks it, so the next kubectl apply still prunes what its
+// manifest dropped.
+// managedFields, also stripped, survive as well. The ConfigMap is
+// created and changed by the real kubectl, as a user would.
+func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
+	kubectl := kubectlFor(t)
+	ns := env.Namespace(t)
+	mgr, configMaps := startManager(t, ns)
+	cl := mgr.CachedClient()
+	writes := []struct {
+		name, object string
+		write        func(ctx context.Context, cm *corev1.ConfigMap) error
+	}{
+		{"Update", "updated", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			if err := cl.Get(ctx, crclient.ObjectKeyFromObject(cm), cm); err != nil {
+				return err
+			}
+			cm.Data["mine"] = "x"
+			return cl.Update(ctx, cm)
+		}},
+		{"Update unstructured", "updated-unstructured", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(configMapGVK)
+			if err := cl.Get(ctx, crclient.ObjectKeyFromObject(cm), u); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedField(u.Object, "x", "data", "mine"); err != nil {
+				return err
+			}
+			return cl.Update(ctx, u)
+		}},
+		{"CreateOrUpdate", "created-or-updated", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			_, err := controllerutil.CreateOrUpdate(ctx, cl, cm, func() error {
+				cm.Data["mine"] = "x"
+				return nil
+			})
+			return err
+		}},
+		{"CreateOrPatch", "created-or-patched", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			_, err := controllerutil.CreateOrPatch(ctx, cl, cm, func() error {
+				cm.Data["mine"] = "x"
+				return nil
+			})
+			return err
+		}},
+	}
+	for _, w := range writes {
+		name := w.name
+		t.Run(name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{}
+			cm.Namespace, cm.Name = ns, w.object
+			kubectl.apply(t, ns, cm.Name, `{"keep": "1", "drop": "1"}`)
+			live := &corev1.ConfigMap{}
+			if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			if err := configMaps.WaitFor(ctx, live); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := w.write(t.Context(), cm); err != nil {
+				t.Fatalf("%s through the cached client: %v", name, err)
+			}
+			if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := live.Annotations[cache.LastAppliedAnnotation]; !ok {
+				t.Errorf("after %s through the cached client, the API server's object has lost %s (annotations %v)", name, cache.LastAppliedAnnotation, live.Annotations)
+			}
+			if len(live.ManagedFields) == 0 {
+				t.Errorf("after %s through the cached client, the API server's object has lost its managedFields", name)
+			}
+
+			kubectl.apply(t, ns, cm.Name, `{"keep": "1"}`)
+			if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]string{"keep": "1", "mine": "x"}, live.Data); diff != "" {
+				t.Errorf("kubectl apply without drop after %s: data (-want +got):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+// kubectl runs the test control plane's kubectl against env.
+type kubectl struct{ path, kubeconfig string }
+
+func kubectlFor(t *testing.T) kubectl {
+	t.Helper()
+	p, err := testenv.Kubectl()
+	if err != nil {
+		t.Skip(err)
+	}
+	k := kubectl{path: p, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+	if err := env.WriteKubeconfig(k.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// apply runs kubectl apply (client-side, which keeps the last-applied
+// annotation) of a ConfigMap with the given data, as JSON.
+func (k kubectl) apply(t *testing.T, ns, name, data string) {
+	t.Helper()
+	manifest := `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "` + ns + `", "name": "` + name + `"}, "data": ` + data + `}`
+	cmd := exec.CommandContext(t.Context(), k.path, "--kubeconfig", k.kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = bytes.NewBufferString(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply %s: %v\n%s", name, err, out)
+	}
+}
+
+// startManager starts a manager that caches the ConfigMaps of ns, typed
+// and unstructured, as they are cached by default, and returns it once synced.
+func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*corev1.ConfigMap]) {
+	t.Helper()
+	mgr, err := manager.New(env.Config(), manager.Options{
+		Metrics: manager.MetricsOptions{BindAddress: "127.0.0.1:0"},
+		Health:  manager.HealthOptions{BindAddress: "127.0.0.1:0"},
+		Cache: cache.Options{
+			Namespaces: []string{ns},
+			Mutations:  cache.MutationOptions{OnMutation: testenv.ReportMutations(t)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.Unstructured(mgr.Cache(), configMapGVK, cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager Start: %v", err)
+		}
+	})
+	syncCtx, cancelSync := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelSync()
+	if err := mgr.Cache().WaitForSync(syncCtx); err != nil {
+		t.Fatal(err)
+	}
+	return mgr, configMaps
+}
+
+// An Update sent as a merge patch keeps an update's meaning: what the
+// caller removed from its copy is removed, the field owner is the
+// caller's, and a copy older than the server's is a conflict.
+func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
+	ns := env.Namespace(t)
+	mgr, configMaps := startManager(t, ns)
+	w, err := opkitclient.NewWriter(mgr.CachedClient(), opkitclient.WriterOptions{Controller: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c", Labels: map[string]string{"team": "a"}},
+		Data:       map[string]string{"keep": "1", "drop": "1"},
+	}
+	if err := mgr.Client().Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := configMaps.WaitFor(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	read := &corev1.ConfigMap{}
+	if err := w.Get(t.Context(), crclient.ObjectKeyFromObject(cm), read); err != nil {
+		t.Fatal(err)
+	}
+	stale := read.DeepCopy()
+	read.Labels = nil
+	delete(read.Data, "drop")
+	read.Data["new"] = "1"
+	if err := w.Update(t.Context(), read); err != nil {
+		t.Fatal(err)
+	}
+	live := &corev1.ConfigMap{}
+	if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"keep": "1", "new": "1"}, live.Data); diff != "" || live.Labels != nil {
+		t.Errorf("after the Update: labels %v, data (-want +got):\n%s", live.Labels, diff)
+	}
+	if read.ResourceVersion != live.ResourceVersion {
+		t.Errorf("Update left resourceVersion %s in the caller's object; the server has %s", read.ResourceVersion, live.ResourceVersion)
+	}
+	var managers []string
+	for _, f := range live.ManagedFields {
+		managers = append(managers, f.Manager+"/"+string(f.Operation))
+	}
+	if !slices.Contains(managers, "web/Update") {
+		t.Errorf("field managers %v, want web/Update among them", managers)
+	}
+
+	if err := configMaps.WaitFor(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	stale.Data["late"] = "1"
+	if err := w.Update(t.Context(), stale); !apierrors.IsConflict(err) {
+		t.Errorf("Update of a copy older than the server's = %v, want a conflict", err)
+	}
+}

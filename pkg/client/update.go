@@ -1,0 +1,71 @@
+package client
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Update writes obj without deleting what the cache strips. A plain
+// update replaces the whole object, so a copy read from the cache, which
+// lacks managedFields and the last-applied annotation (and whatever a
+// cache.TypeOptions.Transform drops), would remove from the API server
+// what its reader never saw. So when the cache holds obj at obj's own
+// resourceVersion, the object obj was read as, Update sends the
+// difference between the two as a JSON merge patch, conditional on that
+// resourceVersion as the update is: a field the cached copy and obj both
+// lack is not in the patch and stays on the server as it is. Otherwise
+// (no resourceVersion, an object the cache does not hold or holds at
+// another version) it is a plain update.
+func (c *cached) Update(ctx context.Context, obj crclient.Object, opts ...crclient.UpdateOption) error {
+	read, ok := c.readAs(ctx, obj)
+	if !ok {
+		return c.Client.Update(ctx, obj, opts...)
+	}
+	patch := crclient.MergeFromWithOptions(read, crclient.MergeFromWithOptimisticLock{})
+	return c.Client.Patch(ctx, obj, patch, patchOptions(opts))
+}
+
+// readAs returns a copy of the cached object obj was read as: the same
+// uid and resourceVersion. It reports false when the cache holds no such
+// object.
+func (c *cached) readAs(ctx context.Context, obj crclient.Object) (crclient.Object, bool) {
+	rv := obj.GetResourceVersion()
+	if rv == "" {
+		return nil, false
+	}
+	read, ok := obj.DeepCopyObject().(crclient.Object)
+	if !ok {
+		return nil, false
+	}
+	if err := c.reader.Get(ctx, crclient.ObjectKeyFromObject(obj), read); err != nil {
+		return nil, false
+	}
+	if read.GetUID() != obj.GetUID() || read.GetResourceVersion() != rv {
+		return nil, false
+	}
+	// The patch is the difference in fields; the kind is not one.
+	read.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	return read, true
+}
+
+// patchOptions are the options of an update, for the patch that replaces it.
+func patchOptions(opts []crclient.UpdateOption) *crclient.PatchOptions {
+	u := &crclient.UpdateOptions{}
+	u.ApplyOptions(opts)
+	p := &crclient.PatchOptions{
+		DryRun:                           u.DryRun,
+		FieldManager:                     u.FieldManager,
+		FieldValidation:                  u.FieldValidation,
+		DisableReadYourWritesConsistency: u.DisableReadYourWritesConsistency,
+	}
+	if u.Raw != nil {
+		p.Raw = &metav1.PatchOptions{
+			DryRun:          u.Raw.DryRun,
+			FieldManager:    u.Raw.FieldManager,
+			FieldValidation: u.Raw.FieldValidation,
+		}
+	}
+	return p
+}
