@@ -59,6 +59,9 @@ type Cache struct {
 	// lazyDetectors watch the objects LazyListers fetched, with
 	// MutationOptions.Detect on.
 	lazyDetectors []*detector
+	// mutationFound wakes the periodic mutation check when a detector
+	// finds a replaced object modified; nil with MutationOptions.Detect off.
+	mutationFound chan struct{}
 	// run starts a registration's informers; nil until Start, which binds
 	// it to its context.
 	run func(*registration)
@@ -110,6 +113,9 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		codecs:     serializer.NewCodecFactory(opts.Scheme),
 		paramCodec: runtime.NewParameterCodec(opts.Scheme),
 		log:        opts.Logger,
+	}
+	if opts.Mutations.Detect {
+		c.mutationFound = make(chan struct{}, 1)
 	}
 	m, err := newMetrics(opts.Registerer, c)
 	if err != nil {

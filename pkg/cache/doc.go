@@ -166,7 +166,10 @@
 // With Options.Mutations.Detect, or OPKIT_CACHE_MUTATION_DETECTOR=true in
 // the environment (testenv.Main sets it), the cache keeps a deep copy of
 // each object as it enters the cache and compares every
-// Options.Mutations.Interval (1s) and on Cache.CheckMutations. A modified
+// Options.Mutations.Interval (1s), on Cache.CheckMutations, and when a
+// watch event replaces the object: a reader that modifies a cached object
+// and writes it back is reported though its write replaces the object
+// before the next check (TestModifiedThenWrittenIsReported). A modified
 // object is reported once, as a *MutationError that names its kind,
 // namespace/name and the changed fields (such as data.k), with a diff, to
 // Options.Mutations.OnMutation: by default a panic with that message;

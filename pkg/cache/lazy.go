@@ -109,7 +109,7 @@ func Lazy[T Object](c *Cache, opts TypeOptions) (*LazyLister[T], error) {
 	}
 	c.metrics.lazyRegistered(m.reg)
 	if c.opts.Mutations.Detect {
-		l.detector = newDetector(gvk)
+		l.detector = newDetector(gvk, c.mutationFound)
 		c.mu.Lock()
 		c.lazyDetectors = append(c.lazyDetectors, l.detector)
 		c.mu.Unlock()

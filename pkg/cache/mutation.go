@@ -36,9 +36,11 @@ const DefaultMutationCheckInterval = time.Second
 // cached object and a comparison of each every Interval: meant for tests.
 type MutationOptions struct {
 	// Detect keeps a deep copy of each object as it enters the cache, and
-	// compares the cached object with it every Interval and on
-	// Cache.CheckMutations. Defaults to false, or true when the
-	// OPKIT_CACHE_MUTATION_DETECTOR variable is "true".
+	// compares the cached object with it every Interval, on
+	// Cache.CheckMutations, and when a watch event replaces the object (so
+	// that an object modified and then written back is caught, though its
+	// write's event replaces it before the next check). Defaults to false,
+	// or true when the OPKIT_CACHE_MUTATION_DETECTOR variable is "true".
 	Detect bool
 	// TraceReads makes Lister reads record, per object, the first
 	// function outside the cache that read it, so that a report says
@@ -50,8 +52,11 @@ type MutationOptions struct {
 	// means only on Cache.CheckMutations. Defaults to
 	// DefaultMutationCheckInterval.
 	Interval time.Duration
-	// OnMutation receives each modification found by a periodic check,
-	// once. Defaults to panicking with the error's message;
+	// OnMutation receives each modification found by a periodic check or
+	// when the object was replaced, once, from the goroutine of the
+	// periodic check; a replaced object's report wakes it at once. With a
+	// negative Interval, reports go only to Cache.CheckMutations' result.
+	// Defaults to panicking with the error's message;
 	// testenv.ReportMutations fails the running test instead.
 	OnMutation func(*MutationError)
 }
@@ -81,12 +86,19 @@ type MutationError struct {
 	// ReadAt lists where Listers handed the object out, as
 	// "file:line by function", with TraceReads on; else nil.
 	ReadAt []string
+	// replaced: found when a watch event replaced or removed the object,
+	// not by a comparison of the objects still cached.
+	replaced bool
 }
 
 func (e *MutationError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache: a cached %s %s was modified in place (changed: %s); objects from a Lister are shared: DeepCopy before modifying",
+	fmt.Fprintf(&b, "cache: a cached %s %s was modified in place (changed: %s)",
 		e.GVK.Kind, objectKey(e.Namespace, e.Name), strings.Join(e.Fields, ", "))
+	if e.replaced {
+		b.WriteString(" before a watch event replaced it, as when a reader writes back the object it modified")
+	}
+	b.WriteString("; objects from a Lister are shared: DeepCopy before modifying")
 	if len(e.ReadAt) > 0 {
 		fmt.Fprintf(&b, "; it was read at %s", strings.Join(e.ReadAt, "; "))
 	} else {
@@ -105,10 +117,20 @@ func objectKey(namespace, name string) string {
 
 // detector keeps, per store key, the object last ingested and a deep copy
 // of it as it was then.
+//
+// An entry is compared when a newer object of its key replaces it, or it is
+// forgotten, as well as by check: a reader that modifies a cached object
+// and writes it back has the write's watch event replace the object, often
+// before any check.
 type detector struct {
-	gvk     schema.GroupVersionKind
+	gvk schema.GroupVersionKind
+	// found, if not nil, is signalled without blocking when pending grows.
+	found   chan<- struct{}
 	mu      sync.Mutex
 	entries map[string]*ingested
+	// pending are the reports of replaced or forgotten entries, until
+	// check returns them.
+	pending []*MutationError
 }
 
 type ingested struct {
@@ -116,8 +138,10 @@ type ingested struct {
 	readAt    []string
 }
 
-func newDetector(gvk schema.GroupVersionKind) *detector {
-	return &detector{gvk: gvk, entries: map[string]*ingested{}}
+// newDetector returns the detector of objects of kind gvk, which signals
+// found, if not nil, when a replaced object turns out modified.
+func newDetector(gvk schema.GroupVersionKind, found chan<- struct{}) *detector {
+	return &detector{gvk: gvk, found: found, entries: map[string]*ingested{}}
 }
 
 // wrap returns a transform that runs next and then records its result.
@@ -129,37 +153,59 @@ func (d *detector) wrap(next toolscache.TransformFunc) toolscache.TransformFunc 
 		}
 		if o, ok := obj.(apiruntime.Object); ok {
 			if key, err := toolscache.MetaNamespaceKeyFunc(o); err == nil {
-				d.mu.Lock()
-				d.entries[key] = &ingested{obj: o, copy: o.DeepCopyObject()}
-				d.mu.Unlock()
+				d.record(key, o)
 			}
 		}
 		return obj, nil
 	}
 }
 
-// record keeps obj, as it is now, under key: for objects that enter a
-// cache other than through an informer (LazyLister's fetches).
+// record keeps obj, as it is now, under key, in place of what was kept:
+// objects an informer ingests (wrap), and objects that enter a cache
+// otherwise (LazyLister's fetches).
 func (d *detector) record(key string, obj apiruntime.Object) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retire(key)
 	d.entries[key] = &ingested{obj: obj, copy: obj.DeepCopyObject()}
-	d.mu.Unlock()
 }
 
 // forget stops watching what is kept under key.
 func (d *detector) forget(key string) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retire(key)
 	delete(d.entries, key)
-	d.mu.Unlock()
+}
+
+// retire compares what is kept under key, about to be replaced or
+// dropped, with its copy, and keeps a report for check if it was modified.
+// The caller holds d.mu.
+func (d *detector) retire(key string) {
+	e := d.entries[key]
+	if e == nil || reflect.DeepEqual(e.obj, e.copy) {
+		return
+	}
+	r := d.report(e)
+	r.replaced = true
+	d.pending = append(d.pending, r)
+	if d.found != nil {
+		select {
+		case d.found <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // check returns an error per object modified since it was ingested or last
 // reported, and takes a new copy of each, so that a modification is
-// reported once.
+// reported once; and the reports of modified objects replaced or forgotten
+// since the last check.
 func (d *detector) check() []*MutationError {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []*MutationError
+	out := d.pending
+	d.pending = nil
 	for _, e := range d.entries {
 		if reflect.DeepEqual(e.obj, e.copy) {
 			continue
@@ -300,7 +346,8 @@ func (c *Cache) detectors() []*detector {
 }
 
 // checkMutations reports through OnMutation what a check finds, every
-// Interval until ctx ends.
+// Interval, and as soon as a detector found a replaced object modified,
+// until ctx ends.
 func (c *Cache) checkMutations(ctx context.Context) {
 	t := time.NewTicker(c.opts.Mutations.Interval)
 	defer t.Stop()
@@ -309,6 +356,7 @@ func (c *Cache) checkMutations(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.mutationFound:
 		}
 		for _, d := range c.detectors() {
 			for _, err := range d.check() {

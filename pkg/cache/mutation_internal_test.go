@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 func TestDetectorReportsEachModificationOnce(t *testing.T) {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	d := newDetector(gvk)
+	d := newDetector(gvk, nil)
 	ingest := d.wrap(func(obj any) (any, error) { return obj, nil })
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", Labels: map[string]string{"app": "x"}},
@@ -78,5 +79,45 @@ func TestDocumentedDefaults(t *testing.T) {
 	}
 	if DefaultCRDPollInterval != 2*time.Second {
 		t.Errorf("DefaultCRDPollInterval = %v; the package doc says 2s", DefaultCRDPollInterval)
+	}
+}
+
+// A modified object is reported when a newer one replaces it or it is
+// forgotten, and the detector's found channel is signalled; an unmodified
+// one is not.
+func TestDetectorReportsModifiedObjectsItReplaces(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	found := make(chan struct{}, 1)
+	d := newDetector(gvk, found)
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "a"}}}
+	}
+	a, b, c := cm("a"), cm("b"), cm("c")
+	for _, o := range []*corev1.ConfigMap{a, b, c} {
+		d.record(objectKey(o.Namespace, o.Name), o)
+	}
+	a.Labels["x"] = "1"
+	b.Labels["x"] = "1"
+	d.record("ns/a", cm("a")) // a's write came back
+	d.forget("ns/b")          // b was deleted
+	d.record("ns/c", cm("c")) // c, unmodified, was updated
+	select {
+	case <-found:
+	default:
+		t.Error("found not signalled")
+	}
+	got := d.check()
+	var names []string
+	for _, r := range got {
+		names = append(names, r.Name)
+		if !r.replaced || !slices.Equal(r.Fields, []string{"metadata.labels.x"}) {
+			t.Errorf("report of %s: replaced %v, Fields %q", r.Name, r.replaced, r.Fields)
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
+		t.Errorf("reported (-want +got):\n%s", diff)
+	}
+	if again := d.check(); len(again) != 0 {
+		t.Errorf("reported twice: %v", again)
 	}
 }

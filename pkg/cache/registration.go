@@ -305,7 +305,7 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 	transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
 	var d *detector
 	if r.c.opts.Mutations.Detect {
-		d = newDetector(r.key.gvk)
+		d = newDetector(r.key.gvk, r.c.mutationFound)
 		transform = d.wrap(transform)
 	}
 	var st *stamps

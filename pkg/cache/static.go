@@ -102,7 +102,7 @@ func (s *Static[T]) start(r *registration, mapping *meta.RESTMapping) {
 	inf := toolscache.NewSharedIndexInformerWithOptions(&toolscache.ListWatch{}, r.newObject(),
 		toolscache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: r.key.gvk.String()})
 	snaps.store = inf.GetIndexer()
-	d := newDetector(r.key.gvk)
+	d := newDetector(r.key.gvk, nil)
 	s.ingest = d.wrap(ingestTransform(TypeOptions{}, nil, newCompactor()))
 	s.inf = &nsInformer{informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d}
 	r.started = true
