@@ -56,6 +56,8 @@ build: ## Compile every package and the commands into bin/.
 
 # The sample operator serves metrics and probes on loopback ports of their
 # own, so that 'make run' does not collide with anything on :8080.
+# It refuses a taken port before it starts the control plane; move one with,
+# say, make run RUN_FLAGS='--metrics-bind-address 127.0.0.1:18090 --health-probe-bind-address 127.0.0.1:18091'.
 RUN_FLAGS ?= --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081
 
 .PHONY: run

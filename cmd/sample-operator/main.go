@@ -161,6 +161,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.local {
+		// Before anything starts: the control plane and samples take
+		// seconds, and a taken port would fail only after them.
+		if err := checkFree(localListeners(f)); err != nil {
+			return err
+		}
+	}
 	log := newLogger(stderr, f.verbosity)
 	// The garbage collector works harder near the container's memory
 	// limit rather than the kernel killing the container.

@@ -110,7 +110,7 @@ func (r *Reconciler) patch(ctx context.Context, m *v1alpha1.Mirror, src client.O
 	key := copyKey{kind: kind, namespace: base.GetNamespace(), name: base.GetName()}
 	switch {
 	case apierrors.IsInvalid(err):
-		if err := r.deleteCopy(ctx, kind, base.GetNamespace(), base.GetName(), base.GetUID()); err != nil {
+		if err := r.deleteCopy(ctx, kind, base); err != nil {
 			return err
 		}
 		return r.create(ctx, m, src, sum, base.GetNamespace(), "recreate")
@@ -133,16 +133,19 @@ func (r *Reconciler) deleteCopies(ctx context.Context, namespace, name string, k
 		}
 		for _, c := range copies {
 			if !keep[c.GetNamespace()] {
-				errs = append(errs, r.deleteCopy(ctx, kind, c.GetNamespace(), c.GetName(), c.GetUID()))
+				errs = append(errs, r.deleteCopy(ctx, kind, c))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// deleteCopy deletes the copy namespace/name if it is still the object of
-// that uid.
-func (r *Reconciler) deleteCopy(ctx context.Context, kind, namespace, name string, uid types.UID) error {
+// deleteCopy deletes the copy c (of which only the metadata is read) if
+// it is still the version read: same uid and resourceVersion. A copy
+// changed since, perhaps adopted by its namespace's owner (its Mirror's
+// labels removed) while a stale cache still lists it, is refused with a
+// Conflict, retried: the reconcile after reads what it has become.
+func (r *Reconciler) deleteCopy(ctx context.Context, kind string, c metav1.Object) error {
 	var obj client.Object
 	switch kind {
 	case v1alpha1.KindConfigMap:
@@ -152,13 +155,13 @@ func (r *Reconciler) deleteCopy(ctx context.Context, kind, namespace, name strin
 	default:
 		return reconcile.Terminal(unknownKind(kind))
 	}
-	obj.SetNamespace(namespace)
-	obj.SetName(name)
-	obj.SetUID(uid)
-	r.written.forget(copyKey{kind: kind, namespace: namespace, name: name})
-	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	obj.SetNamespace(c.GetNamespace())
+	obj.SetName(c.GetName())
+	uid, rv := c.GetUID(), c.GetResourceVersion()
+	r.written.forget(copyKey{kind: kind, namespace: c.GetNamespace(), name: c.GetName()})
+	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s %s/%s: %w", kind, namespace, name, err)
+		return fmt.Errorf("delete %s %s/%s: %w", kind, c.GetNamespace(), c.GetName(), err)
 	}
 	return nil
 }

@@ -52,7 +52,10 @@
 //     one that holds what the controller writes. A source that cannot be
 //     read (a 403) is reported in the Ready condition (SyncFailed) and
 //     retried (TestSourceThatCannotBeFetchedIsReported).
-//   - Writes are creates, deletes with a UID precondition, JSON patches
+//   - Writes are creates, deletes with a UID and resourceVersion
+//     precondition (a copy changed since the cache saw it, perhaps
+//     adopted by its namespace's owner, is not deleted:
+//     TestAdoptedCopySurvivesAStaleCache), JSON patches
 //     that replace a copy's data and carry the resourceVersion read (so
 //     that a concurrent change is never overwritten unseen) and answer
 //     with metadata only, the finalizer package's guarded JSON patches,

@@ -99,10 +99,19 @@ func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 }
 
 // installManifests installs the webhook configurations of
+// config/webhook/manifests.yaml (installManifest).
+func installManifests(t *testing.T, ns, url string, caBundle []byte) {
+	t.Helper()
+	for _, obj := range readManifests(t) {
+		installManifest(t, ns, url, caBundle, obj)
+	}
+}
+
+// installManifest installs obj, a webhook configuration of
 // config/webhook/manifests.yaml, renamed after ns, hooking only ns, and
 // calling url+path with caBundle instead of the Service, until the test
 // ends. It checks the paths are those webhook.Register serves.
-func installManifests(t *testing.T, ns, url string, caBundle []byte) {
+func installManifest(t *testing.T, ns, url string, caBundle []byte, obj runtime.Object) {
 	t.Helper()
 	gvk := v1alpha1.GroupVersion.WithKind("Mirror")
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{hookedLabel: ns}}
@@ -114,35 +123,33 @@ func installManifests(t *testing.T, ns, url string, caBundle []byte) {
 		*cc = admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: caBundle}
 	}
 	cs := env.Client().AdmissionregistrationV1()
-	for _, obj := range readManifests(t) {
-		switch c := obj.(type) {
-		case *admissionregistrationv1.MutatingWebhookConfiguration:
-			c.Name = ns
-			for i := range c.Webhooks {
-				client(&c.Webhooks[i].ClientConfig, webhook.MutatePath(gvk))
-				c.Webhooks[i].NamespaceSelector = selector
-			}
-			if _, err := cs.MutatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = cs.MutatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
-			})
-		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			c.Name = ns
-			for i := range c.Webhooks {
-				client(&c.Webhooks[i].ClientConfig, webhook.ValidatePath(gvk))
-				c.Webhooks[i].NamespaceSelector = selector
-			}
-			if _, err := cs.ValidatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = cs.ValidatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
-			})
-		default:
-			t.Fatalf("config/webhook/manifests.yaml holds a %T", obj)
+	switch c := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		c.Name = ns
+		for i := range c.Webhooks {
+			client(&c.Webhooks[i].ClientConfig, webhook.MutatePath(gvk))
+			c.Webhooks[i].NamespaceSelector = selector
 		}
+		if _, err := cs.MutatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cs.MutatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		})
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		c.Name = ns
+		for i := range c.Webhooks {
+			client(&c.Webhooks[i].ClientConfig, webhook.ValidatePath(gvk))
+			c.Webhooks[i].NamespaceSelector = selector
+		}
+		if _, err := cs.ValidatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cs.ValidatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		})
+	default:
+		t.Fatalf("config/webhook/manifests.yaml holds a %T", obj)
 	}
 }
 

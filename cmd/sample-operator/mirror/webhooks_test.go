@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/cert"
@@ -165,21 +167,37 @@ func TestWebhooksDownReconcilesGoOn(t *testing.T) {
 	if _, err := env.Client().CoreV1().Namespaces().Patch(t.Context(), w.home, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	installManifests(t, w.home, fmt.Sprintf("https://127.0.0.1:%d", freePort(t)), crt)
-
+	url := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
 	refused := &v1alpha1.Mirror{
 		ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: w.home},
 		Spec:       v1alpha1.MirrorSpec{Source: v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "ca-bundle"}},
 	}
-	var createErr error
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		createErr = w.cl.Create(ctx, refused.DeepCopy(), client.DryRunAll)
-		return createErr != nil, nil
-	})
-	if err != nil || !strings.Contains(createErr.Error(), `failed calling webhook "default.mirrors.samples.opkit.dev"`) {
-		t.Fatalf("create of a Mirror with its webhooks down = %v (%v), want the API server's refusal naming the webhook", createErr, err)
+	// The API server loads each configuration when its informer sees it,
+	// and calls the mutating webhooks before the validating ones. So the
+	// validating configuration goes in first, then the mutating one, each
+	// waited for until a refusal names its webhook: then both are in force
+	// whatever order the API server loaded them in.
+	hooks := map[string]runtime.Object{}
+	for _, obj := range readManifests(t) {
+		switch obj.(type) {
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			hooks["validate.mirrors.samples.opkit.dev"] = obj
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			hooks["default.mirrors.samples.opkit.dev"] = obj
+		}
 	}
-	t.Logf("refused as: %v", createErr)
+	for _, name := range []string{"validate.mirrors.samples.opkit.dev", "default.mirrors.samples.opkit.dev"} {
+		installManifest(t, w.home, url, crt, hooks[name])
+		var createErr error
+		err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			createErr = w.cl.Create(ctx, refused.DeepCopy(), client.DryRunAll)
+			return createErr != nil && strings.Contains(createErr.Error(), fmt.Sprintf("failed calling webhook %q", name)), nil
+		})
+		if err != nil {
+			t.Fatalf("create of a Mirror with its webhook %s down = %v (%v), want the API server's refusal naming the webhook", name, createErr, err)
+		}
+		t.Logf("refused as: %v", createErr)
+	}
 
 	src.Data["ca.crt"] = "v2"
 	if err := w.cl.Update(t.Context(), src); err != nil {
