@@ -186,6 +186,9 @@ func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {
 // if the cache does not hold it. It does not copy and does not allocate.
 func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	var zero T
+	if err := l.reg.injected("get", namespace, name); err != nil {
+		return zero, err
+	}
 	v := l.reg.view.Load()
 	var ix toolscache.Indexer
 	if v != nil && len(v.informers) == 1 && v.namespaced == (namespace != "") &&
@@ -211,6 +214,15 @@ func (l *Lister[T]) Get(namespace, name string) (T, error) {
 		l.reg.traceRead(v, obj.(T))
 	}
 	return obj.(T), nil
+}
+
+// injected returns the error StaticOptions.ReadError makes a read fail
+// with, or nil.
+func (r *registration) injected(verb, namespace, name string) error {
+	if r.readError == nil {
+		return nil
+	}
+	return r.readError(verb, namespace, name)
 }
 
 // keyBuffers hold the store keys Get builds, so that building one does not
@@ -240,6 +252,9 @@ func getByKey(ix toolscache.Indexer, namespace, name string) (any, bool, error) 
 // The objects of a namespace are remembered, sorted, until the store
 // changes, so that repeated Lists of a namespace cost a copy of the slice.
 func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error) {
+	if err := l.reg.injected("list", namespace, ""); err != nil {
+		return nil, err
+	}
 	v, err := l.reg.readable()
 	if err != nil {
 		return nil, err
@@ -319,6 +334,9 @@ func match[T Object](objs []T, selector labels.Selector) []T {
 // namespace. Use ByIndexInNamespace for those, or put the namespace in the
 // index's values.
 func (l *Lister[T]) ByIndex(index, value string) ([]T, error) {
+	if err := l.reg.injected("list", "", ""); err != nil {
+		return nil, err
+	}
 	v, err := l.reg.readable()
 	if err != nil {
 		return nil, err
@@ -346,6 +364,9 @@ func (l *Lister[T]) ByIndex(index, value string) ([]T, error) {
 // never filters the objects of other namespaces. The type must be
 // namespaced and namespace not empty; ByIndex searches every namespace.
 func (l *Lister[T]) ByIndexInNamespace(namespace, index, value string) ([]T, error) {
+	if err := l.reg.injected("list", namespace, ""); err != nil {
+		return nil, err
+	}
 	v, err := l.reg.readable()
 	if err != nil {
 		return nil, err

@@ -80,6 +80,11 @@ type registration struct {
 	// cache's registration. Called with mu held.
 	onIndex func(r *registration, name string, fn toolscache.IndexFunc) error
 
+	// readError, set by NewStatic from StaticOptions.ReadError, is asked
+	// before each read of a Lister; nil for a cache's registration. Set
+	// before the registration is shared, then only read.
+	readError func(verb, namespace, name string) error
+
 	// handlers are added to the informers when they are made, or at once
 	// if they exist.
 	handlers []*HandlerRegistration

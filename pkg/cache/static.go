@@ -27,6 +27,17 @@ type StaticOptions struct {
 	// namespaced. Required: package cachetest passes one that knows the
 	// built-in kinds.
 	Mapper meta.RESTMapper
+
+	// ReadError, when set, makes reads fail, as controller-runtime's
+	// interceptor.Funcs do for a fake client: it is called before each
+	// read of the Lister, with verb "get" (Get: namespace and name) or
+	// "list" (List, ByIndex, ByIndexInNamespace, and so ControlledBy:
+	// namespace, empty for every namespace, and no name), and a non-nil
+	// error it returns is what the read returns, unwrapped. Returning nil
+	// reads the store. It is called from the reader's goroutine and must
+	// be safe for concurrent use if the Lister is read concurrently.
+	// Defaults to nil: reads never fail but as a cache's would.
+	ReadError func(verb, namespace, name string) error
 }
 
 // Static is an in-memory store of one kind behind a real *Lister[T], with
@@ -86,6 +97,7 @@ func NewStatic[T Object](opts StaticOptions) (*Static[T], error) {
 	s := &Static[T]{lister: &Lister[T]{reg: r}}
 	s.start(r, mapping)
 	r.onIndex = s.addIndex
+	r.readError = opts.ReadError
 	return s, nil
 }
 

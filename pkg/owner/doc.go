@@ -8,6 +8,12 @@
 //     Neither touches any object, so they are safe with the shared objects
 //     a cache Lister hands out, and they suit what a reconciler writes:
 //     a fresh child it creates, or an apply configuration it applies.
+//     SetControllerRef is the one that modifies: it adds the reference to
+//     a child you hold (one being built, or a DeepCopy, never a cached
+//     object), as controllerutil.SetControllerReference does.
+//   - One controller: SetControllerRef refuses a child that another object
+//     controls with an error wrapping *AlreadyOwnedError
+//     (controller-runtime's type), and is a no-op for the same owner.
 //   - From the scheme: the owner's kind is looked up in the scheme (or read
 //     from an unstructured or metadata-only owner), through
 //     controller-runtime's controllerutil.SetControllerReference, which
@@ -26,8 +32,6 @@
 //
 // To list an owner's children, index them with cache's
 // Lister.IndexControlledBy (manager.Owns does) and read them with
-// Lister.ControlledBy. To add a reference to an object you already hold
-// (a DeepCopy, never a cached object: it modifies its argument), use
-// controllerutil.SetControllerReference; metav1.IsControlledBy tells
-// whether an object is controlled by another.
+// Lister.ControlledBy; metav1.IsControlledBy tells whether an object is
+// controlled by another.
 package owner

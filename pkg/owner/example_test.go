@@ -1,6 +1,7 @@
 package owner_test
 
 import (
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,4 +61,33 @@ func ExampleApplyControllerRef() {
 	fmt.Println(*child.OwnerReferences[0].Kind, *child.OwnerReferences[0].Name)
 	// Output:
 	// Deployment web
+}
+
+// A reconciler that adopts an existing child sets its controller on a copy,
+// and leaves alone a child that another controller already manages.
+func ExampleSetControllerRef() {
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "0b6c6bd4"}}
+	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-config"}}
+
+	fmt.Println(owner.SetControllerRef(scheme, web, cfg))
+	fmt.Println(owner.SetControllerRef(scheme, web, cfg)) // the same owner again: no change
+	fmt.Println(len(cfg.OwnerReferences), metav1.IsControlledBy(cfg, web))
+
+	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "5e1f03aa"}}
+	err := owner.SetControllerRef(scheme, api, cfg)
+	var owned *owner.AlreadyOwnedError
+	if errors.As(err, &owned) {
+		fmt.Println("controlled by", owned.Owner.Kind, owned.Owner.Name)
+	}
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// <nil>
+	// 1 true
+	// controlled by Deployment web
+	// owner: set controller of *v1.ConfigMap shop/web-config to *v1.Deployment shop/api: Object shop/web-config is already owned by another Deployment controller web
 }

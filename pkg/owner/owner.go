@@ -56,6 +56,39 @@ func ApplyControllerRef(scheme *runtime.Scheme, owner client.Object) (*metav1ac.
 		WithBlockOwnerDeletion(*ref.BlockOwnerDeletion), nil
 }
 
+// AlreadyOwnedError is SetControllerRef's error for a child that another
+// controller already controls: Owner is that controller's reference. It is
+// controller-runtime's type, so code that tests for it with errors.As
+// keeps working.
+type AlreadyOwnedError = controllerutil.AlreadyOwnedError
+
+// SetControllerRef adds ControllerRef's reference to owner to child's owner
+// references, keeping the others. It modifies child, never owner: pass a
+// child being built, or a DeepCopy of a cached one, never the cached
+// object itself.
+//
+// It is idempotent: if child's controller is already owner (the same group,
+// kind and name), that reference is replaced by a fresh one, so an owner
+// recreated under the same name takes the child over. It refuses, leaving
+// child as it was:
+//   - a child another object controls: the error wraps an
+//     *AlreadyOwnedError (errors.As) naming that controller;
+//   - a namespaced owner in another namespace than child's, or of a
+//     cluster-scoped child, which Kubernetes would never resolve;
+//   - an owner without a UID (ErrNoUID) or whose type scheme lacks.
+//
+// It is controllerutil.SetControllerReference with ControllerRef's check
+// of the UID.
+func SetControllerRef(scheme *runtime.Scheme, owner, child client.Object) error {
+	if owner.GetUID() == "" {
+		return fmt.Errorf("owner: set controller of %T %s to %T %s: %w: pass the object read from the API server or the cache", child, key(child), owner, key(owner), ErrNoUID)
+	}
+	if err := controllerutil.SetControllerReference(owner, child, scheme); err != nil {
+		return fmt.Errorf("owner: set controller of %T %s to %T %s: %w", child, key(child), owner, key(owner), err)
+	}
+	return nil
+}
+
 // key names o as namespace/name, or name if it is cluster-scoped.
 func key(o metav1.Object) string {
 	if o.GetNamespace() == "" {

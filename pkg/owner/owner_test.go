@@ -16,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/opkit-dev/opkit/pkg/owner"
 )
@@ -102,4 +103,82 @@ func TestControllerRefErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "add its type to the scheme") || !strings.Contains(err.Error(), "ns/web") {
 		t.Errorf("ControllerRef of a type the scheme lacks = %v, want an error naming the owner and the scheme", err)
 	}
+}
+
+func TestSetControllerRef(t *testing.T) {
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
+	webRef := controllerRef("apps/v1", "Deployment", "web", "uid-web")
+	other := controllerRef("apps/v1", "StatefulSet", "db", "uid-db")
+	plain := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg", UID: "uid-cfg"}
+	for _, tc := range []struct {
+		name    string
+		owner   client.Object
+		child   client.Object
+		want    []metav1.OwnerReference // the child's references afterwards
+		wantErr string                  // a substring of the error; empty for none
+	}{
+		{"sets the reference",
+			web, configMap("ns", nil),
+			[]metav1.OwnerReference{webRef}, ""},
+		{"keeps other owners' plain references",
+			web, configMap("ns", []metav1.OwnerReference{plain}),
+			[]metav1.OwnerReference{plain, webRef}, ""},
+		{"idempotent for the same owner",
+			web, configMap("ns", []metav1.OwnerReference{webRef}),
+			[]metav1.OwnerReference{webRef}, ""},
+		{"a cluster-scoped owner controls a child in any namespace",
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "uid-ns"}}, configMap("other", nil),
+			[]metav1.OwnerReference{controllerRef("v1", "Namespace", "team-a", "uid-ns")}, ""},
+		{"refuses a second controller",
+			web, configMap("ns", []metav1.OwnerReference{other}),
+			[]metav1.OwnerReference{other}, "already owned by another StatefulSet controller db"},
+		{"refuses an owner in another namespace",
+			web, configMap("elsewhere", nil),
+			nil, "cross-namespace owner references are disallowed"},
+		{"refuses a namespaced owner of a cluster-scoped child",
+			web, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+			nil, "cluster-scoped resource must not have a namespace-scoped owner"},
+		{"refuses an owner without a UID",
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}, configMap("ns", nil),
+			nil, "the owner has no UID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := owner.SetControllerRef(newScheme(t), tc.owner, tc.child)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("SetControllerRef = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("SetControllerRef = %v, want an error containing %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, tc.child.GetOwnerReferences()); diff != "" {
+				t.Errorf("the child's owner references (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSetControllerRefAlreadyOwned(t *testing.T) {
+	db := controllerRef("apps/v1", "StatefulSet", "db", "uid-db")
+	child := configMap("ns", []metav1.OwnerReference{db})
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
+	err := owner.SetControllerRef(newScheme(t), web, child)
+	var owned *owner.AlreadyOwnedError
+	if !errors.As(err, &owned) {
+		t.Fatalf("SetControllerRef of a child another controls = %v, want an *owner.AlreadyOwnedError", err)
+	}
+	if diff := cmp.Diff(db, owned.Owner); diff != "" {
+		t.Errorf("AlreadyOwnedError.Owner (-want +got):\n%s", diff)
+	}
+	if owned.Object != metav1.Object(child) {
+		t.Errorf("AlreadyOwnedError.Object = %v, want the child", owned.Object)
+	}
+	// controller-runtime's own type: code ported from it keeps its errors.As.
+	var crOwned *controllerutil.AlreadyOwnedError
+	if !errors.As(err, &crOwned) {
+		t.Errorf("SetControllerRef's error is not a *controllerutil.AlreadyOwnedError")
+	}
+}
+
+func configMap(namespace string, refs []metav1.OwnerReference) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "child", OwnerReferences: refs}}
 }

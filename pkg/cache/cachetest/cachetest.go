@@ -26,6 +26,16 @@ type Options struct {
 	// namespaced. For a cluster-scoped custom resource, pass a
 	// meta.NewDefaultRESTMapper with the kind added at meta.RESTScopeRoot.
 	Mapper meta.RESTMapper
+
+	// ReadError, when set, makes the Lister's reads fail, for tests of a
+	// reconciler's error paths (controller-runtime's interceptor.Funcs for
+	// reads). It is asked before each read with verb "get" (Get, with
+	// namespace and name) or "list" (List, ByIndex, ByIndexInNamespace
+	// and ControlledBy, with the namespace read, empty for all, and no
+	// name); a non-nil error is what the read returns, as is, and nil
+	// reads the store. Defaults to nil: no read fails but as a cache's
+	// would. See cache.StaticOptions.ReadError.
+	ReadError func(verb, namespace, name string) error
 }
 
 // New returns an in-memory store of the Go type T (a typed pointer such as
@@ -37,7 +47,7 @@ func New[T cache.Object](opts Options, objs ...T) (*cache.Static[T], error) {
 	if opts.Mapper == nil {
 		opts.Mapper = testrestmapper.TestOnlyStaticRESTMapper(opts.Scheme)
 	}
-	s, err := cache.NewStatic[T](cache.StaticOptions{Scheme: opts.Scheme, Mapper: opts.Mapper})
+	s, err := cache.NewStatic[T](cache.StaticOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
 	if err != nil {
 		return nil, fmt.Errorf("cachetest: %w", err)
 	}

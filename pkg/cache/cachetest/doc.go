@@ -18,6 +18,10 @@
 //     stored object was modified (a reconciler that writes into what it
 //     reads fails its unit test, as it fails under a real cache with the
 //     mutation detector on).
+//   - Failing on demand: Options.ReadError makes chosen reads (a Get of one
+//     key, every List, …) return the error it gives, unwrapped, the way
+//     controller-runtime's interceptor.Funcs do for a fake client; writes
+//     go through the client, not a Lister, so inject their errors there.
 //   - Differences from a cache: there is no Start, so indexes may be added
 //     at any time; nothing is watched, so event handlers added to the
 //     Lister are never called; an object added without a resourceVersion

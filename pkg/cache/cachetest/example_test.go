@@ -1,6 +1,7 @@
 package cachetest_test
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,4 +89,32 @@ func ExampleNew_index() {
 	// Output:
 	// a/web 2
 	// b/web 1
+}
+
+// A test of the code's error path makes one read fail, as a test of a
+// controller-runtime reconciler does with interceptor.Funcs on its fake
+// client. Every other read goes to the store.
+func ExampleOptions_readError() {
+	unavailable := errors.New("etcd is on fire")
+	store, err := cachetest.New(cachetest.Options{
+		ReadError: func(verb, namespace, name string) error {
+			if verb == "get" && namespace == "broken" {
+				return unavailable
+			}
+			return nil
+		},
+	},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "ca-bundle"}, Data: map[string]string{"ca.crt": "v1"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "broken", Name: "ca-bundle"}, Data: map[string]string{"ca.crt": "v1"}},
+	)
+	if err != nil {
+		panic(err)
+	}
+	c := caBundle{configMaps: store.Lister()}
+	fmt.Println(c.bundle("platform"))
+	_, err = c.bundle("broken")
+	fmt.Println(errors.Is(err, unavailable))
+	// Output:
+	// v1 <nil>
+	// true
 }
