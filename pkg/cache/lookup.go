@@ -37,12 +37,13 @@ type ObjectLister struct {
 // LookupKind returns an ObjectLister for the kind gvk cached in form f if
 // exactly one registration caches it so. Like Lookup, it never registers
 // anything: a kind nobody registered in that form is an error that wraps
-// ErrNotRegistered and says how to register it.
+// ErrNotRegistered and says how to register it, and the read is logged,
+// counted and, in tests, reported as Options.UnregisteredReads says.
 func LookupKind(c *Cache, gvk schema.GroupVersionKind, f Form) (*ObjectLister, error) {
 	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == form(f) })
 	switch len(regs) {
 	case 0:
-		return nil, c.notRegistered(gvk, f)
+		return nil, c.unregisteredRead(gvk, f, c.notRegistered(gvk, f))
 	case 1:
 		return &ObjectLister{l: &Lister[Object]{reg: regs[0]}}, nil
 	default:
