@@ -51,6 +51,14 @@ func LookupKind(c *Cache, gvk schema.GroupVersionKind, f Form) (*ObjectLister, e
 	}
 }
 
+// HoldsKind reports whether LookupKind would find gvk in form f, without
+// logging, counting or reporting a kind nobody registered: for callers
+// that consult the cache on their own account, such as a write that is
+// skipped when the cache holds the object, not on a reader's.
+func HoldsKind(c *Cache, gvk schema.GroupVersionKind, f Form) bool {
+	return len(c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == form(f) })) == 1
+}
+
 // notRegistered says how to register gvk in form f, and in which other
 // forms it is registered, if any.
 func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f Form) error {

@@ -305,6 +305,29 @@ func TestUnregisteredKind(t *testing.T) {
 	}
 }
 
+// Writes consult the cache (an Update of a cached copy, a skippable patch)
+// on their own account: a kind nobody registered is written, and not
+// reported as a read (the fixture fails a test on any report).
+func TestWritesOfAnUnregisteredKindAreNoReads(t *testing.T) {
+	f := newFixture(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "s"}}
+	if err := f.writer.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	cl := opkitclient.New(f.reader, f.writer)
+	secret.StringData = map[string]string{"k": "v"}
+	if err := cl.Update(t.Context(), secret); err != nil {
+		t.Fatalf("Update of a Secret, not cached: %v", err)
+	}
+	w, err := opkitclient.NewWriter(cl, opkitclient.WriterOptions{Controller: "t", Cache: f.reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Patch(t.Context(), secret, crclient.MergeFrom(secret.DeepCopy())); err != nil {
+		t.Fatalf("empty patch of a Secret, not cached: %v", err)
+	}
+}
+
 // A caller owns what Get and List return, even when asked not to copy
 // (UnsafeDisableDeepCopy is ignored): modifying it leaves the cache as it
 // was, and the mutation detector (on in every test, see TestMain) finds
