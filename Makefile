@@ -18,7 +18,11 @@ GOFILES   = $(shell find . -path ./bin -prune -o -name '*.go' -print)
 # turns it on), so a test that mutates an object shared through the cache
 # fails, naming the object and the fields that changed. client-go's own
 # detector stays off: it panics from an informer goroutine with less to go on.
-TEST_ENV := OPKIT_CACHE_MUTATION_DETECTOR=true
+# A read through the cached client of a kind nobody registered fails the
+# tests too (testenv.Main also turns this on), even where the reader
+# swallows the error, so that a missing registration never reaches
+# production.
+TEST_ENV := OPKIT_CACHE_MUTATION_DETECTOR=true OPKIT_CACHE_FAIL_UNREGISTERED_READS=true
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 STATICCHECK    := $(BIN)/staticcheck

@@ -62,6 +62,7 @@ type Cache struct {
 	// mutationFound wakes the periodic mutation check when a detector
 	// finds a replaced object modified; nil with MutationOptions.Detect off.
 	mutationFound chan struct{}
+	unregistered  unregisteredReads
 	// run starts a registration's informers; nil until Start, which binds
 	// it to its context.
 	run func(*registration)
@@ -91,6 +92,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		opts.CRDPollInterval = DefaultCRDPollInterval
 	}
 	opts.Mutations.defaults()
+	opts.UnregisteredReads.defaults()
 	opts.Logger = logging.Or(opts.Logger)
 	cfg = rest.CopyConfig(cfg)
 	if opts.HTTPClient == nil {
@@ -108,11 +110,12 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		opts.Mapper = m
 	}
 	c := &Cache{
-		cfg:        cfg,
-		opts:       opts,
-		codecs:     serializer.NewCodecFactory(opts.Scheme),
-		paramCodec: runtime.NewParameterCodec(opts.Scheme),
-		log:        opts.Logger,
+		cfg:          cfg,
+		opts:         opts,
+		codecs:       serializer.NewCodecFactory(opts.Scheme),
+		paramCodec:   runtime.NewParameterCodec(opts.Scheme),
+		log:          opts.Logger,
+		unregistered: unregisteredReads{logged: map[unregisteredKey]bool{}},
 	}
 	if opts.Mutations.Detect {
 		c.mutationFound = make(chan struct{}, 1)

@@ -41,6 +41,9 @@ func newCache(t *testing.T, opts cache.Options) *cache.Cache {
 	if opts.Mutations.OnMutation == nil {
 		opts.Mutations.OnMutation = testenv.ReportMutations(t)
 	}
+	if opts.UnregisteredReads.OnRead == nil {
+		opts.UnregisteredReads.OnRead = testenv.ReportUnregisteredReads(t)
+	}
 	c, err := cache.New(env.Config(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,11 @@
 //   - Explicit: a type is cached only once it is registered with For (typed),
 //     Metadata (metadata only) or Unstructured; reading anything else is an
 //     error wrapping ErrNotRegistered, never a silently started informer.
+//     A read through LookupKind (the cached client's) of a kind nobody
+//     registered is logged once per kind, counted in
+//     MetricUnregisteredReads and, in tests, reported even when the
+//     reader swallows the error (Options.UnregisteredReads,
+//     TestUnregisteredReadsLoggedCountedReported).
 //     Indexes are added before the type's informers start.
 //   - Lazy for the many, full for the few read: Lazy[T] caches every
 //     object of a kind as metadata only (stripped as above) and returns a

@@ -37,17 +37,26 @@ type ObjectLister struct {
 // LookupKind returns an ObjectLister for the kind gvk cached in form f if
 // exactly one registration caches it so. Like Lookup, it never registers
 // anything: a kind nobody registered in that form is an error that wraps
-// ErrNotRegistered and says how to register it.
+// ErrNotRegistered and says how to register it, and the read is logged,
+// counted and, in tests, reported as Options.UnregisteredReads says.
 func LookupKind(c *Cache, gvk schema.GroupVersionKind, f Form) (*ObjectLister, error) {
 	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == form(f) })
 	switch len(regs) {
 	case 0:
-		return nil, c.notRegistered(gvk, f)
+		return nil, c.unregisteredRead(gvk, f, c.notRegistered(gvk, f))
 	case 1:
 		return &ObjectLister{l: &Lister[Object]{reg: regs[0]}}, nil
 	default:
 		return nil, fmt.Errorf("cache: read %s (%s): %d registrations cache it with different namespaces or selectors: read it through the Lister you registered", gvk, f, len(regs))
 	}
+}
+
+// HoldsKind reports whether LookupKind would find gvk in form f, without
+// logging, counting or reporting a kind nobody registered: for callers
+// that consult the cache on their own account, such as a write that is
+// skipped when the cache holds the object, not on a reader's.
+func HoldsKind(c *Cache, gvk schema.GroupVersionKind, f Form) bool {
+	return len(c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == form(f) })) == 1
 }
 
 // notRegistered says how to register gvk in form f, and in which other

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -13,7 +16,7 @@ import (
 )
 
 func TestLookupKind(t *testing.T) {
-	c := newCache(t, cache.Options{})
+	c := newCache(t, cache.Options{UnregisteredReads: cache.UnregisteredReadOptions{OnRead: func(*cache.UnregisteredReadError) {}}})
 	for _, tc := range []struct {
 		form cache.Form
 		says string
@@ -99,4 +102,43 @@ func objectKeys(objs []cache.Object) []string {
 		out[i] = o.GetNamespace() + "/" + o.GetName()
 	}
 	return out
+}
+
+// A read of a kind nobody registered is logged once per kind and form,
+// counted every time, and reported with Fail on, naming the kind and the
+// registration to add, so that a test fails even if the reader swallows
+// the error.
+func TestUnregisteredReadsLoggedCountedReported(t *testing.T) {
+	var logged []string
+	logger := funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{})
+	var reports []*cache.UnregisteredReadError
+	reg := prometheus.NewRegistry()
+	c := newCache(t, cache.Options{
+		Registerer: reg, Logger: logger,
+		UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(err *cache.UnregisteredReadError) { reports = append(reports, err) }},
+	})
+	for range 3 {
+		if _, err := cache.LookupKind(c, configMapGVK, cache.FormTyped); !errors.Is(err, cache.ErrNotRegistered) {
+			t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
+		}
+	}
+	if _, err := cache.LookupKind(c, configMapGVK, cache.FormMetadata); !errors.Is(err, cache.ErrNotRegistered) {
+		t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
+	}
+	if len(logged) != 2 || !strings.Contains(logged[0], `"gvk"="/v1, Kind=ConfigMap"`) || !strings.Contains(logged[0], "cache.For[*v1.ConfigMap]") {
+		t.Errorf("logged %q, want one line per form, naming the kind and the registration", logged)
+	}
+	want := `
+# HELP opkit_cache_unregistered_reads_total Reads through the cached client of a kind nobody registered, by type and form.
+# TYPE opkit_cache_unregistered_reads_total counter
+opkit_cache_unregistered_reads_total{form="metadata",type="v1/ConfigMap"} 1
+opkit_cache_unregistered_reads_total{form="typed",type="v1/ConfigMap"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricUnregisteredReads); err != nil {
+		t.Error(err)
+	}
+	if len(reports) != 4 || reports[0].GVK != configMapGVK || reports[0].Form != cache.FormTyped ||
+		!strings.Contains(reports[0].Error(), "cache.For[*v1.ConfigMap]") || !strings.Contains(reports[0].Stack, "TestUnregisteredReadsLoggedCountedReported") {
+		t.Errorf("reports %v, want 4, the first naming the typed ConfigMap, its registration and where it was read", reports)
+	}
 }

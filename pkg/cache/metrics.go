@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	opkitmetrics "github.com/opkit-dev/opkit/pkg/metrics"
@@ -61,6 +62,11 @@ const (
 	// holds, of ShardingOptions.Slots.Count(): with MetricObjects, the
 	// share of the type this replica caches. Absent for types not sharded.
 	MetricSlots = "opkit_cache_slots"
+	// MetricUnregisteredReads counts the reads through LookupKind (the
+	// cached client's) of a kind nobody registered, each an error for the
+	// reader, labelled by type ("v1/Node") and form. A series appears with
+	// the first such read: the kinds are not known before.
+	MetricUnregisteredReads = "opkit_cache_unregistered_reads_total"
 )
 
 // The classes of MetricSyncErrors.
@@ -97,6 +103,7 @@ type metrics struct {
 	syncErrors    *prometheus.CounterVec   // by type and class
 	lazyFetches   *prometheus.CounterVec
 	lazyObjects   *prometheus.GaugeVec
+	unregistered  *prometheus.CounterVec // by type and form
 	cache         *Cache
 }
 
@@ -131,9 +138,12 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		lazyObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricLazyObjects, Help: "Full objects held by LazyListers, by type.",
 		}, metricLabels),
+		unregistered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricUnregisteredReads, Help: "Reads through the cached client of a kind nobody registered, by type and form.",
+		}, []string{"type", "form"}),
 		cache: c,
 	}
-	for _, col := range []prometheus.Collector{objectsCollector{m}, m.relists, m.watchRestarts, m.firstSync, m.lag, m.syncErrors, m.lazyFetches, m.lazyObjects} {
+	for _, col := range []prometheus.Collector{objectsCollector{m}, m.relists, m.watchRestarts, m.firstSync, m.lag, m.syncErrors, m.lazyFetches, m.lazyObjects, m.unregistered} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -166,8 +176,10 @@ func (m *metrics) registered(r *registration) {
 
 // typeLabel is the type label of MetricEventLag and MetricSyncErrors, as
 // pkg/source and pkg/controller spell types: "v1/ConfigMap".
-func (r *registration) typeLabel() string {
-	return r.key.gvk.GroupVersion().String() + "/" + r.key.gvk.Kind
+func (r *registration) typeLabel() string { return typeLabel(r.key.gvk) }
+
+func typeLabel(gvk schema.GroupVersionKind) string {
+	return gvk.GroupVersion().String() + "/" + gvk.Kind
 }
 
 func (m *metrics) syncError(r *registration, class string) {
@@ -203,6 +215,12 @@ func (m *metrics) lazyFetch(r *registration) {
 func (m *metrics) lazyHeld(r *registration, delta float64) {
 	if m != nil {
 		m.lazyObjects.WithLabelValues(r.labels()...).Add(delta)
+	}
+}
+
+func (m *metrics) unregisteredRead(gvk schema.GroupVersionKind, f Form) {
+	if m != nil {
+		m.unregistered.WithLabelValues(typeLabel(gvk), f.String()).Inc()
 	}
 }
 

@@ -61,6 +61,12 @@ type Options struct {
 	// "true"; see MutationOptions.
 	Mutations MutationOptions
 
+	// UnregisteredReads say what a read of a kind nobody registered does
+	// besides returning ErrNotRegistered: logged once per kind and counted
+	// always; failing the test with OPKIT_CACHE_FAIL_UNREGISTERED_READS
+	// set, as testenv.Main sets it. See UnregisteredReadOptions.
+	UnregisteredReads UnregisteredReadOptions
+
 	// Sharding configure the types registered with TypeOptions.Sharded.
 	// Defaults to one slot, and asking the API server whether it applies
 	// shard selectors; see ShardingOptions.

@@ -21,7 +21,13 @@
 //     cache.Unstructured; lists likewise.
 //   - Explicit: reading a kind not registered in that form is an error
 //     wrapping cache.ErrNotRegistered that names the kind and how to
-//     register it. No informer is started by a read.
+//     register it. No informer is started by a read. Such a read is
+//     logged once per kind and form at V(0) and counted in
+//     cache.MetricUnregisteredReads; in tests (testenv.Main sets
+//     OPKIT_CACHE_FAIL_UNREGISTERED_READS) it is also reported, so that a
+//     test fails even where the reader swallows the error
+//     (cache.UnregisteredReadOptions, TestUnregisteredKind,
+//     TestUnregisteredReadFailsTheSuite in pkg/webhook).
 //   - Sorted: List returns items sorted by namespace, then name, as
 //     cache.Lister does.
 //   - List options: client.InNamespace, client.MatchingLabels and
@@ -71,6 +77,22 @@
 // applied object), and would not help fields a Transform drops. The patch
 // costs a copy of the cached object and two JSON encodings per Update, and
 // no extra request; admission sees an UPDATE either way.
+//
+// # Why reads never register
+//
+// controller-runtime's cached client starts an informer for any kind a
+// read asks for. opkit refuses the read instead, and makes the refusal
+// impossible to miss in tests, because registering on first read would
+// list and watch every object of the kind, cluster-wide, from then on:
+// memory nobody budgeted (a read of one Secret caches them all), RBAC
+// (list and watch) the operator's manifests may not grant, so the read
+// blocks until the sync times out, and a cache sync in the middle of a
+// webhook call or reconcile. A manager cannot refuse to start instead:
+// which kinds a reconciler or webhook reads is known only when it reads.
+// What made a missing registration reach production was a test that
+// passed with the error swallowed (a webhook that admits on any error);
+// the report in tests closes that gap without changing what production
+// reads.
 //
 // # Writing: apply and skipped writes
 //
@@ -130,7 +152,9 @@
 //
 //   - Kinds are registered explicitly (cache.For, cache.Metadata,
 //     cache.Unstructured); controller-runtime starts an informer for any
-//     kind a read asks for (TestUnregisteredKind).
+//     kind a read asks for. A read of another kind is an error, and in
+//     tests a report (see "Why reads never register";
+//     TestUnregisteredKind).
 //   - A field index is named by the name given to cache.Lister.AddIndex (any
 //     name), not by the field path that controller-runtime's IndexField
 //     takes; one field pair per List, not several (TestListByIndex).

@@ -17,9 +17,15 @@ import (
 )
 
 // Reading a kind the cache was not told to cache is an error that says how
-// to register it; it needs no cluster, since no informer is started.
+// to register it; it needs no cluster, since no informer is started. In
+// tests the read is also reported (Fail, which testenv.Main turns on), so
+// that a reader that swallows the error still fails its test.
 func ExampleReader_Get() {
-	c, err := cache.New(&rest.Config{Host: "https://127.0.0.1:1"}, cache.Options{})
+	c, err := cache.New(&rest.Config{Host: "https://127.0.0.1:1"}, cache.Options{
+		UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(e *cache.UnregisteredReadError) {
+			fmt.Println("reported:", e.GVK.Kind, e.Form)
+		}},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -39,8 +45,10 @@ func ExampleReader_Get() {
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	fmt.Println(r.Get(context.Background(), key, meta))
 	// Output:
+	// reported: Secret typed
 	// true
 	// get Secret default/db: cache: read /v1, Kind=Secret (typed form): type not registered with the cache: register it with cache.For[*v1.Secret] before Start
+	// reported: ConfigMap metadata
 	// get ConfigMap default/db: cache: read /v1, Kind=ConfigMap (metadata form): type not registered with the cache: register it with cache.Metadata with its GroupVersionKind before Start (it is registered in typed form: read it in that form)
 }
 

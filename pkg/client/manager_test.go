@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,12 +21,20 @@ import (
 // API server; its Client reads from the API server.
 func TestManagerCachedClient(t *testing.T) {
 	ns := env.Namespace(t)
+	reported := make(chan *cache.UnregisteredReadError, 1)
 	mgr, err := manager.New(env.Config(), manager.Options{
 		Metrics: manager.MetricsOptions{BindAddress: "127.0.0.1:0"},
 		Health:  manager.HealthOptions{BindAddress: "127.0.0.1:0"},
 		Cache: cache.Options{
 			Namespaces: []string{ns},
 			Mutations:  cache.MutationOptions{OnMutation: testenv.ReportMutations(t)},
+			UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(err *cache.UnregisteredReadError) {
+				select {
+				case reported <- err:
+				default:
+					t.Errorf("a second read of an unregistered kind: %v", err)
+				}
+			}},
 		},
 	})
 	if err != nil {
@@ -58,6 +67,14 @@ func TestManagerCachedClient(t *testing.T) {
 	key := crclient.ObjectKeyFromObject(secret)
 	if err := cl.Get(t.Context(), key, &corev1.Secret{}); !errors.Is(err, cache.ErrNotRegistered) {
 		t.Errorf("CachedClient Get of a kind the cache does not hold = %v, want cache.ErrNotRegistered", err)
+	}
+	select {
+	case err := <-reported:
+		if !strings.Contains(err.Error(), "cache.For[*v1.Secret]") {
+			t.Errorf("report of the read: %v; want it to name cache.For[*v1.Secret]", err)
+		}
+	default:
+		t.Error("the read of an unregistered kind was not reported")
 	}
 	if err := mgr.Client().Get(t.Context(), key, &corev1.Secret{}); err != nil {
 		t.Errorf("Client Get, from the API server = %v", err)

@@ -89,6 +89,23 @@ func (r *Reader) List(_ context.Context, list crclient.ObjectList, opts ...crcli
 	return nil
 }
 
+// errNotHeld: consult found the kind not cached.
+var errNotHeld = errors.New("kind not cached")
+
+// consult reads key into obj from r on the client's own account (a write
+// comparing with the cached object), so that a kind r does not cache is
+// not reported as a read of an unregistered kind: the caller never read
+// it. Readers other than a Reader are read as they are.
+func consult(ctx context.Context, r crclient.Reader, key crclient.ObjectKey, obj crclient.Object) error {
+	if cr, ok := r.(*Reader); ok {
+		gvk, f, err := cr.kindOf(obj)
+		if err != nil || !cache.HoldsKind(cr.cache, gvk, f) {
+			return errNotHeld
+		}
+	}
+	return r.Get(ctx, key, obj)
+}
+
 // supported refuses the list options the cache cannot honour: it holds
 // whole lists, with no pages to continue from.
 func supported(o crclient.ListOptions) error {

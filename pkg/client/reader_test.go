@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,21 @@ type fixture struct {
 	lister *cache.Lister[*corev1.ConfigMap]
 	reader *opkitclient.Reader
 	writer crclient.Client
+	// unregistered are the reads of unregistered kinds reported so far;
+	// a test that makes them on purpose takes them, and any left at the
+	// end fail it.
+	unregistered []*cache.UnregisteredReadError
+	mu           sync.Mutex
+}
+
+// takeUnregistered returns the reads of unregistered kinds reported since
+// the last call.
+func (f *fixture) takeUnregistered() []*cache.UnregisteredReadError {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	got := f.unregistered
+	f.unregistered = nil
+	return got
 }
 
 // newFixture creates ConfigMaps b (team a, k=1), a (team a, k=2) and c
@@ -60,6 +76,11 @@ func newFixture(t *testing.T) *fixture {
 	c, err := cache.New(env.Config(), cache.Options{
 		Namespaces: []string{f.ns},
 		Mutations:  cache.MutationOptions{OnMutation: testenv.ReportMutations(t)},
+		UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(err *cache.UnregisteredReadError) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.unregistered = append(f.unregistered, err)
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +112,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.reader = opkitclient.NewReader(c)
+	t.Cleanup(func() {
+		for _, err := range f.takeUnregistered() {
+			t.Error(err)
+		}
+	})
 	return f
 }
 
@@ -269,7 +295,36 @@ func TestUnregisteredKind(t *testing.T) {
 			if !errors.Is(err, cache.ErrNotRegistered) || !strings.Contains(err.Error(), "/v1, Kind=Secret") || !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("read of an unregistered kind: %v; want cache.ErrNotRegistered naming /v1, Kind=Secret and %s", err, tc.says)
 			}
+			// Reported even if the reader swallows the error, so that
+			// a test of that reader fails (testenv.Main turns it on).
+			got := f.takeUnregistered()
+			if len(got) != 1 || !errors.Is(got[0], cache.ErrNotRegistered) || !strings.Contains(got[0].Error(), tc.says) || !strings.Contains(got[0].Stack, "TestUnregisteredKind") {
+				t.Errorf("reports of the read: %v; want one naming %s and where it was read", got, tc.says)
+			}
 		})
+	}
+}
+
+// Writes consult the cache (an Update of a cached copy, a skippable patch)
+// on their own account: a kind nobody registered is written, and not
+// reported as a read (the fixture fails a test on any report).
+func TestWritesOfAnUnregisteredKindAreNoReads(t *testing.T) {
+	f := newFixture(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "s"}}
+	if err := f.writer.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	cl := opkitclient.New(f.reader, f.writer)
+	secret.StringData = map[string]string{"k": "v"}
+	if err := cl.Update(t.Context(), secret); err != nil {
+		t.Fatalf("Update of a Secret, not cached: %v", err)
+	}
+	w, err := opkitclient.NewWriter(cl, opkitclient.WriterOptions{Controller: "t", Cache: f.reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Patch(t.Context(), secret, crclient.MergeFrom(secret.DeepCopy())); err != nil {
+		t.Fatalf("empty patch of a Secret, not cached: %v", err)
 	}
 }
 

@@ -109,7 +109,7 @@ func (w *writer) cached(ctx context.Context, key objectKey) (crclient.Object, er
 		u.SetGroupVersionKind(key.gvk)
 		obj = u
 	}
-	err := w.cache.Get(ctx, crclient.ObjectKey{Namespace: key.namespace, Name: key.name}, obj)
+	err := consult(ctx, w.cache, crclient.ObjectKey{Namespace: key.namespace, Name: key.name}, obj)
 	return obj, err
 }
 
@@ -146,7 +146,7 @@ func (w *writer) skipPatch(ctx context.Context, obj crclient.Object, patch crcli
 		return false
 	}
 	cp, ok := obj.DeepCopyObject().(crclient.Object)
-	if !ok || w.cache.Get(ctx, crclient.ObjectKeyFromObject(obj), cp) != nil {
+	if !ok || consult(ctx, w.cache, crclient.ObjectKeyFromObject(obj), cp) != nil {
 		return false
 	}
 	out, in := reflect.ValueOf(obj), reflect.ValueOf(cp)

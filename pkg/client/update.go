@@ -39,7 +39,7 @@ func (c *cached) readAs(ctx context.Context, obj crclient.Object) (crclient.Obje
 	if !ok {
 		return nil, false
 	}
-	if err := c.reader.Get(ctx, crclient.ObjectKeyFromObject(obj), read); err != nil {
+	if err := consult(ctx, c.reader, crclient.ObjectKeyFromObject(obj), read); err != nil {
 		return nil, false
 	}
 	if read.GetUID() != obj.GetUID() || read.GetResourceVersion() != rv {

@@ -15,7 +15,9 @@ import (
 // (managedFields, the last-applied annotation): see package
 // github.com/opkit-dev/opkit/pkg/client, "Write-backs keep what the
 // cache strips". Reading a kind the cache
-// does not hold is an error wrapping cache.ErrNotRegistered; see package
+// does not hold is an error wrapping cache.ErrNotRegistered, logged once
+// per kind, counted, and in tests reported even if the reader swallows it
+// (cache.UnregisteredReadOptions); see package
 // github.com/opkit-dev/opkit/pkg/client for what the reads support.
 func (m *Manager) CachedClient() client.Client {
 	return opkitclient.New(opkitclient.NewReader(m.cache), m.client)

@@ -58,6 +58,15 @@
 // Leave client-go's detector (KUBE_CACHE_MUTATION_DETECTOR) off: it panics
 // on the same modification from an informer goroutine, without the details.
 //
+// # Reads of unregistered kinds
+//
+// Main sets OPKIT_CACHE_FAIL_UNREGISTERED_READS=true (UnregisteredReadsEnv)
+// unless it is set, so that a read through the cached client of a kind
+// nobody registered is reported even when the reader swallows its error:
+// by default the test binary panics naming the kind, the registration to
+// add and where it was read; pass ReportUnregisteredReads(t) as
+// cache.Options.UnregisteredReads.OnRead to fail t instead.
+//
 // # The global flag set
 //
 // Importing testenv registers no flag on the global flag set. envtest

@@ -21,14 +21,17 @@ import (
 // dumps and nothing more: leave it off.
 const MutationDetectorEnv = cache.MutationDetectorEnv
 
-// ensureMutationDetector turns opkit's detector on for caches made from now
-// on, unless the variable says otherwise.
-func ensureMutationDetector() error {
-	if _, set := os.LookupEnv(MutationDetectorEnv); set {
-		return nil
-	}
-	if err := os.Setenv(MutationDetectorEnv, "true"); err != nil {
-		return fmt.Errorf("turn on the cache mutation detector: %w", err)
+// ensureTestChecks turns on, for caches made from now on, opkit's mutation
+// detector and the reports of unregistered reads, unless their variables
+// say otherwise.
+func ensureTestChecks() error {
+	for _, v := range []string{MutationDetectorEnv, UnregisteredReadsEnv} {
+		if _, set := os.LookupEnv(v); set {
+			continue
+		}
+		if err := os.Setenv(v, "true"); err != nil {
+			return fmt.Errorf("set %s: %w", v, err)
+		}
 	}
 	return nil
 }
@@ -37,6 +40,12 @@ func ensureMutationDetector() error {
 // with the detector's report while t runs. A report that arrives after t
 // ended (the cache outlived its test) panics, naming t.
 func ReportMutations(t testing.TB) func(*cache.MutationError) {
+	return reportTo(t, func(err *cache.MutationError) string { return err.Error() })
+}
+
+// reportTo returns a function that fails t with a report while t runs, and
+// panics, naming t, with one that arrives after t ended.
+func reportTo[E any](t testing.TB, message func(E) string) func(E) {
 	var mu sync.Mutex
 	ended := false
 	t.Cleanup(func() {
@@ -44,12 +53,25 @@ func ReportMutations(t testing.TB) func(*cache.MutationError) {
 		defer mu.Unlock()
 		ended = true
 	})
-	return func(err *cache.MutationError) {
+	return func(err E) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ended {
-			panic(fmt.Sprintf("after %s ended: %v", t.Name(), err))
+			panic(fmt.Sprintf("after %s ended: %s", t.Name(), message(err)))
 		}
-		t.Errorf("%v", err)
+		t.Errorf("%s", message(err))
 	}
+}
+
+// UnregisteredReadsEnv is the variable that makes every cache report a
+// read through the cached client of a kind nobody registered
+// (cache.UnregisteredReadsEnv), even when the reader swallows its error.
+// Main sets it to "true" unless it is set.
+const UnregisteredReadsEnv = cache.UnregisteredReadsEnv
+
+// ReportUnregisteredReads returns a cache.UnregisteredReadOptions.OnRead
+// that fails t with the report while t runs. A report that arrives after t
+// ended panics, naming t.
+func ReportUnregisteredReads(t testing.TB) func(*cache.UnregisteredReadError) {
+	return reportTo(t, func(err *cache.UnregisteredReadError) string { return err.Error() })
 }

@@ -22,7 +22,10 @@ import (
 // Main also turns on opkit's cache mutation detector (see
 // MutationDetectorEnv) unless the variable is set, so that a test which
 // modifies an object it read from a cache fails, or panics with a report
-// naming the object and the changed fields (see ReportMutations). Call it
+// naming the object and the changed fields (see ReportMutations); and it
+// sets UnregisteredReadsEnv unless it is set, so that a read through the
+// cached client of a kind nobody registered fails the tests even when the
+// reader swallows its error (see ReportUnregisteredReads). Call it
 // from TestMain:
 //
 //	var env *testenv.Environment
@@ -35,7 +38,7 @@ func Main(m *testing.M, opts Options, setup func(*Environment)) {
 }
 
 func run(m *testing.M, opts Options, setup func(*Environment)) int {
-	if err := ensureMutationDetector(); err != nil {
+	if err := ensureTestChecks(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1
 	}
