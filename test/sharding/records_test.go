@@ -136,18 +136,32 @@ func overlaps(all []interval) [][2]interval {
 	return out
 }
 
-// starts returns, per key, the pids that started reconciling it within
-// [from, to) (unix nanoseconds). The replicas may be writing the file: a
-// line it cannot parse (the last, half written) is skipped.
-func starts(path string, from, to int64) (map[string]map[int]bool, error) {
+// liveActs reads a record file that replicas may still be writing: a line
+// it cannot parse (the last, half written) is skipped.
+func liveActs(path string) ([]act, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]map[int]bool{}
+	var out []act
 	for _, line := range strings.Split(string(b), "\n") {
-		a, err := parseAct(line)
-		if err != nil || a.kind != "start" || a.at < from || a.at >= to {
+		if a, err := parseAct(line); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// starts returns, per key, the pids that started reconciling it within
+// [from, to) (unix nanoseconds).
+func starts(path string, from, to int64) (map[string]map[int]bool, error) {
+	acts, err := liveActs(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int]bool{}
+	for _, a := range acts {
+		if a.kind != "start" || a.at < from || a.at >= to {
 			continue
 		}
 		if out[a.what] == nil {
