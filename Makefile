@@ -165,6 +165,20 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
 	  for t in queue cache source e2e scaleout; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
+# make test-leader-freeze freezes the leader of two replicas past its lease
+# and thaws it, LEADER_FREEZE_RUNS times on opkit and as many on
+# controller-runtime (hack/bench/crmirror) in alternation, and prints a
+# table: how often and for how long each old leader went on reconciling
+# and writing after the new one began (test/sharding's
+# TestFrozenLeaderStopsActing; OPKIT_LEADER_FREEZE_RUNS turns the
+# comparison on). opkit's overlaps fail it; controller-runtime's are only
+# reported. 'make test' runs the opkit scenario once.
+LEADER_FREEZE_RUNS ?= 10
+
+.PHONY: test-leader-freeze
+test-leader-freeze: envtest ## Freeze the leader of two replicas past its lease on opkit and on controller-runtime, LEADER_FREEZE_RUNS (10) times each, and compare how long each old leader still acts.
+	OPKIT_LEADER_FREEZE_RUNS=$(LEADER_FREEZE_RUNS) $(TEST_ENV) $(GO) test -count=1 -timeout=60m -v -run '^TestFrozenLeaderStopsActing$$' ./test/sharding/
+
 # make image builds the operator's OCI image without Docker (hack/image):
 # an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,
 # for docker load, kind load image-archive or ctr import. IMAGE_PUSH=
