@@ -209,7 +209,11 @@ func (o Options) validate() error {
 		}
 		le = le.withDefaults()
 		if whole := leaseSeconds(le); whole <= le.RenewDeadline {
-			add("Options.LeaderElection.LeaseDuration (%v, written to the Lease in whole seconds: %v) must be longer than RenewDeadline (%v): a leader stops acting RenewDeadline after its last renewal, and a standby may take over the lease's whole seconds after it", le.LeaseDuration, whole, le.RenewDeadline)
+			lease := le.LeaseDuration.String()
+			if whole != le.LeaseDuration {
+				lease += ", which the Lease stores as " + whole.String()
+			}
+			add("Options.LeaderElection.LeaseDuration (%s) must be longer than RenewDeadline (%v): the difference is the margin by which a frozen leader stops acting before a standby may take over", lease, le.RenewDeadline)
 		}
 		if le.RenewDeadline <= le.RetryPeriod {
 			add("Options.LeaderElection.RenewDeadline (%v) must be longer than RetryPeriod (%v)", le.RenewDeadline, le.RetryPeriod)

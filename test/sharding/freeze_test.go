@@ -97,10 +97,6 @@ func freezeRuns(t *testing.T) (int, bool) {
 // opkitFrozenLeader runs the scenario on the sample operator: any overlap
 // fails it.
 func opkitFrozenLeader(t *testing.T, impl *implementation) *freezeResult {
-	// TODO(fence): remove this line once pkg/manager fences leadership;
-	// until then the old leader acts for about RenewDeadline after it
-	// wakes, and the test fails.
-	t.Skip("waits for the fence: remove when pkg/manager fences leadership")
 	res := frozenLeader(t, impl)
 	if res.overlaps() > 0 {
 		t.Errorf("the old leader acted after the new one began: %d reconcile starts and %d writes over %v; the new one acted %d times before the old one's last act",
