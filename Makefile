@@ -103,6 +103,18 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 test: lint verify-manifests test-alerts envtest ## Lint, check generated files and alert rules, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
+# make test-flakes runs every integration package's tests RUNS times (3),
+# PARALLEL packages at once (2), as make test runs them, and prints a table
+# of the failures (hack/flakehunt.sh; logs in bin/flakehunt). About three
+# times as long as make test. FLAKE_PKGS limits it to some packages.
+RUNS ?= 3
+PARALLEL ?= 2
+FLAKE_PKGS ?=
+
+.PHONY: test-flakes
+test-flakes: envtest build ## Run every integration package's tests RUNS=3 times, PARALLEL=2 packages at once, and print the failures by package.
+	RUNS=$(RUNS) PARALLEL=$(PARALLEL) GO=$(GO) hack/flakehunt.sh $(FLAKE_PKGS)
+
 .PHONY: test-alerts
 test-alerts: $(PROMTOOL) ## Check the alert rules in config/monitoring and run their unit tests with promtool (part of 'make test').
 	$(PROMTOOL) check rules config/monitoring/rules.yaml
