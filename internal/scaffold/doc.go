@@ -45,7 +45,7 @@
 //     Validator holds a requester.Checker (package webhook/requester) that
 //     the kind's setup makes from the manager's client, calls it on create
 //     and update with the permissions the object asks the operator to use
-//     for its requester (an example: get on the Secret spec.foo names),
+//     for its requester (an example: get on the Secret an annotation names),
 //     asks for create on subjectaccessreviews (an RBAC marker), and is
 //     tested with an impersonated user and real RBAC; without it, the
 //     Validator's doc points to the flag and opkit's docs/security.md.
