@@ -203,7 +203,7 @@ func (c *changes) server(p *Project, d webhookData) {
 	c.createMissing(cmdWebhookFile, "webhook/cmd_webhook.go.tmpl", d)
 	c.insert(mainFile, markerFlags, "webhook webhookFlags")
 	c.insert(mainFile, markerFlagSet, "f.webhook.register(fs)")
-	c.insert(mainFile, markerMgrOptions, "Webhook: f.webhookOptions(),")
+	c.insert(mainFile, markerMgrOptions, "Webhook: f.webhookOptions(local),")
 	c.insert(mainFile, markerStart,
 		"stopCertificates, err := startCertificates(ctx, cfg, mgr, f, log)",
 		"if err != nil {",

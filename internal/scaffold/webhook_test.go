@@ -163,7 +163,7 @@ func TestCreateWebhookComposes(t *testing.T) {
 	for path, lines := range map[string][]string{
 		"cmd/main.go": {
 			`webhookv1 "example.com/acme-operator/internal/webhook/v1"`, "webhookFlags", "f.webhook.register(fs)",
-			"Webhook: f.webhookOptions(),", "startCertificates(ctx, cfg, mgr, f, log)",
+			"Webhook: f.webhookOptions(local),", "startCertificates(ctx, cfg, mgr, f, log)",
 			"webhookv1.SetupFrigateWebhook(mgr)", "webhookv1.SetupAdmiralWebhook(mgr)",
 		},
 		"cmd/main_test.go":                       {"want.webhook = webhookDefaults()"},
