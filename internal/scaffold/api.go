@@ -32,6 +32,9 @@ type APIOptions struct {
 	Controller bool
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
+	// Out receives, once the API is added, what was added and what to do
+	// next: the files to edit and the commands to run. Defaults to none.
+	Out io.Writer
 }
 
 // apiData is what the api templates see.
@@ -96,7 +99,7 @@ func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 	if err != nil {
 		return err
 	}
-	return transact(dir, func() error {
+	err = transact(dir, func() error {
 		if err := fs.write(dir); err != nil {
 			return err
 		}
@@ -109,6 +112,11 @@ func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 		}
 		return nil
 	})
+	if err == nil && opts.Out != nil {
+		c := &changes{dir: dir, out: files{}}
+		fmt.Fprint(opts.Out, nextAfterAPI(p, opts, d, c.stored(d)))
+	}
+	return err
 }
 
 // resolve checks the options against the project and derives the names

@@ -33,6 +33,9 @@ type WebhookOptions struct {
 	Conversion bool
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
+	// Out receives, once the webhooks are added, what was added and what
+	// to do next: the files to edit. Defaults to none.
+	Out io.Writer
 }
 
 // webhookData is what the webhook templates see: the kind's API names and
@@ -89,7 +92,7 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 	if err != nil {
 		return err
 	}
-	return transact(dir, func() error {
+	err = transact(dir, func() error {
 		if err := fs.write(dir); err != nil {
 			return err
 		}
@@ -102,6 +105,10 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 		}
 		return nil
 	})
+	if err == nil && opts.Out != nil {
+		fmt.Fprint(opts.Out, nextAfterWebhook(p, opts, d))
+	}
+	return err
 }
 
 // resolve checks the options against the project and derives the names
