@@ -23,6 +23,8 @@ import (
 // renamed field or the CRD does not convert. Then the operator's --local
 // mode (make run) converts through its own webhook server: an object made
 // as v1alpha1 and patched as v1 (kubectl, as in issue 31) keeps its field.
+// Last, a controller test whose cache cannot list through the conversion
+// fails at once with the reason.
 // It runs go mod tidy and make manifests, so it needs the module proxy or
 // a warm module cache, and the control plane make envtest builds.
 func TestSecondVersionConverts(t *testing.T) {
@@ -65,6 +67,57 @@ func TestSecondVersionConverts(t *testing.T) {
 		}
 	})
 	t.Run("make run", func(t *testing.T) { testLocalConverts(t, dir) })
+	// Last: it leaves v1 stored.
+	t.Run("a controller's cache that lists through a conversion nobody serves", func(t *testing.T) {
+		testCacheCannotConvert(t, dir)
+	})
+}
+
+// testCacheCannotConvert stores v1, drops the conversion from the
+// controllers' tests, and has a controller of v1alpha1 start with a
+// Frigate stored: its cache's list fails through the webhook, which its
+// watch does not say (it waited out 2 minutes for "context deadline
+// exceeded" in issue 31). The test fails at once, saying why.
+func testCacheCannotConvert(t *testing.T, dir string) {
+	edit(t, filepath.Join(dir, "api/v1alpha1/frigate_types.go"), storageMarker+"\n", "")
+	edit(t, filepath.Join(dir, "api/v1/frigate_types.go"), "type Frigate struct {", storageMarker+"\ntype Frigate struct {")
+	mainTest := filepath.Join(dir, "internal/controller/main_test.go")
+	edit(t, mainTest, "webhookv1.SetupFrigateConversion(mgr),", "")
+	edit(t, mainTest, `webhookv1 "example.com/acme-operator/internal/webhook/v1"`, "")
+	write(t, filepath.Join(dir, "internal/controller/stored_test.go"), `package controller_test
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	shipv1 "example.com/acme-operator/api/v1"
+	shipv1alpha1 "example.com/acme-operator/api/v1alpha1"
+	"example.com/acme-operator/internal/controller"
+	"github.com/opkit-dev/opkit/pkg/manager"
+)
+
+func TestStoredBeforeStart(t *testing.T) {
+	stored := &shipv1.Frigate{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "stored"}}
+	if err := newClient(t, shipv1.AddToScheme).Create(t.Context(), stored); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, shipv1alpha1.AddToScheme, func(mgr *manager.Manager) error {
+		_, err := controller.SetupFrigate(mgr)
+		return err
+	})
+}
+`)
+	inProject(t, dir, "make", "manifests")
+	start := time.Now()
+	out := failsInProject(t, dir, "go", "test", "-count=1", "-run", "TestStoredBeforeStart", "./internal/controller")
+	want := "the manager's cache cannot list ship.example.com/v1alpha1, Kind=Frigate: "
+	if !strings.Contains(out, want) || !strings.Contains(out, "conversion webhook for ship.example.com/v1, Kind=Frigate failed") {
+		t.Errorf("the test's failure does not say %q and why:\n%s", want, out)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("the test took %s to fail", took)
+	}
 }
 
 // testLocalConverts runs the project's operator as make run does, and
