@@ -79,8 +79,9 @@ func TestSecondVersionConverts(t *testing.T) {
 // watch does not say (it waited out 2 minutes for "context deadline
 // exceeded" in issue 31). The test fails at once, saying why.
 func testCacheCannotConvert(t *testing.T, dir string) {
-	edit(t, filepath.Join(dir, "api/v1alpha1/frigate_types.go"), storageMarker+"\n", "")
-	edit(t, filepath.Join(dir, "api/v1/frigate_types.go"), "type Frigate struct {", storageMarker+"\ntype Frigate struct {")
+	const stored = "// +kubebuilder:storageversion"
+	edit(t, filepath.Join(dir, "api/v1alpha1/frigate_types.go"), stored+"\n", "")
+	edit(t, filepath.Join(dir, "api/v1/frigate_types.go"), "type Frigate struct {", stored+"\ntype Frigate struct {")
 	mainTest := filepath.Join(dir, "internal/controller/main_test.go")
 	edit(t, mainTest, "webhookv1.SetupFrigateConversion(mgr),", "")
 	edit(t, mainTest, `webhookv1 "example.com/acme-operator/internal/webhook/v1"`, "")
