@@ -103,6 +103,18 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 test: lint verify-manifests test-alerts envtest ## Lint, check generated files and alert rules, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
+# make test-flakes runs every integration package's tests RUNS times (3),
+# PARALLEL packages at once (2), as make test runs them, and prints a table
+# of the failures (hack/flakehunt.sh; logs in bin/flakehunt). About three
+# times as long as make test. FLAKE_PKGS limits it to some packages.
+RUNS ?= 3
+PARALLEL ?= 2
+FLAKE_PKGS ?=
+
+.PHONY: test-flakes
+test-flakes: envtest build ## Run every integration package's tests RUNS=3 times, PARALLEL=2 packages at once, and print the failures by package.
+	RUNS=$(RUNS) PARALLEL=$(PARALLEL) GO=$(GO) hack/flakehunt.sh $(FLAKE_PKGS)
+
 .PHONY: test-alerts
 test-alerts: $(PROMTOOL) ## Check the alert rules in config/monitoring and run their unit tests with promtool (part of 'make test').
 	$(PROMTOOL) check rules config/monitoring/rules.yaml
@@ -164,6 +176,20 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) run ./hack/bench/scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
 	  for t in queue cache source e2e scaleout; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+
+# make test-leader-freeze freezes the leader of two replicas past its lease
+# and thaws it, LEADER_FREEZE_RUNS times on opkit and as many on
+# controller-runtime (hack/bench/crmirror) in alternation, and prints a
+# table: how often and for how long each old leader went on reconciling
+# and writing after the new one began (test/sharding's
+# TestFrozenLeaderStopsActing; OPKIT_LEADER_FREEZE_RUNS turns the
+# comparison on). opkit's overlaps fail it; controller-runtime's are only
+# reported. 'make test' runs the opkit scenario once.
+LEADER_FREEZE_RUNS ?= 10
+
+.PHONY: test-leader-freeze
+test-leader-freeze: envtest ## Freeze the leader of two replicas past its lease on opkit and on controller-runtime, LEADER_FREEZE_RUNS (10) times each, and compare how long each old leader still acts.
+	OPKIT_LEADER_FREEZE_RUNS=$(LEADER_FREEZE_RUNS) $(TEST_ENV) $(GO) test -count=1 -timeout=60m -v -run '^TestFrozenLeaderStopsActing$$' ./test/sharding/
 
 # make image builds the operator's OCI image without Docker (hack/image):
 # an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,

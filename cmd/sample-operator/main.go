@@ -39,6 +39,7 @@ import (
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1beta1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/internal/actlog"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -73,22 +74,20 @@ type controlPlane interface {
 
 // flags are the command line.
 type flags struct {
-	kubeconfig      string
-	metricsAddr     string
-	metricsSecure   bool
-	healthAddr      string
-	leaderElect     bool
-	leaderNamespace string
-	leaderName      string
-	workers         int
-	verbosity       int
-	readYourWrites  bool
-	local           bool
-	localDir        string
-	webhook         webhookFlags
-	shard           shardFlags
-	tenancy         tenancyFlags
-	recordFile      string
+	kubeconfig     string
+	metricsAddr    string
+	metricsSecure  bool
+	healthAddr     string
+	leader         leaderFlags
+	workers        int
+	verbosity      int
+	readYourWrites bool
+	local          bool
+	localDir       string
+	webhook        webhookFlags
+	shard          shardFlags
+	tenancy        tenancyFlags
+	recordFile     string
 }
 
 func parse(args []string, stderr io.Writer) (flags, error) {
@@ -99,9 +98,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics; "0" turns it off`)
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve /metrics over HTTPS to tokens the API server authorizes for it")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
-	fs.BoolVar(&f.leaderElect, "leader-elect", false, "run only while holding a Lease, so that replicas take over from each other: for one active replica and warm standbys (see --shard-group to share the work)")
-	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the Lease; defaults to the pod's")
-	fs.StringVar(&f.leaderName, "leader-election-id", "mirror-operator", "name of the Lease")
+	f.leader.register(fs)
 	fs.IntVar(&f.workers, "max-concurrent-reconciles", 4, "Mirrors reconciled at once")
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity: 0 or 1")
 	fs.BoolVar(&f.readYourWrites, "read-your-writes", true, "wait, before reconciling a Mirror, until the cache holds the Mirror's own earlier writes (false: measure its cost)")
@@ -110,7 +107,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	f.webhook.register(fs)
 	f.shard.register(fs)
 	f.tenancy.register(fs)
-	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends (see record.go); empty: none")
+	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends and when each write request is sent (package internal/actlog); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -135,7 +132,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 		return f, fmt.Errorf("-v is %d: it must be 0 or 1", f.verbosity)
 	case f.local && f.kubeconfig != "":
 		return f, errors.New("--local and --kubeconfig exclude each other: --local runs its own control plane")
-	case f.leaderElect && f.shard.group != "":
+	case f.leader.elect && f.shard.group != "":
 		return f, errors.New("--leader-elect and --shard-group exclude each other here: the Mirror controller is sharded, so every replica works whether it leads or not; use --shard-group to share the work, --leader-elect for one active replica")
 	}
 	return f, nil
@@ -223,28 +220,31 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		MaxConcurrentReconciles: f.workers,
 		DisableReadYourWrites:   !f.readYourWrites,
 	}
+	mgrCfg := cfg
 	if f.recordFile != "" {
-		rec, err := openRecorder(f.recordFile)
+		acts, err := actlog.Open(f.recordFile)
 		if err != nil {
 			return err
 		}
-		defer rec.Close()
-		ctrlOpts.TracerProvider = rec
+		defer acts.Close()
+		ctrlOpts.TracerProvider = spanRecorder{acts: acts}
+		// The first wrapper sits closest to the wire: the manager's own
+		// wrap it, so a write they refuse is never recorded.
+		mgrCfg = rest.CopyConfig(cfg)
+		mgrCfg.Wrap(acts.Transport)
 	}
-	mgr, err := manager.New(cfg, manager.Options{
+	mgr, err := manager.New(mgrCfg, manager.Options{
 		Sharding:       f.shard.options(),
 		Scheme:         scheme,
 		Logger:         log,
 		TracerProvider: tp,
-		LeaderElection: manager.LeaderElectionOptions{
-			Enabled: f.leaderElect, Name: f.leaderName, Namespace: f.leaderNamespace, ReleaseOnCancel: true,
-		},
-		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr, Secure: f.metricsSecure},
-		Health:  manager.HealthOptions{BindAddress: f.healthAddr},
-		Webhook: f.webhook.options(),
+		LeaderElection: f.leader.options(),
+		Metrics:        manager.MetricsOptions{BindAddress: f.metricsAddr, Secure: f.metricsSecure},
+		Health:         manager.HealthOptions{BindAddress: f.healthAddr},
+		Webhook:        f.webhook.options(),
 	})
 	if err != nil {
-		return f.shard.inFlagWords(err)
+		return f.leader.inFlagWords(f.shard.inFlagWords(err))
 	}
 	// The webhooks check Mirrors against the same Policy as the controller.
 	setupWebhooks := func(m *manager.Manager) error { return mirror.SetupWebhooks(m, policy) }
@@ -262,7 +262,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 		return err
 	}
 	defer stopCerts()
-	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leaderElect, "shardGroup", f.shard.group, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs,
+	log.Info("Starting the Mirror operator", "cluster", cfg.Host, "leaderElection", f.leader.elect, "shardGroup", f.shard.group, "webhookPort", f.webhook.port, "webhookCerts", f.webhook.certs,
 		"operatorNamespace", policy.OperatorNamespace, "allowTargetNamespaces", policy.AllowNamespaces, "allowSecretTypes", policy.SecretTypes, "maxTargets", policy.MaxTargets)
 	return mgr.Start(ctx)
 }

@@ -56,11 +56,15 @@ var shardFieldFlags = strings.NewReplacer(
 	"than RetryPeriod", "than --shard-retry-period",
 )
 
-// flagError is an error of manager.New told in the flags' words; it
-// unwraps to the manager's error.
-type flagError struct{ err error }
+// flagError is an error of manager.New told in the flags' words (words
+// replaces each option's name by its flag's); it unwraps to the manager's
+// error.
+type flagError struct {
+	err   error
+	words *strings.Replacer
+}
 
-func (e flagError) Error() string { return shardFieldFlags.Replace(e.err.Error()) }
+func (e flagError) Error() string { return e.words.Replace(e.err.Error()) }
 func (e flagError) Unwrap() error { return e.err }
 
 // inFlagWords returns err in the flags' words when sharding is on.
@@ -68,5 +72,5 @@ func (s shardFlags) inFlagWords(err error) error {
 	if err == nil || s.group == "" {
 		return err
 	}
-	return flagError{err}
+	return flagError{err, shardFieldFlags}
 }

@@ -346,12 +346,13 @@ func (c *changes) resource(d apiData) {
 }
 
 func (c *changes) controller(o APIOptions, d apiData) {
-	name, test := "controller.go.tmpl", "controller_test.go.tmpl"
+	name, test, unit := "controller.go.tmpl", "controller_test.go.tmpl", "controller_unit_test.go.tmpl"
 	if !o.Resource {
-		name, test = "builtin_controller.go.tmpl", "builtin_controller_test.go.tmpl"
+		name, test, unit = "builtin_controller.go.tmpl", "builtin_controller_test.go.tmpl", "builtin_controller_unit_test.go.tmpl"
 	}
 	c.create(controllerDir+"/"+d.Lower+"_controller.go", name, d)
 	c.create(controllerDir+"/"+d.Lower+"_controller_test.go", test, d)
+	c.create(controllerDir+"/"+d.Lower+"_controller_unit_test.go", unit, d)
 	if _, err := os.Stat(filepath.Join(c.dir, controllerDir, "main_test.go")); err != nil {
 		c.create(controllerDir+"/main_test.go", "main_test.go.tmpl", d)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,7 @@ type Controller[K comparable] struct {
 	lag        *eventLag[K]           // nil without Options.Registerer and Options.TracerProvider
 	tracer     *reconcileTracer[K]    // nil without Options.TracerProvider
 	log        logr.Logger
+	waiting    atomic.Int32 // workers holding a key at a closed leadership fence
 
 	mu      sync.Mutex
 	sources []source.Source[K]
@@ -217,7 +219,7 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	defer stopWork(ErrShutdown)
 	var wg sync.WaitGroup
 	work := func(get func() (K, int, bool)) {
-		for c.processNext(workCtx, get) {
+		for c.processNext(workCtx, ctx, get) {
 		}
 	}
 	for range c.opts.MaxConcurrentReconciles {

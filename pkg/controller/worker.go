@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -19,13 +20,18 @@ import (
 
 // processNext reconciles the next key that get (the queue's Get, or
 // GetSpare for a spare worker) hands out, and reports false once the queue
-// has shut down.
-func (c *Controller[K]) processNext(ctx context.Context, get func() (K, int, bool)) bool {
+// has shut down. ctx is the reconciles' context; stop ends when the
+// controller stops handing out keys.
+func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, int, bool)) bool {
 	key, priority, shutdown := get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
+	// A leader that is not sure it still leads starts nothing.
+	if !c.fenced(ctx, stop, key) {
+		return true
+	}
 	// The gate comes first: a key of a slot this replica does not hold
 	// must neither wait for the cache nor be reconciled.
 	done, ok := c.admit(key)
@@ -96,6 +102,14 @@ func (c *Controller[K]) settle(log logr.Logger, key K, priority int, res reconci
 		c.metrics.Terminal.Inc()
 		log.Error(err, "Reconcile failed with a terminal error; not retrying until the object changes")
 		return tracing.ResultError, false
+	case errors.Is(err, fence.ErrFenced):
+		// A write refused because the lease may be lost: the key waits at
+		// the fence, without backoff, for the next renewal.
+		c.queue.AddWithOpts(queue.AddOpts{Priority: priority}, key)
+		c.metrics.Error.Inc()
+		c.metrics.Errors.Inc()
+		log.Info("Reconcile stopped: a write was refused because this replica is not sure it still holds its lease; retrying once it is renewed", "error", err.Error())
+		return tracing.ResultError, true
 	case err != nil:
 		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
 		c.metrics.Error.Inc()

@@ -23,10 +23,23 @@
 //     while this process holds a coordination.k8s.io/v1 Lease. The cache
 //     syncs before the election, so a standby takes over warm. Losing the
 //     lease cancels leader-only work at once (controller.ErrAbort) and
-//     Start returns an error wrapping ErrLeaderLost: a process never goes
-//     on reconciling without the lease. With ReleaseOnCancel the lease is
-//     given up on a stop, after leader-only work has stopped, so a standby
-//     takes over in about RetryPeriod instead of LeaseDuration.
+//     Start returns an error wrapping ErrLeaderLost. With ReleaseOnCancel
+//     the lease is given up on a stop, after leader-only work has stopped,
+//     so a standby takes over in about RetryPeriod instead of
+//     LeaseDuration.
+//   - Fenced: a leader acts only while its last successful renewal, sent
+//     on this process's monotonic clock, is younger than RenewDeadline,
+//     which is shorter than the LeaseDuration a standby waits from the
+//     moment it saw that renewal. Past it (a GC pause, a frozen VM, a CPU
+//     limit, a partition) controllers start no reconcile and every write
+//     sent with a leader-only runnable's context through a client built
+//     from Config is refused before it is sent (ErrFenced), until the next
+//     renewal succeeds or the lease is found lost; MetricLeader reads 0
+//     meanwhile. client-go's elector alone gives up RenewDeadline after
+//     its first failed try, so a process resumed after a freeze would go
+//     on acting beside the new leader for up to RenewDeadline. What a
+//     fence cannot do: recall a request already sent. See
+//     docs/reliability.md.
 //   - Probes: /healthz passes while the process serves; /readyz fails until
 //     the cache has synced, and while any type's list or watch fails (a
 //     stale cache: RBAC, or the API server out of reach), and lists each

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,27 +14,86 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/opkit-dev/opkit/internal/fence"
 )
 
-// MetricLeader is 1 while this process holds the Lease named by its label
-// "name", else 0: client-go's and controller-runtime's
-// leader_election_master_status, which kubebuilder's dashboards read. Served
-// only with Options.LeaderElection.Enabled; summed over the replicas, it
-// is 1 when exactly one leads.
+// MetricLeader is 1 while this process may act as the holder of the Lease
+// named by its label "name" (its fence is open: see ErrFenced), else 0:
+// client-go's and controller-runtime's leader_election_master_status,
+// which kubebuilder's dashboards read. Served only with
+// Options.LeaderElection.Enabled; summed over the replicas, it is 1 when
+// exactly one leads, and unlike client-go's it never reads 1 on two
+// replicas at once: a frozen leader's turns 0 before a standby may take
+// over.
 const MetricLeader = "leader_election_master_status"
 
-// newLeaderGauge registers MetricLeader in reg, at 0 for the Lease name.
-func newLeaderGauge(reg prometheus.Registerer, name string) (prometheus.Gauge, error) {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: MetricLeader,
-		Help: "1 while this process holds the leader election Lease of the label name, else 0.",
-	}, []string{"name"})
+// ErrFenced is wrapped by the error of a write refused because this
+// process, though elected, is not sure it still holds its Lease: its last
+// successful renewal is older than Options.LeaderElection.RenewDeadline
+// (a GC pause, a frozen VM, a CPU limit, a partition). Every write sent
+// with the context of a leader-only runnable (a controller's reconcile
+// included) through a client built from Manager.Config is checked just
+// before it is sent; controllers also stop starting reconciles until the
+// next renewal. A reconcile that gets it is queued again without backoff
+// and runs once the lease is renewed, or never here if it was lost. See
+// CheckLeadership and docs/reliability.md.
+var ErrFenced = fence.ErrFenced
+
+// CheckLeadership returns nil if ctx is not a leader-only runnable's (or
+// reconcile's) context, or if this process may act as the leader now;
+// otherwise an error wrapping ErrFenced. A leader-only runnable that acts
+// by other means than writes through the manager's clients (calls to
+// another system, say) asks before each act; its writes through
+// Manager.Config's clients are checked for it.
+func CheckLeadership(ctx context.Context) error { return fence.Check(ctx) }
+
+// newLeaderGauge registers MetricLeader in reg for the Lease name, reading
+// f.
+func newLeaderGauge(reg prometheus.Registerer, name string, f *fence.Fence) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        MetricLeader,
+		Help:        "1 while this process holds the leader election Lease of the label name and may act on it, else 0.",
+		ConstLabels: prometheus.Labels{"name": name},
+	}, func() float64 {
+		if f.Open() {
+			return 1
+		}
+		return 0
+	})
 	if err := reg.Register(g); err != nil {
-		return nil, fmt.Errorf("manager: register %s: %w", MetricLeader, err)
+		return fmt.Errorf("manager: register %s: %w", MetricLeader, err)
 	}
-	gauge := g.WithLabelValues(name)
-	gauge.Set(0)
-	return gauge, nil
+	return nil
+}
+
+// renewals is the election's lock, telling the fence of each renewal that
+// succeeded: one the API server accepted with this process as holder, by
+// optimistic concurrency on the Lease's resourceVersion, so that nobody
+// else acquired the Lease in between.
+type renewals struct {
+	resourcelock.Interface
+	fence *fence.Fence
+}
+
+func (l renewals) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	sent := time.Now()
+	err := l.Interface.Create(ctx, rec)
+	l.renewed(err, rec, sent)
+	return err
+}
+
+func (l renewals) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	sent := time.Now()
+	err := l.Interface.Update(ctx, rec)
+	l.renewed(err, rec, sent)
+	return err
+}
+
+func (l renewals) renewed(err error, rec resourcelock.LeaderElectionRecord, sent time.Time) {
+	if err == nil && rec.HolderIdentity == l.Identity() {
+		l.fence.Renewed(sent)
+	}
 }
 
 // serviceAccountNamespace is where a pod finds its own namespace.
@@ -86,7 +146,7 @@ func (r *run) elect(leaderOnly []Runnable) error {
 	log := m.log.WithValues("lease", ns+"/"+le.Name, "identity", id)
 	var leading atomic.Bool
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            renewals{Interface: lock, fence: m.fence},
 		LeaseDuration:   le.LeaseDuration,
 		RenewDeadline:   le.RenewDeadline,
 		RetryPeriod:     le.RetryPeriod,
@@ -95,12 +155,11 @@ func (r *run) elect(leaderOnly []Runnable) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
 				leading.Store(true)
-				m.leader.Set(1)
 				log.Info("Elected leader; starting leader-only runnables")
 				r.lead(leaderOnly)
 			},
 			OnStoppedLeading: func() {
-				m.leader.Set(0)
+				m.fence.Lost()
 				if r.electCtx.Err() != nil {
 					if leading.Load() {
 						log.Info("Left leadership on shutdown", "released", le.ReleaseOnCancel)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/consistency"
@@ -55,7 +56,7 @@ type Manager struct {
 	client    client.Client
 	clientset kubernetes.Interface
 	registry  *prometheus.Registry
-	leader    prometheus.Gauge // MetricLeader, with leader election
+	fence     *fence.Fence // with leader election: may this process act as the leader now?
 	log       logr.Logger
 	broadcast events.EventBroadcaster
 	// eventsRefused is MetricEventsRefused, whose series each recorder
@@ -104,11 +105,11 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.LeaderElection.Enabled {
-		g, err := newLeaderGauge(m.registry, opts.LeaderElection.Name)
-		if err != nil {
+		le := opts.LeaderElection
+		m.fence = fence.New(le.Name, fenceMargin(le))
+		if err := newLeaderGauge(m.registry, le.Name, m.fence); err != nil {
 			return nil, err
 		}
-		m.leader = g
 	}
 	rm, err := metrics.NewRESTClientMetrics(m.registry)
 	if err != nil {
@@ -117,6 +118,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	m.config = rest.CopyConfig(cfg)
 	m.config.Wrap(rm.Wrap)
 	m.traceRequests()
+	// Outermost, so that a refused write is neither sent nor counted: a
+	// leader-only runnable's write is refused while its fence is closed.
+	m.config.Wrap(fence.Transport)
 	if err := m.buildClients(); err != nil {
 		return nil, err
 	}

@@ -164,6 +164,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"lease durations out of order", manager.Options{LeaderElection: manager.LeaderElectionOptions{
 			Enabled: true, Name: "l", Namespace: "x", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}},
 			[]string{"LeaseDuration (1s) must be longer than RenewDeadline (2s)"}},
+		{"lease of fractional seconds", manager.Options{LeaderElection: manager.LeaderElectionOptions{
+			Enabled: true, Name: "l", Namespace: "x", LeaseDuration: 2500 * time.Millisecond, RenewDeadline: 2200 * time.Millisecond, RetryPeriod: time.Second}},
+			[]string{"LeaseDuration (2.5s, which the Lease stores as 2s) must be longer than RenewDeadline (2.2s)"}},
 		{"lease namespace outside a pod", manager.Options{LeaderElection: manager.LeaderElectionOptions{Enabled: true, Name: "l"}},
 			[]string{"LeaderElection.Namespace is empty"}},
 		{"bad address", manager.Options{Metrics: manager.MetricsOptions{BindAddress: "8080"}}, []string{`Metrics.BindAddress "8080"`}},

@@ -92,8 +92,12 @@ type LeaderElectionOptions struct {
 	// LeaseDuration is how long a standby waits, after the leader last
 	// renewed, before it takes over. Defaults to 15s.
 	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader tries to renew before it gives
-	// the lease up. Defaults to 10s.
+	// RenewDeadline is how long the leader acts after its last successful
+	// renewal was sent, and how long it tries to renew before it gives the
+	// lease up. It must be shorter than LeaseDuration in whole seconds
+	// (the Lease stores seconds): the difference is the margin in which a
+	// reconcile's last write lands before a standby may take over.
+	// Defaults to 10s.
 	RenewDeadline time.Duration
 	// RetryPeriod is the time between tries to acquire or renew. Defaults
 	// to 2s.
@@ -204,8 +208,12 @@ func (o Options) validate() error {
 			add("Options.LeaderElection.Name is empty: name the Lease, such as \"my-operator-leader\"")
 		}
 		le = le.withDefaults()
-		if le.LeaseDuration <= le.RenewDeadline {
-			add("Options.LeaderElection.LeaseDuration (%v) must be longer than RenewDeadline (%v)", le.LeaseDuration, le.RenewDeadline)
+		if whole := leaseSeconds(le); whole <= le.RenewDeadline {
+			lease := le.LeaseDuration.String()
+			if whole != le.LeaseDuration {
+				lease += ", which the Lease stores as " + whole.String()
+			}
+			add("Options.LeaderElection.LeaseDuration (%s) must be longer than RenewDeadline (%v): the difference is the margin by which a frozen leader stops acting before a standby may take over", lease, le.RenewDeadline)
 		}
 		if le.RenewDeadline <= le.RetryPeriod {
 			add("Options.LeaderElection.RenewDeadline (%v) must be longer than RetryPeriod (%v)", le.RenewDeadline, le.RetryPeriod)
@@ -227,6 +235,21 @@ func (o Options) validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// leaseSeconds is the lease duration as the Lease records it, and as
+// standbys count it: client-go writes whole seconds, rounded down.
+func leaseSeconds(le LeaderElectionOptions) time.Duration {
+	return le.LeaseDuration.Truncate(time.Second)
+}
+
+// fenceMargin is how long after a renewal was sent the leader may act:
+// RenewDeadline, which validate keeps below the lease's whole seconds.
+// client-go's elector gives up at about the same time, but counted from
+// its first failed try rather than from the last success, so a frozen
+// process would go on for up to another RenewDeadline after it wakes.
+func fenceMargin(le LeaderElectionOptions) time.Duration {
+	return le.RenewDeadline
 }
 
 func (le LeaderElectionOptions) withDefaults() LeaderElectionOptions {

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
@@ -133,6 +134,12 @@ func newRun(parent context.Context, m *Manager) *run {
 	detached := context.WithoutCancel(parent)
 	r.workCtx, r.stopWork = context.WithCancelCause(detached)
 	r.leaderCtx, r.stopLeader = context.WithCancelCause(detached)
+	if m.fence != nil {
+		// Leader-only work carries the fence: its writes are refused,
+		// and its controllers start no reconcile, while the process is
+		// not sure it still holds the lease.
+		r.leaderCtx = fence.NewContext(r.leaderCtx, m.fence)
+	}
 	r.cacheCtx, r.stopCache = context.WithCancel(detached)
 	r.electCtx, r.stopElect = context.WithCancel(detached)
 	r.memberCtx, r.stopMember = context.WithCancel(detached)

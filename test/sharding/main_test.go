@@ -2,7 +2,10 @@
 // processes against a real control plane, while replicas join, leave,
 // crash and freeze: no Mirror is ever reconciled by two replicas at once,
 // every Mirror converges, and slots move within the bounds.
-// docs/sharding.md says what each step shows.
+// docs/sharding.md says what each step shows. It also freezes the leader
+// of two replicas run with leader election, on opkit and on
+// controller-runtime, and checks that the old leader acts no more once
+// the new one has begun (freeze_test.go).
 package sharding
 
 import (
@@ -51,21 +54,29 @@ const (
 func buildOperator(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sample-operator")
-	out, err := exec.Command("go", "build", "-tags", "nolocal", "-o", bin, "github.com/opkit-dev/opkit/cmd/sample-operator").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build sample-operator: %v\n%s", err, out)
-	}
+	goBuild(t, bin, "github.com/opkit-dev/opkit/cmd/sample-operator")
 	return bin
 }
 
-// replica is one sharded sample operator process.
+// goBuild builds the command pkg into bin, without the local control
+// plane (-tags nolocal), as it is deployed.
+func goBuild(t *testing.T, bin, pkg string) {
+	t.Helper()
+	out, err := exec.Command("go", "build", "-tags", "nolocal", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+}
+
+// replica is one operator process.
 type replica struct {
-	name    string
-	cmd     *exec.Cmd
-	log     string // its standard error: JSON log lines
-	metrics string // its /metrics URL
-	exited  chan struct{}
-	err     error // Wait's, once exited is closed
+	name     string
+	cmd      *exec.Cmd
+	log      string // its standard error: JSON log lines
+	metrics  string // its /metrics URL
+	exited   chan struct{}
+	err      error     // Wait's, once exited is closed
+	exitedAt time.Time // once exited is closed
 }
 
 // group is what every replica of the test shares: the binary, the
@@ -86,18 +97,25 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// start runs a replica named name, with its metrics on a port of its own
-// and its reconciles recorded in g.records.
+// start runs a sharded replica named name, with its reconciles recorded
+// in g.records.
 func (g group) start(t *testing.T, name string) *replica {
 	t.Helper()
-	port := freePort(t)
-	r := &replica{name: name, log: filepath.Join(t.TempDir(), name+".log"), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), exited: make(chan struct{})}
-	r.cmd = exec.Command(g.bin, "--kubeconfig", g.kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4",
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "127.0.0.1:0",
+	return startProcess(t, name, g.bin, "--kubeconfig", g.kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4",
 		"--webhook-port", "0", "--record-reconciles", g.records,
 		"--shard-group", g.name, "--shard-namespace", g.namespace, "--shard-identity", name,
 		"--shard-slots", strconv.Itoa(slots), "--shard-lease-duration", leaseDuration.String(),
 		"--shard-renew-deadline", renewDeadline.String(), "--shard-retry-period", retryPeriod.String())
+}
+
+// startProcess runs the operator bin with args, its metrics on a port of
+// its own and its probes on any, until it exits or the test ends.
+func startProcess(t *testing.T, name, bin string, args ...string) *replica {
+	t.Helper()
+	port := freePort(t)
+	r := &replica{name: name, log: filepath.Join(t.TempDir(), name+".log"), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), exited: make(chan struct{})}
+	args = append(args, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "127.0.0.1:0")
+	r.cmd = exec.Command(bin, args...)
 	f, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +126,7 @@ func (g group) start(t *testing.T, name string) *replica {
 	}
 	go func() {
 		r.err = r.cmd.Wait()
+		r.exitedAt = time.Now()
 		f.Close()
 		close(r.exited)
 	}()
@@ -147,21 +166,34 @@ type shardStats struct {
 	lastTakeover  float64
 }
 
-// stats scrapes the replica's dispatch.MetricSlotsHeld and MetricMembers,
-// and MetricHandovers and MetricLastTakeover where it exports them.
-func (r *replica) stats() (shardStats, error) {
+// scrape returns the lines of the replica's /metrics.
+func (r *replica) scrape() ([]string, error) {
 	c := http.Client{Timeout: time.Second}
 	resp, err := c.Get(r.metrics)
 	if err != nil {
-		return shardStats{}, err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	var s shardStats
-	found := 0
+	var lines []string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
+}
+
+// stats scrapes the replica's dispatch.MetricSlotsHeld and MetricMembers,
+// and MetricHandovers and MetricLastTakeover where it exports them.
+func (r *replica) stats() (shardStats, error) {
+	lines, err := r.scrape()
+	if err != nil {
+		return shardStats{}, err
+	}
+	var s shardStats
+	found := 0
+	for _, line := range lines {
+		name, val, ok := strings.Cut(line, " ")
 		if !ok {
 			continue
 		}
@@ -181,7 +213,7 @@ func (r *replica) stats() (shardStats, error) {
 	if found != 2 {
 		return s, errors.New("no " + dispatch.MetricSlotsHeld + " or " + dispatch.MetricMembers + " yet")
 	}
-	return s, sc.Err()
+	return s, nil
 }
 
 // logHas reports whether the replica logged a line containing msg.

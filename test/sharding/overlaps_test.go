@@ -15,7 +15,8 @@ func TestOverlaps(t *testing.T) {
 	lines := "start 10 ns/a 1\nstart 15 ns/b 2\nend 20 ns/a 1\n" + // a: pid 1 [10,20]
 		"start 20 ns/a 2\nend 30 ns/a 2\n" + // a: pid 2 starts as pid 1 ends: no overlap
 		"start 25 ns/b 1\nend 26 ns/b 1\n" + // b: pid 1 inside pid 2's open [15, killed at 40]
-		"start 31 ns/a 2\nend 32 ns/a 2\n" // a: pid 2 again: one process never overlaps itself
+		"start 31 ns/a 2\nend 32 ns/a 2\n" + // a: pid 2 again: one process never overlaps itself
+		"write 12 PATCH /api/v1/namespaces/x/configmaps/a 1\nwrite 27 DELETE /api/v1/namespaces/x/configmaps/b 2\n" // writes are no reconciles
 	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -27,10 +28,54 @@ func TestOverlaps(t *testing.T) {
 	if diff := cmp.Diff(want, overlaps(all), cmp.AllowUnexported(interval{})); diff != "" {
 		t.Errorf("overlaps (-want +got):\n%s", diff)
 	}
-	if err := os.WriteFile(path, []byte("end 1 ns/a 1\n"), 0o644); err != nil {
+	for _, bad := range []string{"end 1 ns/a 1\n", "write 1 PATCH 1\n", "start 1 ns/a\n", "stop 1 ns/a 1\n"} {
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readIntervals(path, nil); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+// The frozen leader test's verdict finds what it must: the old leader's
+// starts and writes after the new one's first act, and the new one's
+// before the old one's last act before the freeze; ends count for
+// neither.
+func TestJudgeFrozenLeader(t *testing.T) {
+	const a, b, frozeAt = 1, 2, 100
+	acts := []act{
+		{"start", 10, "ns/x", a}, {"write", 20, "PATCH /p", a}, {"end", 30, "ns/x", a},
+		{"start", 90, "ns/y", a}, // in flight at the freeze
+		{"start", 150, "ns/x", b}, {"write", 160, "PATCH /p", b}, {"end", 170, "ns/x", b},
+		{"write", 200, "PATCH /q", a}, {"end", 210, "ns/y", a}, {"start", 220, "ns/z", a}, // a wakes and acts
+	}
+	got, err := judge(acts, a, b, frozeAt)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readIntervals(path, nil); err == nil {
-		t.Error("an end without a start was accepted")
+	want := freezeResult{aStarts: 1, aWrites: 1, aFirst: 200, aLast: 220, bFirst: 150, aBefore: 90,
+		examples: []act{{"write", 200, "PATCH /q", a}, {"start", 220, "ns/z", a}}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(freezeResult{}, act{})); diff != "" {
+		t.Errorf("judge (-want +got):\n%s", diff)
+	}
+	if got.overlaps() != 2 || got.acting() != 20 {
+		t.Errorf("%d overlaps acting for %v, want 2 for 20ns", got.overlaps(), got.acting())
+	}
+
+	// b acting before a's last act before the freeze: an overlap seen
+	// from both sides.
+	acts = []act{{"start", 10, "ns/x", a}, {"write", 20, "PATCH /p", b}, {"write", 30, "PATCH /p", a}, {"start", 150, "ns/x", b}}
+	if got, err := judge(acts, a, b, frozeAt); err != nil || got.bEarly != 1 || got.aWrites != 1 || got.aStarts != 0 {
+		t.Errorf("judge = %+v, %v; want b early once, a late once", got, err)
+	}
+	for _, acts := range [][]act{
+		{{"start", 150, "ns/x", b}},                            // a never acted
+		{{"start", 10, "ns/x", a}},                             // b never acted
+		{{"start", 110, "ns/x", a}, {"start", 150, "ns/x", b}}, // a only after the freeze
+	} {
+		if _, err := judge(acts, a, b, frozeAt); err == nil {
+			t.Errorf("judge(%v) accepted a scenario that shows nothing", acts)
+		}
 	}
 }

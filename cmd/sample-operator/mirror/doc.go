@@ -104,5 +104,8 @@
 //
 // The reconcile logic (Reconciler) knows nothing of opkit's cache: it reads
 // through Store, so the same logic runs on controller-runtime in the
-// benchmarks.
+// benchmarks, and without a cluster in TestReconcilerUnit, on a Store over
+// cachetest Listers and controller-runtime's fake client. Setup's Store
+// itself needs an API server: its metadata-only and lazily fetched Listers
+// have no in-memory form.
 package mirror

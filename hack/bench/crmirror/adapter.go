@@ -6,6 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/opkit-dev/opkit/internal/actlog"
 	opkit "github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
@@ -38,4 +39,20 @@ func result(res opkit.Result) ctrl.Result {
 		//lint:ignore SA1019 Requeue is controller-runtime's only way to ask for a rate-limited requeue without an error.
 		return ctrl.Result{Requeue: true}
 	}
+}
+
+// recorded records each reconcile of r in acts, as the sample's
+// --record-reconciles does (the key is namespace/name).
+type recorded struct {
+	r    ctrl.Reconciler
+	acts *actlog.File
+}
+
+var _ ctrl.Reconciler = recorded{}
+
+func (r recorded) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.Namespace + "/" + req.Name
+	r.acts.Start(key)
+	defer r.acts.End(key)
+	return r.r.Reconcile(ctx, req)
 }

@@ -7,6 +7,15 @@
 //
 //	crmirror --kubeconfig FILE [--metrics-bind-address ADDR] [--health-probe-bind-address ADDR]
 //	         [--max-concurrent-reconciles N] [--pprof-bind-address ADDR]
+//	         [--leader-elect [--leader-election-namespace NS] [--leader-election-id NAME]
+//	          [--leader-elect-lease-duration D] [--leader-elect-renew-deadline D] [--leader-elect-retry-period D]]
+//	         [--record-reconciles FILE]
+//
+// With --leader-elect one replica works and the others stand by, as with
+// the sample's flag of that name; test/sharding freezes the leader of two
+// to compare what each does after a standby took over. --record-reconciles
+// records reconciles and writes in the sample's format (package
+// internal/actlog).
 package main
 
 import (
@@ -36,11 +45,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/internal/actlog"
 )
 
 func main() {
@@ -56,6 +67,43 @@ type flags struct {
 	pprofAddr   string
 	workers     int
 	verbosity   int
+	leader      leaderFlags
+	recordFile  string
+}
+
+// leaderFlags are the sample's leader election flags, for
+// controller-runtime's manager.Options.
+type leaderFlags struct {
+	elect         bool
+	namespace     string
+	name          string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+}
+
+func (l *leaderFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&l.elect, "leader-elect", false, "run only while holding a Lease: one active replica and warm standbys")
+	fs.StringVar(&l.namespace, "leader-election-namespace", "", "namespace of the Lease; defaults to the pod's")
+	fs.StringVar(&l.name, "leader-election-id", "mirror-operator", "name of the Lease")
+	fs.DurationVar(&l.leaseDuration, "leader-elect-lease-duration", 0, "with --leader-elect: how long a standby waits after the leader last renewed before it takes over; 0: controller-runtime's default (15s)")
+	fs.DurationVar(&l.renewDeadline, "leader-elect-renew-deadline", 0, "with --leader-elect: how long the leader tries to renew before it gives the Lease up; 0: controller-runtime's default (10s)")
+	fs.DurationVar(&l.retryPeriod, "leader-elect-retry-period", 0, "with --leader-elect: the time between tries to acquire or renew the Lease; 0: controller-runtime's default (2s)")
+}
+
+// apply sets o's leader election fields. Like the sample, it releases the
+// Lease on a graceful stop.
+func (l leaderFlags) apply(o *ctrl.Options) {
+	o.LeaderElection, o.LeaderElectionNamespace, o.LeaderElectionID = l.elect, l.namespace, l.name
+	o.LeaderElectionReleaseOnCancel = true
+	for _, d := range []struct {
+		flag time.Duration
+		opt  **time.Duration
+	}{{l.leaseDuration, &o.LeaseDuration}, {l.renewDeadline, &o.RenewDeadline}, {l.retryPeriod, &o.RetryPeriod}} {
+		if d.flag > 0 {
+			*d.opt = &d.flag
+		}
+	}
 }
 
 func parse(args []string, stderr io.Writer) (flags, error) {
@@ -68,6 +116,8 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", `address of /debug/pprof; "0" turns it off`)
 	fs.IntVar(&f.workers, "max-concurrent-reconciles", 4, "Mirrors reconciled at once")
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity: 0 or 1")
+	f.leader.register(fs)
+	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends and when each write request is sent (package internal/actlog); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -76,6 +126,9 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	}
 	if f.workers < 1 {
 		return f, fmt.Errorf("--max-concurrent-reconciles is %d: it must be at least 1", f.workers)
+	}
+	if l := f.leader; l.leaseDuration < 0 || l.renewDeadline < 0 || l.retryPeriod < 0 {
+		return f, errors.New("the --leader-elect-* durations must be 0 (the default) or positive")
 	}
 	return f, nil
 }
@@ -102,20 +155,31 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// benchmark's two operators visibly share the setting.
 	cfg.QPS, cfg.Burst = -1, 0
 
-	mgr, err := newManager(cfg, f, log)
+	var acts *actlog.File
+	if f.recordFile != "" {
+		if acts, err = actlog.Open(f.recordFile); err != nil {
+			return err
+		}
+		defer acts.Close()
+		// The first wrapper, closest to the wire, as in the sample.
+		cfg.Wrap(acts.Transport)
+	}
+	mgr, err := newManager(cfg, f, acts, log)
 	if err != nil {
 		return err
 	}
-	log.Info("Starting the Mirror operator (controller-runtime)", "cluster", cfg.Host)
+	log.Info("Starting the Mirror operator (controller-runtime)", "cluster", cfg.Host, "leaderElection", f.leader.elect)
 	return mgr.Start(ctx)
 }
 
-func newManager(cfg *rest.Config, f flags, log logr.Logger) (ctrl.Manager, error) {
+// newManager returns the manager with the Mirror controller; acts, when
+// not nil, records its reconciles.
+func newManager(cfg *rest.Config, f flags, acts *actlog.File, log logr.Logger) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
@@ -125,11 +189,13 @@ func newManager(cfg *rest.Config, f flags, log logr.Logger) (ctrl.Manager, error
 		// a production operator caching every ConfigMap and Secret drops
 		// them to save memory.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-	})
+	}
+	f.leader.apply(&opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
-	if err := setup(mgr, f.workers); err != nil {
+	if err := setup(mgr, f.workers, acts); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -143,13 +209,16 @@ func newManager(cfg *rest.Config, f flags, log logr.Logger) (ctrl.Manager, error
 }
 
 // setup adds the Mirror controller to mgr, as mirror.Setup adds it to
-// opkit's manager.
-func setup(mgr ctrl.Manager, workers int) error {
+// opkit's manager; acts, when not nil, records its reconciles.
+func setup(mgr ctrl.Manager, workers int, acts *actlog.File) error {
 	if err := indexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("set up the mirror controller: %w", err)
 	}
 	s := store{r: mgr.GetCache()}
-	r := &mirror.Reconciler{Store: s, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("mirror")}
+	var r reconcile.Reconciler = adapter{&mirror.Reconciler{Store: s, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("mirror")}}
+	if acts != nil {
+		r = recorded{r: r, acts: acts}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mirror").
 		For(&v1alpha1.Mirror{}, builder.WithPredicates(predicate.Or[client.Object](
@@ -160,7 +229,7 @@ func setup(mgr ctrl.Manager, workers int) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsSelecting)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
-		Complete(adapter{r})
+		Complete(r)
 }
 
 // deletionStarted passes the update that sets a deletion timestamp;

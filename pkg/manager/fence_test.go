@@ -1,0 +1,152 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/opkit-dev/opkit/pkg/manager"
+)
+
+// partition fails the lease renewals sent through it while cut is set,
+// as a partition between the leader and the API server would, and counts
+// the other writes that reach it.
+type partition struct {
+	next   http.RoundTripper
+	cut    atomic.Bool
+	mu     sync.Mutex
+	writes []string // method and path of each write sent, leases aside
+}
+
+func (p *partition) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.Contains(req.URL.Path, "/leases") {
+		if p.cut.Load() {
+			return nil, errors.New("partitioned")
+		}
+		return p.next.RoundTrip(req)
+	}
+	if req.Method != http.MethodGet {
+		p.mu.Lock()
+		p.writes = append(p.writes, req.Method+" "+req.URL.Path)
+		p.mu.Unlock()
+	}
+	return p.next.RoundTrip(req)
+}
+
+// startedAfter counts who's reconciles that started after t.
+func (s *spans) startedAfter(who string, t time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sp := range s.all {
+		if sp.who == who && sp.start.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *partition) sent() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.writes...)
+}
+
+// A leader whose renewals fail stops acting RenewDeadline after its last
+// renewal, before a standby could take the lease: its controllers start no
+// reconcile, a leader-only runnable's write is refused before it is sent
+// (ErrFenced), CheckLeadership says so, and leader_election_master_status
+// reads 0, while client-go's elector still counts itself the leader.
+func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
+	ns := env.Namespace(t)
+	p := &partition{}
+	cfg := rest.CopyConfig(env.Config())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { p.next = rt; return p })
+	opts := leaderOptions(ns, false)
+	// A long renew loop: client-go gives up RenewDeadline after its first
+	// failed try, the fence RenewDeadline after the last success.
+	opts.LeaderElection.LeaseDuration = 6 * time.Second
+	opts.LeaderElection.RenewDeadline = 2 * time.Second
+	opts.LeaderElection.RetryPeriod = 1500 * time.Millisecond
+	opts.LeaderElection.Identity = "a"
+	opts.Metrics.BindAddress = "127.0.0.1:0"
+	opts.Health.BindAddress = "127.0.0.1:0"
+	opts.Cache.Namespaces = []string{ns}
+	m, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s spans
+	if _, err := manager.NewController(m, "fenced", s.reconciler("a"), manager.For[*corev1.ConfigMap]()); err != nil {
+		t.Fatal(err)
+	}
+	leaderCtx := make(chan context.Context, 1)
+	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		leaderCtx <- ctx
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	st := start(t, m)
+	eventually(t, "a to be elected", func() bool { return elected(m) })
+	ctx := <-leaderCtx
+	if err := manager.CheckLeadership(ctx); err != nil {
+		t.Fatalf("CheckLeadership while leading = %v", err)
+	}
+	if err := m.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a to reconcile", func() bool { return s.count("a") > 3 })
+
+	p.cut.Store(true)
+	cut := time.Now()
+	eventually(t, "the fence to close", func() bool { return manager.CheckLeadership(ctx) != nil })
+	closed := time.Now()
+	fenced := closed.Sub(cut)
+	err = manager.CheckLeadership(ctx)
+	if !errors.Is(err, manager.ErrFenced) || !strings.Contains(err.Error(), "test-lease") {
+		t.Errorf("CheckLeadership once fenced = %v, want ErrFenced naming the lease", err)
+	}
+	if l := gauge(t, m.Registry(), manager.MetricLeader); l != 0 {
+		t.Errorf("the fenced leader's %s = %v, want 0", manager.MetricLeader, l)
+	}
+	before := len(p.sent())
+	err = m.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fenced", Namespace: ns}})
+	if !errors.Is(err, manager.ErrFenced) {
+		t.Errorf("a leader-only runnable's write once fenced = %v, want ErrFenced", err)
+	}
+	if sent := p.sent(); len(sent) != before {
+		t.Errorf("a refused write was sent: %v", sent[before:])
+	}
+	// The manager's own work is not leader-only: a write with another
+	// context goes through.
+	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "free", Namespace: ns}}); err != nil {
+		t.Errorf("a write without the leader's context: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := s.startedAfter("a", closed); n != 0 {
+		t.Errorf("%d reconciles started after the fence closed", n)
+	}
+	t.Logf("fenced %v after renewals began to fail (RenewDeadline 2s after the last success, which was up to RetryPeriod 1.5s before)", fenced.Round(time.Millisecond))
+
+	// Then client-go gives up, and Start says the lease was lost.
+	select {
+	case err := <-st.done:
+		close(st.done)
+		if !errors.Is(err, manager.ErrLeaderLost) {
+			t.Errorf("Start = %v, want ErrLeaderLost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Start did not return after renewals failed")
+	}
+}
