@@ -177,7 +177,7 @@ SCALEOUT_FLAGS ?=
 RESULTS := $(CURDIR)/bench/results
 
 .PHONY: bench
-bench: envtest ## Run the benchmarks side by side with the peers and print the ratios (BENCH_QUICK=1: a few minutes).
+bench: envtest ## Run the benchmarks side by side with the peers and print the ratios (over an hour on two cores; BENCH_QUICK=1: a few minutes).
 	mkdir -p $(BIN)/bench $(RESULTS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(BENCH_COUNT) -timeout=30m ./pkg/queue/ \
 	  | tee $(BIN)/bench/queue.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/queue.txt
