@@ -64,11 +64,10 @@
 //   - pkg/webhook/requester: whether the user behind an admission request
 //     may do what it asks the operator to do on their behalf.
 //   - pkg/sharding: which slot a key belongs to, and the server-side shard
-//     selector for a set of slots.
+//     selector for a set of slots; in the manager's sharded mode a replica
+//     reconciles a key only while it holds the key's slot.
 //   - pkg/sharding/membership: slots shared among an operator's replicas
 //     through Leases, fencing a replica that cannot prove it is alive.
-//   - pkg/sharding/dispatch: a replica reconciles a key only while it holds
-//     the key's slot.
 //   - pkg/tracing: OpenTelemetry spans for reconciles and API requests.
 //   - pkg/metrics: metric names, and Prometheus metrics with client-go's and
 //     controller-runtime's names, recording into a registry passed in.

@@ -42,8 +42,7 @@
 //     included): Admit reconciles it, Skip forgets it (another replica
 //     owns it), Retry queues it again with backoff (its owner is not
 //     known yet); the gate hears when an admitted key's reconcile has
-//     returned (TestGate). The manager's sharded mode sets it (package
-//     sharding/dispatch).
+//     returned (TestGate). The manager's sharded mode sets it.
 //   - Reads its own writes: a reconcile does not start until the cache has
 //     caught up with the writes the key's previous reconcile made through
 //     the manager's clients (package consistency), at most

@@ -18,7 +18,7 @@ const (
 
 // Gate decides, before each reconcile, whether this replica may reconcile
 // a key: a sharded operator's replicas each reconcile only the keys of the
-// slots they hold (package sharding/dispatch). A worker asks the gate
+// slots they hold (the manager's sharded mode). A worker asks the gate
 // first, before the read-your-writes wait and before any reconcile, so a
 // key the gate refuses costs neither.
 //

@@ -147,9 +147,9 @@
 //     TypeOptions.
 //   - Dispatch: a worker that takes a key of a slot this replica does not
 //     hold forgets it before the read-your-writes wait and before any
-//     reconcile, and counts it (dispatch.MetricDispatchSkipped), as it
-//     does a key whose object the split cache lacks: the replica holding
-//     its slot has it (package sharding/dispatch).
+//     reconcile, and counts it (opkit_sharding_dispatch_skipped_total), as
+//     it does a key whose object the split cache lacks: the replica
+//     holding its slot has it.
 //   - Handover: a replica that gains slots first makes its cache hold
 //     them (cache.Cache.SetSlots with every slot it holds), and refuses
 //     their keys with a retry meanwhile, so a reconciler never reads
@@ -157,9 +157,10 @@
 //     them. One that gives slots up stops dispatching them at once, waits
 //     for their reconciles in flight, only then removes its claim, and
 //     drops them from its cache. A failed SetSlots is retried with
-//     backoff, counted (dispatch.MetricCacheSetSlotsErrors), and keeps the
-//     slots it may not hold refused. On a stop the replica leaves the group first (its slots move
-//     at the others' next round), then stops its controllers.
+//     backoff, counted (opkit_sharding_cache_set_slots_errors_total), and
+//     keeps the slots it may not hold refused. On a stop the replica
+//     leaves the group first (its slots move at the others' next round),
+//     then stops its controllers.
 //   - The guarantee: a key is reconciled by at most one replica at a
 //     time, provided the processes' clocks run at about the same rate,
 //     RenewDeadline < LeaseDuration, and a reconcile started before the
@@ -182,8 +183,9 @@
 //     holds at least its share of the slots (Slots/members), and its
 //     cache holds every slot it holds
 //     (TestShardingNotReadyUntilCacheHoldsSlots);
-//     /metrics serves dispatch.MetricSlotsHeld, MetricMembers,
-//     MetricHandovers and MetricLastTakeover.
+//     /metrics serves opkit_sharding_slots_held, opkit_sharding_members,
+//     opkit_sharding_handovers_total and
+//     opkit_sharding_last_takeover_seconds.
 //
 // Shard when one replica is not enough: too many objects to reconcile in
 // time, or reconciles that wait on slow external systems. Leader election

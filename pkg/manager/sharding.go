@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"github.com/opkit-dev/opkit/pkg/sharding/dispatch"
 	"github.com/opkit-dev/opkit/pkg/sharding/membership"
 )
 
@@ -28,7 +28,7 @@ const DefaultSlots = 64
 // NewController builds are shared out among the replicas in slots (package
 // sharding), held through one coordination.k8s.io Lease per replica
 // (package sharding/membership); a replica reconciles a key only while it
-// holds the key's slot (package sharding/dispatch).
+// holds the key's slot.
 type ShardingOptions struct {
 	// Enabled turns the sharded mode on. Defaults to false.
 	Enabled bool

@@ -387,12 +387,12 @@ func TestDocsNameMetricsThatExist(t *testing.T) {
 }
 
 // definedMetrics returns every string literal and string constant of the
-// non-test code under pkg/ and cmd/, and the full name of every literal
-// with Namespace, Subsystem and Name fields.
+// non-test code under pkg/, internal/ and cmd/, and the full name of every
+// literal with Namespace, Subsystem and Name fields.
 func definedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	var files []*ast.File
-	for _, dir := range []string{"pkg", "cmd"} {
+	for _, dir := range []string{"pkg", "internal", "cmd"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err

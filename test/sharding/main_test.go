@@ -26,7 +26,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/opkit-dev/opkit/pkg/sharding/dispatch"
+	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 

@@ -6,11 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/pkg/cache/cachetest"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"github.com/opkit-dev/opkit/pkg/sharding/dispatch"
 )
 
 // A gate admits the keys of the slots this replica holds and skips the
