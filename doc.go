@@ -41,7 +41,9 @@
 //     through handlers and typed predicates.
 //   - pkg/reconcile: the Reconciler a user writes and the Result it
 //     returns, built by constructors.
-//   - pkg/controller: the worker pool that runs a Reconciler over a queue.
+//   - pkg/controller: the worker pool that runs a Reconciler over a queue;
+//     a reconcile reads its own writes: the next reconcile of a key waits,
+//     bounded, until the cache holds them.
 //   - pkg/manager: builds the clients, cache and metrics registry once and
 //     runs everything in order, with leader election, probes, metrics and
 //     a thin builder.
@@ -49,8 +51,6 @@
 //     copies what it reads, for ported code and controller-runtime
 //     helpers; a writer that applies as the controller's field owner and
 //     skips writes that change nothing.
-//   - pkg/consistency: a reconcile reads its own writes: the next
-//     reconcile of a key waits, bounded, until the cache holds them.
 //   - pkg/owner: controller owner references built from the scheme.
 //   - pkg/finalizer: add and remove a finalizer by guarded patch, and run
 //     a cleanup before removal, never modifying the cached object.

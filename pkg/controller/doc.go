@@ -44,10 +44,16 @@
 //     known yet); the gate hears when an admitted key's reconcile has
 //     returned (TestGate). The manager's sharded mode sets it.
 //   - Reads its own writes: a reconcile does not start until the cache has
-//     caught up with the writes the key's previous reconcile made through
-//     the manager's clients (package consistency), at most
-//     Options.ReadYourWritesTimeout; then it runs anyway. On by default;
-//     Options.DisableReadYourWrites turns it off.
+//     caught up with the writes the key's previous reconcile made, at most
+//     Options.ReadYourWritesTimeout; then it runs anyway, and the wait is
+//     counted as a timeout. A key that waits is parked and holds no
+//     worker. The writes are those made with the reconcile's context
+//     through the manager's clients (Client, CachedClient and the writers
+//     over them), and through any other client once recorded with
+//     RecordWrite; DeleteAllOf and subresource creates (an eviction) are
+//     not recorded. Only the key that wrote waits: another key's
+//     reconcile reads what the cache holds, as on controller-runtime. On
+//     by default; Options.DisableReadYourWrites turns it off.
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key (namespace and name for a
 //     reconcile.Request) and a reconcile ID (see ReconcileID). With

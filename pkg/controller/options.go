@@ -54,17 +54,17 @@ type Options[K comparable] struct {
 	CrashOnPanic bool
 
 	// DisableReadYourWrites turns read-your-writes off. It is on by
-	// default: the writes a reconcile makes through a client of
-	// consistency.NewClient (the manager's Client, CachedClient and
-	// writers over them) are recorded, and the next reconcile of the same
+	// default: the writes a reconcile makes through the manager's Client,
+	// CachedClient and writers over them (and those recorded with
+	// RecordWrite) are recorded, and the next reconcile of the same
 	// key first waits until the cache has caught up with them (parked
 	// outside the queue, holding no worker), so that it
 	// never acts on a cached copy older than its own writes: a child it
 	// created is listed, a status it patched is read back. The wait is
 	// bounded by ReadYourWritesTimeout, then the reconcile runs with what
 	// the cache holds; waits are observed in
-	// opkit_controller_read_your_writes_wait_seconds. See package
-	// consistency.
+	// opkit_controller_read_your_writes_wait_seconds. The package doc says
+	// where it stops.
 	DisableReadYourWrites bool
 
 	// ReadYourWritesTimeout bounds the read-your-writes wait before a

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
-	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/tracing"

@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/opkit-dev/opkit/pkg/consistency"
+	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )

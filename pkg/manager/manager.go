@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 	"golang.org/x/sync/semaphore"

@@ -432,7 +432,7 @@ func TestLayersNeverReachUp(t *testing.T) {
 			return strings.HasPrefix(imp, mod) || strings.HasPrefix(imp, "k8s.io/") && imp != "k8s.io/client-go/util/workqueue" && !strings.HasPrefix(imp, "k8s.io/utils/")
 		},
 		"pkg/cache": func(imp string) bool {
-			return slices.Contains([]string{"pkg/source", "pkg/queue", "pkg/controller", "pkg/reconcile", "pkg/manager", "pkg/client", "pkg/consistency"}, strings.TrimPrefix(imp, mod))
+			return slices.Contains([]string{"pkg/source", "pkg/queue", "pkg/controller", "pkg/reconcile", "pkg/manager", "pkg/client", "internal/consistency"}, strings.TrimPrefix(imp, mod))
 		},
 		"pkg/source":     func(imp string) bool { return imp == mod+"pkg/manager" },
 		"pkg/controller": func(imp string) bool { return imp == mod+"pkg/manager" },

@@ -1,4 +1,10 @@
-// Package consistency makes reconciles read their own writes: after a
+// Package consistency is the plumbing of read-your-writes, which
+// pkg/controller's package doc states as a contract: the manager's
+// clients record writes (NewClient), and a controller holds a key's next
+// reconcile until the cache has caught up with them (Writes, PerKey).
+// Only opkit's controller and manager use it.
+//
+// Read-your-writes makes reconciles read their own writes: after a
 // reconcile writes an object through the manager's client, the next
 // reconcile of the same key does not act on a cached copy older than that
 // write. It is on by default (controller.Options.DisableReadYourWrites
@@ -64,8 +70,9 @@
 //     reconcile should see another's writes is usually triggered by the
 //     write's own event, which arrives after the cache has it.
 //   - Only writes through a client of NewClient are recorded. A write
-//     through another client (a clientset, a dynamic client) can be
-//     recorded by hand: FromContext(ctx).Add(cache.Written(gvk, obj, false)).
+//     through another client (a clientset, a dynamic client) is recorded
+//     with controller.RecordWrite(ctx, c.Written(gvk, obj, false)), which
+//     adds it to FromContext(ctx).
 //   - DeleteAllOf and subresource creates (an eviction, a token request)
 //     are not recorded: their responses carry no version of the objects
 //     they change.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -39,7 +38,7 @@ func TestWaitHoldsNoWorker(t *testing.T) {
 	seen := make(chan string, 16)
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if req.Name == "p" {
-			consistency.FromContext(ctx).Add(mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+			controller.RecordWrite(ctx, mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
 		}
 		seen <- req.Name
 		return reconcile.Done(), nil

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/metrics"
@@ -35,7 +34,7 @@ func TestWaitIsBoundedAndCounted(t *testing.T) {
 
 	reconciled := make(chan struct{}, 2)
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		consistency.FromContext(ctx).Add(mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+		controller.RecordWrite(ctx, mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
 		reconciled <- struct{}{}
 		return reconcile.Done(), nil
 	})

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/consistency"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
