@@ -14,6 +14,13 @@ BIN      := $(CURDIR)/bin
 TOOLS    := $(CURDIR)/hack/tools
 GOFILES   = $(shell find . -path ./bin -prune -o -name '*.go' -print)
 
+# Modules of their own beside the SDK's: the programs and tests that are not
+# the SDK (benchmarks, the image builder and the test that runs its image,
+# the API listing and benchmark table tools), so that the SDK's go.mod holds
+# only what the SDK imports. Each replaces opkit with this checkout; no
+# go.work. build, lint and test cover them, each run in its own directory.
+MODULES := hack/apilist hack/bench hack/benchtable hack/image test/container
+
 # Tests run with opkit's cache mutation detector on (testenv.Main also
 # turns it on), so a test that mutates an object shared through the cache
 # fails, naming the object and the fields that changed. client-go's own
@@ -54,6 +61,7 @@ help: ## List the targets (the default).
 .PHONY: build
 build: ## Compile every package and the commands into bin/.
 	$(GO) build ./...
+	for m in $(MODULES); do $(GO) -C $$m build -o /dev/null ./... || exit 1; done
 	$(GO) build -o $(BIN)/opkit-testenv ./cmd/opkit-testenv
 	$(GO) build -o $(BIN)/sample-operator ./cmd/sample-operator
 	$(GO) build -o $(BIN)/opkit ./cmd/opkit
@@ -94,16 +102,21 @@ verify-manifests: $(CONTROLLER_GEN) ## Fail if the files 'make manifests' genera
 # its package doc, what it promises in docs/versioning.md). verify-api fails,
 # naming the lines that changed, when the API changed and 'make api' was not
 # run, so that every change to the API shows in review as a change to the
-# listing. go run ./hack/apilist -count counts the exported names per package.
+# listing. make api-count counts the exported names per package.
 API_LISTING := api/opkit.txt
+APILIST     := $(GO) -C hack/apilist build -o $(BIN)/apilist . && $(BIN)/apilist
 
 .PHONY: api
 api: ## Rewrite api/opkit.txt, the listing of opkit's exported API, after changing the API.
-	$(GO) run ./hack/apilist -o $(API_LISTING)
+	$(APILIST) -o $(API_LISTING)
 
 .PHONY: verify-api
 verify-api: ## Fail if the exported API differs from api/opkit.txt and name the lines; 'make api' rewrites it (part of 'make test').
-	@$(GO) build -o $(BIN)/apilist ./hack/apilist && $(BIN)/apilist -check $(API_LISTING)
+	@$(APILIST) -check $(API_LISTING)
+
+.PHONY: api-count
+api-count: ## Count the exported names of each package under pkg/, largest first.
+	@$(APILIST) -count
 
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticcheck.
@@ -114,10 +127,12 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 	$(GO) vet ./...
 	$(GO) vet -tags nolocal ./cmd/sample-operator
 	$(STATICCHECK) ./...
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; done
 
 .PHONY: test
 test: lint verify-api verify-manifests test-alerts envtest ## Lint, check the API listing, generated files and alert rules, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
+	for m in $(MODULES); do (cd $$m && $(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
 # make test-flakes runs every integration package's tests RUNS times (3),
 # PARALLEL packages at once (2), as make test runs them, and prints a table
@@ -129,7 +144,7 @@ FLAKE_PKGS ?=
 
 .PHONY: test-flakes
 test-flakes: envtest build ## Run every integration package's tests RUNS=3 times, PARALLEL=2 packages at once, and print the failures by package.
-	RUNS=$(RUNS) PARALLEL=$(PARALLEL) GO=$(GO) hack/flakehunt.sh $(FLAKE_PKGS)
+	RUNS=$(RUNS) PARALLEL=$(PARALLEL) GO=$(GO) MODULES="$(MODULES)" hack/flakehunt.sh $(FLAKE_PKGS)
 
 .PHONY: test-alerts
 test-alerts: $(PROMTOOL) ## Check the alert rules in config/monitoring and run their unit tests with promtool (part of 'make test').
@@ -176,20 +191,23 @@ SCALEOUT_FLAGS ?=
 # Where make bench writes its tables (and the end-to-end chart).
 RESULTS := $(CURDIR)/bench/results
 
+# hack/benchtable turns go test -bench output into the tables.
+BENCHTABLE := $(GO) -C hack/benchtable run .
+
 .PHONY: bench
 bench: envtest ## Run the benchmarks side by side with the peers and print the ratios (over an hour on two cores; BENCH_QUICK=1: a few minutes).
 	mkdir -p $(BIN)/bench $(RESULTS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(BENCH_COUNT) -timeout=30m ./pkg/queue/ \
-	  | tee $(BIN)/bench/queue.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/queue.txt
+	  | tee $(BIN)/bench/queue.txt | $(BENCHTABLE) | tee $(RESULTS)/queue.txt
 	OPKIT_CACHE_MUTATION_DETECTOR=false KUBE_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(CACHE_BENCH_COUNT) -timeout=60m ./pkg/cache/ \
-	  | tee $(BIN)/bench/cache.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/cache.txt
+	  | tee $(BIN)/bench/cache.txt | $(BENCHTABLE) | tee $(RESULTS)/cache.txt
 	$(GO) test -c -o $(BIN)/bench/source.test ./pkg/source/
 	for i in $$(seq $(SOURCE_BENCH_COUNT)); do \
 	  OPKIT_CACHE_MUTATION_DETECTOR=false KUBE_CACHE_MUTATION_DETECTOR=false $(BIN)/bench/source.test -test.run '^$$' -test.bench . -test.benchmem \
 	    -test.benchtime=$(SOURCE_BENCH_TIME) -test.timeout=30m || exit 1; \
-	done | tee $(BIN)/bench/source.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/source.txt
-	BENCH_QUICK=$(BENCH_QUICK) $(GO) run ./hack/bench/e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
-	BENCH_QUICK=$(BENCH_QUICK) $(GO) run ./hack/bench/scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
+	done | tee $(BIN)/bench/source.txt | $(BENCHTABLE) | tee $(RESULTS)/source.txt
+	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
+	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
 	  for t in queue cache source e2e scaleout; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
@@ -220,7 +238,7 @@ IMAGE_TAG  ?=
 
 .PHONY: image
 image: ## Build the sample operator's container image into bin/image/ without Docker; IMAGE_PUSH=registry/repo:tag pushes it.
-	IMAGE_PUSH=$(IMAGE_PUSH) $(GO) run ./hack/image -out $(BIN)/image -tag "$(IMAGE_TAG)"
+	IMAGE_PUSH=$(IMAGE_PUSH) $(GO) -C hack/image run . -out $(BIN)/image -tag "$(IMAGE_TAG)"
 
 ##@ Build dependencies
 

@@ -7,13 +7,18 @@
 #
 #   hack/flakehunt.sh [package ...]     (make test-flakes)
 #
-# Environment: RUNS (3), PARALLEL (2), OUT (bin/flakehunt), GO (go).
+# Packages of the modules nested in opkit's (MODULES, as the Makefile
+# lists them) are found and run too, each in its own module.
+#
+# Environment: RUNS (3), PARALLEL (2), OUT (bin/flakehunt), GO (go),
+# MODULES (the Makefile's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 PARALLEL=${PARALLEL:-2}
 OUT=${OUT:-bin/flakehunt}
 GO=${GO:-go}
+MODULES=${MODULES:-hack/apilist hack/bench hack/benchtable hack/image test/container}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.log "$OUT"/*.rc
 
@@ -21,12 +26,22 @@ pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
 	# Integration packages: their tests start a control plane or build
 	# and test generated projects.
-	while read -r dir; do
-		if grep -lqE 'testenv\.|envtest|exec\.Command' "$dir"/*_test.go 2>/dev/null; then
-			pkgs+=("./$dir")
-		fi
-	done < <($GO list -f '{{if .TestGoFiles}}{{.Dir}}{{else if .XTestGoFiles}}{{.Dir}}{{end}}' ./... | sed "s|^$PWD/||" | grep -v "^$PWD\$")
+	for mod in . $MODULES; do
+		while read -r dir; do
+			if grep -lqE 'testenv\.|envtest|exec\.Command' "$dir"/*_test.go 2>/dev/null; then
+				pkgs+=("./$dir")
+			fi
+		done < <($GO -C "$mod" list -f '{{if .TestGoFiles}}{{.Dir}}{{else if .XTestGoFiles}}{{.Dir}}{{end}}' ./... | sed "s|^$PWD/||" | grep -v "^$PWD\$")
+	done
 fi
+
+# modof prints the directory of the module that holds the package
+# directory $1 (relative to the root), "." for opkit's own.
+modof() {
+	local d=${1#./}
+	while [ "$d" != . ] && [ ! -f "$d/go.mod" ]; do d=$(dirname "$d"); done
+	echo "$d"
+}
 
 # Rounds, so that the two packages running at once differ.
 jobs=()
@@ -37,13 +52,15 @@ done
 run() {
 	local p=$1 n=$2 log
 	log="$OUT/$(echo "${p#./}" | tr / _).$n"
-	local start=$SECONDS
+	local start=$SECONDS dir=${p#./} mod rel
+	mod=$(modof "$dir")
+	if [ "$mod" = . ]; then rel=./$dir; elif [ "$mod" = "$dir" ]; then rel=.; else rel=./${dir#"$mod"/}; fi
 	OPKIT_CACHE_MUTATION_DETECTOR=true OPKIT_CACHE_FAIL_UNREGISTERED_READS=true \
-		$GO test -race -count=1 -timeout=25m "$p" >"$log.log" 2>&1
+		$GO -C "$mod" test -race -count=1 -timeout=25m "$rel" >"$log.log" 2>&1
 	echo "$? $((SECONDS - start))" >"$log.rc"
 	echo "$(date -u +%T) $p run $n: exit $(cut -d' ' -f1 "$log.rc") in $((SECONDS - start))s" >&2
 }
-export -f run
+export -f run modof
 export OUT GO
 printf '%s\n' "${jobs[@]}" | xargs -P "$PARALLEL" -L 1 bash -c 'run $0 $1'
 

@@ -5,9 +5,13 @@
 //
 // Usage:
 //
-//	go run ./hack/apilist [-o api/opkit.txt] [packages]   # write the listing (make api)
-//	go run ./hack/apilist -check api/opkit.txt [packages] # fail if it is out of date (make verify-api)
-//	go run ./hack/apilist -count [packages]                # count the exported names per package
+//	apilist [-o api/opkit.txt] [packages]   # write the listing (make api)
+//	apilist -check api/opkit.txt [packages] # fail if it is out of date (make verify-api)
+//	apilist -count [packages]                # count the exported names per package (make api-count)
+//
+// It is a module of its own (not the SDK's), so run it as the Makefile
+// does: go -C hack/apilist build -o bin/apilist . from the root, then
+// bin/apilist there, or give -C the root of the module to list.
 //
 // The packages default to ./pkg/...; packages with an internal element in
 // their path and test files are never listed. Types come from the

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go test -run '^$' -bench . -benchmem ./pkg/queue/ | go run ./hack/benchtable [-raw file]
+//	go test -run '^$' -bench . -benchmem ./pkg/queue/ | go -C hack/benchtable run . [-raw file]
 //
 // A row is Benchmark<workload>/<impl>, impl being opkit, one of the peers or
 // floor, a bare queue that shows what opkit's features cost. Rows of

@@ -3,7 +3,12 @@
 // and a docker-compatible tarball under bin/image/, prints the image's
 // digest, size and layers, and pushes it when given a reference.
 //
-//	go run ./hack/image [-out bin/image] [-tag name:tag] [-arch amd64] [-push registry/repo:tag]
+//	go -C hack/image run . [-out dir] [-tag name:tag] [-arch amd64] [-push registry/repo:tag]
+//
+// hack/image is a module of its own, whose dependencies stay out of the
+// SDK's go.mod; it builds the operator of the opkit checkout around it.
+// -out defaults to bin/image under the directory it runs in; make image
+// sets it to the root's bin/image.
 //
 // -push defaults to IMAGE_PUSH; the tarball is tagged with -tag, or with
 // the -push reference when only that is given.

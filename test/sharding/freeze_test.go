@@ -64,8 +64,9 @@ const freezeRunsEnv = "OPKIT_LEADER_FREEZE_RUNS"
 func TestFrozenLeaderStopsActing(t *testing.T) {
 	runs, compare := freezeRuns(t)
 	dir := t.TempDir()
-	opkit := &implementation{name: "opkit", pkg: "github.com/opkit-dev/opkit/cmd/sample-operator", dir: dir, args: []string{"--webhook-port", "0"}}
-	peer := &implementation{name: "controller-runtime", pkg: "github.com/opkit-dev/opkit/hack/bench/crmirror", dir: dir}
+	opkit := &implementation{name: "opkit", module: ".", pkg: "github.com/opkit-dev/opkit/cmd/sample-operator", dir: dir, args: []string{"--webhook-port", "0"}}
+	// The peer lives in the benchmarks' module, which is not the SDK's.
+	peer := &implementation{name: "controller-runtime", module: "../../hack/bench", pkg: "github.com/opkit-dev/opkit/hack/bench/crmirror", dir: dir}
 	var rows []freezeRow
 	for i := 1; i <= runs; i++ {
 		row := freezeRow{run: i}
@@ -114,11 +115,12 @@ func peerFrozenLeader(t *testing.T, impl *implementation) *freezeResult {
 
 // implementation is an operator binary the scenario runs.
 type implementation struct {
-	name string
-	pkg  string   // its command's package
-	dir  string   // where to build it
-	args []string // flags the common ones leave out
-	bin  string   // once built
+	name   string
+	module string   // the directory of the module that holds pkg
+	pkg    string   // its command's package
+	dir    string   // where to build it
+	args   []string // flags the common ones leave out
+	bin    string   // once built
 }
 
 // binary builds the implementation the first time it is asked for.
@@ -126,7 +128,7 @@ func (impl *implementation) binary(t *testing.T) string {
 	t.Helper()
 	if impl.bin == "" {
 		bin := filepath.Join(impl.dir, impl.name)
-		goBuild(t, bin, impl.pkg)
+		goBuild(t, bin, impl.module, impl.pkg)
 		impl.bin = bin
 	}
 	return impl.bin

@@ -54,17 +54,19 @@ const (
 func buildOperator(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sample-operator")
-	goBuild(t, bin, "github.com/opkit-dev/opkit/cmd/sample-operator")
+	goBuild(t, bin, ".", "github.com/opkit-dev/opkit/cmd/sample-operator")
 	return bin
 }
 
-// goBuild builds the command pkg into bin, without the local control
-// plane (-tags nolocal), as it is deployed.
-func goBuild(t *testing.T, bin, pkg string) {
+// goBuild builds the command pkg of the module in dir into bin, without
+// the local control plane (-tags nolocal), as it is deployed.
+func goBuild(t *testing.T, bin, dir, pkg string) {
 	t.Helper()
-	out, err := exec.Command("go", "build", "-tags", "nolocal", "-o", bin, pkg).CombinedOutput()
+	cmd := exec.Command("go", "build", "-tags", "nolocal", "-o", bin, pkg)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		t.Fatalf("go build %s in %s: %v\n%s", pkg, dir, err, out)
 	}
 }
 

@@ -28,8 +28,11 @@
 // their targets as a table, and writes the tables as markdown, every run as
 // JSON and a chart of every run as PNG into -out.
 //
-//	go run ./hack/bench/e2e                # full sizes (see -h), 5 rounds
-//	BENCH_QUICK=1 go run ./hack/bench/e2e  # small sizes, 1 round
+//	go -C hack/bench run ./e2e                # full sizes (see -h), 5 rounds
+//	BENCH_QUICK=1 go -C hack/bench run ./e2e  # small sizes, 1 round
+//
+// hack/bench is a module of its own beside the SDK's; the benchmark builds
+// the operators and writes its results in the opkit checkout around it.
 package main
 
 import (
@@ -52,6 +55,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opkit-dev/opkit/hack/bench/internal/repo"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -145,7 +149,7 @@ func parse(args []string, root string) (options, error) {
 }
 
 func run(ctx context.Context, args []string) error {
-	root, err := testenv.ModuleRoot(".")
+	root, err := repo.Root(".")
 	if err != nil {
 		return err
 	}
@@ -293,9 +297,11 @@ func logf(format string, args ...any) {
 }
 
 // build builds the three programs into dir and returns their paths by
-// implementation.
+// implementation: opkit's operator in opkit's module at root, the peers in
+// the benchmarks' module, hack/bench.
 func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, error) {
-	pkgs := map[string]string{opkit: opkitPkg, cr: "./hack/bench/crmirror", bare: "./hack/bench/baremirror"}
+	pkgs := map[string]string{opkit: opkitPkg, cr: "./crmirror", bare: "./baremirror"}
+	dirs := map[string]string{opkit: root, cr: filepath.Join(root, "hack", "bench"), bare: filepath.Join(root, "hack", "bench")}
 	bins := map[string]string{}
 	for _, impl := range impls {
 		if impl == noRYW {
@@ -307,7 +313,7 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 		// nolocal, which leaves out --local and the test control plane it
 		// links.
 		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "nolocal", "-o", bins[impl], pkgs[impl])
-		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dirs[impl], os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("build %s: %w", pkgs[impl], err)
 		}

@@ -33,8 +33,8 @@
 // ratios against the targets as a table, and writes it as markdown, with
 // every round as JSON, into -out.
 //
-//	go run ./hack/bench/scaleout                # full sizes (see -h), 3 rounds
-//	BENCH_QUICK=1 go run ./hack/bench/scaleout  # small sizes, 1 round
+//	go -C hack/bench run ./scaleout                # full sizes (see -h), 3 rounds
+//	BENCH_QUICK=1 go -C hack/bench run ./scaleout  # small sizes, 1 round
 package main
 
 import (
@@ -52,6 +52,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opkit-dev/opkit/hack/bench/internal/repo"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
@@ -115,7 +116,7 @@ func parse(args []string, root string) (options, error) {
 }
 
 func run(ctx context.Context, args []string) error {
-	root, err := testenv.ModuleRoot(".")
+	root, err := repo.Root(".")
 	if err != nil {
 		return err
 	}
@@ -136,8 +137,8 @@ func run(ctx context.Context, args []string) error {
 func bench(ctx context.Context, o options, root string, env *testenv.Environment) error {
 	bin := filepath.Join(o.binDir, "scaleout-operator")
 	logf("building ./hack/bench/scaleout/operator")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./hack/bench/scaleout/operator")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./scaleout/operator")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(root, "hack", "bench"), os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build the operator: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opkit-dev/opkit/hack/bench/internal/repo"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 // operator builds, one and three replicas settle, converge, report their
 // heaps, and the objects converge after a replica is killed.
 func TestBenchSmoke(t *testing.T) {
-	root, err := testenv.ModuleRoot(".")
+	root, err := repo.Root(".")
 	if err != nil {
 		t.Fatal(err)
 	}

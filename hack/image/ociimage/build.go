@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -45,7 +46,8 @@ var Labels = map[string]string{
 // timestamps at the Unix epoch.
 type Options struct {
 	// ModuleRoot is the directory of opkit's go.mod. Defaults to the
-	// nearest directory at or above the working directory that holds one.
+	// nearest directory at or above the working directory that holds it
+	// (not a nested module's, such as hack/image's).
 	ModuleRoot string
 
 	// Arch is the GOARCH to build for. Defaults to runtime.GOARCH.
@@ -127,19 +129,37 @@ func SourceDateEpoch() (time.Time, error) {
 	return time.Unix(sec, 0).UTC(), nil
 }
 
+// opkitModule is the path of opkit's module, whose operator the image
+// holds; hack/image is a module of its own nested in it.
+const opkitModule = "github.com/opkit-dev/opkit"
+
+// moduleRoot returns the nearest directory at or above the working
+// directory whose go.mod is opkit's, passing over nested modules' (such
+// as hack/image's).
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("find the module root: %w", err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && modulePath(b) == opkitModule {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("find the module root: no go.mod at or above the working directory; run from opkit's module or set Options.ModuleRoot")
+			return "", errors.New("find the module root: no go.mod of " + opkitModule + " at or above the working directory; run from opkit's checkout or set Options.ModuleRoot")
 		}
 		dir = parent
 	}
+}
+
+// modulePath returns the path the module line of a go.mod names.
+func modulePath(gomod []byte) string {
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "module"); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }
