@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	opkitmetrics "github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // The cache's metrics, kept when Options.Registerer is set. Each is
@@ -127,7 +127,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		}, metricLabels),
 		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: MetricEventLag, Help: "Seconds from a change at the API server to the informer's delivery of its event, by type and event; estimated from the object's timestamps (whole seconds).",
-			Buckets: opkitmetrics.LagBuckets, // 1ms to 60s
+			Buckets: imetrics.LagBuckets, // 1ms to 60s
 		}, []string{"type", "event"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricSyncErrors, Help: "Failed lists and watches of the informers, by type and class.",

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
@@ -55,7 +56,7 @@ func NewWriter(c crclient.Client, opts WriterOptions) (crclient.Client, error) {
 		applied: map[objectKey]applied{},
 	}
 	if opts.Registerer != nil {
-		writes, err := metrics.NewClientWrites(opts.Registerer)
+		writes, err := imetrics.NewClientWrites(opts.Registerer)
 		if err != nil {
 			return nil, fmt.Errorf("new writer for %s: %w", opts.Controller, err)
 		}

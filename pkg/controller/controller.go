@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -47,7 +48,7 @@ type Controller[K comparable] struct {
 	reconciler reconcile.Reconciler[K]
 	opts       Options[K]
 	queue      *queue.Queue[K]
-	metrics    metrics.Reconciles
+	metrics    imetrics.Reconciles
 	panics     *prometheus.CounterVec // handler panics, by controller and type
 	writes     *pendingWrites[K]      // nil when read-your-writes is off
 	lag        *eventLag[K]           // nil without Options.Registerer and Options.TracerProvider
@@ -79,17 +80,17 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		// registry nobody reads is simpler than checking for none.
 		reg = prometheus.NewRegistry()
 	}
-	cm, err := metrics.NewControllerMetrics(reg)
+	cm, err := imetrics.NewControllerMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
-	panics, err := metrics.NewHandlerPanics(reg)
+	panics, err := imetrics.NewHandlerPanics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
 	var writes *pendingWrites[K]
 	if !opts.DisableReadYourWrites {
-		wait, err := metrics.NewReadYourWritesWait(reg)
+		wait, err := imetrics.NewReadYourWritesWait(reg)
 		if err != nil {
 			return nil, fmt.Errorf("controller %q: %w", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -63,7 +64,7 @@ func TestHandlerPanicIsolated(t *testing.T) {
 		return steadyKeys.count(key("bomb")) > 0 && steadyKeys.count(key("fine")) > 0
 	})
 	eventually(t, "the fragile controller to see the object after the bomb", func() bool { return fragileKeys.count(key("fine")) > 0 })
-	counter, err := metrics.NewHandlerPanics(w.reg)
+	counter, err := imetrics.NewHandlerPanics(w.reg)
 	if err != nil {
 		t.Fatal(err)
 	}

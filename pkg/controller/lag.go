@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
@@ -33,7 +33,7 @@ func newEventLag[K comparable](reg prometheus.Registerer, name string, traced bo
 		}
 		return &eventLag[K]{name: name, changes: source.NewChangeTimes[K](), now: time.Now}, nil
 	}
-	m, err := metrics.NewEventLag(reg)
+	m, err := imetrics.NewEventLag(reg)
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 	"golang.org/x/sync/semaphore"
 )
@@ -111,7 +111,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			return nil, err
 		}
 	}
-	rm, err := metrics.NewRESTClientMetrics(m.registry)
+	rm, err := imetrics.NewRESTClientMetrics(m.registry)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}

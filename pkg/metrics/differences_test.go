@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"os"
@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
 
@@ -21,7 +23,7 @@ import (
 func newQueue(t *testing.T) (*queue.Queue[string], *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	m, err := NewQueueMetrics(reg)
+	m, err := metrics.NewQueueMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestDifferences(t *testing.T) {
 		q.Add("a")
 		k, _, _ := q.Get()
 		q.Done(k)
-		cm, err := NewControllerMetrics(reg)
+		cm, err := imetrics.NewControllerMetrics(reg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +255,7 @@ func TestDifferences(t *testing.T) {
 			}
 			seen++
 			want := queueBuckets
-			if mf.GetName() == ReconcileTime {
+			if mf.GetName() == metrics.ReconcileTime {
 				want = reconcileBuckets
 			}
 			var got []float64

@@ -1,8 +1,12 @@
-// Package metrics holds opkit's metric names and the Prometheus
-// implementations of the metric interfaces its packages define.
+// Package metrics holds the names and label values of the metrics opkit's
+// packages record, for dashboards, alerts and tests, and NewQueueMetrics,
+// the Prometheus queue.MetricsProvider for a queue of your own. The
+// controller, the manager and the writer register their metrics
+// themselves, into the registry they are given.
 //
-//   - Nothing registers into a global registry: every constructor takes the
-//     prometheus.Registerer to use, which the manager owns and passes down.
+//   - Nothing registers into a global registry: NewQueueMetrics, like every
+//     opkit package, takes the prometheus.Registerer to use, which the
+//     manager owns and passes down.
 //   - Queue metrics carry client-go's workqueue names, and controller-runtime's
 //     labels: workqueue_depth{name,controller,priority}, and
 //     {name,controller} on workqueue_adds_total,
@@ -23,7 +27,7 @@
 //     controller_runtime_active_workers, each {controller}.
 //   - Event lag, from a change at the API server to the start of the
 //     reconcile it caused, in three parts and in total, each a histogram
-//     with LagBuckets (1ms to 60s): (a) the cache's
+//     with the same buckets (1ms to 60s): (a) the cache's
 //     opkit_cache_event_lag_seconds{type,event}, from the change to the
 //     informer's delivery; (b) opkit_source_event_lag_seconds{controller,type}
 //     (SourceEventLag), from the delivery to the handler's return with the
@@ -39,11 +43,12 @@
 //     reconciles of retries and requeues. When several changes of a key
 //     coalesce into one reconcile, the earliest counts. (a) and the total
 //     need the cache's metrics on (the manager sets its Registerer).
-//   - Shared: constructors called again with one registry return metrics
-//     over the collectors registered first, so every queue and controller
-//     of a manager may call them; series are told apart by their labels.
-//   - A constructor that cannot register (say, a collector of the same name
-//     and another shape) returns the error; nothing panics.
+//   - Shared: metrics registered again on one registry (NewQueueMetrics
+//     called for every queue, every controller of a manager registering
+//     its own) reuse the collectors registered first; series are told
+//     apart by their labels.
+//   - Metrics that cannot be registered (say, a collector of the same name
+//     and another shape) are an error, returned; nothing panics.
 //
 // # Differences from client-go / controller-runtime
 //

@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
 
@@ -20,16 +22,16 @@ func TestDocNamesMetricsThatExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	qm, err := NewQueueMetrics(reg)
+	qm, err := metrics.NewQueueMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := NewControllerMetrics(reg)
+	cm, err := imetrics.NewControllerMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.For("c", 1).Time.Observe(1)
-	lag, err := NewEventLag(reg)
+	lag, err := imetrics.NewEventLag(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,18 +5,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/opkit-dev/opkit/internal/promreg"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
 
-// WorkQueueSubsystem is the subsystem of the queue metrics.
-const WorkQueueSubsystem = "workqueue"
+// workQueueSubsystem is the subsystem of the queue metrics.
+const workQueueSubsystem = "workqueue"
 
-// QueueMetrics is a queue.MetricsProvider that records into Prometheus
-// collectors. One QueueMetrics serves any number of queues, told apart by the
-// name label (the queue's Options.Name). Every series also carries a
-// controller label with the same value, as controller-runtime's do: a
-// controller names its queue after itself.
-type QueueMetrics struct {
+// queueMetrics is the queue.MetricsProvider NewQueueMetrics returns.
+type queueMetrics struct {
 	depth                   *prometheus.GaugeVec
 	adds                    *prometheus.CounterVec
 	latency                 *prometheus.HistogramVec
@@ -26,92 +23,97 @@ type QueueMetrics struct {
 	retries                 *prometheus.CounterVec
 }
 
-var _ queue.MetricsProvider = (*QueueMetrics)(nil)
+var _ queue.MetricsProvider = (*queueMetrics)(nil)
 
-// NewQueueMetrics creates the queue metrics and registers them with reg.
-// Called again with the same registry, it returns metrics that share the
-// collectors registered first, so each queue or controller may call it.
-func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
+// NewQueueMetrics creates the queue metrics and registers them with reg,
+// and returns a queue.MetricsProvider that records into them. One serves
+// any number of queues, told apart by the name label (the queue's
+// Options.Name); every series also carries a controller label with the
+// same value, as controller-runtime's do: a controller names its queue
+// after itself. Called again with the same registry, it returns metrics
+// that share the collectors registered first, so each queue or controller
+// may call it.
+func NewQueueMetrics(reg prometheus.Registerer) (queue.MetricsProvider, error) {
 	// Buckets from 10ns to 1000s, as client-go and controller-runtime use.
 	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
-	m := &QueueMetrics{
+	m := &queueMetrics{
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: WorkQueueSubsystem, Name: "depth",
+			Subsystem: workQueueSubsystem, Name: "depth",
 			Help: "Current depth of workqueue by workqueue and priority",
 		}, []string{"name", "controller", "priority"}),
 		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: WorkQueueSubsystem, Name: "adds_total",
+			Subsystem: workQueueSubsystem, Name: "adds_total",
 			Help: "Total number of adds handled by workqueue",
 		}, []string{"name", "controller"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: WorkQueueSubsystem, Name: "queue_duration_seconds",
+			Subsystem: workQueueSubsystem, Name: "queue_duration_seconds",
 			Help:    "How long in seconds an item stays in workqueue before being requested",
 			Buckets: buckets,
 		}, []string{"name", "controller"}),
 		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: WorkQueueSubsystem, Name: "work_duration_seconds",
+			Subsystem: workQueueSubsystem, Name: "work_duration_seconds",
 			Help:    "How long in seconds processing an item from workqueue takes.",
 			Buckets: buckets,
 		}, []string{"name", "controller"}),
 		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: WorkQueueSubsystem, Name: "unfinished_work_seconds",
+			Subsystem: workQueueSubsystem, Name: "unfinished_work_seconds",
 			Help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. " +
 				"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
 		}, []string{"name", "controller"}),
 		longestRunningProcessor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: WorkQueueSubsystem, Name: "longest_running_processor_seconds",
+			Subsystem: workQueueSubsystem, Name: "longest_running_processor_seconds",
 			Help: "How many seconds has the longest running processor for workqueue been running.",
 		}, []string{"name", "controller"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: WorkQueueSubsystem, Name: "retries_total",
+			Subsystem: workQueueSubsystem, Name: "retries_total",
 			Help: "Total number of retries handled by workqueue",
 		}, []string{"name", "controller"}),
 	}
 	var errs []error
-	share(reg, &errs, &m.depth)
-	share(reg, &errs, &m.adds)
-	share(reg, &errs, &m.latency)
-	share(reg, &errs, &m.workDuration)
-	share(reg, &errs, &m.unfinished)
-	share(reg, &errs, &m.longestRunningProcessor)
-	share(reg, &errs, &m.retries)
-	if err := joinErrs("queue", errs); err != nil {
+	promreg.Share(reg, &errs, &m.depth)
+	promreg.Share(reg, &errs, &m.adds)
+	promreg.Share(reg, &errs, &m.latency)
+	promreg.Share(reg, &errs, &m.workDuration)
+	promreg.Share(reg, &errs, &m.unfinished)
+	promreg.Share(reg, &errs, &m.longestRunningProcessor)
+	promreg.Share(reg, &errs, &m.retries)
+	if err := promreg.Join("queue", errs); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // NewDepthMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewDepthMetric(name string, priority int) queue.GaugeMetric {
+func (m *queueMetrics) NewDepthMetric(name string, priority int) queue.GaugeMetric {
 	return m.depth.WithLabelValues(name, name, strconv.Itoa(priority))
 }
 
 // NewAddsMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewAddsMetric(name string) queue.CounterMetric {
+func (m *queueMetrics) NewAddsMetric(name string) queue.CounterMetric {
 	return m.adds.WithLabelValues(name, name)
 }
 
 // NewLatencyMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewLatencyMetric(name string) queue.HistogramMetric {
+func (m *queueMetrics) NewLatencyMetric(name string) queue.HistogramMetric {
 	return m.latency.WithLabelValues(name, name)
 }
 
 // NewWorkDurationMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewWorkDurationMetric(name string) queue.HistogramMetric {
+func (m *queueMetrics) NewWorkDurationMetric(name string) queue.HistogramMetric {
 	return m.workDuration.WithLabelValues(name, name)
 }
 
 // NewUnfinishedWorkSecondsMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewUnfinishedWorkSecondsMetric(name string) queue.SettableGaugeMetric {
+func (m *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) queue.SettableGaugeMetric {
 	return m.unfinished.WithLabelValues(name, name)
 }
 
 // NewLongestRunningProcessorSecondsMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewLongestRunningProcessorSecondsMetric(name string) queue.SettableGaugeMetric {
+func (m *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) queue.SettableGaugeMetric {
 	return m.longestRunningProcessor.WithLabelValues(name, name)
 }
 
 // NewRetriesMetric implements queue.MetricsProvider.
-func (m *QueueMetrics) NewRetriesMetric(name string) queue.CounterMetric {
+func (m *queueMetrics) NewRetriesMetric(name string) queue.CounterMetric {
 	return m.retries.WithLabelValues(name, name)
 }

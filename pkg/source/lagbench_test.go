@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
@@ -44,7 +44,7 @@ func (t timedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (tools
 // change time, which the worker takes at Get and observes into
 // opkit_controller_event_lag_seconds.
 func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
-	lag, err := metrics.NewEventLag(prometheus.NewRegistry())
+	lag, err := imetrics.NewEventLag(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexI
 	})
 	// The cache's own listener, which observes opkit_cache_event_lag_seconds
 	// once per event: one more listener for the informer to feed.
-	cacheLag := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cache_lag", Buckets: metrics.LagBuckets})
+	cacheLag := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cache_lag", Buckets: imetrics.LagBuckets})
 	epoch := time.Now()
 	observe := func() { cacheLag.Observe(time.Since(epoch).Seconds()) } // one clock reading, as the cache's
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
