@@ -42,7 +42,6 @@ import (
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 const (
@@ -62,8 +61,8 @@ func benchConfig() *rest.Config {
 }
 
 func skipWithMutationDetector(b *testing.B) {
-	if os.Getenv(testenv.MutationDetectorEnv) != "false" {
-		b.Skipf("the mutation detector doubles every cache: run with %s=false (make bench does)", testenv.MutationDetectorEnv)
+	if os.Getenv(cache.MutationDetectorEnv) != "false" {
+		b.Skipf("the mutation detector doubles every cache: run with %s=false (make bench does)", cache.MutationDetectorEnv)
 	}
 }
 

@@ -89,7 +89,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		opts.Scheme = scheme.Scheme
 	}
 	if opts.CRDPollInterval == 0 {
-		opts.CRDPollInterval = DefaultCRDPollInterval
+		opts.CRDPollInterval = defaultCRDPollInterval
 	}
 	opts.Mutations.defaults()
 	opts.UnregisteredReads.defaults()

@@ -28,8 +28,8 @@ const (
 	MutationTraceEnv = "OPKIT_CACHE_MUTATION_TRACE"
 )
 
-// DefaultMutationCheckInterval is MutationOptions.Interval's default.
-const DefaultMutationCheckInterval = time.Second
+// defaultMutationCheckInterval is MutationOptions.Interval's default.
+const defaultMutationCheckInterval = time.Second
 
 // MutationOptions configure the mutation detector, which finds cached
 // objects that a reader modified in place. It costs a deep copy of every
@@ -49,8 +49,7 @@ type MutationOptions struct {
 	// is "1" or "true".
 	TraceReads bool
 	// Interval is how often the cache compares while it runs; negative
-	// means only on Cache.CheckMutations. Defaults to
-	// DefaultMutationCheckInterval.
+	// means only on Cache.CheckMutations. Defaults to 1s.
 	Interval time.Duration
 	// OnMutation receives each modification found by a periodic check or
 	// when the object was replaced, once, from the goroutine of the
@@ -66,7 +65,7 @@ func (o *MutationOptions) defaults() {
 	t := os.Getenv(MutationTraceEnv)
 	o.TraceReads = o.TraceReads || t == "1" || t == "true"
 	if o.Interval == 0 {
-		o.Interval = DefaultMutationCheckInterval
+		o.Interval = defaultMutationCheckInterval
 	}
 	if o.OnMutation == nil {
 		o.OnMutation = func(err *MutationError) { panic(err.Error()) }

@@ -60,7 +60,7 @@ func TestMutationOptionsDefaults(t *testing.T) {
 	t.Setenv(MutationTraceEnv, "1")
 	var o MutationOptions
 	o.defaults()
-	if !o.Detect || !o.TraceReads || o.Interval != DefaultMutationCheckInterval || o.OnMutation == nil {
+	if !o.Detect || !o.TraceReads || o.Interval != defaultMutationCheckInterval || o.OnMutation == nil {
 		t.Errorf("defaults with both variables set = %+v", o)
 	}
 	t.Setenv(MutationDetectorEnv, "")
@@ -74,11 +74,11 @@ func TestMutationOptionsDefaults(t *testing.T) {
 
 // The package documentation states these defaults in words.
 func TestDocumentedDefaults(t *testing.T) {
-	if DefaultMutationCheckInterval != time.Second {
-		t.Errorf("DefaultMutationCheckInterval = %v; the package doc says 1s", DefaultMutationCheckInterval)
+	if defaultMutationCheckInterval != time.Second {
+		t.Errorf("defaultMutationCheckInterval = %v; the package doc says 1s", defaultMutationCheckInterval)
 	}
-	if DefaultCRDPollInterval != 2*time.Second {
-		t.Errorf("DefaultCRDPollInterval = %v; the package doc says 2s", DefaultCRDPollInterval)
+	if defaultCRDPollInterval != 2*time.Second {
+		t.Errorf("defaultCRDPollInterval = %v; the package doc says 2s", defaultCRDPollInterval)
 	}
 }
 

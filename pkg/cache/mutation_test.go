@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 const mutateEnv = "OPKIT_TEST_MUTATE_CACHED_OBJECT"
@@ -27,8 +26,8 @@ func TestMutatingACachedObjectFailsTheTest(t *testing.T) {
 		mutateCachedObject(t)
 		return
 	}
-	if os.Getenv(testenv.MutationDetectorEnv) != "true" {
-		t.Fatalf("%s is %q in a test run through testenv.Main", testenv.MutationDetectorEnv, os.Getenv(testenv.MutationDetectorEnv))
+	if os.Getenv(cache.MutationDetectorEnv) != "true" {
+		t.Fatalf("%s is %q in a test run through testenv.Main", cache.MutationDetectorEnv, os.Getenv(cache.MutationDetectorEnv))
 	}
 	// Under -race the race detector also reports the test, between the
 	// FAIL line and the report: the two are matched apart.

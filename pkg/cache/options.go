@@ -48,7 +48,7 @@ type Options struct {
 	ResyncPeriod time.Duration
 
 	// CRDPollInterval is how often a type whose CRD is not installed is
-	// looked up again. Defaults to DefaultCRDPollInterval.
+	// looked up again. Defaults to 2s.
 	CRDPollInterval time.Duration
 
 	// Registerer receives the cache's metrics (MetricObjects and the
@@ -80,8 +80,8 @@ type Options struct {
 	Logger logr.Logger
 }
 
-// DefaultCRDPollInterval is Options.CRDPollInterval's default.
-const DefaultCRDPollInterval = 2 * time.Second
+// defaultCRDPollInterval is Options.CRDPollInterval's default.
+const defaultCRDPollInterval = 2 * time.Second
 
 // TypeOptions configure one cached type. The zero value caches every object
 // of the type in Options.Namespaces, stripped of managed fields and of the

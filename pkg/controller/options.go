@@ -16,13 +16,11 @@ import (
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
-// Defaults of Options.
+// Defaults of Options, which the fields' docs state.
 const (
-	DefaultCacheSyncTimeout = 2 * time.Minute
-	DefaultDrainTimeout     = 30 * time.Second
-	// DefaultReadYourWritesTimeout bounds how long a reconcile waits for
-	// the cache to catch up with its key's earlier writes.
-	DefaultReadYourWritesTimeout = 5 * time.Second
+	defaultCacheSyncTimeout      = 2 * time.Minute
+	defaultDrainTimeout          = 30 * time.Second
+	defaultReadYourWritesTimeout = 5 * time.Second
 )
 
 // Options configure New. The zero value is valid.
@@ -68,18 +66,17 @@ type Options[K comparable] struct {
 	DisableReadYourWrites bool
 
 	// ReadYourWritesTimeout bounds the read-your-writes wait before a
-	// reconcile. Defaults to DefaultReadYourWritesTimeout.
+	// reconcile. Defaults to 5s.
 	ReadYourWritesTimeout time.Duration
 
 	// CacheSyncTimeout bounds how long Start waits for its sources' initial
 	// lists before it gives up with an error naming the sources not synced
-	// (usually a missing CRD or RBAC rule). Defaults to
-	// DefaultCacheSyncTimeout.
+	// (usually a missing CRD or RBAC rule). Defaults to 2m.
 	CacheSyncTimeout time.Duration
 
 	// DrainTimeout bounds how long Start, once its context ends, waits for
 	// the reconciles in flight to finish; then their contexts are canceled.
-	// Defaults to DefaultDrainTimeout.
+	// Defaults to 30s.
 	DrainTimeout time.Duration
 
 	// Tenant turns on fairness in the controller's queue: keys of one
@@ -180,13 +177,13 @@ func (o Options[K]) withDefaults() Options[K] {
 		o.MaxConcurrentReconciles = 1
 	}
 	if o.CacheSyncTimeout == 0 {
-		o.CacheSyncTimeout = DefaultCacheSyncTimeout
+		o.CacheSyncTimeout = defaultCacheSyncTimeout
 	}
 	if o.DrainTimeout == 0 {
-		o.DrainTimeout = DefaultDrainTimeout
+		o.DrainTimeout = defaultDrainTimeout
 	}
 	if o.ReadYourWritesTimeout == 0 {
-		o.ReadYourWritesTimeout = DefaultReadYourWritesTimeout
+		o.ReadYourWritesTimeout = defaultReadYourWritesTimeout
 	}
 	o.Tenant = o.tenant()
 	switch {

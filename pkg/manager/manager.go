@@ -142,16 +142,16 @@ func (o Options) withDefaults() Options {
 		o.Scheme = scheme.Scheme
 	}
 	if o.CacheSyncTimeout == 0 {
-		o.CacheSyncTimeout = DefaultCacheSyncTimeout
+		o.CacheSyncTimeout = defaultCacheSyncTimeout
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if o.Health.UnwatchedGrace == 0 {
-		o.Health.UnwatchedGrace = DefaultUnwatchedGrace
+		o.Health.UnwatchedGrace = defaultUnwatchedGrace
 	}
 	if o.Metrics.BindAddress == "" {
-		o.Metrics.BindAddress = DefaultMetricsBindAddress
+		o.Metrics.BindAddress = defaultMetricsBindAddress
 	}
 	o.Logger = logging.Or(o.Logger)
 	o.LeaderElection = o.LeaderElection.withDefaults()

@@ -31,7 +31,7 @@ type Options struct {
 
 	// CacheSyncTimeout bounds how long Start waits for the cache to sync
 	// before it fails with an error naming each type not synced. Defaults
-	// to DefaultCacheSyncTimeout.
+	// to 2m.
 	CacheSyncTimeout time.Duration
 
 	// LeaderElection, when enabled, runs leader-only runnables (controllers,
@@ -165,19 +165,22 @@ type HealthOptions struct {
 	// UnwatchedGrace is how long a cached type may go without a watch
 	// (informers reopen an ended watch within moments; a longer gap means
 	// the API server is out of reach) before /readyz fails for it.
-	// Defaults to DefaultUnwatchedGrace.
+	// Defaults to 5s.
 	UnwatchedGrace time.Duration
 }
 
-// Defaults of Options.
+// Defaults of Options. The exported ones are for an operator's flags (its
+// leader-election flags default to the lease's) and tests; the fields'
+// docs state every one.
 const (
-	DefaultCacheSyncTimeout   = 2 * time.Minute
-	DefaultShutdownTimeout    = 30 * time.Second
-	DefaultMetricsBindAddress = ":8080"
-	DefaultLeaseDuration      = 15 * time.Second
-	DefaultRenewDeadline      = 10 * time.Second
-	DefaultRetryPeriod        = 2 * time.Second
-	DefaultUnwatchedGrace     = 5 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultLeaseDuration   = 15 * time.Second
+	DefaultRenewDeadline   = 10 * time.Second
+	DefaultRetryPeriod     = 2 * time.Second
+
+	defaultCacheSyncTimeout   = 2 * time.Minute
+	defaultMetricsBindAddress = ":8080"
+	defaultUnwatchedGrace     = 5 * time.Second
 )
 
 func (o Options) validate() error {

@@ -60,9 +60,9 @@ type HistogramMetric interface {
 	Observe(float64)
 }
 
-// UnfinishedWorkUpdatePeriod is how often the unfinished-work and
+// unfinishedWorkUpdatePeriod is how often the unfinished-work and
 // longest-running-processor gauges are updated, as in client-go.
-const UnfinishedWorkUpdatePeriod = 500 * time.Millisecond
+const unfinishedWorkUpdatePeriod = 500 * time.Millisecond
 
 // queueMetrics is the queue's set of metrics; its zero value (on false) does
 // nothing.
@@ -88,11 +88,11 @@ func newQueueMetrics(name string, p MetricsProvider) queueMetrics {
 	}
 }
 
-// metricsLoop updates the in-flight gauges every UnfinishedWorkUpdatePeriod
+// metricsLoop updates the in-flight gauges every unfinishedWorkUpdatePeriod
 // until ShutDown.
 func (q *Queue[K]) metricsLoop() {
 	for {
-		t := q.clock.NewTimer(UnfinishedWorkUpdatePeriod)
+		t := q.clock.NewTimer(unfinishedWorkUpdatePeriod)
 		more := q.sleepUntil(t.C())
 		t.Stop()
 		if !more {

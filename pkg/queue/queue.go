@@ -18,8 +18,8 @@ const (
 	LowPriority = -100
 )
 
-// DefaultMaxWait is Options.MaxWait's default.
-const DefaultMaxWait = 10 * time.Second
+// defaultMaxWait is Options.MaxWait's default.
+const defaultMaxWait = 10 * time.Second
 
 // Options configure New. The zero value is valid.
 type Options[K comparable] struct {
@@ -44,7 +44,7 @@ type Options[K comparable] struct {
 	// for MaxWait, at least every other Get hands out the oldest such key,
 	// whatever the priorities and tenants of the others. A key that has been
 	// ready for MaxWait behind n older such keys is therefore handed out
-	// within 2(n+1) Gets. Defaults to DefaultMaxWait; negative turns aging
+	// within 2(n+1) Gets. Defaults to 10s; negative turns aging
 	// off, so that priorities are strict.
 	//
 	// Ages are told by a clock reading the queue refreshes every MaxWait/32
@@ -122,7 +122,7 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 		opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[K](5*time.Millisecond, 1000*time.Second)
 	}
 	if opts.MaxWait == 0 {
-		opts.MaxWait = DefaultMaxWait
+		opts.MaxWait = defaultMaxWait
 	}
 	var tick time.Duration
 	if opts.MaxWait > 0 {

@@ -12,10 +12,10 @@ import (
 // or etcd cannot be found.
 var ErrBinariesMissing = errors.New("control plane binaries missing")
 
-// EnvtestCommand is the command that builds the control plane's binaries
+// envtestCommand is the command that builds the control plane's binaries
 // into SharedBinaryDir: "make envtest" in opkit's repository and in a
 // project opkit scaffolded runs it.
-const EnvtestCommand = "go run github.com/opkit-dev/opkit/cmd/opkit envtest"
+const envtestCommand = "go run github.com/opkit-dev/opkit/cmd/opkit envtest"
 
 // binaries is where the control plane's programs are.
 type binaries struct {
@@ -84,7 +84,7 @@ func findBinaries(dir, assets, workDir, version string) (binaries, error) {
 			also = fmt.Sprintf(", nor in %s", strings.Join(tried, ", "))
 		}
 		return binaries{}, fmt.Errorf("%w: %v (directory from %s%s); run 'make envtest' (%s) to build kube-apiserver, etcd and kubectl v%s from the Go module proxy into the shared directory, or point KUBEBUILDER_ASSETS at a directory holding kube-apiserver and etcd",
-			ErrBinariesMissing, err, source, also, EnvtestCommand, version)
+			ErrBinariesMissing, err, source, also, envtestCommand, version)
 	}
 	return b, nil
 }
@@ -142,7 +142,7 @@ func Kubectl() (string, error) {
 	}
 	p := filepath.Join(dir, "kubectl")
 	if err := checkExecutable(p); err != nil {
-		return "", fmt.Errorf("%w: %v; run 'make envtest' (%s) to build it beside kube-apiserver", ErrBinariesMissing, err, EnvtestCommand)
+		return "", fmt.Errorf("%w: %v; run 'make envtest' (%s) to build it beside kube-apiserver", ErrBinariesMissing, err, envtestCommand)
 	}
 	return p, nil
 }

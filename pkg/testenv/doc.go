@@ -44,7 +44,7 @@
 //
 // # Modified cached objects
 //
-// Main sets OPKIT_CACHE_MUTATION_DETECTOR=true (MutationDetectorEnv) unless
+// Main sets OPKIT_CACHE_MUTATION_DETECTOR=true (cache.MutationDetectorEnv) unless
 // it is set, which turns on opkit's cache mutation detector in every cache
 // the tests make (see package cache, "Finding who modified a cached
 // object"). Pass ReportMutations(t) as cache.Options.Mutations.OnMutation
@@ -60,7 +60,7 @@
 //
 // # Reads of unregistered kinds
 //
-// Main sets OPKIT_CACHE_FAIL_UNREGISTERED_READS=true (UnregisteredReadsEnv)
+// Main sets OPKIT_CACHE_FAIL_UNREGISTERED_READS=true (cache.UnregisteredReadsEnv)
 // unless it is set, so that a read through the cached client of a kind
 // nobody registered is reported even when the reader swallows its error:
 // by default the test binary panics naming the kind, the registration to

@@ -9,23 +9,17 @@ import (
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
-// MutationDetectorEnv is the variable that turns on opkit's cache mutation
-// detector (cache.MutationDetectorEnv): every cache then keeps a copy of
-// each object it caches and reports a cached object that was modified, with
-// its type, namespace/name, the fields that changed and a diff. Main sets it
-// to "true" unless it is set. With cache.MutationTraceEnv=1 as well, the
-// report also says where Listers handed the object out.
+// ensureTestChecks turns on, for caches made from now on, opkit's mutation
+// detector (cache.MutationDetectorEnv: every cache keeps a copy of each
+// object it caches and reports a cached object that was modified) and the
+// reports of unregistered reads (cache.UnregisteredReadsEnv), unless their
+// variables say otherwise.
 //
 // client-go's own detector (KUBE_CACHE_MUTATION_DETECTOR=true) catches the
 // same modifications, but panics from an informer goroutine with two object
 // dumps and nothing more: leave it off.
-const MutationDetectorEnv = cache.MutationDetectorEnv
-
-// ensureTestChecks turns on, for caches made from now on, opkit's mutation
-// detector and the reports of unregistered reads, unless their variables
-// say otherwise.
 func ensureTestChecks() error {
-	for _, v := range []string{MutationDetectorEnv, UnregisteredReadsEnv} {
+	for _, v := range []string{cache.MutationDetectorEnv, cache.UnregisteredReadsEnv} {
 		if _, set := os.LookupEnv(v); set {
 			continue
 		}
@@ -62,12 +56,6 @@ func reportTo[E any](t testing.TB, message func(E) string) func(E) {
 		t.Errorf("%s", message(err))
 	}
 }
-
-// UnregisteredReadsEnv is the variable that makes every cache report a
-// read through the cached client of a kind nobody registered
-// (cache.UnregisteredReadsEnv), even when the reader swallows its error.
-// Main sets it to "true" unless it is set.
-const UnregisteredReadsEnv = cache.UnregisteredReadsEnv
 
 // ReportUnregisteredReads returns a cache.UnregisteredReadOptions.OnRead
 // that fails t with the report while t runs. A report that arrives after t

@@ -47,11 +47,11 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-// Defaults of Options.
+// Defaults of Options, which the fields' docs state.
 const (
-	DefaultTTL            = 10 * time.Second
-	DefaultCacheSize      = 4096
-	DefaultMaxPermissions = 256
+	defaultTTL            = 10 * time.Second
+	defaultCacheSize      = 4096
+	defaultMaxPermissions = 256
 )
 
 // parallelReviews bounds the SubjectAccessReviews one Check has in flight.
@@ -77,13 +77,13 @@ func New(c client.Client, opts Options) (*Checker, error) {
 		return nil, fmt.Errorf("requester: Options has a negative field (TTL %s, CacheSize %d, MaxPermissions %d): leave it 0 for its default", opts.TTL, opts.CacheSize, opts.MaxPermissions)
 	}
 	if opts.TTL == 0 {
-		opts.TTL = DefaultTTL
+		opts.TTL = defaultTTL
 	}
 	if opts.CacheSize == 0 {
-		opts.CacheSize = DefaultCacheSize
+		opts.CacheSize = defaultCacheSize
 	}
 	if opts.MaxPermissions == 0 {
-		opts.MaxPermissions = DefaultMaxPermissions
+		opts.MaxPermissions = defaultMaxPermissions
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
