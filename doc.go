@@ -64,12 +64,14 @@
 //   - pkg/webhook/requester: whether the user behind an admission request
 //     may do what it asks the operator to do on their behalf.
 //   - pkg/sharding: which slot a key belongs to, and the server-side shard
-//     selector for a set of slots; in the manager's sharded mode a replica
-//     reconciles a key only while it holds the key's slot.
-//   - pkg/sharding/membership: slots shared among an operator's replicas
-//     through Leases, fencing a replica that cannot prove it is alive.
+//     selector for a set of slots; in the manager's sharded mode the slots
+//     are shared among an operator's replicas through Leases, fencing a
+//     replica that cannot prove it is alive, and a replica reconciles a key
+//     only while it holds the key's slot.
 //   - pkg/tracing: OpenTelemetry spans for reconciles and API requests.
-//   - pkg/metrics: metric names, and Prometheus metrics with client-go's and
-//     controller-runtime's names, recording into a registry passed in.
+//   - pkg/metrics: the names and label values of opkit's metrics
+//     (client-go's and controller-runtime's where they match), and the
+//     Prometheus metrics of a queue of your own, recording into a registry
+//     passed in.
 //   - pkg/testenv: a local control plane for tests and development.
 package opkit

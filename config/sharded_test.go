@@ -37,7 +37,7 @@ func TestShardedDeployment(t *testing.T) {
 }
 
 // The operator's service account may do to leases in its namespace what
-// package sharding/membership does (get, list, create, update, delete)
+// the manager's sharded mode does (get, list, create, update, delete)
 // and no more: no watch, nothing cluster-wide.
 func TestShardedRBAC(t *testing.T) {
 	objs := render(t, "sharded")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/opkit-dev/opkit/pkg/manager"
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
 )
 
 // shardFlags are the flags of the manager's sharded mode
@@ -27,9 +26,9 @@ func (s *shardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.namespace, "shard-namespace", "", "with --shard-group: namespace of the replicas' Leases; defaults to the pod's")
 	fs.StringVar(&s.identity, "shard-identity", os.Getenv("POD_NAME"), "with --shard-group: this replica's name in the group, unique among live replicas; defaults to $POD_NAME, else the host name and random digits")
 	fs.IntVar(&s.slots, "shard-slots", manager.DefaultSlots, "with --shard-group: number of slots, a power of two; the same on every replica")
-	fs.DurationVar(&s.leaseDuration, "shard-lease-duration", membership.DefaultLeaseDuration, "with --shard-group: how long the others wait after a replica stops renewing before taking its slots")
-	fs.DurationVar(&s.renewDeadline, "shard-renew-deadline", membership.DefaultRenewDeadline, "with --shard-group: how long after its last renewal a replica goes on starting reconciles; less than --shard-lease-duration")
-	fs.DurationVar(&s.retryPeriod, "shard-retry-period", membership.DefaultRetryPeriod, "with --shard-group: how often a replica renews its Lease and reads the others'; less than --shard-renew-deadline")
+	fs.DurationVar(&s.leaseDuration, "shard-lease-duration", manager.DefaultLeaseDuration, "with --shard-group: how long the others wait after a replica stops renewing before taking its slots")
+	fs.DurationVar(&s.renewDeadline, "shard-renew-deadline", manager.DefaultRenewDeadline, "with --shard-group: how long after its last renewal a replica goes on starting reconciles; less than --shard-lease-duration")
+	fs.DurationVar(&s.retryPeriod, "shard-retry-period", manager.DefaultRetryPeriod, "with --shard-group: how often a replica renews its Lease and reads the others'; less than --shard-renew-deadline")
 }
 
 // options are the manager's sharding options; the manager validates them

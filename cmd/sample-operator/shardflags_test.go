@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/manager"
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
 )
 
 // The sharding flags' defaults are the manager's, but the identity, which
@@ -26,8 +25,8 @@ func TestShardFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := manager.ShardingOptions{
-		Identity: "mirror-7d9-x2k", Slots: manager.DefaultSlots, LeaseDuration: membership.DefaultLeaseDuration,
-		RenewDeadline: membership.DefaultRenewDeadline, RetryPeriod: membership.DefaultRetryPeriod,
+		Identity: "mirror-7d9-x2k", Slots: manager.DefaultSlots, LeaseDuration: manager.DefaultLeaseDuration,
+		RenewDeadline: manager.DefaultRenewDeadline, RetryPeriod: manager.DefaultRetryPeriod,
 	}
 	if diff := cmp.Diff(want, f.shard.options()); diff != "" {
 		t.Errorf("sharding options without --shard-group (-want +got):\n%s", diff)

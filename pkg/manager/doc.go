@@ -119,7 +119,7 @@
 //     controller owner's UID (sharding.ByControllerOwner). Each replica
 //     keeps one Lease, "<Group>-<Identity>" in ShardingOptions.Namespace,
 //     and holds the slots rendezvous hashing gives it among the live
-//     replicas (package sharding/membership).
+//     replicas.
 //   - Split caches: each replica caches only its slots' objects of the
 //     types its sharded controllers shard. NewController registers the
 //     For type with cache.TypeOptions{Sharded: true, ShardKey: <ShardBy>}

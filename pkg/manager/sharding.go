@@ -13,11 +13,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
+	"github.com/opkit-dev/opkit/internal/sharding/membership"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
 )
 
 // DefaultSlots is the default of ShardingOptions.Slots: enough for a few
@@ -26,9 +26,8 @@ const DefaultSlots = 64
 
 // ShardingOptions configure the sharded mode: the keys of each controller
 // NewController builds are shared out among the replicas in slots (package
-// sharding), held through one coordination.k8s.io Lease per replica
-// (package sharding/membership); a replica reconciles a key only while it
-// holds the key's slot.
+// sharding), held through one coordination.k8s.io Lease per replica; a
+// replica reconciles a key only while it holds the key's slot.
 type ShardingOptions struct {
 	// Enabled turns the sharded mode on. Defaults to false.
 	Enabled bool
@@ -50,15 +49,15 @@ type ShardingOptions struct {
 	Slots int
 	// LeaseDuration is how long the others wait, on their own clocks,
 	// after this replica's Lease last changed before they take its slots.
-	// Defaults to membership.DefaultLeaseDuration (15s).
+	// Defaults to DefaultLeaseDuration (15s), as for leader election.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long after its last successful renewal a
 	// replica goes on starting reconciles; it must be less than
-	// LeaseDuration. Defaults to membership.DefaultRenewDeadline (10s).
+	// LeaseDuration. Defaults to DefaultRenewDeadline (10s).
 	RenewDeadline time.Duration
 	// RetryPeriod is how often a replica renews its Lease and reads the
 	// others'; it must be less than RenewDeadline. Defaults to
-	// membership.DefaultRetryPeriod (2s).
+	// DefaultRetryPeriod (2s).
 	RetryPeriod time.Duration
 }
 
@@ -67,13 +66,13 @@ func (so ShardingOptions) withDefaults() ShardingOptions {
 		so.Slots = DefaultSlots
 	}
 	if so.LeaseDuration == 0 {
-		so.LeaseDuration = membership.DefaultLeaseDuration
+		so.LeaseDuration = DefaultLeaseDuration
 	}
 	if so.RenewDeadline == 0 {
-		so.RenewDeadline = membership.DefaultRenewDeadline
+		so.RenewDeadline = DefaultRenewDeadline
 	}
 	if so.RetryPeriod == 0 {
-		so.RetryPeriod = membership.DefaultRetryPeriod
+		so.RetryPeriod = DefaultRetryPeriod
 	}
 	return so
 }

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+	"github.com/opkit-dev/opkit/internal/sharding/membership"
 )
 
 // solo runs one member on a fake clock and steps it round by round until

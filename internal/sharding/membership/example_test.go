@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+	"github.com/opkit-dev/opkit/internal/sharding/membership"
 )
 
 // Assign shares slots evenly; every member computes the same result from

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+	"github.com/opkit-dev/opkit/internal/sharding/membership"
 )
 
 // New refuses options that break the protocol, saying which field to fix.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+	"github.com/opkit-dev/opkit/internal/sharding/membership"
 )
 
 const slots = 16

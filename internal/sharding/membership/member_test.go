@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/opkit-dev/opkit/pkg/sharding/membership"
+	"github.com/opkit-dev/opkit/internal/sharding/membership"
 )
 
 // startN starts members m0..m(n-1) of ns with timing, recording into l.
