@@ -26,10 +26,11 @@
 //   - pkg/conditions: set a status condition with observedGeneration,
 //     moving lastTransitionTime only when its status changes.
 //   - pkg/status: patch a status subresource only when it changed.
-//   - pkg/client: a controller-runtime client.Reader over the cache, which
-//     copies what it reads, for ported code and controller-runtime helpers
-//     (Listers stay the zero-copy fast path); Manager.CachedClient joins it
-//     with the writing client.
+//   - pkg/cachedclient: a controller-runtime client.Reader over the cache,
+//     which copies what it reads, for ported code and controller-runtime
+//     helpers (Listers stay the zero-copy fast path); Manager.CachedClient
+//     joins it with the writing client, and Manager.Writer wraps that for
+//     one controller.
 //   - pkg/owner: controller owner references built from the scheme; the
 //     cache's Lister.ControlledBy lists an owner's children.
 //   - pkg/cache/cachetest: in-memory Listers, for unit tests of a

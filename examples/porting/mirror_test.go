@@ -25,7 +25,7 @@ import (
 // status, which write through copies of their own.
 type mirrorReconciler struct {
 	mirrors      *cache.Lister[*v1alpha1.Mirror]
-	client       crclient.Client      // mgr.Client()
+	client       crclient.Client      // mgr.Writer("mirror")
 	recorder     events.EventRecorder // from mgr.EventRecorder("mirror")
 	copyInto     func(ctx context.Context, m *v1alpha1.Mirror) (synced int32, err error)
 	deleteCopies func(ctx context.Context, m *v1alpha1.Mirror) error
@@ -71,12 +71,8 @@ func setupMirror(mgr *manager.Manager, r *mirrorReconciler) error {
 	if err != nil {
 		return fmt.Errorf("set up mirror: %w", err)
 	}
-	mirrors, err := cache.For[*v1alpha1.Mirror](mgr.Cache(), cache.TypeOptions{})
-	if err != nil {
-		return fmt.Errorf("set up mirror: %w", err)
-	}
-	r.mirrors, r.client, r.recorder = mirrors, mgr.Client(), rec
-	if _, err := manager.NewController(mgr, "mirror", r, manager.For[*v1alpha1.Mirror]()); err != nil {
+	r.client, r.recorder = mgr.Writer("mirror"), rec
+	if _, err := manager.NewController(mgr, "mirror", r, manager.For(&r.mirrors)); err != nil {
 		return fmt.Errorf("set up mirror: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package client
+package cachedclient
 
 import (
 	"context"
@@ -133,7 +133,9 @@ func (w *writer) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts
 // it would change nothing. On a skip, obj is set to the cached object, as
 // a sent patch sets it to the response.
 func (w *writer) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.PatchOption) error {
-	if w.skipPatch(ctx, obj, patch, opts) {
+	o := &crclient.PatchOptions{}
+	o.ApplyOptions(opts)
+	if w.skipPatch(ctx, obj, patch, len(o.DryRun) > 0) {
 		w.record(metrics.VerbPatch, metrics.WriteSkipped)
 		return nil
 	}

@@ -1,7 +1,11 @@
-// Package client gives controller-runtime's client interfaces over opkit's
-// cache, so that code written for controller-runtime, and its helpers such
-// as controllerutil.CreateOrUpdate and CreateOrPatch, run on opkit
-// unchanged and never write into the cache.
+// Package cachedclient gives controller-runtime's client interfaces over
+// opkit's cache, so that code written for controller-runtime, and its
+// helpers such as controllerutil.CreateOrUpdate and CreateOrPatch, run on
+// opkit unchanged and never write into the cache; and the writer a
+// controller writes with. Its name is not client's, so that a file can
+// import it beside controller-runtime's client package without an alias.
+// Most code needs neither import of it: manager.Manager.Writer and
+// manager.Manager.CachedClient hand out what it makes.
 //
 // A Reader (NewReader) is a sigs.k8s.io/controller-runtime/pkg/client.Reader
 // over a cache.Cache; New joins a reader and a writing client into one
@@ -97,7 +101,9 @@
 // # Writing: apply and skipped writes
 //
 // NewWriter wraps a client.Client (usually the manager's CachedClient) for
-// one controller:
+// one controller; manager.Manager.Writer returns the one a controller of
+// the manager needs, built from the manager's cached client, cache and
+// registry:
 //
 //   - Field owner: every create, update, patch and apply names
 //     WriterOptions.FieldOwner, which defaults to WriterOptions.Controller,
@@ -171,4 +177,4 @@
 //   - Update of a copy the cache holds is a merge patch (see above), so
 //     it keeps the fields the cache strips, as controller-runtime's
 //     update of its unstripped copy does.
-package client
+package cachedclient

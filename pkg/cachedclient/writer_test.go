@@ -1,4 +1,4 @@
-package client_test
+package cachedclient_test
 
 import (
 	"context"
@@ -22,17 +22,18 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	opkitclient "github.com/opkit-dev/opkit/pkg/client"
+	"github.com/opkit-dev/opkit/pkg/cachedclient"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 // writerFixture is a Writer for controller "mirror" over a cache of the
-// ConfigMaps of one namespace, whose requests to the API server are
-// counted.
+// ConfigMaps and Pods of one namespace, whose requests to the API server
+// are counted.
 type writerFixture struct {
 	ns       string
 	lister   *cache.Lister[*corev1.ConfigMap]
+	pods     *cache.Lister[*corev1.Pod]
 	writer   crclient.Client
 	server   crclient.Client // uncounted, uncached: the API server's view
 	requests atomic.Int64
@@ -54,6 +55,9 @@ func newWriterFixture(t *testing.T) *writerFixture {
 		t.Fatal(err)
 	}
 	if f.lister, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if f.pods, err = cache.For[*corev1.Pod](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,12 +82,14 @@ func newWriterFixture(t *testing.T) *writerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Discover ConfigMaps now, so that the counted requests are writes.
-	if _, err := direct.IsObjectNamespaced(&corev1.ConfigMap{}); err != nil {
-		t.Fatal(err)
+	// Discover the kinds now, so that the counted requests are writes.
+	for _, obj := range []crclient.Object{&corev1.ConfigMap{}, &corev1.Pod{}} {
+		if _, err := direct.IsObjectNamespaced(obj); err != nil {
+			t.Fatal(err)
+		}
 	}
-	reader := opkitclient.NewReader(c)
-	f.writer, err = opkitclient.NewWriter(opkitclient.New(reader, direct), opkitclient.WriterOptions{
+	reader := cachedclient.NewReader(c)
+	f.writer, err = cachedclient.NewWriter(cachedclient.New(reader, direct), cachedclient.WriterOptions{
 		Controller: "mirror",
 		Cache:      reader,
 		Registerer: f.reg,
@@ -357,7 +363,7 @@ func TestFieldOwnerOfTheCallWins(t *testing.T) {
 }
 
 func TestNewWriterNeedsTheController(t *testing.T) {
-	if _, err := opkitclient.NewWriter(nil, opkitclient.WriterOptions{}); err == nil {
+	if _, err := cachedclient.NewWriter(nil, cachedclient.WriterOptions{}); err == nil {
 		t.Error("NewWriter without WriterOptions.Controller = nil error, want one")
 	}
 }
