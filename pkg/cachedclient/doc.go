@@ -142,6 +142,10 @@
 //   - Skipped patches: a merge or strategic merge patch whose data is {},
 //     and a JSON patch whose data is [], are not sent when the cache holds
 //     the object: such a patch changes nothing whatever the server holds.
+//     So are such patches of the status and other subresources, so that
+//     a reconcile may patch its status with client.MergeFrom from the
+//     cached object to a copy, on every pass, and send nothing when the
+//     status did not change (TestEmptyStatusPatchIsSkipped).
 //     A patch of an object the cache does not hold is sent, so that it
 //     fails there if the object is gone (TestEmptyMergePatchIsSkipped,
 //     TestCacheMissIsWritten).
@@ -149,7 +153,7 @@
 //     a sent one fills it from the response; managedFields stay empty if
 //     the cache strips them.
 //   - Counted: metrics.ClientWrites, opkit_client_writes_total{controller,verb,result},
-//     counts applies and patches "sent" or "skipped", when
+//     counts applies and patches (of subresources too) "sent" or "skipped", when
 //     WriterOptions.Registerer is set.
 //   - Memory: the writer keeps one small entry (uid, resourceVersion and a
 //     digest) per object it applied, dropped when it deletes the object.

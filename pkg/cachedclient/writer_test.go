@@ -320,6 +320,50 @@ func TestEmptyMergePatchIsSkipped(t *testing.T) {
 // A write of an object the cache does not hold is sent, even one that
 // would be skipped if it did: here the object lives outside the cached
 // namespace.
+// A status patch from the cached object to a copy that changed nothing
+// is not sent, as a patch of the object is not: a reconcile that writes
+// its status with client.MergeFrom sends nothing when nothing changed.
+func TestEmptyStatusPatchIsSkipped(t *testing.T) {
+	f := newWriterFixture(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "s"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if err := f.server.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := f.pods.Get(f.ns, "s")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the cache never held the Pod: %v", err)
+	}
+	cached, err := f.pods.Get(f.ns, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := cached.DeepCopy()
+	if n := f.sent(t, func() error { return f.writer.Status().Patch(t.Context(), cp, crclient.MergeFrom(cached)) }); n != 0 {
+		t.Errorf("an empty status patch sent %d requests, want 0", n)
+	}
+	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSkipped); v != 1 {
+		t.Errorf("skipped patches = %v, want 1", v)
+	}
+	cp.Status.Message = "seen"
+	if n := f.sent(t, func() error { return f.writer.Status().Patch(t.Context(), cp, crclient.MergeFrom(cached)) }); n != 1 {
+		t.Errorf("a status patch setting a message sent %d requests, want 1", n)
+	}
+	if err := f.server.Get(t.Context(), crclient.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Message != "seen" {
+		t.Errorf("status.message = %q after the patch, want seen", pod.Status.Message)
+	}
+	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSent); v != 1 {
+		t.Errorf("sent patches = %v, want 1", v)
+	}
+}
+
 func TestCacheMissIsWritten(t *testing.T) {
 	f := newWriterFixture(t)
 	other := env.Namespace(t)
