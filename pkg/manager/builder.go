@@ -44,6 +44,13 @@ type builder struct {
 	// register registers the primary type with the cache once every
 	// watch is known (ShardBy may come after For); For sets it.
 	register func(b *builder) error
+	// primaryType is For's T; primaryLister its *cache.Lister[T], set by
+	// register.
+	primaryType   reflect.Type
+	primaryLister any
+	// finalize wraps the reconciler in the finalizer protocol, once
+	// register has run; Finalizer sets it.
+	finalize func(b *builder, r reconcile.Reconciler[reconcile.Request]) (reconcile.Reconciler[reconcile.Request], error)
 }
 
 type watchFunc func(b *builder) error
@@ -71,14 +78,14 @@ func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Watc
 		if err != nil {
 			return err
 		}
-		b.primary = &gvk
+		b.primary, b.primaryType = &gvk, reflect.TypeFor[T]()
 		var lister *cache.Lister[T]
 		b.register = func(b *builder) error {
 			var err error
 			if lister, err = bind(b, l, b.shardBy, true); err != nil {
 				return err
 			}
-			b.scope = lister
+			b.scope, b.primaryLister = lister, lister
 			return nil
 		}
 		var g *dispatch.Gate[T]
@@ -285,6 +292,12 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 	}
 	if err := b.register(b); err != nil {
 		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+	}
+	if b.finalize != nil {
+		var err error
+		if r, err = b.finalize(b, r); err != nil {
+			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+		}
 	}
 	opts := controller.Options[reconcile.Request]{}
 	if b.opts != nil {

@@ -107,6 +107,8 @@
 //     named once, in the reconciler's field, and inferred everywhere else.
 //     Owns indexes the owned type by controller, so that a reconciler
 //     lists an owner's children with cache's Lister.ControlledBy.
+//     Finalizer holds the primary objects with a finalizer until a cleanup
+//     of yours has run, so the reconciler never sees a deletion.
 //   - One writer per controller: Writer(name) is the manager's cached
 //     client writing as the controller's field owner, skipping writes
 //     that would change nothing, counted per controller.
