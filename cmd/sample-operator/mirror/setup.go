@@ -41,6 +41,9 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 		// A new generation: a change of the spec, or the start of a
 		// deletion; not the controller's own status writes.
 		manager.For(&s.mirrors, source.GenerationChanged),
+		// Finalizer holds a deleted Mirror until Cleanup has deleted its
+		// copies; the reconciler never sees a Mirror being deleted.
+		manager.Finalizer(Finalizer, r.Cleanup),
 		// A copy's change enqueues its Mirror; a source's, from the
 		// metadata of every other object, the Mirrors that copy it; a
 		// namespace's, the Mirrors it accepts that select it.
