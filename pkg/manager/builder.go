@@ -18,8 +18,9 @@ import (
 )
 
 // Watch is one thing a controller built by NewController watches: its
-// primary type (For), a type it owns (Owns), or any other type with a
-// handler of your own (Watches).
+// primary type (For), a type it owns (Owns), any other type with a map
+// function of your own (Watches), or a source (WatchSource); or one thing
+// it does around them (ShardBy, ShardWatch, Finalizer, WithOptions).
 type Watch interface {
 	add(b *builder) error
 }
