@@ -92,6 +92,22 @@ verify-manifests: $(CONTROLLER_GEN) ## Fail if the files 'make manifests' genera
 	  echo "verify-manifests: the generated files above are out of date; run 'make manifests' and commit the result"; exit 1; \
 	fi
 
+# api/opkit.txt lists opkit's exported API, one line per exported name of
+# the packages under pkg/ outside internal/ (hack/apilist; the format is in
+# its package doc, what it promises in docs/versioning.md). verify-api fails,
+# naming the lines that changed, when the API changed and 'make api' was not
+# run, so that every change to the API shows in review as a change to the
+# listing. go run ./hack/apilist -count counts the exported names per package.
+API_LISTING := api/opkit.txt
+
+.PHONY: api
+api: ## Rewrite api/opkit.txt, the listing of opkit's exported API, after changing the API.
+	$(GO) run ./hack/apilist -o $(API_LISTING)
+
+.PHONY: verify-api
+verify-api: ## Fail if the exported API differs from api/opkit.txt and name the lines; 'make api' rewrites it (part of 'make test').
+	@$(GO) build -o $(BIN)/apilist ./hack/apilist && $(BIN)/apilist -check $(API_LISTING)
+
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticcheck.
 	@unformatted="$$(gofmt -l $(GOFILES))"; \
@@ -103,7 +119,7 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: lint verify-manifests test-alerts envtest ## Lint, check generated files and alert rules, then run unit and integration tests with -race against a local control plane.
+test: lint verify-api verify-manifests test-alerts envtest ## Lint, check the API listing, generated files and alert rules, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
 # make test-flakes runs every integration package's tests RUNS times (3),
@@ -164,7 +180,7 @@ SCALEOUT_FLAGS ?=
 RESULTS := $(CURDIR)/bench/results
 
 .PHONY: bench
-bench: envtest ## Run the benchmarks side by side with the peers and print the ratios (BENCH_QUICK=1: a few minutes).
+bench: envtest ## Run the benchmarks side by side with the peers and print the ratios (over an hour on two cores; BENCH_QUICK=1: a few minutes).
 	mkdir -p $(BIN)/bench $(RESULTS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_TIME) -count=$(BENCH_COUNT) -timeout=30m ./pkg/queue/ \
 	  | tee $(BIN)/bench/queue.txt | $(GO) run ./hack/benchtable | tee $(RESULTS)/queue.txt

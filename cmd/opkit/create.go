@@ -34,16 +34,8 @@ func runCreateAPI(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("create api: %w", err)
 	}
-	opts.Progress = stderr
-	if err := scaffold.CreateAPI(ctx, dir, opts); err != nil {
-		return err
-	}
-	group := opts.Group
-	if group == "" {
-		group = "core"
-	}
-	fmt.Fprintf(stdout, "Added %s/%s %s. Next: edit it, then make test.\n", group, opts.Version, opts.Kind)
-	return nil
+	opts.Progress, opts.Out = stderr, stdout
+	return scaffold.CreateAPI(ctx, dir, opts)
 }
 
 func runCreateWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -71,10 +63,6 @@ func runCreateWebhook(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)
 	}
-	opts.Progress = stderr
-	if err := scaffold.CreateWebhook(ctx, dir, opts); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Added webhooks for %s/%s %s. Next: edit them in internal/webhook/%s, then make test.\n", opts.Group, opts.Version, opts.Kind, opts.Version)
-	return nil
+	opts.Progress, opts.Out = stderr, stdout
+	return scaffold.CreateWebhook(ctx, dir, opts)
 }

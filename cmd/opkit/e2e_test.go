@@ -56,8 +56,8 @@ func TestScaffold(t *testing.T) {
 	// As the project's README says: the opkit its go.mod requires.
 	shell(t, dir, "go", "tool", "opkit", "create", "api", "--group", "apps", "--version", "v1", "--kind", "Deployment", "--resource=false")
 	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--defaulting", "--validation", "--requester-check")
-	// A second version of Frigate (stored, as the second version of a
-	// kind is), converted through the hub v1alpha1.
+	// A second version of Frigate, unserved until its conversion, through
+	// the hub v1alpha1 (which stays stored), serves it.
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--controller=false")
 	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--conversion")
 	shell(t, dir, "make", "test")

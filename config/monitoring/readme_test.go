@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// row is one metric of a metrics table: the README's list, or this
+// row is one metric of a metrics table: docs/metrics.md's list, or this
 // directory's README's table of the pending metrics.
 type row struct {
 	file   string
@@ -67,12 +67,12 @@ func list(cell, sep string) []string {
 	return strings.Split(cell, sep)
 }
 
-// documented returns the README's metrics list and, for the metrics in
+// documented returns docs/metrics.md's list and, for the metrics in
 // pending, this directory's README's table of them.
 func documented(t *testing.T) map[string]row {
 	t.Helper()
 	rows := map[string]row{}
-	metricsTable(t, "../../README.md", "## Metrics", rows)
+	metricsTable(t, "../../docs/metrics.md", "## Series", rows)
 	coming := map[string]row{}
 	if len(pending) > 0 {
 		metricsTable(t, "README.md", "## Metrics to come", coming)
@@ -82,17 +82,17 @@ func documented(t *testing.T) map[string]row {
 	}
 	for k, v := range coming {
 		if _, ok := rows[k]; ok {
-			t.Errorf("%s is in the README's metrics list and in pending: remove it from pending and from README.md's metrics to come", k)
+			t.Errorf("%s is in docs/metrics.md and in pending: remove it from pending and from README.md's metrics to come", k)
 		}
 		rows[k] = v
 	}
 	return rows
 }
 
-// TestREADMEListsTheQueriedMetrics checks the metrics list against the
+// TestMetricsDocListsTheQueriedMetrics checks docs/metrics.md against the
 // dashboard and the rules, both ways: every metric they query has a row,
 // and every panel and alert a row names exists and queries that metric.
-func TestREADMEListsTheQueriedMetrics(t *testing.T) {
+func TestMetricsDocListsTheQueriedMetrics(t *testing.T) {
 	rows := documented(t)
 	used := map[string]sets.Set[string]{} // metric -> sources querying it
 	for _, r := range refs(t) {
@@ -104,7 +104,7 @@ func TestREADMEListsTheQueriedMetrics(t *testing.T) {
 	}
 	for m, sources := range used {
 		if _, ok := rows[m]; !ok {
-			t.Errorf("%s query %s, which the README's metrics list lacks", strings.Join(sets.List(sources), "; "), m)
+			t.Errorf("%s query %s, which docs/metrics.md lacks", strings.Join(sets.List(sources), "; "), m)
 		}
 	}
 	for m, r := range rows {

@@ -49,7 +49,7 @@ var notScraped = sets.New("up")
 func TestQueriesMatchScrape(t *testing.T) {
 	rs := refs(t)
 	served := scrape(t, runOperator(t))
-	checkREADMELabels(t, served)
+	checkDocumentedLabels(t, served)
 	for _, r := range rs {
 		if notScraped.Has(r.Metric) {
 			continue
@@ -74,17 +74,17 @@ func TestQueriesMatchScrape(t *testing.T) {
 	}
 }
 
-// checkREADMELabels checks that the metrics list has every metric the
+// checkDocumentedLabels checks that docs/metrics.md lists every metric the
 // sample operator serves but Go's and the process's, with its labels. A
 // listed metric it does not serve after the workload (a panic counter, say)
 // is not checked.
-func checkREADMELabels(t *testing.T, served map[string]sets.Set[string]) {
+func checkDocumentedLabels(t *testing.T, served map[string]sets.Set[string]) {
 	t.Helper()
 	rows := documented(t)
 	for name := range served {
 		m := baseName(name)
 		if _, ok := rows[m]; !ok && !strings.HasPrefix(m, "go_") && !strings.HasPrefix(m, "process_") && !strings.HasPrefix(m, "promhttp_") {
-			t.Errorf("the sample operator serves %s, which the README's metrics list lacks", m)
+			t.Errorf("the sample operator serves %s, which docs/metrics.md lacks", m)
 		}
 	}
 	for m, r := range rows {

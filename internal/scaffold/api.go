@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +32,9 @@ type APIOptions struct {
 	Controller bool
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
+	// Out receives, once the API is added, what was added and what to do
+	// next: the files to edit and the commands to run. Defaults to none.
+	Out io.Writer
 }
 
 // apiData is what the api templates see.
@@ -46,11 +50,18 @@ type apiData struct {
 	// SampleName names the sample object: <kind>-sample, or
 	// <kind>-<version>-sample when the kind is in another version already.
 	SampleName string
-	// StorageVersion: the type is marked +kubebuilder:storageversion, as a
-	// kind's second version must be when no version is.
-	StorageVersion bool
+	// Unserved: the type is marked +kubebuilder:unservedversion (with
+	// unservedBlock), as a version of a kind whose versions do not convert
+	// yet must be: served, the API server would convert it to the stored
+	// version with strategy None, which changes apiVersion alone and drops
+	// every field the versions name differently. create webhook
+	// --conversion serves it.
+	Unserved bool
 	// otherVersions are those the project has the kind in already.
 	otherVersions []string
+	// hub is the version the kind's versions convert through, "" if they
+	// do not convert (yet).
+	hub string
 }
 
 // Paths of the files create api changes in place.
@@ -88,7 +99,7 @@ func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 	if err != nil {
 		return err
 	}
-	return transact(dir, func() error {
+	err = transact(dir, func() error {
 		if err := fs.write(dir); err != nil {
 			return err
 		}
@@ -101,6 +112,11 @@ func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 		}
 		return nil
 	})
+	if err == nil && opts.Out != nil {
+		c := &changes{dir: dir, out: files{}}
+		fmt.Fprint(opts.Out, nextAfterAPI(p, opts, d, c.stored(d)))
+	}
+	return err
 }
 
 // resolve checks the options against the project and derives the names
@@ -130,6 +146,7 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 	if d.otherVersions = p.versions(o.Group, o.Kind); len(d.otherVersions) > 0 {
 		d.SampleName = d.Lower + "-" + o.Version + "-sample"
 	}
+	d.hub = p.hub(o.Group, o.Kind)
 	if !o.Resource {
 		return d, o.resolveBuiltin(&d)
 	}
@@ -146,10 +163,16 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 		return apiData{}, err
 	}
 	d.RBACGroup = d.FullGroup
-	d.GroupVersion = d.FullGroup + "/" + o.Version
-	d.Alias = strings.ReplaceAll(strings.Split(o.Group, ".")[0], "-", "") + o.Version
-	d.ImportPath = p.Module + "/api/" + o.Version
-	return d, nil
+	return d.inVersion(o.Version), nil
+}
+
+// inVersion returns d's kind in version v: its version's names changed.
+func (d apiData) inVersion(v string) apiData {
+	d.Version = v
+	d.GroupVersion = d.FullGroup + "/" + v
+	d.Alias = strings.ReplaceAll(strings.Split(d.Group, ".")[0], "-", "") + v
+	d.ImportPath = d.Module + "/api/" + v
+	return d
 }
 
 func (o *APIOptions) resolveBuiltin(d *apiData) error {
@@ -204,6 +227,12 @@ func apiFiles(dir string, p *Project, o APIOptions, d apiData) (files, error) {
 		c.controller(o, d)
 	}
 	p.APIs = append(p.APIs, API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced, Resource: o.Resource, Controller: o.Controller})
+	if d.hub != "" {
+		c.webhookTests(p) // the new spoke, in their schemes
+	}
+	if d.hub != "" || o.Controller {
+		c.controllerConversions(p)
+	}
 	b, err := p.marshal()
 	c.fail(err)
 	c.out[ProjectFile] = b
@@ -226,7 +255,12 @@ func (c *changes) fail(err error) {
 // create renders a new file from a template under api/; it must not
 // exist.
 func (c *changes) create(path, tmpl string, d apiData) {
-	c.createFrom(path, "api/"+tmpl, d, fmt.Errorf("create api: %w: %s exists already; remove it to scaffold it again", ErrAPIExists, path))
+	c.createFrom(path, "api/"+tmpl, d, apiExists(path))
+}
+
+// apiExists is the error of a file create api would write that exists.
+func apiExists(path string) error {
+	return fmt.Errorf("create api: %w: %s exists already; remove it to scaffold it again", ErrAPIExists, path)
 }
 
 // createFrom renders a new file from the template at name; exists is the
@@ -293,10 +327,18 @@ func (c *changes) resource(d apiData) {
 		c.out[gv] = b
 	}
 	c.insert(gv, markerKinds, "&"+d.Kind+"{}, &"+d.Kind+"List{},")
-	d.StorageVersion = c.needsStorageVersion(d)
-	c.create("api/"+d.Version+"/"+d.Lower+"_types.go", "types.go.tmpl", d)
-	sample := strings.ReplaceAll(d.Group, ".", "_") + "_" + d.Version + "_" + d.Lower + ".yaml"
-	c.create("config/samples/"+sample, "sample.yaml.tmpl", d)
+	switch {
+	case len(d.otherVersions) == 0:
+	case d.hub != "":
+		// Served at once: it converts through the hub like the others.
+		c.spoke(webhookData{apiData: d.inVersion(d.hub)}, d.Version, apiExists)
+	default:
+		d.Unserved = true
+		c.keepStored(d)
+	}
+	c.create(typesFile(d.Version, d.Lower), "types.go.tmpl", d)
+	sample := path.Base(sampleFile(d))
+	c.create(sampleFile(d), "sample.yaml.tmpl", d)
 	c.insert(samplesKustomize, markerSamples, "- "+sample)
 	c.insert(crdKustomize, markerCRDs, "- bases/"+d.FullGroup+"_"+d.Plural+".yaml")
 	c.insert(mainFile, markerImports, d.Alias+" \""+d.ImportPath+"\"")
@@ -321,15 +363,76 @@ func (c *changes) controller(o APIOptions, d apiData) {
 		"}")
 }
 
-// needsStorageVersion: the project has d's kind in other versions, none of
-// whose types is marked +kubebuilder:storageversion. A CRD of several
-// versions stores one, and controller-gen refuses to guess which.
-func (c *changes) needsStorageVersion(d apiData) bool {
-	for _, v := range d.otherVersions {
-		b := c.current("api/" + v + "/" + d.Lower + "_types.go")
-		if strings.Contains(string(b), "+kubebuilder:storageversion") {
-			return false
+// controllerConversions serves, in the controllers' tests, the conversion
+// of every kind that converts: for their main_test.go when this create api
+// makes it.
+func (c *changes) controllerConversions(p *Project) {
+	for _, a := range p.APIs {
+		if a.Webhooks == nil || !a.Webhooks.Conversion {
+			continue
+		}
+		hub, err := webhookDataOf(p, a)
+		c.fail(err)
+		if c.err == nil {
+			c.controllerConversion(p, hub)
 		}
 	}
-	return len(d.otherVersions) > 0
+}
+
+// typesFile is the file of a kind's type in a version.
+func typesFile(version, lower string) string {
+	return "api/" + version + "/" + lower + "_types.go"
+}
+
+// sampleFile is the sample of d's kind in d's version.
+func sampleFile(d apiData) string {
+	return "config/samples/" + strings.ReplaceAll(d.Group, ".", "_") + "_" + d.Version + "_" + d.Lower + ".yaml"
+}
+
+// storageMarker marks the version of a kind that the API server stores.
+const storageMarker = "// +kubebuilder:storageversion"
+
+// unservedBlock is what create api puts above the type of a version of a
+// kind whose versions do not convert yet, and create webhook --conversion
+// removes: a comment of its own, which controller-gen reads the marker of
+// but leaves out of the CRD's description.
+const unservedBlock = `// Not served until the kind's versions convert (opkit create webhook
+// --conversion removes this): the API server would convert it with
+// strategy None, dropping every field the versions name differently.
+// +kubebuilder:unservedversion
+
+`
+
+// UnservedBlock is unservedBlock, for the types template.
+func (apiData) UnservedBlock() string { return unservedBlock }
+
+// keepStored marks the first of d's kind's other versions as the stored
+// one when none is: a CRD of several versions stores one, controller-gen
+// refuses to guess which, and d's version is not served.
+func (c *changes) keepStored(d apiData) {
+	if c.stored(d) != "" {
+		return
+	}
+	path := typesFile(d.otherVersions[0], d.Lower)
+	b := c.current(path)
+	typeLine := "type " + d.Kind + " struct {"
+	out, err := insertAt(path, b, typeLine, storageMarker)
+	if err != nil {
+		err = fmt.Errorf("create api: mark %s the stored version of %s: %s has no line %q to put %q above; add the marker to the type yourself, then run create api again", d.otherVersions[0], d.Kind, path, typeLine, storageMarker)
+	}
+	c.fail(err)
+	if c.err == nil {
+		c.out[path] = out
+	}
+}
+
+// stored returns the version of d's kind, other than d's, whose type is
+// marked +kubebuilder:storageversion, or "".
+func (c *changes) stored(d apiData) string {
+	for _, v := range d.otherVersions {
+		if v != d.Version && strings.Contains(string(c.current(typesFile(v, d.Lower))), storageMarker) {
+			return v
+		}
+	}
+	return ""
 }

@@ -27,32 +27,51 @@
 //     "+opkit:scaffold:imports", "scheme" and "controllers" (cmd/main.go),
 //     "kinds" (api/<version>/groupversion_info.go), "samples" and "crds"
 //     (the kustomizations), and each line once (compared word by word, as
-//     gofmt realigns), so that calls compose. create webhook adds at
+//     gofmt realigns), so that calls compose; and, for a kind's second
+//     version, +kubebuilder:storageversion above the first version's type
+//     when no version has it. create webhook adds at
 //     "webhooks", "flags", "flagset", "manager-options" and "start"
 //     (cmd/main.go), "flag-defaults" (cmd/main_test.go), "webhook-targets"
 //     (cmd/webhook.go), "hooks", "setup" and "imports"
 //     (internal/webhook/<version>/<kind>_webhook.go),
-//     "imports", "scheme", "webhooks" and "convert-crds" (that package's
-//     main_test.go), "rbac" and "crdpatches" (the kustomizations).
+//     "imports", "scheme", "webhooks" and "convert-crds" (every webhook
+//     package's main_test.go), "imports", "scheme", "convert-crds" and
+//     "conversions" (internal/controller/main_test.go, for a conversion),
+//     "rbac" and "crdpatches" (the kustomizations).
 //   - Webhooks: a project serves none until create webhook adds the first,
 //     with cmd/webhook.go (flags --webhook-port, default 9443 and 0 for
 //     off, --webhook-cert-dir, --webhook-certs=self-managed|mounted;
 //     --local serves none), config/webhook and its wiring, and
 //     certificates the operator manages itself (pkg/webhook/certs). Each
 //     hook is a file of its own (<kind>_defaulter.go, <kind>_validator.go
-//     and their tests), so that hooks added later compose. With
+//     and their tests), so that hooks added later compose. The tests of
+//     every webhook package serve every webhook of the project, and --local
+//     serves them to its control plane. Nothing generated but the types
+//     and a spoke's ConvertTo and ConvertFrom names a field of the spec,
+//     so that the examples and tests compile whatever the user makes of
+//     the type. With
 //     RequesterCheck (--requester-check, which needs --validation) the
 //     Validator holds a requester.Checker (package webhook/requester) that
 //     the kind's setup makes from the manager's client, calls it on create
 //     and update with the permissions the object asks the operator to use
-//     for its requester (an example: get on the Secret spec.foo names),
+//     for its requester (an example: get on the Secret an annotation names),
 //     asks for create on subjectaccessreviews (an RBAC marker), and is
 //     tested with an impersonated user and real RBAC; without it, the
 //     Validator's doc points to the flag and opkit's docs/security.md.
-//     Conversion
-//     makes the given version the hub and needs the kind in two versions;
-//     create api marks a kind's second version +kubebuilder:storageversion
-//     when no version is, and names its sample <kind>-<version>-sample.
+//   - Versions: a project never serves two versions of a kind that do not
+//     convert through a webhook (the API server's strategy None changes
+//     apiVersion alone, dropping every field the versions name
+//     differently). create api marks a kind's version added before its
+//     versions convert +kubebuilder:unservedversion, keeps the first
+//     version stored, names its sample <kind>-<version>-sample, and prints
+//     the create webhook --conversion to run and the files it writes.
+//     Conversion makes the given version the hub, every other a served
+//     spoke whose ConvertTo and ConvertFrom copy the fields named alike
+//     (copyJSONFields), serves the conversion in cmd/main.go, in both test
+//     packages and to --local's control plane, and tests a round trip of
+//     every sample through every served version against the API server.
+//     A version create api adds to a kind that converts is a served spoke
+//     at once.
 //   - The PROJECT file (YAML) records the layout, domain, module, name and
 //     every API with its webhooks (kubebuilder's "webhooks: {defaulting,
 //     validation, conversion, webhookVersion}"); create api and create

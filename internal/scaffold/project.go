@@ -110,3 +110,14 @@ func (p *Project) versions(group, kind string) []string {
 	}
 	return vs
 }
+
+// hub returns the version whose kind of group is the hub of its
+// conversion (create webhook --conversion), or "".
+func (p *Project) hub(group, kind string) string {
+	for _, a := range p.APIs {
+		if a.Resource && a.Group == group && a.Kind == kind && a.Webhooks != nil && a.Webhooks.Conversion {
+			return a.Version
+		}
+	}
+	return ""
+}

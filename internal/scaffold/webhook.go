@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +33,9 @@ type WebhookOptions struct {
 	Conversion bool
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
+	// Out receives, once the webhooks are added, what was added and what
+	// to do next: the files to edit. Defaults to none.
+	Out io.Writer
 }
 
 // webhookData is what the webhook templates see: the kind's API names and
@@ -58,6 +64,7 @@ const (
 	markerHooks         = "// +opkit:scaffold:hooks"
 	markerSetup         = "// +opkit:scaffold:setup"
 	markerConvertCRDs   = "// +opkit:scaffold:convert-crds"
+	markerConversions   = "// +opkit:scaffold:conversions"
 	markerCRDPatches    = "# +opkit:scaffold:crdpatches"
 	markerRBAC          = "# +opkit:scaffold:rbac"
 	webhookVersionV1    = "v1"
@@ -85,7 +92,7 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 	if err != nil {
 		return err
 	}
-	return transact(dir, func() error {
+	err = transact(dir, func() error {
 		if err := fs.write(dir); err != nil {
 			return err
 		}
@@ -98,6 +105,10 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 		}
 		return nil
 	})
+	if err == nil && opts.Out != nil {
+		fmt.Fprint(opts.Out, nextAfterWebhook(p, opts, d))
+	}
+	return err
 }
 
 // resolve checks the options against the project and derives the names
@@ -128,7 +139,15 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 			return webhookData{}, err
 		}
 	}
-	ao := APIOptions{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: a.Namespaced, Resource: true}
+	d, err := webhookDataOf(p, a)
+	d.RequesterCheck = o.RequesterCheck
+	return d, err
+}
+
+// webhookDataOf derives the names the webhook templates use for a, an API
+// type of p's own.
+func webhookDataOf(p *Project, a API) (webhookData, error) {
+	ao := APIOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Namespaced: a.Namespaced, Resource: true}
 	others := *p
 	others.APIs = nil // resolve refuses an API the project has
 	for _, b := range p.APIs {
@@ -144,7 +163,7 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 	return webhookData{
 		apiData: ad, Name: p.Name,
 		MutatePath: "/mutate-" + slug, ValidatePath: "/validate-" + slug,
-		CRD: ad.Plural + "." + ad.FullGroup, RequesterCheck: o.RequesterCheck,
+		CRD: ad.Plural + "." + ad.FullGroup,
 	}, nil
 }
 
@@ -189,6 +208,8 @@ func webhookFiles(dir string, p *Project, o WebhookOptions, d webhookData) (file
 	if o.Conversion {
 		c.conversion(p, d)
 	}
+	c.webhookTests(p)
+	c.controllerConversions(p)
 	b, err := p.marshal()
 	c.fail(err)
 	c.out[ProjectFile] = b
@@ -203,7 +224,7 @@ func (c *changes) server(p *Project, d webhookData) {
 	c.createMissing(cmdWebhookFile, "webhook/cmd_webhook.go.tmpl", d)
 	c.insert(mainFile, markerFlags, "webhook webhookFlags")
 	c.insert(mainFile, markerFlagSet, "f.webhook.register(fs)")
-	c.insert(mainFile, markerMgrOptions, "Webhook: f.webhookOptions(),")
+	c.insert(mainFile, markerMgrOptions, "Webhook: f.webhookOptions(local),")
 	c.insert(mainFile, markerStart,
 		"stopCertificates, err := startCertificates(ctx, cfg, mgr, f, log)",
 		"if err != nil {",
@@ -267,9 +288,6 @@ func (c *changes) admission(o WebhookOptions, d webhookData) {
 	c.webhookPackage(d)
 	kindFile := pkg + "/" + d.Lower + "_webhook.go"
 	c.createMissing(kindFile, "webhook/webhook.go.tmpl", d)
-	exists := func(f string) error {
-		return fmt.Errorf("create webhook: %w: %s exists already; remove it to scaffold it again", ErrWebhookExists, f)
-	}
 	validator := "Validator: " + d.Kind + "Validator{},"
 	if o.RequesterCheck {
 		validator = "Validator: " + d.Kind + "Validator{Requester: checker},"
@@ -293,22 +311,70 @@ func (c *changes) admission(o WebhookOptions, d webhookData) {
 		}
 		for _, f := range []string{h.name + ".go", h.name + "_test.go"} {
 			p := pkg + "/" + d.Lower + "_" + f
-			c.createFrom(p, "webhook/"+f+".tmpl", d, exists(p))
+			c.createFrom(p, "webhook/"+f+".tmpl", d, webhookExists(p))
 		}
 		c.insert(kindFile, markerHooks, h.hook)
 	}
-	c.insert(pkg+"/main_test.go", markerWebhooks, "webhook"+d.Version+".Setup"+d.Kind+"Webhook(mgr),")
 	c.registerInMain(d, "webhook"+d.Version+".Setup"+d.Kind+"Webhook")
 }
 
-// webhookPackage makes internal/webhook/<version> if the project lacks it,
-// and adds the API to its tests' scheme.
+// webhookPackage makes internal/webhook/<version> if the project lacks it.
+// (webhookTests fills its tests' setup.)
 func (c *changes) webhookPackage(d webhookData) {
 	pkg := path.Join(webhookDir, d.Version)
 	c.createMissing(pkg+"/doc.go", "webhook/doc.go.tmpl", d)
 	c.createMissing(pkg+"/main_test.go", "webhook/main_test.go.tmpl", d)
-	c.insert(pkg+"/main_test.go", markerImports, d.Alias+" \""+d.ImportPath+"\"")
-	c.insert(pkg+"/main_test.go", markerScheme, d.Alias+".AddToScheme(scheme),")
+}
+
+// webhookTests has the tests of every webhook package serve every webhook
+// of the project, as cmd/main.go does: their control plane calls each of
+// config/webhook's and converts each CRD that converts, whichever
+// package's test writes the object. It adds, from PROJECT, what each
+// package's main_test.go lacks, so that a package made later catches up.
+func (c *changes) webhookTests(p *Project) {
+	for _, v := range webhookVersions(p) {
+		test := path.Join(webhookDir, v, "main_test.go")
+		if !c.exists(test) {
+			continue
+		}
+		for _, a := range p.APIs {
+			if a.Webhooks == nil {
+				continue
+			}
+			d, err := webhookDataOf(p, a)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			c.insert(test, markerImports, "webhook"+a.Version+" \""+d.Module+"/"+webhookDir+"/"+a.Version+"\"")
+			c.insert(test, markerImports, d.Alias+" \""+d.ImportPath+"\"")
+			c.insert(test, markerScheme, d.Alias+".AddToScheme(scheme),")
+			if a.Webhooks.Defaulting || a.Webhooks.Validation {
+				c.insert(test, markerWebhooks, "webhook"+a.Version+".Setup"+a.Kind+"Webhook(mgr),")
+			}
+			if a.Webhooks.Conversion {
+				for _, other := range p.versions(a.Group, a.Kind) {
+					o := d.inVersion(other)
+					c.insert(test, markerImports, o.Alias+" \""+o.ImportPath+"\"")
+					c.insert(test, markerScheme, o.Alias+".AddToScheme(scheme),")
+				}
+				c.insert(test, markerConvertCRDs, "\""+d.CRD+"\",")
+				c.insert(test, markerWebhooks, "webhook"+a.Version+".Setup"+a.Kind+"Conversion(mgr),")
+			}
+		}
+	}
+}
+
+// webhookVersions are the versions whose package internal/webhook/<version>
+// serves a webhook, in PROJECT's order.
+func webhookVersions(p *Project) []string {
+	var vs []string
+	for _, a := range p.APIs {
+		if a.Webhooks != nil && !slices.Contains(vs, a.Version) {
+			vs = append(vs, a.Version)
+		}
+	}
+	return vs
 }
 
 // registerInMain has cmd/main.go call setup, a function of the webhook
@@ -339,35 +405,85 @@ type spokeData struct {
 }
 
 // conversion makes d's version the hub of its kind and every other version
-// a spoke that converts to and from it, serves the conversion, tests a
-// round trip and points the CRD at the webhook.
+// a spoke that converts to and from it, serves them all, serves the
+// conversion in the operator and in the tests, tests a round trip of the
+// samples and points the CRD at the webhook.
 func (c *changes) conversion(p *Project, d webhookData) {
-	exists := func(f string) error {
-		return fmt.Errorf("create webhook: %w: %s exists already; remove it to scaffold it again", ErrWebhookExists, f)
-	}
-	create := func(path, tmpl string, data any) { c.createFrom(path, "webhook/"+tmpl, data, exists(path)) }
-	create("api/"+d.Version+"/"+d.Lower+"_conversion.go", "hub.go.tmpl", d)
 	pkg := path.Join(webhookDir, d.Version)
+	hub := "api/" + d.Version + "/" + d.Lower + "_conversion.go"
+	c.createFrom(hub, "webhook/hub.go.tmpl", d, webhookExists(hub))
+	c.serve(typesFile(d.Version, d.Lower))
 	c.webhookPackage(d)
-	var first *spokeData
 	for _, v := range p.versions(d.Group, d.Kind) {
-		if v == d.Version {
-			continue
-		}
-		s := spokeData{webhookData: d, Spoke: v, SpokeAlias: strings.TrimSuffix(d.Alias, d.Version) + v, SpokeImportPath: d.Module + "/api/" + v}
-		create("api/"+v+"/"+d.Lower+"_conversion.go", "spoke.go.tmpl", s)
-		c.insert(pkg+"/main_test.go", markerImports, s.SpokeAlias+" \""+s.SpokeImportPath+"\"")
-		c.insert(pkg+"/main_test.go", markerScheme, s.SpokeAlias+".AddToScheme(scheme),")
-		if first == nil {
-			first = &s
+		if v != d.Version {
+			c.spoke(d, v, webhookExists)
 		}
 	}
-	create(pkg+"/"+d.Lower+"_conversion.go", "conversion.go.tmpl", d)
-	create(pkg+"/"+d.Lower+"_conversion_test.go", "conversion_test.go.tmpl", *first)
-	c.insert(pkg+"/main_test.go", markerConvertCRDs, "\""+d.CRD+"\",")
-	c.insert(pkg+"/main_test.go", markerWebhooks, "webhook"+d.Version+".Setup"+d.Kind+"Conversion(mgr),")
+	for _, f := range []string{"conversion.go", "conversion_test.go"} {
+		c.createFrom(pkg+"/"+d.Lower+"_"+f, "webhook/"+f+".tmpl", d, webhookExists(pkg+"/"+d.Lower+"_"+f))
+	}
+	c.createMissing(pkg+"/roundtrip_test.go", "webhook/roundtrip_test.go.tmpl", d)
 	c.registerInMain(d, "webhook"+d.Version+".Setup"+d.Kind+"Conversion")
 	c.crdPatch(d)
+}
+
+// webhookExists is the error of a file create webhook would write that
+// exists.
+func webhookExists(path string) error {
+	return fmt.Errorf("create webhook: %w: %s exists already; remove it to scaffold it again", ErrWebhookExists, path)
+}
+
+// spoke makes version v of hub's kind a spoke, served, that converts to
+// and from the hub with its ConvertTo and ConvertFrom. exists is the error
+// of a file it would write that exists.
+func (c *changes) spoke(hub webhookData, v string, exists func(path string) error) {
+	sd := hub.inVersion(v)
+	s := spokeData{webhookData: hub, Spoke: v, SpokeAlias: sd.Alias, SpokeImportPath: sd.ImportPath}
+	file := spokeFile(v, hub.Lower)
+	c.createFrom(file, "webhook/spoke.go.tmpl", s, exists(file))
+	c.createMissing("api/"+v+"/conversion.go", "webhook/copy.go.tmpl", s)
+	c.serve(typesFile(v, hub.Lower))
+}
+
+// serve removes the unservedversion marker create api put on a type, if
+// the type is there and has it.
+func (c *changes) serve(path string) {
+	if !c.exists(path) {
+		return
+	}
+	b := c.current(path)
+	if out := strings.Replace(string(b), unservedBlock, "", 1); out != string(b) {
+		c.out[path] = []byte(out)
+	}
+}
+
+// exists reports whether path is in the project or rendered by this
+// change.
+func (c *changes) exists(path string) bool {
+	if _, ok := c.out[path]; ok {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(c.dir, path))
+	return err == nil
+}
+
+// controllerConversion serves hub's conversion in the controllers' tests,
+// if the project has them: their control plane converts the CRD through
+// the webhook, as a cluster does, so that a controller or a test that
+// reads a version the CRD does not store gets every field.
+func (c *changes) controllerConversion(p *Project, hub webhookData) {
+	test := controllerDir + "/main_test.go"
+	if !c.exists(test) {
+		return
+	}
+	for _, v := range p.versions(hub.Group, hub.Kind) {
+		s := hub.inVersion(v)
+		c.insert(test, markerImports, s.Alias+" \""+s.ImportPath+"\"")
+		c.insert(test, markerScheme, s.Alias+".AddToScheme(scheme),")
+	}
+	c.insert(test, markerImports, "webhook"+hub.Version+" \""+hub.Module+"/"+webhookDir+"/"+hub.Version+"\"")
+	c.insert(test, markerConvertCRDs, "\""+hub.CRD+"\",")
+	c.insert(test, markerConversions, "webhook"+hub.Version+".Setup"+hub.Kind+"Conversion(mgr),")
 }
 
 // crdPatch points d's CRD at the conversion webhook in config/crd, as
@@ -383,4 +499,14 @@ func (c *changes) crdPatch(d webhookData) {
 		c.out[crdKustomize] = []byte(k)
 	}
 	c.insert(crdKustomize, markerCRDPatches, "- path: "+patch)
+}
+
+// spokeFile holds a spoke's ConvertTo and ConvertFrom.
+func spokeFile(version, lower string) string {
+	return "api/" + version + "/" + lower + "_conversion.go"
+}
+
+// conversionTestFile holds the round trip test of a kind's conversion.
+func conversionTestFile(hub, lower string) string {
+	return path.Join(webhookDir, hub, lower+"_conversion_test.go")
 }

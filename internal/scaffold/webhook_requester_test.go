@@ -39,7 +39,7 @@ func TestCreateWebhookRequesterCheck(t *testing.T) {
 			"Requester *requester.Checker",
 			"return nil, v.Requester.Check(ctx, permissionsForFrigate(obj)...)",
 			"return nil, v.Requester.Check(ctx, permissionsForFrigate(newObj)...)",
-			`requester.Permission{Verb: "get", Resource: "secrets", Namespace: obj.Namespace, Name: obj.Spec.Foo}`,
+			`requester.Permission{Verb: "get", Resource: "secrets", Namespace: obj.Namespace, Name: name}`,
 		},
 		"internal/webhook/v1/frigate_validator_test.go": {
 			"func TestFrigateValidatorChecksTheRequester(t *testing.T) {", `alice := impersonate(t, "alice")`,

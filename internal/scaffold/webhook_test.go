@@ -163,7 +163,7 @@ func TestCreateWebhookComposes(t *testing.T) {
 	for path, lines := range map[string][]string{
 		"cmd/main.go": {
 			`webhookv1 "example.com/acme-operator/internal/webhook/v1"`, "webhookFlags", "f.webhook.register(fs)",
-			"Webhook: f.webhookOptions(),", "startCertificates(ctx, cfg, mgr, f, log)",
+			"Webhook: f.webhookOptions(local),", "startCertificates(ctx, cfg, mgr, f, log)",
 			"webhookv1.SetupFrigateWebhook(mgr)", "webhookv1.SetupAdmiralWebhook(mgr)",
 		},
 		"cmd/main_test.go":                       {"want.webhook = webhookDefaults()"},
@@ -211,32 +211,41 @@ func TestInitHasNoWebhookServer(t *testing.T) {
 }
 
 // TestCreateWebhookConversion makes v1 the hub of a kind in v1 and
-// v1alpha1 (the version added second is stored), after v1 got a defaulter.
+// v1alpha1, after v1 got a defaulter: v1alpha1, unserved since create api
+// added it, is served, and the conversion is served by the operator, in
+// both test packages and to make run's control plane.
 func TestCreateWebhookConversion(t *testing.T) {
 	dir := newProject(t)
 	addAPI(t, dir, frigateV1)
 	addWebhook(t, dir, WebhookOptions{Group: "ship", Version: "v1", Kind: "Frigate", Defaulting: true})
 	addAPI(t, dir, APIOptions{Group: "ship", Version: "v1alpha1", Kind: "Frigate", Namespaced: true, Resource: true})
-	addWebhook(t, dir, WebhookOptions{Group: "ship", Version: "v1", Kind: "Frigate", Conversion: true})
-	read := func(path string) string {
-		b, err := os.ReadFile(filepath.Join(dir, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+	if got := readFile(t, dir, "api/v1alpha1/frigate_types.go"); !strings.Contains(got, unservedBlock) {
+		t.Errorf("before its conversion, the second version is served:\n%s", got)
 	}
+	addWebhook(t, dir, WebhookOptions{Group: "ship", Version: "v1", Kind: "Frigate", Conversion: true})
 	for path, lines := range map[string][]string{
-		"api/v1/frigate_conversion.go":              {"func (*Frigate) Hub() {}"},
-		"api/v1alpha1/frigate_conversion.go":        {"func (src *Frigate) ConvertTo(", "func (dst *Frigate) ConvertFrom(", "dst, ok := dstRaw.(*shipv1.Frigate)"},
-		"api/v1alpha1/frigate_types.go":             {"// +kubebuilder:storageversion"},
+		"api/v1/frigate_conversion.go": {"func (*Frigate) Hub() {}"},
+		"api/v1alpha1/frigate_conversion.go": {
+			"func (src *Frigate) ConvertTo(", "func (dst *Frigate) ConvertFrom(", "dst, ok := dstRaw.(*shipv1.Frigate)",
+			"convert Frigate v1alpha1 into v1: spec: %w", "convert Frigate v1 into v1alpha1: spec: %w",
+		},
+		"api/v1alpha1/conversion.go":                {"func copyJSONFields(dst, src any) error {"},
+		"api/v1/frigate_types.go":                   {"// +kubebuilder:storageversion"},
 		"config/samples/ship_v1alpha1_frigate.yaml": {"name: frigate-v1alpha1-sample"},
 		"internal/webhook/v1/frigate_conversion.go": {"webhook.RegisterConversion(mgr, webhook.Conversion[*shipv1.Frigate]{})"},
 		"internal/webhook/v1/frigate_conversion_test.go": {
-			`shipv1alpha1 "example.com/acme-operator/api/v1alpha1"`, "created := &shipv1alpha1.Frigate{", "hub := &shipv1.Frigate{}",
+			"func TestFrigateRoundTrip(t *testing.T) {", `roundTrip(t, newClient(t), "frigates.ship.example.com")`,
 		},
+		"internal/webhook/v1/roundtrip_test.go": {"func roundTrip(t *testing.T, cl client.Client, crd string) {"},
 		"internal/webhook/v1/main_test.go": {
 			`"frigates.ship.example.com",`, "shipv1alpha1.AddToScheme(scheme),", "shipv1.AddToScheme(scheme),",
 			"webhookv1.SetupFrigateConversion(mgr),", "webhookv1.SetupFrigateWebhook(mgr),",
+		},
+		"internal/controller/main_test.go": {
+			`shipv1 "example.com/acme-operator/api/v1"`, `shipv1alpha1 "example.com/acme-operator/api/v1alpha1"`,
+			`webhookv1 "example.com/acme-operator/internal/webhook/v1"`,
+			"shipv1alpha1.AddToScheme(scheme),", "shipv1.AddToScheme(scheme),",
+			`"frigates.ship.example.com",`, "webhookv1.SetupFrigateConversion(mgr),",
 		},
 		"cmd/main.go":                                 {"webhookv1.SetupFrigateConversion(mgr)", "webhookv1.SetupFrigateWebhook(mgr)"},
 		"cmd/webhook.go":                              {`t.CRDs = append(t.CRDs, "frigates.ship.example.com")`},
@@ -245,14 +254,14 @@ func TestCreateWebhookConversion(t *testing.T) {
 		"config/rbac/webhook_certs_role.yaml":         {"- frigates.ship.example.com", "- acme-operator-mutating-webhook-configuration"},
 		"PROJECT":                                     {"conversion: true"},
 	} {
-		got := read(path)
+		got := readFile(t, dir, path)
 		for _, l := range lines {
 			if n := strings.Count(got, l); n != 1 {
 				t.Errorf("%s holds %q %d times, want once:\n%s", path, l, n, got)
 			}
 		}
 	}
-	if got := read("api/v1/frigate_types.go"); strings.Contains(got, "storageversion") {
-		t.Errorf("the first version is marked as stored too:\n%s", got)
+	if got := readFile(t, dir, "api/v1alpha1/frigate_types.go"); strings.Contains(got, "storageversion") || strings.Contains(got, "unservedversion") {
+		t.Errorf("the second version is stored, or still not served:\n%s", got)
 	}
 }

@@ -1,6 +1,11 @@
 // Package docs_test checks that the prose documentation tells the truth
 // about the code: every opkit identifier and every metric name that the
-// README, docs/ and the packages' doc.go files name exists.
+// README, docs/ and the packages' doc.go files name exists, and every
+// quoted Go block is in its compiled file. prose_test.go holds the facts
+// that prose states once: the Layout table and the root doc.go's package
+// list, time estimates (in make help only), the porting guide's "Not in
+// opkit yet", links and their anchors, pkg/ paths, the README's length,
+// versions and controller.
 package docs_test
 
 import (

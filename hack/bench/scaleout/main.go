@@ -7,7 +7,7 @@
 // records its work with one patch, so that the dependency, not the API
 // server, bounds the replicas: 2 workers × 20 calls/s each. At 20ms, three
 // replicas keep two cores about 70% busy and the API server's latency
-// grows into every reconcile; the README has the figures of both.
+// grows into every reconcile; docs/performance.md has the figures of both.
 //
 // A round of R replicas creates -objects converged ConfigMaps, starts the
 // replicas and waits until their membership has settled (every replica

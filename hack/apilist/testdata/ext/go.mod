@@ -1,0 +1,3 @@
+module example.org/ext
+
+go 1.26.0

@@ -1,0 +1,3 @@
+package withtests
+
+func Listed() {}

@@ -1,0 +1,3 @@
+package withtests_test
+
+func AlsoNotListed() {}
