@@ -47,7 +47,7 @@
 //   - pkg/manager: builds the clients, cache and metrics registry once and
 //     runs everything in order, with leader election, probes, metrics and
 //     a thin builder.
-//   - pkg/client: a controller-runtime client.Reader over the cache, which
+//   - pkg/cachedclient: a controller-runtime client.Reader over the cache, which
 //     copies what it reads, for ported code and controller-runtime
 //     helpers; a writer that applies as the controller's field owner and
 //     skips writes that change nothing.

@@ -41,18 +41,19 @@ func Example_builderControllerRuntime() {
 }
 
 // After: the same controller on opkit. The watches are arguments of
-// NewController; each names its type once, as a type parameter, and the map
-// function takes the typed object.
+// NewController; each takes the address of the reconciler's Lister of its
+// type, which NewController registers and sets, so the type is named once,
+// in the reconciler's field, and the map function takes the typed object.
 func Example_builder() {
 	var mgr *manager.Manager // from manager.New
-	var r reconcile.Reconciler[reconcile.Request]
+	r := &webReconciler{client: mgr.Writer("web"), scheme: mgr.Scheme()}
 	secretToDeployment := func(s *corev1.Secret) []reconcile.Request {
 		return []reconcile.Request{{Namespace: s.Namespace, Name: s.Labels["app"]}}
 	}
 	_, err := manager.NewController(mgr, "web", r,
-		manager.For[*appsv1.Deployment](source.GenerationChanged[*appsv1.Deployment]()),
-		manager.Owns[*corev1.ConfigMap](),
-		manager.Watches(source.EnqueueMapped(secretToDeployment)),
+		manager.For(&r.deployments, source.GenerationChanged),
+		manager.Owns(&r.configMaps),
+		manager.Watches(nil, secretToDeployment), // nil: r reads no Secrets
 	)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -14,18 +14,17 @@ import (
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/conditions"
-	"github.com/opkit-dev/opkit/pkg/finalizer"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
-	"github.com/opkit-dev/opkit/pkg/status"
 )
 
 // mirrorReconciler is crMirrorReconciler on opkit: it reads the Mirror
-// from a Lister and hands that shared object, unmodified, to finalizer and
-// status, which write through copies of their own.
+// from a Lister, and writes its status from a copy of that shared object.
+// The controller runs the finalizer (manager.Finalizer in setupMirror):
+// the reconciler never sees a Mirror being deleted.
 type mirrorReconciler struct {
 	mirrors      *cache.Lister[*v1alpha1.Mirror]
-	client       crclient.Client      // mgr.Client()
+	client       crclient.Client      // mgr.Writer("mirror")
 	recorder     events.EventRecorder // from mgr.EventRecorder("mirror")
 	copyInto     func(ctx context.Context, m *v1alpha1.Mirror) (synced int32, err error)
 	deleteCopies func(ctx context.Context, m *v1alpha1.Mirror) error
@@ -39,24 +38,17 @@ func (r *mirrorReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Done(), err
 	}
-	deleting, err := finalizer.Finalize(ctx, r.client, m, cleanupFinalizer, func(ctx context.Context) error {
-		return r.deleteCopies(ctx, m)
-	})
-	if deleting || err != nil {
-		return reconcile.Done(), err
-	}
 	synced, err := r.copyInto(ctx, m)
 	if err != nil {
 		return reconcile.Done(), err
 	}
-	_, err = status.Patch(ctx, r.client, m, func(m *v1alpha1.Mirror) { // m here is a copy
-		m.Status.ObservedGeneration = m.Generation
-		m.Status.SyncedNamespaces = synced
-		conditions.Set(&m.Status.Conditions, m, metav1.Condition{
-			Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced,
-		})
+	next := m.DeepCopy() // never modify m: it is the cache's
+	next.Status.ObservedGeneration = m.Generation
+	next.Status.SyncedNamespaces = synced
+	conditions.Set(&next.Status.Conditions, m, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced,
 	})
-	if err != nil {
+	if err := r.client.Status().Patch(ctx, next, crclient.MergeFrom(m)); err != nil { // sent only if it changes something
 		return reconcile.Done(), err
 	}
 	r.recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "copied into %d namespaces", synced)
@@ -71,12 +63,10 @@ func setupMirror(mgr *manager.Manager, r *mirrorReconciler) error {
 	if err != nil {
 		return fmt.Errorf("set up mirror: %w", err)
 	}
-	mirrors, err := cache.For[*v1alpha1.Mirror](mgr.Cache(), cache.TypeOptions{})
+	r.client, r.recorder = mgr.Writer("mirror"), rec
+	_, err = manager.NewController(mgr, "mirror", r,
+		manager.For(&r.mirrors), manager.Finalizer(cleanupFinalizer, r.deleteCopies))
 	if err != nil {
-		return fmt.Errorf("set up mirror: %w", err)
-	}
-	r.mirrors, r.client, r.recorder = mirrors, mgr.Client(), rec
-	if _, err := manager.NewController(mgr, "mirror", r, manager.For[*v1alpha1.Mirror]()); err != nil {
 		return fmt.Errorf("set up mirror: %w", err)
 	}
 	return nil

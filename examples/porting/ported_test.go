@@ -37,12 +37,10 @@ func fromControllerRuntime(r crreconcile.Reconciler) reconcile.Reconciler[reconc
 }
 
 // setupPortedWeb runs crWebReconciler, unchanged, on opkit: its reads go
-// through mgr.CachedClient(), so they need its kinds registered and its
-// field index under the name its List gives.
+// through mgr.CachedClient(), so they need its kinds registered (For
+// registers the Deployments) and its field index under the name its List
+// gives, on the ConfigMaps that Owns then watches.
 func setupPortedWeb(mgr *manager.Manager) error {
-	if _, err := cache.For[*appsv1.Deployment](mgr.Cache(), cache.TypeOptions{}); err != nil {
-		return fmt.Errorf("set up ported web: %w", err)
-	}
 	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		return fmt.Errorf("set up ported web: %w", err)
@@ -57,7 +55,7 @@ func setupPortedWeb(mgr *manager.Manager) error {
 		return fmt.Errorf("set up ported web: %w", err)
 	}
 	r := fromControllerRuntime(&crWebReconciler{Client: mgr.CachedClient(), Scheme: mgr.Scheme()})
-	if _, err := manager.NewController(mgr, "web", r, manager.For[*appsv1.Deployment](), manager.Owns[*corev1.ConfigMap]()); err != nil {
+	if _, err := manager.NewController(mgr, "web", r, manager.For[*appsv1.Deployment](nil), manager.Owns(&configMaps)); err != nil {
 		return fmt.Errorf("set up ported web: %w", err)
 	}
 	return nil

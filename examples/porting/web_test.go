@@ -25,7 +25,7 @@ import (
 type webReconciler struct {
 	deployments *cache.Lister[*appsv1.Deployment]
 	configMaps  *cache.Lister[*corev1.ConfigMap] // manager.Owns gave it the controlled-by index
-	client      crclient.Client                  // mgr.Client(): writes (and reads) go to the API server
+	client      crclient.Client                  // mgr.Writer("web"): writes with the controller's field owner
 	scheme      *runtime.Scheme
 }
 
@@ -63,20 +63,13 @@ func (r *webReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	return reconcile.RequeueAfter(10 * time.Minute), nil
 }
 
-// setupWeb registers the web controller and the Listers it reads with mgr.
-// manager.Owns adds the controlled-by index that ControlledBy reads, so
-// there is no index to write.
+// setupWeb adds the web controller to mgr. NewController registers the
+// types the reconciler reads and sets its Listers; manager.Owns adds the
+// controlled-by index that ControlledBy reads, so there is no index to
+// write.
 func setupWeb(mgr *manager.Manager) error {
-	deployments, err := cache.For[*appsv1.Deployment](mgr.Cache(), cache.TypeOptions{})
-	if err != nil {
-		return fmt.Errorf("set up web: %w", err)
-	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
-	if err != nil {
-		return fmt.Errorf("set up web: %w", err)
-	}
-	r := &webReconciler{deployments: deployments, configMaps: configMaps, client: mgr.Client(), scheme: mgr.Scheme()}
-	if _, err := manager.NewController(mgr, "web", r, manager.For[*appsv1.Deployment](), manager.Owns[*corev1.ConfigMap]()); err != nil {
+	r := &webReconciler{client: mgr.Writer("web"), scheme: mgr.Scheme()}
+	if _, err := manager.NewController(mgr, "web", r, manager.For(&r.deployments), manager.Owns(&r.configMaps)); err != nil {
 		return fmt.Errorf("set up web: %w", err)
 	}
 	return nil

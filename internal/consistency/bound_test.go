@@ -39,7 +39,7 @@ func TestWaitIsBoundedAndCounted(t *testing.T) {
 		return reconcile.Done(), nil
 	})
 	c, err := manager.NewController(mgr, "bounded", r,
-		manager.For[*corev1.ConfigMap](),
+		manager.For[*corev1.ConfigMap](nil),
 		manager.WithOptions(controller.Options[reconcile.Request]{ReadYourWritesTimeout: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@
 // # How it works
 //
 //   - Recording: the manager's clients (Client, CachedClient and the
-//     writers of client.NewWriter over them) are made with NewClient. Each
+//     writers Writer returns) are made with NewClient. Each
 //     successful create, update, patch, apply and delete, status and other
 //     subresources included, made with the context of a reconcile, is
 //     recorded in the reconcile's Writes (FromContext) as a cache.Written:

@@ -44,7 +44,7 @@ func TestWaitHoldsNoWorker(t *testing.T) {
 		return reconcile.Done(), nil
 	})
 	c, err := manager.NewController(mgr, "parked", r,
-		manager.For[*corev1.ConfigMap](),
+		manager.For[*corev1.ConfigMap](nil),
 		manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: 1, ReadYourWritesTimeout: 10 * time.Minute}))
 	if err != nil {
 		t.Fatal(err)

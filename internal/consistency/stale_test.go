@@ -76,8 +76,8 @@ func TestStaleCacheCreatesNoDuplicateChild(t *testing.T) {
 	for group, off := range map[string]bool{"on": false, "off": true} {
 		inGroup := source.LabelSelector[*corev1.ConfigMap](labels.SelectorFromSet(labels.Set{"group": group}))
 		ctrls[group], err = manager.NewController(mgr, "children-"+group, r,
-			manager.For[*corev1.ConfigMap](inGroup),
-			manager.Owns[*corev1.Secret](),
+			manager.For[*corev1.ConfigMap](nil, inGroup),
+			manager.Owns[*corev1.Secret](nil),
 			manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: 4, DisableReadYourWrites: off}))
 		if err != nil {
 			t.Fatal(err)

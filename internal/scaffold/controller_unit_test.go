@@ -55,7 +55,7 @@ func TestControllerUnitTests(t *testing.T) {
 	for _, want := range []string{
 		"--- PASS: TestFrigateReconcilerUnit/", "--- PASS: TestAdmiralReconcilerUnit/",
 		"--- PASS: TestDeploymentReconcilerUnit/", "--- PASS: TestNamespaceReconcilerUnit/",
-		"--- PASS: TestFrigateReconcilerUnit/a_read_fails", "--- PASS: TestFrigateReconcilerUnit/the_finalizer_write_fails",
+		"--- PASS: TestFrigateReconcilerUnit/a_read_fails", "--- PASS: TestFrigateReconcilerUnit/the_status_write_fails",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the generated unit tests' output lacks %q:\n%s", want, out)

@@ -12,7 +12,7 @@
 //     does must opt out per type with TypeOptions.KeepManagedFields or
 //     TypeOptions.KeepLastApplied. Transforms of your own run after the
 //     stripping. A copy of a cached object lacks what was stripped: write
-//     it back through the manager's CachedClient (package pkg/client),
+//     it back through the manager's CachedClient (package pkg/cachedclient),
 //     whose Update keeps the stripped fields on the API server, or with a
 //     patch from the cached object. A plain update of the copy through
 //     any other client deletes them there, and with the last-applied

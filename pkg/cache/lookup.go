@@ -27,7 +27,7 @@ func (f Form) String() string { return form(f).String() }
 
 // ObjectLister reads one registered kind without naming its Go type: for
 // readers that learn the kind at run time from the object they are given,
-// such as opkit's cached client (pkg/client). It hands out the cached
+// such as opkit's cached client (pkg/cachedclient). It hands out the cached
 // objects, like Lister, and the same rules hold: callers must not modify
 // them. Its methods are safe for concurrent use.
 type ObjectLister struct {

@@ -110,7 +110,7 @@ type TypeOptions struct {
 	// annotation, which the cache drops by default: kubectl apply stores a
 	// whole second copy of the object in it. A plain update of a copy
 	// without it deletes it on the API server; the manager's CachedClient
-	// updates so as to keep it (see package pkg/client). Defaults to false.
+	// updates so as to keep it (see package pkg/cachedclient). Defaults to false.
 	KeepLastApplied bool
 
 	// Sharded caches only the objects of the slots last given to

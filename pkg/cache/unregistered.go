@@ -15,7 +15,7 @@ import (
 const UnregisteredReadsEnv = "OPKIT_CACHE_FAIL_UNREGISTERED_READS"
 
 // UnregisteredReadOptions say what a read through LookupKind (and so
-// through the cached client of package pkg/client) of a kind nobody
+// through the cached client of package pkg/cachedclient) of a kind nobody
 // registered does besides returning an error that wraps ErrNotRegistered.
 // Always: the first such read of each kind and form is logged at V(0),
 // and every one is counted in MetricUnregisteredReads. With Fail on, each

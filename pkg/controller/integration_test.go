@@ -232,7 +232,7 @@ func TestPredicatesFilterUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Watch(source.NewKind(w.cms, source.EnqueueObject[*corev1.ConfigMap](), source.LabelsChanged[*corev1.ConfigMap]())); err != nil {
+	if err := c.Watch(source.NewKind(w.cms, source.EnqueueObject[*corev1.ConfigMap](), source.LabelsChanged)); err != nil {
 		t.Fatal(err)
 	}
 	w.run(t, c)

@@ -36,6 +36,11 @@
 //     tells the reconciler what state the object is in, whatever Finalize
 //     managed to do). Cleanup runs again on the next reconcile until it
 //     succeeds, so it must be idempotent.
+//   - A controller built by manager.NewController need not call it:
+//     manager.Finalizer runs Finalize before each reconcile, hands cleanup
+//     the object being deleted, and the reconciler only objects that are
+//     not. Call Finalize yourself in a reconciler run otherwise, or one
+//     whose cleanup must come at another point of the reconcile.
 //
 // controller-runtime's controllerutil.AddFinalizer and RemoveFinalizer modify
 // the object in memory and leave the write to an Update or Patch of the whole

@@ -18,8 +18,9 @@ import (
 )
 
 // Watch is one thing a controller built by NewController watches: its
-// primary type (For), a type it owns (Owns), or any other type with a
-// handler of your own (Watches).
+// primary type (For), a type it owns (Owns), any other type with a map
+// function of your own (Watches), or a source (WatchSource); or one thing
+// it does around them (ShardBy, ShardWatch, Finalizer, WithOptions).
 type Watch interface {
 	add(b *builder) error
 }
@@ -44,6 +45,13 @@ type builder struct {
 	// register registers the primary type with the cache once every
 	// watch is known (ShardBy may come after For); For sets it.
 	register func(b *builder) error
+	// primaryType is For's T; primaryLister its *cache.Lister[T], set by
+	// register.
+	primaryType   reflect.Type
+	primaryLister any
+	// finalize wraps the reconciler in the finalizer protocol, once
+	// register has run; Finalizer sets it.
+	finalize func(b *builder, r reconcile.Reconciler[reconcile.Request]) (reconcile.Reconciler[reconcile.Request], error)
 }
 
 type watchFunc func(b *builder) error
@@ -52,7 +60,17 @@ func (f watchFunc) add(b *builder) error { return f(b) }
 
 // For watches the controller's primary type T: each of its events queues
 // the object itself. A controller has exactly one For.
-func For[T cache.Object](preds ...source.Predicate[T]) Watch {
+//
+// l is the address of the Lister the reconciler reads T with, usually a
+// field of the reconciler, so that T is named once, in the field's type,
+// and inferred here: manager.For(&r.websites, source.GenerationChanged).
+// If *l is nil, NewController registers T with the manager's cache and
+// sets *l to its Lister, so the reconciler and the watch read one
+// registration; if *l is set already, the watch reads that Lister, as you
+// registered it. In sharded mode the watch reads T registered sharded by
+// ShardBy's key (see NewController), and a nil *l is set to that. l may be
+// nil when the reconciler does not read T: For[*corev1.ConfigMap](nil).
+func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Watch {
 	return watchFunc(func(b *builder) error {
 		if b.primary != nil {
 			return fmt.Errorf("two For watches (%v and %v): a controller has one primary type", *b.primary, reflect.TypeFor[T]())
@@ -61,20 +79,20 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 		if err != nil {
 			return err
 		}
-		b.primary = &gvk
-		var l *cache.Lister[T]
+		b.primary, b.primaryType = &gvk, reflect.TypeFor[T]()
+		var lister *cache.Lister[T]
 		b.register = func(b *builder) error {
 			var err error
-			if l, err = watchLister[T](b, b.shardBy, true); err != nil {
+			if lister, err = bind(b, l, b.shardBy, true); err != nil {
 				return err
 			}
-			b.scope = l
+			b.scope, b.primaryLister = lister, lister
 			return nil
 		}
 		var g *dispatch.Gate[T]
 		b.gate = func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error) {
 			var err error
-			g, err = dispatch.NewGate(b.m.shard.dispatcher, l, dispatch.GateOptions{
+			g, err = dispatch.NewGate(b.m.shard.dispatcher, lister, dispatch.GateOptions{
 				Controller: b.name, Slots: b.m.shard.slots, Key: b.shardBy,
 				Registerer: b.m.registry, Logger: b.m.log.WithName("sharding"),
 			})
@@ -89,7 +107,7 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 				// The primary source tells the gate each key's slot.
 				h = g.Record(h)
 			}
-			return source.NewKind(l, h, preds...), nil
+			return source.NewKind(lister, h, preds...), nil
 		})
 		if len(preds) > 0 {
 			// Predicates may drop a create or a delete, whose slot the gate
@@ -99,7 +117,7 @@ func For[T cache.Object](preds ...source.Predicate[T]) Watch {
 				if g == nil {
 					return nil, nil
 				}
-				return source.NewKind(l, g.Record(source.HandlerFunc[T, reconcile.Request](func(source.Event[T], *queue.Queue[reconcile.Request]) {}))), nil
+				return source.NewKind(lister, g.Record(source.HandlerFunc[T, reconcile.Request](func(source.Event[T], *queue.Queue[reconcile.Request]) {}))), nil
 			})
 		}
 		return nil
@@ -127,53 +145,74 @@ func ShardBy(key sharding.Key) Watch {
 // a primary type whose CRD is installed after NewController works either
 // way; until it is installed, events of T queue no owner.
 //
+// l is bound as For's is: manager.Owns(&r.deployments) registers T and
+// sets a nil *r.deployments, or watches the Lister it holds. In sharded
+// mode the watch reads T sharded so that children land with their owner
+// (see NewController).
+//
 // Owns also adds cache.ControlledByIndex to T's Lister, so that the
 // reconciler lists an owner's children with Lister.ControlledBy. Adding it
 // is idempotent: any number of controllers may own the same type.
-func Owns[T cache.Object](preds ...source.Predicate[T]) Watch {
+func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Watch {
 	return watchFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
 			key, sharded := ownedKey(b.shardBy)
-			l, err := watchLister[T](b, key, sharded)
+			watched, err := bind(b, l, key, sharded)
 			if err != nil {
 				return nil, err
 			}
-			if err := l.IndexControlledBy(); err != nil {
-				return nil, fmt.Errorf("own %v: %w", reflect.TypeFor[T](), err)
+			// The reconciler's Lister, if another registration, needs the
+			// index too.
+			for _, lister := range []*cache.Lister[T]{watched, deref(l)} {
+				if lister == nil {
+					continue
+				}
+				if err := lister.IndexControlledBy(); err != nil {
+					return nil, fmt.Errorf("own %v: %w", reflect.TypeFor[T](), err)
+				}
 			}
 			h := source.EnqueueOwner[T](b.primary.GroupKind(), source.OwnerOptions{Scope: b.scope})
-			return source.NewKind(l, h, preds...), nil
+			return source.NewKind(watched, h, preds...), nil
 		})
 		return nil
 	})
 }
 
-// Watches watches type T with a handler of your own, such as
-// source.EnqueueMapped for objects related by a label or a field. In
-// sharded mode its objects are all cached on every replica, unless
-// ShardWatch says otherwise.
-func Watches[T cache.Object](h source.Handler[T, reconcile.Request], preds ...source.Predicate[T]) Watch {
-	return &watches[T]{h: h, preds: preds}
+// Watches watches type T with a map function of your own, for objects
+// related to the primary ones by a label, a field or a name rather than
+// an owner reference: each event queues the keys fn returns for the
+// object, and for an update those of the old object too, so that a
+// relation that ends is seen (source.EnqueueMapped). fn runs on the
+// informer's goroutine: it must be quick and read only from caches.
+//
+// l is bound as For's is; it may be nil when the reconciler does not read
+// T, which fn names: manager.Watches(nil, r.websitesUsing). In sharded
+// mode its objects are all cached on every replica, unless ShardWatch
+// says otherwise. For any other handler, use WatchSource with
+// source.NewKind.
+func Watches[T cache.Object](l **cache.Lister[T], fn func(T) []reconcile.Request, preds ...source.Predicate[T]) Watch {
+	return &watches[T]{l: l, fn: fn, preds: preds}
 }
 
 // watches is a Watches watch; ShardWatch sets its key.
 type watches[T cache.Object] struct {
-	h       source.Handler[T, reconcile.Request]
+	l       **cache.Lister[T]
+	fn      func(T) []reconcile.Request
 	preds   []source.Predicate[T]
 	key     sharding.Key
 	sharded bool
 }
 
 func (w *watches[T]) add(b *builder) error {
-	if w.h == nil {
-		return fmt.Errorf("watch %v: the handler of Watches is nil", reflect.TypeFor[T]())
+	if w.fn == nil {
+		return fmt.Errorf("watch %v: the map function of Watches is nil", reflect.TypeFor[T]())
 	}
 	b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
-		l, err := watchLister[T](b, w.key, w.sharded)
+		l, err := bind(b, w.l, w.key, w.sharded)
 		if err != nil {
 			return nil, err
 		}
-		return source.NewKind(l, w.h, w.preds...), nil
+		return source.NewKind(l, source.EnqueueMapped(w.fn), w.preds...), nil
 	})
 	return nil
 }
@@ -222,9 +261,17 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 }
 
 // NewController builds the controller named name that reconciles the
-// primary type of its For watch with r, and adds it to the manager. Every
-// type it watches is registered with the cache, or reuses the registration
-// made with cache.For before, if there is exactly one.
+// primary type of its For watch with r, and adds it to the manager. Each
+// watch reads the Lister its l points at, registering the type with the
+// cache and setting the Lister when it is nil (see For), so a reconciler
+// whose Listers are the watches' fields names each type once, in its
+// fields:
+//
+//	r := &WebsiteReconciler{client: mgr.Writer("website")}
+//	_, err := manager.NewController(mgr, "website", r,
+//		manager.For(&r.websites, source.GenerationChanged),
+//		manager.Owns(&r.deployments),
+//		manager.Watches(&r.secrets, r.websitesUsing))
 //
 // In sharded mode (Options.Sharding) the controller reconciles only the
 // keys of the slots this replica holds, mapped to slots as ShardBy says,
@@ -232,12 +279,8 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 // since the manager sets it. Its For type, its Owns types and its
 // ShardWatch watches are then registered sharded, so the cache holds only
 // this replica's slots of them (see "Sharded mode" in the package doc);
-// a type registered before, unsharded, stays registered, whole.
-//
-//	manager.NewController(mgr, "mirror", r,
-//		manager.For[*v1alpha1.Mirror](source.GenerationChanged[*v1alpha1.Mirror]()),
-//		manager.Owns[*corev1.ConfigMap](),
-//		manager.Watches[*corev1.Namespace](source.EnqueueMapped(mirrorsOf)))
+// a Lister set before NewController to another registration of the type
+// stays as it is, caching the type whole.
 func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Request], watches ...Watch) (*controller.Controller[reconcile.Request], error) {
 	b := &builder{m: m, name: name}
 	for _, w := range watches {
@@ -250,6 +293,12 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 	}
 	if err := b.register(b); err != nil {
 		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+	}
+	if b.finalize != nil {
+		var err error
+		if r, err = b.finalize(b, r); err != nil {
+			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+		}
 	}
 	opts := controller.Options[reconcile.Request]{}
 	if b.opts != nil {
@@ -315,15 +364,36 @@ func (b *builder) shard(opts *controller.Options[reconcile.Request]) (func(*queu
 	return attach, nil
 }
 
-// watchLister returns the Lister a watch of T reads: in sharded mode, for a
-// sharded watch, T registered with TypeOptions{Sharded: true, ShardKey:
-// key} (shared by every watch sharding T by key); otherwise unsharded,
-// which registers T so only if nothing else registered it.
-func watchLister[T cache.Object](b *builder, key sharding.Key, sharded bool) (*cache.Lister[T], error) {
-	if b.m.shard != nil && sharded {
-		return cache.For[T](b.m.cache, cache.TypeOptions{Sharded: true, ShardKey: key})
+// bind returns the Lister a watch of T reads, and sets *l to it if l is
+// not nil and *l is: in sharded mode, for a sharded watch, T registered
+// with TypeOptions{Sharded: true, ShardKey: key} (shared by every watch
+// sharding T by key); otherwise *l if set, or else T registered with the
+// default TypeOptions.
+func bind[T cache.Object](b *builder, l **cache.Lister[T], key sharding.Key, sharded bool) (*cache.Lister[T], error) {
+	have := deref(l)
+	var opts cache.TypeOptions
+	switch {
+	case b.m.shard != nil && sharded:
+		opts = cache.TypeOptions{Sharded: true, ShardKey: key}
+	case have != nil:
+		return have, nil
 	}
-	return lister[T](b.m.cache)
+	got, err := cache.For[T](b.m.cache, opts)
+	if err != nil {
+		return nil, err
+	}
+	if l != nil && *l == nil {
+		*l = got
+	}
+	return got, nil
+}
+
+// deref returns *l, or nil if l is nil.
+func deref[T any](l **T) *T {
+	if l == nil {
+		return nil
+	}
+	return *l
 }
 
 // ownedKey returns how Owns shards the owned type so that children land
@@ -339,16 +409,6 @@ func ownedKey(primary sharding.Key) (sharding.Key, bool) {
 		return sharding.ByNamespace, true
 	}
 	return 0, false
-}
-
-// lister returns the Lister an unsharded watch of T reads: the one
-// registration of T, or, when there is none, or more than one (a sharded
-// one among them), T registered with default options.
-func lister[T cache.Object](c *cache.Cache) (*cache.Lister[T], error) {
-	if l, err := cache.Lookup[T](c); err == nil {
-		return l, nil
-	}
-	return cache.For[T](c, cache.TypeOptions{})
 }
 
 func gvkFor[T cache.Object](m *Manager) (schema.GroupVersionKind, error) {

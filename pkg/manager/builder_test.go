@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
@@ -40,23 +43,49 @@ func (s *seen) count(ns, name string) int {
 }
 
 // NewController wires For, Owns and Watches: a Secret controlled by a
-// ConfigMap queues the ConfigMap; a Pod queues what its label names.
+// ConfigMap queues the ConfigMap; a Pod queues what its label names. The
+// Listers it registers are the ones it sets, and a Lister set before is
+// watched as it is.
 func TestNewControllerWatches(t *testing.T) {
 	ns := env.Namespace(t)
 	m := newManager(t, ns, manager.Options{})
 	var s seen
-	byLabel := source.EnqueueMapped(func(p *corev1.Pod) []reconcile.Request {
+	var l struct {
+		configMaps *cache.Lister[*corev1.ConfigMap]
+		secrets    *cache.Lister[*corev1.Secret]
+		pods       *cache.Lister[*corev1.Pod]
+	}
+	labelled, err := cache.For[*corev1.Pod](m.Cache(), cache.TypeOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"watched": "yes"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.pods = labelled
+	byLabel := func(p *corev1.Pod) []reconcile.Request {
 		return []reconcile.Request{{Namespace: p.Namespace, Name: p.Labels["config"]}}
-	})
-	_, err := manager.NewController(m, "wired", s.reconciler(),
-		manager.For[*corev1.ConfigMap](),
-		manager.Owns[*corev1.Secret](),
-		manager.Watches[*corev1.Pod](byLabel),
+	}
+	_, err = manager.NewController(m, "wired", s.reconciler(),
+		manager.For(&l.configMaps, source.ResourceVersionChanged),
+		manager.Owns(&l.secrets),
+		manager.Watches(&l.pods, byLabel),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if l.configMaps == nil || l.secrets == nil {
+		t.Fatalf("NewController left a Lister nil: %+v", l)
+	}
+	if l.pods != labelled {
+		t.Error("NewController replaced the Pod Lister set before it")
+	}
+	for _, st := range m.Cache().Status() {
+		if st.GVK.Kind == "Pod" && st.Selector == "" {
+			t.Errorf("NewController registered Pods again, unselected: %+v", st)
+		}
+	}
 	start(t, m)
+	if _, err := l.configMaps.Get(ns, "owner"); !apierrors.IsNotFound(err) {
+		t.Errorf("the bound ConfigMap Lister's Get = %v, want not found", err)
+	}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
 	if err := m.Client().Create(t.Context(), owner); err != nil {
 		t.Fatal(err)
@@ -70,7 +99,7 @@ func TestNewControllerWatches(t *testing.T) {
 	}
 	eventually(t, "the owner of a new Secret", func() bool { return s.count(ns, "owner") == 2 })
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: map[string]string{"config": "mapped"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: map[string]string{"config": "mapped", "watched": "yes"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}
 	if err := m.Client().Create(t.Context(), pod); err != nil {
@@ -90,9 +119,9 @@ func TestNewControllerRejectsMisuse(t *testing.T) {
 		watches []manager.Watch
 		mention string
 	}{
-		{"no For", []manager.Watch{manager.Owns[*corev1.Secret]()}, "no For watch"},
-		{"two Fors", []manager.Watch{manager.For[*corev1.ConfigMap](), manager.For[*corev1.Secret]()}, "one primary type"},
-		{"nil handler", []manager.Watch{manager.For[*corev1.ConfigMap](), manager.Watches[*corev1.Pod](nil)}, "handler of Watches is nil"},
+		{"no For", []manager.Watch{manager.Owns[*corev1.Secret](nil)}, "no For watch"},
+		{"two Fors", []manager.Watch{manager.For[*corev1.ConfigMap](nil), manager.For[*corev1.Secret](nil)}, "one primary type"},
+		{"nil map function", []manager.Watch{manager.For[*corev1.ConfigMap](nil), manager.Watches[*corev1.Pod](nil, nil)}, "map function of Watches is nil"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := manager.NewController(m, "misused", s.reconciler(), tt.watches...)

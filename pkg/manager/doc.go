@@ -102,8 +102,16 @@
 //   - Thin builder: NewController wires the common controller, one primary
 //     type (For), owned types (Owns), other watches (Watches, WatchSource),
 //     predicates and options, as values rather than a chain of methods.
+//     Each watch takes the address of the reconciler's Lister of its type,
+//     registers the type and sets the Lister if it is nil, so the type is
+//     named once, in the reconciler's field, and inferred everywhere else.
 //     Owns indexes the owned type by controller, so that a reconciler
 //     lists an owner's children with cache's Lister.ControlledBy.
+//     Finalizer holds the primary objects with a finalizer until a cleanup
+//     of yours has run, so the reconciler never sees a deletion.
+//   - One writer per controller: Writer(name) is the manager's cached
+//     client writing as the controller's field owner, skipping writes
+//     that would change nothing, counted per controller.
 //   - Finding the cluster: Config looks where kubectl and in-cluster pods
 //     look, and names every place it looked when none works.
 //
@@ -126,8 +134,9 @@
 //     and each Owns type sharded so that children land with their
 //     controller (sharding.ByControllerOwner under ByUID, ByNamespace
 //     under ByNamespace; unsharded under ByControllerOwner, whose children
-//     do not hash to the parent's slot); read them through cache.For with
-//     the same TypeOptions, which returns the same Lister. Watches types
+//     do not hash to the parent's slot), and sets a nil Lister of the
+//     reconciler's to that registration; cache.For with the same
+//     TypeOptions returns the same registration. Watches types
 //     stay whole on every replica unless ShardWatch(key, ...) shards them:
 //     correct only if each object hashes to the slot of every key it maps
 //     to (ByNamespace on the controller and the watch, with a mapping
@@ -143,8 +152,8 @@
 //     whole for another watch, keeps one registration per way, each with
 //     its own informers: correct, and the cost is memory, a whole
 //     registration caching every object. cache.Lookup of such a type is
-//     ambiguous; an unsharded watch of it reads cache.For with the default
-//     TypeOptions.
+//     ambiguous; an unsharded watch of it reads the Lister it was given, or
+//     else registers the type with the default TypeOptions.
 //   - Dispatch: a worker that takes a key of a slot this replica does not
 //     hold forgets it before the read-your-writes wait and before any
 //     reconcile, and counts it (opkit_sharding_dispatch_skipped_total), as

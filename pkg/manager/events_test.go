@@ -31,7 +31,7 @@ func TestEventRecorder(t *testing.T) {
 		}
 		rec.Eventf(cm, nil, corev1.EventTypeNormal, "Seen", "Reconcile", "saw %s", req.Name)
 		return reconcile.Done(), nil
-	}), manager.For[*corev1.ConfigMap]())
+	}), manager.For[*corev1.ConfigMap](nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"github.com/opkit-dev/opkit/pkg/source"
 )
 
 // A sharded operator: run three replicas of this main and each reconciles,
@@ -42,11 +41,9 @@ func ExampleShardingOptions() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	// NewController sets configMaps to its registration of ConfigMaps,
+	// sharded as ShardBy says: this replica's slots of them.
+	var configMaps *cache.Lister[*corev1.ConfigMap]
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		cm, err := configMaps.Get(req.Namespace, req.Name)
 		if err != nil {
@@ -59,10 +56,10 @@ func ExampleShardingOptions() {
 		return reconcile.Done(), nil
 	})
 	if _, err := manager.NewController(mgr, "configmaps", r,
-		manager.For[*corev1.ConfigMap](), manager.ShardBy(sharding.ByNamespace),
-		manager.ShardWatch(sharding.ByNamespace, manager.Watches(source.EnqueueMapped(func(s *corev1.Secret) []reconcile.Request {
+		manager.For(&configMaps), manager.ShardBy(sharding.ByNamespace),
+		manager.ShardWatch(sharding.ByNamespace, manager.Watches(nil, func(s *corev1.Secret) []reconcile.Request {
 			return []reconcile.Request{{Namespace: s.Namespace, Name: s.Labels["example.opkit.dev/config-map"]}}
-		})))); err != nil {
+		}))); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -31,11 +31,7 @@ func Example() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	var configMaps *cache.Lister[*corev1.ConfigMap] // NewController registers and sets it
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		cm, err := configMaps.Get(req.Namespace, req.Name) // the cached object: read, never modify
 		if err != nil {
@@ -45,7 +41,7 @@ func Example() {
 		return reconcile.Done(), nil
 	})
 	if _, err := manager.NewController(mgr, "configmaps", r,
-		manager.For[*corev1.ConfigMap](source.LabelsChanged[*corev1.ConfigMap]())); err != nil {
+		manager.For(&configMaps, source.LabelsChanged)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -86,7 +86,7 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	var s spans
-	if _, err := manager.NewController(m, "fenced", s.reconciler("a"), manager.For[*corev1.ConfigMap]()); err != nil {
+	if _, err := manager.NewController(m, "fenced", s.reconciler("a"), manager.For[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatal(err)
 	}
 	leaderCtx := make(chan context.Context, 1)

@@ -82,7 +82,7 @@ func candidate(t *testing.T, ns, who string, s *spans, release bool) (*manager.M
 	opts := leaderOptions(ns, release)
 	opts.LeaderElection.Identity = who
 	m := newManager(t, ns, opts)
-	if _, err := manager.NewController(m, "leader-test", s.reconciler(who), manager.For[*corev1.ConfigMap]()); err != nil {
+	if _, err := manager.NewController(m, "leader-test", s.reconciler(who), manager.For[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatal(err)
 	}
 	return m, start(t, m)

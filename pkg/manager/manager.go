@@ -76,6 +76,7 @@ type Manager struct {
 	runnables []Runnable
 	started   bool
 	servers   []*server
+	writers   map[string]client.Client // by controller name, made by Writer
 }
 
 // New returns a manager for the cluster cfg points at (see Config to find
@@ -113,6 +114,10 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	rm, err := imetrics.NewRESTClientMetrics(m.registry)
 	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	// Registered here, so that Writer cannot fail on it.
+	if _, err := imetrics.NewClientWrites(m.registry); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	m.config = rest.CopyConfig(cfg)

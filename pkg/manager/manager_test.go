@@ -83,7 +83,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	_, err := manager.NewController(m, "metrics-test", reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) {
 		reconciled.Add(1)
 		return reconcile.Done(), nil
-	}), manager.For[*corev1.ConfigMap]())
+	}), manager.For[*corev1.ConfigMap](nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGracefulShutdown(t *testing.T) {
 		ctxErr.Store(&err)
 		finished.Store(true)
 		return reconcile.Done(), nil
-	}), manager.For[*corev1.ConfigMap]())
+	}), manager.For[*corev1.ConfigMap](nil))
 	if err != nil {
 		t.Fatal(err)
 	}

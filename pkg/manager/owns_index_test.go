@@ -74,12 +74,12 @@ func TestOwnsIndexesChildrenByController(t *testing.T) {
 	}
 	var c children
 	if _, err := manager.NewController(m, "secrets", c.reconciler(secrets, cms),
-		manager.For[*corev1.Secret](), manager.Owns[*corev1.ConfigMap]()); err != nil {
+		manager.For[*corev1.Secret](nil), manager.Owns[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatal(err)
 	}
 	var s seen
 	if _, err := manager.NewController(m, "service-accounts", s.reconciler(),
-		manager.For[*corev1.ServiceAccount](), manager.Owns[*corev1.ConfigMap]()); err != nil {
+		manager.For[*corev1.ServiceAccount](nil), manager.Owns[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatalf("a second controller owning ConfigMaps: %v", err)
 	}
 	start(t, m)

@@ -64,8 +64,8 @@ func TestOwnsClusterScopedOwnerInstalledLater(t *testing.T) {
 	m := newManager(t, ns, manager.Options{Scheme: gadgetScheme(t)})
 	var s seen
 	if _, err := manager.NewController(m, "gadgets", s.reconciler(),
-		manager.For[*Gadget](),
-		manager.Owns[*corev1.ConfigMap](),
+		manager.For[*Gadget](nil),
+		manager.Owns[*corev1.ConfigMap](nil),
 	); err != nil {
 		t.Fatal(err)
 	}

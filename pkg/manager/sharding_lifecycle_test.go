@@ -62,7 +62,7 @@ func TestShardingWithLeaderElection(t *testing.T) {
 		c := &converger{who: who, log: log, m: m}
 		// A predicate on For: the gate then records slots through a
 		// source of its own.
-		if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](source.ResourceVersionChanged[*corev1.ConfigMap]())); err != nil {
+		if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](nil, source.ResourceVersionChanged)); err != nil {
 			t.Fatal(err)
 		}
 		l, err := cache.Lookup[*corev1.ConfigMap](m.Cache())
@@ -134,7 +134,7 @@ func TestShardingNotReadyUntilCacheHoldsSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
-	if _, err := manager.NewController(m, "nocache", r, manager.For[*corev1.ConfigMap]()); err != nil {
+	if _, err := manager.NewController(m, "nocache", r, manager.For[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatal(err)
 	}
 	start(t, m)

@@ -79,7 +79,7 @@ func TestShardingRefusesOwnGate(t *testing.T) {
 	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "gate", Namespace: ns}})
 	_, err := manager.NewController(m, "gated", reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) {
 		return reconcile.Done(), nil
-	}), manager.For[*corev1.ConfigMap](), manager.WithOptions(controller.Options[reconcile.Request]{Gate: admitAll{}}))
+	}), manager.For[*corev1.ConfigMap](nil), manager.WithOptions(controller.Options[reconcile.Request]{Gate: admitAll{}}))
 	if err == nil || !strings.Contains(err.Error(), "Options.Gate is set") {
 		t.Errorf("NewController with Options.Gate in sharded mode: %v, want an error naming Options.Gate", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"github.com/opkit-dev/opkit/pkg/source"
 )
 
 // createConfigMaps creates n ConfigMaps obj-000… in ns, with data want=1,
@@ -163,17 +162,22 @@ func TestShardedManagersFilterInTheCache(t *testing.T) {
 }
 
 // In sharded mode NewController registers its For type and, with
-// ShardWatch, a Watches type sharded by the keys given: cache.For with the
-// same TypeOptions returns the same registration, not a second one.
+// ShardWatch, a Watches type sharded by the keys given, and sets the
+// reconciler's nil Lister to it: cache.For with the same TypeOptions
+// returns the same registration, not a second one.
 // ShardWatch of anything but Watches is refused.
 func TestShardWatchRegistersSharded(t *testing.T) {
 	ns := env.Namespace(t)
 	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "reg", Namespace: ns}})
 	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
-	toCM := source.EnqueueMapped(func(s *corev1.Secret) []reconcile.Request { return nil })
-	if _, err := manager.NewController(m, "reg", r, manager.For[*corev1.ConfigMap](), manager.ShardBy(sharding.ByNamespace),
-		manager.ShardWatch(sharding.ByNamespace, manager.Watches(toCM))); err != nil {
+	toCM := func(s *corev1.Secret) []reconcile.Request { return nil }
+	var bound *cache.Lister[*corev1.ConfigMap]
+	if _, err := manager.NewController(m, "reg", r, manager.For(&bound), manager.ShardBy(sharding.ByNamespace),
+		manager.ShardWatch(sharding.ByNamespace, manager.Watches(nil, toCM))); err != nil {
 		t.Fatal(err)
+	}
+	if bound == nil {
+		t.Error("For left the reconciler's Lister nil")
 	}
 	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
 		t.Fatal(err)
@@ -188,7 +192,7 @@ func TestShardWatchRegistersSharded(t *testing.T) {
 	if kinds["ConfigMap"] != 1 || kinds["Secret"] != 1 {
 		t.Errorf("registrations per kind %v, want one ConfigMap and one Secret: the manager's and cache.For's must be the same", kinds)
 	}
-	_, err := manager.NewController(m, "bad", r, manager.ShardWatch(sharding.ByNamespace, manager.For[*corev1.Secret]()))
+	_, err := manager.NewController(m, "bad", r, manager.ShardWatch(sharding.ByNamespace, manager.For[*corev1.Secret](nil)))
 	if err == nil || !strings.Contains(err.Error(), "only a watch made by Watches can be sharded") {
 		t.Errorf("ShardWatch of For: %v, want it refused", err)
 	}
@@ -204,7 +208,7 @@ func TestShardedTypeOptionsShareTheControllersRegistration(t *testing.T) {
 	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), m.ShardedTypeOptions(sharding.ByUID)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := manager.NewController(m, "typeopts", r, manager.For[*corev1.ConfigMap]()); err != nil {
+	if _, err := manager.NewController(m, "typeopts", r, manager.For[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatal(err)
 	}
 	var regs []cache.TypeStatus

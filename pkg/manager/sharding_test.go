@@ -138,7 +138,7 @@ func startShardedWith(t *testing.T, ns, who string, log *shardLog, slots int, fi
 		Cache: cache.Options{Namespaces: []string{ns}, Sharding: cache.ShardingOptions{ServerFilter: filter}},
 	})
 	c := &converger{who: who, log: log, m: m}
-	if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap]()); err != nil {
+	if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](nil)); err != nil {
 		t.Fatal(err)
 	}
 	l, err := cache.Lookup[*corev1.ConfigMap](m.Cache())

@@ -58,7 +58,7 @@ func TestTracing(t *testing.T) {
 	})
 	sel := labels.SelectorFromSet(labels.Set{"role": "source"})
 	if _, err := manager.NewController(m, "copier", copier,
-		manager.For[*corev1.ConfigMap](source.LabelSelector[*corev1.ConfigMap](sel))); err != nil {
+		manager.For[*corev1.ConfigMap](nil, source.LabelSelector[*corev1.ConfigMap](sel))); err != nil {
 		t.Fatal(err)
 	}
 	start(t, m)

@@ -1,7 +1,7 @@
 package metrics
 
 // ClientWrites counts the applies and patches of a controller's writing
-// client (opkit's client.NewWriter), labelled by controller, verb ("apply"
+// client (manager.Manager.Writer), labelled by controller, verb ("apply"
 // or "patch") and result: "sent" to the API server, or "skipped" because
 // it would have changed nothing. controller-runtime has no such series.
 const ClientWrites = "opkit_client_writes_total"

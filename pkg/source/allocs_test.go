@@ -31,7 +31,7 @@ func TestEventPathAllocs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			inf := newFakeInformer()
 			q := newQueue[reconcile.Request](t)
-			src := source.NewInformer(inf, h, source.ResourceVersionChanged[*corev1.ConfigMap](), source.LabelSelector[*corev1.ConfigMap](labels.Everything()))
+			src := source.NewInformer(inf, h, source.ResourceVersionChanged, source.LabelSelector[*corev1.ConfigMap](labels.Everything()))
 			if err := src.Start(t.Context(), q); err != nil {
 				t.Fatal(err)
 			}

@@ -63,7 +63,8 @@
 //     event whether the owner's key has a namespace, from the scope the
 //     cache learned once the API server served the type, never from a
 //     guess made before its CRD was installed.
-//   - Typed predicates, one method: a Predicate[T] keeps or drops a whole
-//     Event[T] (see Predicate for why); the change predicates let every
-//     event but an update through; And, Or and Not compose them.
+//   - Typed predicates, plain functions: a Predicate[T] keeps or drops a
+//     whole Event[T] (see Predicate for why), and the change predicates
+//     are generic functions whose T the call that takes them infers; they
+//     let every event but an update through; And, Or and Not compose them.
 package source

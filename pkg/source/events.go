@@ -104,7 +104,7 @@ func (h *eventHandler[T, K]) handle(e Event[T]) {
 	}
 	defer h.recover(&e)
 	for _, p := range h.preds {
-		if !p.Keep(e) {
+		if !p(e) {
 			return
 		}
 	}

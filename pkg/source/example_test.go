@@ -37,7 +37,7 @@ func Example() {
 		{Type: source.Update, Old: old, Object: changed}, // a live update
 		{Type: source.Create, Object: other},             // dropped by the predicate
 	} {
-		if keep.Keep(e) {
+		if keep(e) {
 			handler.Handle(e, q)
 		}
 	}
@@ -60,7 +60,7 @@ func ExampleNewKind() {
 		return
 	}
 	src := source.NewKind(cms, source.EnqueueObject[*corev1.ConfigMap](),
-		source.ResourceVersionChanged[*corev1.ConfigMap]()) // no resyncs
+		source.ResourceVersionChanged) // no resyncs
 	ctx := context.TODO()
 	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
 	if err := src.Start(ctx, q); err != nil {

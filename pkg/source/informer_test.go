@@ -66,7 +66,7 @@ func TestInformerPredicates(t *testing.T) {
 	q := newQueue[reconcile.Request](t)
 	src := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap](),
 		source.LabelSelector[*corev1.ConfigMap](labels.SelectorFromSet(labels.Set{"app": "a"})),
-		source.ResourceVersionChanged[*corev1.ConfigMap]())
+		source.ResourceVersionChanged)
 	if err := src.Start(t.Context(), q); err != nil {
 		t.Fatal(err)
 	}

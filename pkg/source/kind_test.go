@@ -212,7 +212,7 @@ func TestKindPredicate(t *testing.T) {
 	c, cms := configMaps(t, ns)
 	ctx := startCache(t, c)
 	q := startSource(t, ctx, source.NewKind(cms, source.EnqueueObject[*corev1.ConfigMap](),
-		source.LabelsChanged[*corev1.ConfigMap]()))
+		source.LabelsChanged))
 	expect(t, q, low(ns, "a"), low(ns, "b"))
 
 	a.Data = map[string]string{"k": "v"}

@@ -37,34 +37,34 @@ func TestPredicates(t *testing.T) {
 		p    source.Predicate[*corev1.ConfigMap]
 		keep []string // the events kept, of all events
 	}{
-		{"GenerationChanged", source.GenerationChanged[*corev1.ConfigMap](),
+		{"GenerationChanged", source.GenerationChanged[*corev1.ConfigMap],
 			[]string{"create", "create b", "delete", "generation"}},
-		{"ResourceVersionChanged", source.ResourceVersionChanged[*corev1.ConfigMap](),
+		{"ResourceVersionChanged", source.ResourceVersionChanged[*corev1.ConfigMap],
 			[]string{"annotations", "create", "create b", "delete", "generation", "labels", "status"}},
-		{"LabelsChanged", source.LabelsChanged[*corev1.ConfigMap](),
+		{"LabelsChanged", source.LabelsChanged[*corev1.ConfigMap],
 			[]string{"create", "create b", "delete", "labels"}},
-		{"AnnotationsChanged", source.AnnotationsChanged[*corev1.ConfigMap](),
+		{"AnnotationsChanged", source.AnnotationsChanged[*corev1.ConfigMap],
 			[]string{"annotations", "create", "create b", "delete"}},
 		{"LabelSelector keeps objects leaving it", source.LabelSelector[*corev1.ConfigMap](appA),
 			[]string{"annotations", "create", "delete", "generation", "labels", "resync", "status"}},
 		{"LabelSelector nil", source.LabelSelector[*corev1.ConfigMap](nil), nil},
-		{"And", source.And(source.ResourceVersionChanged[*corev1.ConfigMap](), source.LabelSelector[*corev1.ConfigMap](appA)),
+		{"And", source.And(source.ResourceVersionChanged[*corev1.ConfigMap], source.LabelSelector[*corev1.ConfigMap](appA)),
 			[]string{"annotations", "create", "delete", "generation", "labels", "status"}},
 		{"And of none", source.And[*corev1.ConfigMap](),
 			[]string{"annotations", "create", "create b", "delete", "generation", "labels", "resync", "status"}},
-		{"Or", source.Or(source.GenerationChanged[*corev1.ConfigMap](), source.LabelsChanged[*corev1.ConfigMap]()),
+		{"Or", source.Or(source.GenerationChanged[*corev1.ConfigMap], source.LabelsChanged[*corev1.ConfigMap]),
 			[]string{"create", "create b", "delete", "generation", "labels"}},
 		{"Or of none", source.Or[*corev1.ConfigMap](), nil},
-		{"Not", source.Not(source.LabelsChanged[*corev1.ConfigMap]()),
+		{"Not", source.Not(source.LabelsChanged[*corev1.ConfigMap]),
 			[]string{"annotations", "generation", "resync", "status"}},
-		{"PredicateFunc", source.PredicateFunc[*corev1.ConfigMap](func(e cmEvent) bool { return e.Type == source.Delete }),
+		{"a function", func(e cmEvent) bool { return e.Type == source.Delete },
 			[]string{"delete"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var kept []string
 			for _, name := range sortedKeys(events) {
-				if tt.p.Keep(events[name]) {
+				if tt.p(events[name]) {
 					kept = append(kept, name)
 				}
 			}

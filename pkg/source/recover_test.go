@@ -39,12 +39,12 @@ func TestHandlerPanicRecovered(t *testing.T) {
 	}{
 		{"predicate", func(inf *fakeInformer) source.Source[reconcile.Request] {
 			return source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap](),
-				source.PredicateFunc[*corev1.ConfigMap](func(e source.Event[*corev1.ConfigMap]) bool {
+				func(e source.Event[*corev1.ConfigMap]) bool {
 					if bomb(e.Object) {
 						panic("predicate bomb")
 					}
 					return true
-				}))
+				})
 		}, "predicate bomb"},
 		{"map function", func(inf *fakeInformer) source.Source[reconcile.Request] {
 			return source.NewInformer(inf, source.EnqueueMapped(func(cm *corev1.ConfigMap) []reconcile.Request {

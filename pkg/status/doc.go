@@ -12,6 +12,10 @@
 //     with conditions.Set, which keeps a condition's lastTransitionTime
 //     unless its status changes, a reconcile that finds nothing new writes
 //     nothing.
+//     The manager's writer (manager.Manager.Writer) skips an empty status
+//     patch by itself, so through it Status().Patch with client.MergeFrom
+//     from the cached object to a copy does the same; Patch does it with
+//     any client.
 //   - Only the fields that changed: the merge patch carries the fields in
 //     which the copy differs from the cached object, so a status field the
 //     reconcile did not touch, or that another writer owns, is left as the

@@ -185,10 +185,10 @@ func objects[T client.Object](items []T, err error) ([]client.Object, error) {
 	return out, nil
 }
 
-// mirrorsOf maps a ConfigMap or Secret (by kind; in full or its metadata)
+// mirrorsOf maps the metadata of a ConfigMap or Secret (by kind)
 // to the Mirrors it is the source of, and to the Mirror it is a copy of.
-func (s *cacheStore) mirrorsOf(kind string) func(client.Object) []reconcile.Request {
-	return func(obj client.Object) []reconcile.Request {
+func (s *cacheStore) mirrorsOf(kind string) func(*metav1.PartialObjectMetadata) []reconcile.Request {
+	return func(obj *metav1.PartialObjectMetadata) []reconcile.Request {
 		var out []reconcile.Request
 		ms, _ := s.mirrors.ByIndex(IndexSource, SourceKey(kind, obj.GetNamespace(), obj.GetName()))
 		for _, m := range ms {

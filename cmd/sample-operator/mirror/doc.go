@@ -63,7 +63,7 @@
 //     which only this controller writes. A write's body and answer live
 //     only while it is sent: no per-target copy of the data outlives its
 //     write. They go
-//     through a client.NewWriter named "mirror" (the field owner; empty
+//     through the manager's Writer("mirror") (the field owner; empty
 //     patches skipped; counted in opkit_client_writes_total), and
 //     read-your-writes makes each reconcile of a Mirror see the Mirror's
 //     own earlier writes.

@@ -19,7 +19,6 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/conditions"
-	"github.com/opkit-dev/opkit/pkg/finalizer"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/status"
 )
@@ -59,7 +58,9 @@ var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile implements reconcile.Reconciler.
+// Reconcile implements reconcile.Reconciler. The controller (Setup) hands
+// it Mirrors that hold Finalizer and are not being deleted, and those it
+// no longer finds; Cleanup runs for those being deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m, err := r.Store.Mirror(req.Namespace, req.Name)
 	switch {
@@ -68,12 +69,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// finalizer removed by hand.
 		return reconcile.Done(), r.deleteCopies(ctx, req.Namespace, req.Name, nil)
 	case err != nil:
-		return reconcile.Done(), err
-	}
-	deleting, err := finalizer.Finalize(ctx, r.Client, m, Finalizer, func(ctx context.Context) error {
-		return r.deleteCopies(ctx, m.Namespace, m.Name, nil)
-	})
-	if deleting || err != nil {
 		return reconcile.Done(), err
 	}
 	selector, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
@@ -102,6 +97,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	out, syncErr := r.sync(ctx, m, src, selector)
 	return reconcile.Done(), errors.Join(syncErr, r.report(ctx, m, out))
+}
+
+// Cleanup deletes the copies of m, which is being deleted, before the
+// controller removes Finalizer from it.
+func (r *Reconciler) Cleanup(ctx context.Context, m *v1alpha1.Mirror) error {
+	return r.deleteCopies(ctx, m.Namespace, m.Name, nil)
 }
 
 // outcome is what a reconcile found, for the status. It counts

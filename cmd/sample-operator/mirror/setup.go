@@ -7,10 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
-	opkitclient "github.com/opkit-dev/opkit/pkg/client"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -37,37 +35,25 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 	// skips patches that change nothing and counts writes in
 	// opkit_client_writes_total; the manager's client underneath records
 	// them for read-your-writes.
-	w, err := opkitclient.NewWriter(m.CachedClient(), opkitclient.WriterOptions{
-		Controller: "mirror", Cache: opkitclient.NewReader(m.Cache()), Registerer: m.Registry(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("set up the mirror controller: %w", err)
-	}
-	r := &Reconciler{Store: s, Client: w, Recorder: rec, Policy: policy}
+	r := &Reconciler{Store: s, Client: m.Writer("mirror"), Recorder: rec, Policy: policy}
+	cmOthers, secretOthers := s.configMaps.others.Metadata(), s.secrets.others.Metadata()
 	return manager.NewController(m, "mirror", r,
-		manager.For[*v1alpha1.Mirror](source.Or(
-			source.GenerationChanged[*v1alpha1.Mirror](),
-			source.PredicateFunc[*v1alpha1.Mirror](deletionStarted),
-		)),
+		// A new generation: a change of the spec, or the start of a
+		// deletion; not the controller's own status writes.
+		manager.For(&s.mirrors, source.GenerationChanged),
+		// Finalizer holds a deleted Mirror until Cleanup has deleted its
+		// copies; the reconciler never sees a Mirror being deleted.
+		manager.Finalizer(Finalizer, r.Cleanup),
 		// A copy's change enqueues its Mirror; a source's, from the
 		// metadata of every other object, the Mirrors that copy it; a
 		// namespace's, the Mirrors it accepts that select it.
-		manager.WatchSource(source.NewKind(s.configMaps.copies, source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindConfigMap))))),
-		manager.WatchSource(source.NewKind(s.configMaps.others.Metadata(), source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindConfigMap))))),
-		manager.WatchSource(source.NewKind(s.secrets.copies, source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindSecret))))),
-		manager.WatchSource(source.NewKind(s.secrets.others.Metadata(), source.EnqueueMapped(typed[*metav1.PartialObjectMetadata](s.mirrorsOf(v1alpha1.KindSecret))))),
-		manager.Watches(source.EnqueueMapped(s.mirrorsSelecting)),
+		manager.Watches(&s.configMaps.copies, s.mirrorsOf(v1alpha1.KindConfigMap)),
+		manager.Watches(&cmOthers, s.mirrorsOf(v1alpha1.KindConfigMap)),
+		manager.Watches(&s.secrets.copies, s.mirrorsOf(v1alpha1.KindSecret)),
+		manager.Watches(&secretOthers, s.mirrorsOf(v1alpha1.KindSecret)),
+		manager.Watches(&s.namespaces, s.mirrorsSelecting),
 		manager.WithOptions(opts),
 	)
-}
-
-// typed adapts a map function over any object to objects of type T.
-func typed[T client.Object](fn func(client.Object) []reconcile.Request) func(T) []reconcile.Request {
-	return func(obj T) []reconcile.Request { return fn(obj) }
-}
-
-func deletionStarted(e source.Event[*v1alpha1.Mirror]) bool {
-	return e.Type == source.Update && e.Old.DeletionTimestamp == nil && e.Object.DeletionTimestamp != nil
 }
 
 // mirrorsSelecting maps a namespace to the Mirrors that may copy into it:

@@ -37,10 +37,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -215,28 +213,21 @@ func setup(mgr ctrl.Manager, workers int, acts *actlog.File) error {
 		return fmt.Errorf("set up the mirror controller: %w", err)
 	}
 	s := store{r: mgr.GetCache()}
-	var r reconcile.Reconciler = adapter{&mirror.Reconciler{Store: s, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("mirror")}}
+	mr := &mirror.Reconciler{Store: s, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("mirror")}
+	var r reconcile.Reconciler = finalizing{r: adapter{mr}, store: s, client: mgr.GetClient(), cleanup: mr.Cleanup}
 	if acts != nil {
 		r = recorded{r: r, acts: acts}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mirror").
-		For(&v1alpha1.Mirror{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{},
-			predicate.Funcs{UpdateFunc: deletionStarted},
-		))).
+		// The update that starts a deletion raises the generation
+		// (TestGenerationRisesWhenDeletionStarts in pkg/source).
+		For(&v1alpha1.Mirror{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsSelecting)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
-}
-
-// deletionStarted passes the update that sets a deletion timestamp;
-// predicate.Funcs passes every other event, and predicate.Or lets
-// GenerationChangedPredicate decide those.
-func deletionStarted(e event.UpdateEvent) bool {
-	return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
 }
 
 // cacheSynced is a readiness check that passes once every informer the

@@ -32,7 +32,6 @@ import (
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
-	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // The names the benchmark driver shares with the operator.
@@ -85,19 +84,15 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	// The controller's own registration, split: each replica caches only
-	// its slots' ConfigMaps.
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), mgr.ShardedTypeOptions(sharding.ByUID))
-	if err != nil {
-		return err
-	}
-	r := &reconciler{configMaps: configMaps, client: mgr.Client(), dependency: f.dependency,
+	r := &reconciler{client: mgr.Client(), dependency: f.dependency,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: f.workers}}}
 	// A reconcile started before the renew deadline must end within
 	// LeaseDuration - RenewDeadline for the sharded mode's guarantee.
 	opts := controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers, ReconcileTimeout: f.lease - f.renew}
 	if _, err := manager.NewController(mgr, "scaleout", reconcile.Func[reconcile.Request](r.reconcile),
-		manager.For[*corev1.ConfigMap](), manager.WithOptions(opts)); err != nil {
+		// The controller's own registration, split: each replica caches
+		// only its slots' ConfigMaps.
+		manager.For(&r.configMaps), manager.WithOptions(opts)); err != nil {
 		return err
 	}
 	return mgr.Start(manager.SignalContext())

@@ -1,4 +1,4 @@
-package client_test
+package cachedclient_test
 
 import (
 	"context"

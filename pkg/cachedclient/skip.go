@@ -1,4 +1,4 @@
-package client
+package cachedclient
 
 import (
 	"bytes"
@@ -136,13 +136,9 @@ func (w *writer) remember(req applyRequest, obj runtime.ApplyConfiguration) {
 // object's state on the server, so a stale cache cannot make the skip
 // wrong; the cache is asked only so that a patch of an object that may not
 // exist is sent, and fails there as it would without the writer.
-func (w *writer) skipPatch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts []crclient.PatchOption) bool {
-	if w.cache == nil {
-		return false
-	}
-	o := &crclient.PatchOptions{}
-	o.ApplyOptions(opts)
-	if len(o.DryRun) > 0 || !emptyPatch(obj, patch) {
+// A dry run is always sent.
+func (w *writer) skipPatch(ctx context.Context, obj crclient.Object, patch crclient.Patch, dryRun bool) bool {
+	if w.cache == nil || dryRun || !emptyPatch(obj, patch) {
 		return false
 	}
 	cp, ok := obj.DeepCopyObject().(crclient.Object)

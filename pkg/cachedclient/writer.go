@@ -1,4 +1,4 @@
-package client
+package cachedclient
 
 import (
 	"context"
@@ -134,12 +134,49 @@ func (w *writer) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts
 // it would change nothing. On a skip, obj is set to the cached object, as
 // a sent patch sets it to the response.
 func (w *writer) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.PatchOption) error {
-	if w.skipPatch(ctx, obj, patch, opts) {
+	o := &crclient.PatchOptions{}
+	o.ApplyOptions(opts)
+	if w.skipPatch(ctx, obj, patch, len(o.DryRun) > 0) {
 		w.record(metrics.VerbPatch, metrics.WriteSkipped)
 		return nil
 	}
 	err := w.Client.Patch(ctx, obj, patch, opts...)
 	w.record(metrics.VerbPatch, metrics.WriteSent)
+	return err
+}
+
+// Status returns the writer of the status subresource, whose Patch skips
+// what Patch skips.
+func (w *writer) Status() crclient.SubResourceWriter { return w.SubResource("status") }
+
+// SubResource returns the client of the subresource named name, whose
+// Patch skips what Patch skips: a patch computed with client.MergeFrom
+// from the cached object to a copy that the caller did not change is
+// not sent.
+func (w *writer) SubResource(name string) crclient.SubResourceClient {
+	return &subResource{SubResourceClient: w.Client.SubResource(name), w: w}
+}
+
+// subResource is a subresource's client of a writer.
+type subResource struct {
+	crclient.SubResourceClient // with the writer's field owner
+	w                          *writer
+}
+
+var _ crclient.SubResourceClient = (*subResource)(nil)
+
+// Patch patches obj's subresource as the writer's field owner, or skips
+// the request if it would change nothing. A patch with a body of its own
+// (SubResourcePatchOptions.SubResourceBody) is always sent.
+func (s *subResource) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.SubResourcePatchOption) error {
+	o := &crclient.SubResourcePatchOptions{}
+	o.ApplyOptions(opts)
+	if o.SubResourceBody == nil && s.w.skipPatch(ctx, obj, patch, len(o.DryRun) > 0) {
+		s.w.record(metrics.VerbPatch, metrics.WriteSkipped)
+		return nil
+	}
+	err := s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+	s.w.record(metrics.VerbPatch, metrics.WriteSent)
 	return err
 }
 

@@ -1,7 +1,11 @@
-// Package client gives controller-runtime's client interfaces over opkit's
-// cache, so that code written for controller-runtime, and its helpers such
-// as controllerutil.CreateOrUpdate and CreateOrPatch, run on opkit
-// unchanged and never write into the cache.
+// Package cachedclient gives controller-runtime's client interfaces over
+// opkit's cache, so that code written for controller-runtime, and its
+// helpers such as controllerutil.CreateOrUpdate and CreateOrPatch, run on
+// opkit unchanged and never write into the cache; and the writer a
+// controller writes with. Its name is not client's, so that a file can
+// import it beside controller-runtime's client package without an alias.
+// Most code needs neither import of it: manager.Manager.Writer and
+// manager.Manager.CachedClient hand out what it makes.
 //
 // A Reader (NewReader) is a sigs.k8s.io/controller-runtime/pkg/client.Reader
 // over a cache.Cache; New joins a reader and a writing client into one
@@ -97,7 +101,9 @@
 // # Writing: apply and skipped writes
 //
 // NewWriter wraps a client.Client (usually the manager's CachedClient) for
-// one controller:
+// one controller; manager.Manager.Writer returns the one a controller of
+// the manager needs, built from the manager's cached client, cache and
+// registry:
 //
 //   - Field owner: every create, update, patch and apply names
 //     WriterOptions.FieldOwner, which defaults to WriterOptions.Controller,
@@ -136,6 +142,10 @@
 //   - Skipped patches: a merge or strategic merge patch whose data is {},
 //     and a JSON patch whose data is [], are not sent when the cache holds
 //     the object: such a patch changes nothing whatever the server holds.
+//     So are such patches of the status and other subresources, so that
+//     a reconcile may patch its status with client.MergeFrom from the
+//     cached object to a copy, on every pass, and send nothing when the
+//     status did not change (TestEmptyStatusPatchIsSkipped).
 //     A patch of an object the cache does not hold is sent, so that it
 //     fails there if the object is gone (TestEmptyMergePatchIsSkipped,
 //     TestCacheMissIsWritten).
@@ -143,7 +153,7 @@
 //     a sent one fills it from the response; managedFields stay empty if
 //     the cache strips them.
 //   - Counted: metrics.ClientWrites, opkit_client_writes_total{controller,verb,result},
-//     counts applies and patches "sent" or "skipped", when
+//     counts applies and patches (of subresources too) "sent" or "skipped", when
 //     WriterOptions.Registerer is set.
 //   - Memory: the writer keeps one small entry (uid, resourceVersion and a
 //     digest) per object it applied, dropped when it deletes the object.
@@ -171,4 +181,4 @@
 //   - Update of a copy the cache holds is a merge patch (see above), so
 //     it keeps the fields the cache strips, as controller-runtime's
 //     update of its unstripped copy does.
-package client
+package cachedclient

@@ -1,4 +1,4 @@
-package client_test
+package cachedclient_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	opkitclient "github.com/opkit-dev/opkit/pkg/client"
+	"github.com/opkit-dev/opkit/pkg/cachedclient"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
@@ -185,7 +185,7 @@ func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*cor
 func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
 	ns := env.Namespace(t)
 	mgr, configMaps := startManager(t, ns)
-	w, err := opkitclient.NewWriter(mgr.CachedClient(), opkitclient.WriterOptions{Controller: "web"})
+	w, err := cachedclient.NewWriter(mgr.CachedClient(), cachedclient.WriterOptions{Controller: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package client_test
+package cachedclient_test
 
 import (
 	"context"
@@ -22,17 +22,18 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	opkitclient "github.com/opkit-dev/opkit/pkg/client"
+	"github.com/opkit-dev/opkit/pkg/cachedclient"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 // writerFixture is a Writer for controller "mirror" over a cache of the
-// ConfigMaps of one namespace, whose requests to the API server are
-// counted.
+// ConfigMaps and Pods of one namespace, whose requests to the API server
+// are counted.
 type writerFixture struct {
 	ns       string
 	lister   *cache.Lister[*corev1.ConfigMap]
+	pods     *cache.Lister[*corev1.Pod]
 	writer   crclient.Client
 	server   crclient.Client // uncounted, uncached: the API server's view
 	requests atomic.Int64
@@ -54,6 +55,9 @@ func newWriterFixture(t *testing.T) *writerFixture {
 		t.Fatal(err)
 	}
 	if f.lister, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if f.pods, err = cache.For[*corev1.Pod](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,12 +82,14 @@ func newWriterFixture(t *testing.T) *writerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Discover ConfigMaps now, so that the counted requests are writes.
-	if _, err := direct.IsObjectNamespaced(&corev1.ConfigMap{}); err != nil {
-		t.Fatal(err)
+	// Discover the kinds now, so that the counted requests are writes.
+	for _, obj := range []crclient.Object{&corev1.ConfigMap{}, &corev1.Pod{}} {
+		if _, err := direct.IsObjectNamespaced(obj); err != nil {
+			t.Fatal(err)
+		}
 	}
-	reader := opkitclient.NewReader(c)
-	f.writer, err = opkitclient.NewWriter(opkitclient.New(reader, direct), opkitclient.WriterOptions{
+	reader := cachedclient.NewReader(c)
+	f.writer, err = cachedclient.NewWriter(cachedclient.New(reader, direct), cachedclient.WriterOptions{
 		Controller: "mirror",
 		Cache:      reader,
 		Registerer: f.reg,
@@ -314,6 +320,50 @@ func TestEmptyMergePatchIsSkipped(t *testing.T) {
 // A write of an object the cache does not hold is sent, even one that
 // would be skipped if it did: here the object lives outside the cached
 // namespace.
+// A status patch from the cached object to a copy that changed nothing
+// is not sent, as a patch of the object is not: a reconcile that writes
+// its status with client.MergeFrom sends nothing when nothing changed.
+func TestEmptyStatusPatchIsSkipped(t *testing.T) {
+	f := newWriterFixture(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "s"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if err := f.server.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := f.pods.Get(f.ns, "s")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the cache never held the Pod: %v", err)
+	}
+	cached, err := f.pods.Get(f.ns, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := cached.DeepCopy()
+	if n := f.sent(t, func() error { return f.writer.Status().Patch(t.Context(), cp, crclient.MergeFrom(cached)) }); n != 0 {
+		t.Errorf("an empty status patch sent %d requests, want 0", n)
+	}
+	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSkipped); v != 1 {
+		t.Errorf("skipped patches = %v, want 1", v)
+	}
+	cp.Status.Message = "seen"
+	if n := f.sent(t, func() error { return f.writer.Status().Patch(t.Context(), cp, crclient.MergeFrom(cached)) }); n != 1 {
+		t.Errorf("a status patch setting a message sent %d requests, want 1", n)
+	}
+	if err := f.server.Get(t.Context(), crclient.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Message != "seen" {
+		t.Errorf("status.message = %q after the patch, want seen", pod.Status.Message)
+	}
+	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSent); v != 1 {
+		t.Errorf("sent patches = %v, want 1", v)
+	}
+}
+
 func TestCacheMissIsWritten(t *testing.T) {
 	f := newWriterFixture(t)
 	other := env.Namespace(t)
@@ -357,7 +407,7 @@ func TestFieldOwnerOfTheCallWins(t *testing.T) {
 }
 
 func TestNewWriterNeedsTheController(t *testing.T) {
-	if _, err := opkitclient.NewWriter(nil, opkitclient.WriterOptions{}); err == nil {
+	if _, err := cachedclient.NewWriter(nil, cachedclient.WriterOptions{}); err == nil {
 		t.Error("NewWriter without WriterOptions.Controller = nil error, want one")
 	}
 }

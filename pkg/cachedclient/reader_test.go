@@ -1,4 +1,4 @@
-package client_test
+package cachedclient_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	opkitclient "github.com/opkit-dev/opkit/pkg/client"
+	"github.com/opkit-dev/opkit/pkg/cachedclient"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -35,7 +35,7 @@ type fixture struct {
 	ns     string
 	cache  *cache.Cache
 	lister *cache.Lister[*corev1.ConfigMap]
-	reader *opkitclient.Reader
+	reader *cachedclient.Reader
 	writer crclient.Client
 	// unregistered are the reads of unregistered kinds reported so far;
 	// a test that makes them on purpose takes them, and any left at the
@@ -111,7 +111,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := c.WaitForSync(syncCtx); err != nil {
 		t.Fatal(err)
 	}
-	f.reader = opkitclient.NewReader(c)
+	f.reader = cachedclient.NewReader(c)
 	t.Cleanup(func() {
 		for _, err := range f.takeUnregistered() {
 			t.Error(err)
@@ -314,12 +314,12 @@ func TestWritesOfAnUnregisteredKindAreNoReads(t *testing.T) {
 	if err := f.writer.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	cl := opkitclient.New(f.reader, f.writer)
+	cl := cachedclient.New(f.reader, f.writer)
 	secret.StringData = map[string]string{"k": "v"}
 	if err := cl.Update(t.Context(), secret); err != nil {
 		t.Fatalf("Update of a Secret, not cached: %v", err)
 	}
-	w, err := opkitclient.NewWriter(cl, opkitclient.WriterOptions{Controller: "t", Cache: f.reader})
+	w, err := cachedclient.NewWriter(cl, cachedclient.WriterOptions{Controller: "t", Cache: f.reader})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestModifyingWhatWasReadLeavesTheCache(t *testing.T) {
 
 func TestCreateOrUpdateThroughTheCachedClient(t *testing.T) {
 	f := newFixture(t)
-	cl := opkitclient.New(f.reader, f.writer)
+	cl := cachedclient.New(f.reader, f.writer)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "made"}}
 	set := func(v string) func() error {
 		return func() error {
@@ -399,7 +399,7 @@ func TestCreateOrUpdateThroughTheCachedClient(t *testing.T) {
 
 func TestCreateOrPatchThroughTheCachedClient(t *testing.T) {
 	f := newFixture(t)
-	cl := opkitclient.New(f.reader, f.writer)
+	cl := cachedclient.New(f.reader, f.writer)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "a"}}
 	op, err := controllerutil.CreateOrPatch(t.Context(), cl, cm, func() error {
 		cm.Data["extra"] = "x" // cm holds what the cache held: k=2

@@ -1,4 +1,4 @@
-package client_test
+package cachedclient_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
-	opkitclient "github.com/opkit-dev/opkit/pkg/client"
+	"github.com/opkit-dev/opkit/pkg/cachedclient"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -34,7 +34,7 @@ func ExampleReader_Get() {
 		fmt.Println(err)
 		return
 	}
-	r := opkitclient.NewReader(c)
+	r := cachedclient.NewReader(c)
 
 	key := crclient.ObjectKey{Namespace: "default", Name: "db"}
 	err = r.Get(context.Background(), key, &corev1.Secret{})
@@ -63,7 +63,7 @@ func ExampleNew() {
 	if _, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		panic(err)
 	}
-	cl := mgr.CachedClient() // opkitclient.New(opkitclient.NewReader(mgr.Cache()), mgr.Client())
+	cl := mgr.CachedClient() // cachedclient.New(cachedclient.NewReader(mgr.Cache()), mgr.Client())
 
 	// In a reconciler, once the manager has started:
 	ctx := context.Background()
