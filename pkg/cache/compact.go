@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"reflect"
 	"slices"
 	"sync"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,13 +40,15 @@ func newCompactor() *compactor {
 	}
 }
 
-// compact shares what it can of obj, which nothing else holds yet.
+// compact shares what it can of obj, which nothing else holds yet, or
+// which it compacted before (then it writes nothing).
 func (c *compactor) compact(obj any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch o := obj.(type) {
 	case *metav1.PartialObjectMetadata:
-		o.APIVersion, o.Kind = c.str(o.APIVersion), c.str(o.Kind)
+		c.share(&o.APIVersion)
+		c.share(&o.Kind)
 	case *corev1.Pod:
 		c.podSpec(&o.Spec)
 		c.podStatus(&o.Status)
@@ -57,27 +61,31 @@ func (c *compactor) compact(obj any) {
 }
 
 func (c *compactor) objectMeta(m *metav1.ObjectMeta) {
-	m.Namespace = c.str(m.Namespace)
-	m.GenerateName = c.str(m.GenerateName)
-	m.Labels = c.stringMap(m.Labels)
-	m.Annotations = c.stringMap(m.Annotations)
+	c.share(&m.Namespace)
+	c.share(&m.GenerateName)
+	c.shareMap(&m.Labels)
+	c.shareMap(&m.Annotations)
 	for i := range m.OwnerReferences {
 		r := &m.OwnerReferences[i]
-		r.APIVersion, r.Kind, r.Name = c.str(r.APIVersion), c.str(r.Kind), c.str(r.Name)
-		r.UID = types.UID(c.str(string(r.UID)))
+		c.share(&r.APIVersion)
+		c.share(&r.Kind)
+		c.share(&r.Name)
+		if uid := c.str(string(r.UID)); unsafe.StringData(uid) != unsafe.StringData(string(r.UID)) {
+			r.UID = types.UID(uid)
+		}
 	}
-	for i, f := range m.Finalizers {
-		m.Finalizers[i] = c.str(f)
+	for i := range m.Finalizers {
+		c.share(&m.Finalizers[i])
 	}
 }
 
 func (c *compactor) podSpec(s *corev1.PodSpec) {
-	s.NodeSelector = c.stringMap(s.NodeSelector)
-	s.NodeName = c.str(s.NodeName)
-	s.ServiceAccountName = c.str(s.ServiceAccountName)
-	s.DeprecatedServiceAccount = c.str(s.DeprecatedServiceAccount)
-	s.SchedulerName = c.str(s.SchedulerName)
-	s.PriorityClassName = c.str(s.PriorityClassName)
+	c.shareMap(&s.NodeSelector)
+	c.share(&s.NodeName)
+	c.share(&s.ServiceAccountName)
+	c.share(&s.DeprecatedServiceAccount)
+	c.share(&s.SchedulerName)
+	c.share(&s.PriorityClassName)
 	for i := range s.InitContainers {
 		c.container(&s.InitContainers[i])
 	}
@@ -85,49 +93,84 @@ func (c *compactor) podSpec(s *corev1.PodSpec) {
 		c.container(&s.Containers[i])
 	}
 	for i := range s.Tolerations {
-		t := &s.Tolerations[i]
-		t.Key, t.Value = c.str(t.Key), c.str(t.Value)
+		c.share(&s.Tolerations[i].Key)
+		c.share(&s.Tolerations[i].Value)
 	}
 	for i := range s.Volumes {
-		s.Volumes[i].Name = c.str(s.Volumes[i].Name)
+		c.share(&s.Volumes[i].Name)
 	}
 }
 
 func (c *compactor) container(k *corev1.Container) {
-	k.Name, k.Image = c.str(k.Name), c.str(k.Image)
-	k.TerminationMessagePath = c.str(k.TerminationMessagePath)
-	for i, s := range k.Command {
-		k.Command[i] = c.str(s)
+	c.share(&k.Name)
+	c.share(&k.Image)
+	c.share(&k.TerminationMessagePath)
+	for i := range k.Command {
+		c.share(&k.Command[i])
 	}
-	for i, s := range k.Args {
-		k.Args[i] = c.str(s)
+	for i := range k.Args {
+		c.share(&k.Args[i])
 	}
 	for i := range k.Ports {
-		k.Ports[i].Name = c.str(k.Ports[i].Name)
+		c.share(&k.Ports[i].Name)
 	}
 	for i := range k.Env {
-		e := &k.Env[i]
-		e.Name, e.Value = c.str(e.Name), c.str(e.Value)
+		c.share(&k.Env[i].Name)
+		c.share(&k.Env[i].Value)
 	}
 	for i := range k.VolumeMounts {
-		v := &k.VolumeMounts[i]
-		v.Name, v.MountPath = c.str(v.Name), c.str(v.MountPath)
+		c.share(&k.VolumeMounts[i].Name)
+		c.share(&k.VolumeMounts[i].MountPath)
 	}
-	k.Resources.Requests = c.resourceList(k.Resources.Requests)
-	k.Resources.Limits = c.resourceList(k.Resources.Limits)
+	c.shareList(&k.Resources.Requests)
+	c.shareList(&k.Resources.Limits)
 	for _, p := range []*corev1.Probe{k.LivenessProbe, k.ReadinessProbe, k.StartupProbe} {
 		if p != nil && p.HTTPGet != nil {
-			p.HTTPGet.Path = c.str(p.HTTPGet.Path)
+			c.share(&p.HTTPGet.Path)
 		}
 	}
 }
 
 func (c *compactor) podStatus(s *corev1.PodStatus) {
-	s.HostIP, s.Reason, s.Message = c.str(s.HostIP), c.str(s.Reason), c.str(s.Message)
+	c.share(&s.HostIP)
+	c.share(&s.Reason)
+	c.share(&s.Message)
 	for i := range s.ContainerStatuses {
 		cs := &s.ContainerStatuses[i]
-		cs.Name, cs.Image, cs.ImageID = c.str(cs.Name), c.str(cs.Image), c.str(cs.ImageID)
+		c.share(&cs.Name)
+		c.share(&cs.Image)
+		c.share(&cs.ImageID)
 	}
+}
+
+// share sets *p to the shared copy of its string, writing only if that is
+// another string: an object transformed twice (a watch-list's objects are)
+// is not written the second time, while others may read it.
+func (c *compactor) share(p *string) {
+	if v := c.str(*p); unsafe.StringData(v) != unsafe.StringData(*p) {
+		*p = v
+	}
+}
+
+// shareMap sets *p to the shared map equal to it, writing only if that is
+// another map.
+func (c *compactor) shareMap(p *map[string]string) {
+	if v := c.stringMap(*p); !sameMap(v, *p) {
+		*p = v
+	}
+}
+
+// shareList sets *p to the shared list equal to it, writing only if that
+// is another list.
+func (c *compactor) shareList(p *corev1.ResourceList) {
+	if v := c.resourceList(*p); !sameMap(v, *p) {
+		*p = v
+	}
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // str returns the shared copy of s.

@@ -39,7 +39,11 @@ type Options struct {
 
 	// Transform runs on every object as it enters the cache, after the
 	// stripping that TypeOptions describes. It may modify the object it is
-	// given, which nothing else holds yet. Defaults to none.
+	// given, which nothing else holds yet, with one exception: an initial
+	// list streamed as a watch (client-go's watch-list) hands each object
+	// to it twice, and the second time the object is already cached and
+	// may be read, so it must then write nothing (compare before you set:
+	// the cache's own stripping and sharing do). Defaults to none.
 	Transform toolscache.TransformFunc
 
 	// ResyncPeriod makes every informer hand each cached object to its
