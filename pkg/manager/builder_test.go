@@ -83,6 +83,11 @@ func TestNewControllerWatches(t *testing.T) {
 		}
 	}
 	start(t, m)
+	// start returns once the servers listen, which is before the cache has
+	// synced; reading earlier is refused (ErrNotSynced), as it should be.
+	if err := m.Cache().WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := l.configMaps.Get(ns, "owner"); !apierrors.IsNotFound(err) {
 		t.Errorf("the bound ConfigMap Lister's Get = %v, want not found", err)
 	}
