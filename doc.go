@@ -69,9 +69,8 @@
 //     replica that cannot prove it is alive, and a replica reconciles a key
 //     only while it holds the key's slot.
 //   - pkg/tracing: OpenTelemetry spans for reconciles and API requests.
-//   - pkg/metrics: the names and label values of opkit's metrics
-//     (client-go's and controller-runtime's where they match), and the
-//     Prometheus metrics of a queue of your own, recording into a registry
-//     passed in.
+//   - pkg/metrics: what opkit's metrics promise (client-go's and
+//     controller-runtime's names where they match), and the Prometheus
+//     metrics of a queue of your own, recording into a registry passed in.
 //   - pkg/testenv: a local control plane for tests and development.
 package opkit

@@ -41,7 +41,7 @@ func fromControllerRuntime(r crreconcile.Reconciler) reconcile.Reconciler[reconc
 // registers the Deployments) and its field index under the name its List
 // gives, on the ConfigMaps that Owns then watches.
 func setupPortedWeb(mgr *manager.Manager) error {
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	configMaps, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		return fmt.Errorf("set up ported web: %w", err)
 	}

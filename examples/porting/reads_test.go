@@ -24,10 +24,10 @@ func Example_cachedClient() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := cache.For[*appsv1.Deployment](mgr.Cache(), cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*appsv1.Deployment](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		panic(err)
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	configMaps, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		panic(err)
 	}
@@ -80,7 +80,7 @@ func Example_fieldIndexControllerRuntime() {
 // client-go's Indexer, searches every namespace.
 func Example_fieldIndex() {
 	var mgr *manager.Manager // from manager.New
-	pods, err := cache.For[*corev1.Pod](mgr.Cache(), cache.TypeOptions{})
+	pods, err := cache.Register[*corev1.Pod](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		panic(err)
 	}

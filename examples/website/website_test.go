@@ -21,7 +21,6 @@ import (
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -78,7 +77,7 @@ func statusPatches(t *testing.T, mgr *manager.Manager) (sent, skipped float64) {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != metrics.ClientWrites {
+		if mf.GetName() != "opkit_client_writes_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -86,13 +85,13 @@ func statusPatches(t *testing.T, mgr *manager.Manager) (sent, skipped float64) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["controller"] != "website" || labels["verb"] != metrics.VerbPatch {
+			if labels["controller"] != "website" || labels["verb"] != "patch" {
 				continue
 			}
 			switch labels["result"] {
-			case metrics.WriteSent:
+			case "sent":
 				sent = m.GetCounter().GetValue()
-			case metrics.WriteSkipped:
+			case "skipped":
 				skipped = m.GetCounter().GetValue()
 			}
 		}

@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestWaitIsBoundedAndCounted(t *testing.T) {
 	ns := env.Namespace(t)
 	mgr := newManager(t, ns)
-	if _, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	parent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
@@ -52,8 +52,8 @@ func TestWaitIsBoundedAndCounted(t *testing.T) {
 	case <-time.After(30 * time.Second): // a bound on failure, not a measurement
 		t.Fatal("the reconcile after a write the cache never sees did not run")
 	}
-	if n := waits(t, mgr.Registry(), "bounded", metrics.WaitTimeout); n != 1 {
-		t.Errorf("%s{result=%q} count = %d, want 1", metrics.ReadYourWritesWait, metrics.WaitTimeout, n)
+	if n := waits(t, mgr.Registry(), "bounded", imetrics.WaitTimeout); n != 1 {
+		t.Errorf("%s{result=%q} count = %d, want 1", imetrics.ReadYourWritesWait, imetrics.WaitTimeout, n)
 	}
 }
 
@@ -66,7 +66,7 @@ func waits(t *testing.T, reg prometheus.Gatherer, controller, result string) uin
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != metrics.ReadYourWritesWait {
+		if f.GetName() != imetrics.ReadYourWritesWait {
 			continue
 		}
 		for _, m := range f.GetMetric() {

@@ -20,7 +20,7 @@ import (
 func TestWaitHoldsNoWorker(t *testing.T) {
 	ns := env.Namespace(t)
 	mgr := newManager(t, ns)
-	if _, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var p *corev1.ConfigMap

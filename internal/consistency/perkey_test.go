@@ -24,7 +24,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a bound on failure, not a measurement

@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/owner"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
@@ -66,10 +66,10 @@ func TestStaleCacheCreatesNoDuplicateChild(t *testing.T) {
 	mgr := newManager(t, ns)
 	r := &childMaker{mgr: mgr}
 	var err error
-	if r.parents, err = cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
+	if r.parents, err = cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.children, err = cache.For[*corev1.Secret](mgr.Cache(), cache.TypeOptions{}); err != nil {
+	if r.children, err = cache.Register[*corev1.Secret](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctrls := map[string]*controller.Controller[reconcile.Request]{}
@@ -118,8 +118,8 @@ func TestStaleCacheCreatesNoDuplicateChild(t *testing.T) {
 			t.Errorf("read-your-writes off: no duplicate child in %d bursts: the test cannot tell the feature works", bursts)
 		}
 	}
-	if n := waits(t, mgr.Registry(), "children-on", metrics.WaitCaughtUp); n == 0 {
-		t.Errorf("read-your-writes on: no wait observed in %s", metrics.ReadYourWritesWait)
+	if n := waits(t, mgr.Registry(), "children-on", imetrics.WaitCaughtUp); n == 0 {
+		t.Errorf("read-your-writes on: no wait observed in %s", imetrics.ReadYourWritesWait)
 	}
 }
 

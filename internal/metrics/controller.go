@@ -4,7 +4,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opkit-dev/opkit/internal/promreg"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // ControllerMetrics holds the reconcile metrics of every controller built on
@@ -26,20 +25,20 @@ func NewControllerMetrics(reg prometheus.Registerer) (*ControllerMetrics, error)
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"controller"})
 	}
 	m := &ControllerMetrics{
-		total:    counter(metrics.ReconcileTotal, "Total number of reconciliations per controller", "result"),
-		errors:   counter(metrics.ReconcileErrors, "Total number of reconciliation errors per controller"),
-		terminal: counter(metrics.TerminalReconcileErrors, "Total number of terminal reconciliation errors per controller"),
-		panics:   counter(metrics.ReconcilePanics, "Total number of reconciliation panics per controller"),
-		timeouts: counter(metrics.ReconcileTimeouts, "Total number of reconciliation timeouts per controller"),
+		total:    counter(ReconcileTotal, "Total number of reconciliations per controller", "result"),
+		errors:   counter(ReconcileErrors, "Total number of reconciliation errors per controller"),
+		terminal: counter(TerminalReconcileErrors, "Total number of terminal reconciliation errors per controller"),
+		panics:   counter(ReconcilePanics, "Total number of reconciliation panics per controller"),
+		timeouts: counter(ReconcileTimeouts, "Total number of reconciliation timeouts per controller"),
 		time: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: metrics.ReconcileTime, Help: "Length of time per reconciliation per controller",
+			Name: ReconcileTime, Help: "Length of time per reconciliation per controller",
 			// controller-runtime's buckets, so that its dashboards'
 			// quantiles read the same.
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
 				1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60},
 		}, []string{"controller"}),
-		workers: gauge(metrics.MaxConcurrentReconciles, "Maximum number of concurrent reconciles per controller"),
-		active:  gauge(metrics.ActiveWorkers, "Number of currently used workers per controller"),
+		workers: gauge(MaxConcurrentReconciles, "Maximum number of concurrent reconciles per controller"),
+		active:  gauge(ActiveWorkers, "Number of currently used workers per controller"),
 	}
 	var errs []error
 	for _, c := range []**prometheus.CounterVec{&m.total, &m.errors, &m.terminal, &m.panics, &m.timeouts} {
@@ -67,10 +66,10 @@ type Reconciles struct {
 // alerts see it before its first reconcile.
 func (m *ControllerMetrics) For(name string, workers int) Reconciles {
 	r := Reconciles{
-		Success:       m.total.WithLabelValues(name, metrics.ResultSuccess),
-		Error:         m.total.WithLabelValues(name, metrics.ResultError),
-		Requeue:       m.total.WithLabelValues(name, metrics.ResultRequeue),
-		RequeueAfter:  m.total.WithLabelValues(name, metrics.ResultRequeueAfter),
+		Success:       m.total.WithLabelValues(name, ResultSuccess),
+		Error:         m.total.WithLabelValues(name, ResultError),
+		Requeue:       m.total.WithLabelValues(name, ResultRequeue),
+		RequeueAfter:  m.total.WithLabelValues(name, ResultRequeueAfter),
 		Errors:        m.errors.WithLabelValues(name),
 		Terminal:      m.terminal.WithLabelValues(name),
 		Panics:        m.panics.WithLabelValues(name),

@@ -6,8 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // Every series of a controller exists, at zero, before its first reconcile,
@@ -39,10 +37,10 @@ controller_runtime_reconcile_total{controller="b",result="error"} 0
 controller_runtime_reconcile_total{controller="b",result="requeue"} 0
 controller_runtime_reconcile_total{controller="b",result="requeue_after"} 0
 controller_runtime_reconcile_total{controller="b",result="success"} 1
-`), metrics.ReconcileTotal, metrics.MaxConcurrentReconciles); err != nil {
+`), ReconcileTotal, MaxConcurrentReconciles); err != nil {
 		t.Error(err)
 	}
-	for _, name := range []string{metrics.ReconcileErrors, metrics.TerminalReconcileErrors, metrics.ReconcilePanics, metrics.ReconcileTimeouts, metrics.ActiveWorkers, metrics.ReconcileTime} {
+	for _, name := range []string{ReconcileErrors, TerminalReconcileErrors, ReconcilePanics, ReconcileTimeouts, ActiveWorkers, ReconcileTime} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 2 {
 			t.Errorf("%s: %d series (err %v), want one per controller", name, n, err)
 		}

@@ -4,15 +4,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opkit-dev/opkit/internal/promreg"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
-// NewHandlerPanics creates the metrics.HandlerPanics counter and registers it with
+// NewHandlerPanics creates the HandlerPanics counter and registers it with
 // reg. Called again with the same registry, it returns the counter
 // registered first.
 func NewHandlerPanics(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: metrics.HandlerPanics,
+		Name: HandlerPanics,
 		Help: "Total number of panics recovered from event handlers, map functions and predicates per controller and type",
 	}, []string{"controller", "type"})
 	c, err := promreg.Register(reg, c)

@@ -4,14 +4,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opkit-dev/opkit/internal/promreg"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // LagBuckets are the buckets of every opkit event lag histogram: 1ms to
 // 60s.
 var LagBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// EventLag holds the metrics.SourceEventLag and metrics.ControllerEventLag histograms of
+// EventLag holds the SourceEventLag and ControllerEventLag histograms of
 // every controller built on one registry.
 type EventLag struct {
 	Source     *prometheus.HistogramVec // by controller and type
@@ -24,11 +23,11 @@ type EventLag struct {
 func NewEventLag(reg prometheus.Registerer) (*EventLag, error) {
 	m := &EventLag{
 		Source: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: metrics.SourceEventLag, Help: "Seconds from an informer's delivery of an event to its keys being queued, per controller and type",
+			Name: SourceEventLag, Help: "Seconds from an informer's delivery of an event to its keys being queued, per controller and type",
 			Buckets: LagBuckets,
 		}, []string{"controller", "type"}),
 		Controller: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: metrics.ControllerEventLag, Help: "Seconds from a change at the API server (estimated from the object's timestamps, whole seconds) to the start of the reconcile it caused, per controller",
+			Name: ControllerEventLag, Help: "Seconds from a change at the API server (estimated from the object's timestamps, whole seconds) to the start of the reconcile it caused, per controller",
 			Buckets: LagBuckets,
 		}, []string{"controller"}),
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opkit-dev/opkit/internal/promreg"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // RESTClientMetrics records the requests of the HTTP clients whose
@@ -26,11 +25,11 @@ type RESTClientMetrics struct {
 func NewRESTClientMetrics(reg prometheus.Registerer) (*RESTClientMetrics, error) {
 	m := &RESTClientMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metrics.RESTClientRequests,
+			Name: RESTClientRequests,
 			Help: "Number of HTTP requests, partitioned by status code, method, and host.",
 		}, []string{"code", "method", "host"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    metrics.RESTClientRequestDuration,
+			Name:    RESTClientRequestDuration,
 			Help:    "Request latency in seconds. Broken down by verb, and host.",
 			Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0},
 		}, []string{"verb", "host"}),

@@ -4,15 +4,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opkit-dev/opkit/internal/promreg"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
-// NewClientWrites creates the metrics.ClientWrites counter and registers it with
+// NewClientWrites creates the ClientWrites counter and registers it with
 // reg. Called again with the same registry, it returns the counter
 // registered first, so every controller of a manager may call it.
 func NewClientWrites(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: metrics.ClientWrites,
+		Name: ClientWrites,
 		Help: "Total number of applies and patches per controller, verb and result (sent, or skipped as changing nothing)",
 	}, []string{"controller", "verb", "result"})
 	c, err := promreg.Register(reg, c)

@@ -5,8 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // Writers of several controllers on one registry share one counter; a
@@ -21,15 +19,15 @@ func TestNewClientWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.WithLabelValues("a", metrics.VerbApply, metrics.WriteSent).Inc()
-	b.WithLabelValues("b", metrics.VerbPatch, metrics.WriteSkipped).Inc()
-	if got := testutil.CollectAndCount(reg, metrics.ClientWrites); got != 2 {
-		t.Errorf("%s series = %d, want 2 in one collector", metrics.ClientWrites, got)
+	a.WithLabelValues("a", VerbApply, WriteSent).Inc()
+	b.WithLabelValues("b", VerbPatch, WriteSkipped).Inc()
+	if got := testutil.CollectAndCount(reg, ClientWrites); got != 2 {
+		t.Errorf("%s series = %d, want 2 in one collector", ClientWrites, got)
 	}
 
 	other := prometheus.NewRegistry()
-	other.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: metrics.ClientWrites, Help: "another shape"}))
+	other.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: ClientWrites, Help: "another shape"}))
 	if _, err := NewClientWrites(other); err == nil {
-		t.Errorf("NewClientWrites over a %s of another shape = nil error, want one", metrics.ClientWrites)
+		t.Errorf("NewClientWrites over a %s of another shape = nil error, want one", ClientWrites)
 	}
 }

@@ -248,9 +248,9 @@ func opkitCache(metadataOnly bool) cacheUnderTest {
 		if metadataOnly {
 			_, err = cache.Metadata(c, gvk, cache.TypeOptions{})
 		} else if _, ok := obj.(*corev1.Pod); ok {
-			_, err = cache.For[*corev1.Pod](c, cache.TypeOptions{})
+			_, err = cache.Register[*corev1.Pod](c, cache.TypeOptions{})
 		} else {
-			_, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+			_, err = cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -24,7 +24,7 @@ import (
 
 // Errors a caller can test for with errors.Is.
 var (
-	// ErrNotRegistered: a type was read that no For, Metadata or
+	// ErrNotRegistered: a type was read that no Register, Metadata or
 	// Unstructured call registered. The cache never starts an informer on
 	// a read.
 	ErrNotRegistered = errors.New("type not registered with the cache")
@@ -32,12 +32,11 @@ var (
 	// because its CRD is not installed. The cache keeps looking, and syncs
 	// the type once it appears.
 	ErrNotInstalled = errors.New("type not installed in the cluster")
-	// ErrNotSynced: WaitForSync gave up before every type synced.
+	// ErrNotSynced: a read, WaitForSync or a controller's start gave up
+	// before the types it needs synced.
 	ErrNotSynced = errors.New("cache not synced")
 	// ErrRemoved: the type's informers were removed with Lister.Remove.
 	ErrRemoved = errors.New("type removed from the cache")
-	// ErrStarted: an index was added after the type's informer started.
-	ErrStarted = errors.New("cache already started")
 )
 
 // Cache keeps one client-go SharedIndexInformer per cached type and scope
@@ -139,7 +138,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.run != nil {
-		return fmt.Errorf("cache: Start called twice: %w", ErrStarted)
+		return errors.New("cache: Start called twice")
 	}
 	c.run = func(r *registration) { go r.run(ctx) }
 	if m := c.opts.Mutations; m.Detect && m.Interval > 0 {

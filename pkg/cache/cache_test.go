@@ -123,7 +123,7 @@ func TestTypedListerStripsAndShares(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestKeepManagedFieldsAndLastApplied(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{KeepManagedFields: true, KeepLastApplied: true})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{KeepManagedFields: true, KeepLastApplied: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestTransformComposesWithStripping(t *testing.T) {
 			return cm, nil
 		},
 	})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestNamespaceScope(t *testing.T) {
 	createConfigMaps(t, inside)
 	createConfigMaps(t, outside)
 	c := newCache(t, cache.Options{})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{inside}})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{inside}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestSelectorScope(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"app": "b"})})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"app": "b"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestIndex(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,8 +345,8 @@ func TestIndex(t *testing.T) {
 	if diff := cmp.Diff([]string{"ssa"}, names(got)); diff != "" {
 		t.Errorf("ByIndex(app, b) (-want +got):\n%s", diff)
 	}
-	if err := cms.AddIndex("late", byApp); !errors.Is(err, cache.ErrStarted) {
-		t.Errorf("AddIndex after start = %v, want ErrStarted", err)
+	if err := cms.AddIndex("late", byApp); err == nil || !strings.Contains(err.Error(), "add indexes before Start") {
+		t.Errorf("AddIndex after start = %v, want an error saying to add it before Start", err)
 	}
 	if _, err := cms.ByIndex("nonesuch", "x"); err == nil {
 		t.Error("ByIndex of an index never added succeeded")
@@ -359,21 +359,21 @@ func TestLookupOfUnregisteredType(t *testing.T) {
 	if !errors.Is(err, cache.ErrNotRegistered) || !strings.Contains(err.Error(), "Secret") {
 		t.Errorf("Lookup of an unregistered type = %v, want ErrNotRegistered naming Secret", err)
 	}
-	if _, err := cache.For[*corev1.Secret](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.Secret](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cache.Lookup[*corev1.Secret](c); err != nil {
-		t.Errorf("Lookup after For = %v", err)
+		t.Errorf("Lookup after Register = %v", err)
 	}
 }
 
 func TestRegisterTwiceSharesInformers(t *testing.T) {
 	c := newCache(t, cache.Options{})
-	a, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	a, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	b, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestForbiddenNamesResourceAndVerb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.Secret](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.Secret](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -416,7 +416,7 @@ func TestRemove(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestRemove(t *testing.T) {
 		t.Errorf("Status lists %d types after Remove, want 0", n)
 	}
 	// The type can be registered again, with new informers.
-	again, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	again, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +555,7 @@ func TestGetDoesNotAllocate(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +581,7 @@ func TestListSeesChangesAndOwnsItsSlice(t *testing.T) {
 				opts.Namespaces = []string{ns}
 			}
 			c := newCache(t, opts)
-			cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+			cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@ var ErrNoControlledByIndex = errors.New("no controlled-by index")
 // It is idempotent: once the type has the index, from this Lister or from
 // any other Lister of the same registration, it returns nil, before Start
 // or after. Adding it for the first time after the type's informers have
-// started returns an error wrapping ErrStarted.
+// started returns an error.
 func (l *Lister[T]) IndexControlledBy() error {
 	return l.reg.ensureIndex(ControlledByIndex, controllerUID)
 }

@@ -62,7 +62,7 @@ func TestControlledBy(t *testing.T) {
 				opts.Namespaces = []string{b, a}
 			}
 			c := newCache(t, opts)
-			cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+			cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestControlledByClusterScopedOwner(t *testing.T) {
 	create(t, cl, b, "other")
 
 	c := newCache(t, cache.Options{})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestControlledByFollowsAChangeOfController(t *testing.T) {
 	child := create(t, cl, ns, "child", ref(configMapGVK, first, true))
 
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestIndexControlledByIsIdempotent(t *testing.T) {
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
 	var listers []*cache.Lister[*corev1.ConfigMap]
 	for range 2 {
-		l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+		l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestIndexControlledByIsIdempotent(t *testing.T) {
 		}
 		listers = append(listers, l)
 	}
-	secrets, err := cache.For[*corev1.Secret](c, cache.TypeOptions{})
+	secrets, err := cache.Register[*corev1.Secret](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +181,8 @@ func TestIndexControlledByIsIdempotent(t *testing.T) {
 	if err := listers[0].IndexControlledBy(); err != nil {
 		t.Errorf("IndexControlledBy after Start of a type that has the index = %v, want nil", err)
 	}
-	if err := secrets.IndexControlledBy(); !errors.Is(err, cache.ErrStarted) {
-		t.Errorf("IndexControlledBy after Start of a type without the index = %v, want ErrStarted", err)
+	if err := secrets.IndexControlledBy(); err == nil || !strings.Contains(err.Error(), "add indexes before Start") {
+		t.Errorf("IndexControlledBy after Start of a type without the index = %v, want an error saying to add it before Start", err)
 	}
 	if err := listers[1].AddIndex(cache.ControlledByIndex, byOwnerName); err == nil {
 		t.Errorf("AddIndex(%q) succeeded: the name is the cache's", cache.ControlledByIndex)
@@ -194,7 +194,7 @@ func TestIndexControlledByIsIdempotent(t *testing.T) {
 func TestControlledByErrors(t *testing.T) {
 	ns := env.Namespace(t)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestCRDInstalledAfterStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typedWidgets, err := cache.For[*Widget](typedC, cache.TypeOptions{})
+	typedWidgets, err := cache.Register[*Widget](typedC, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,12 @@
 //     namespace, then name, the same order call after call. A List of a
 //     namespace is remembered, sorted, until the store changes (a relist
 //     included), so the order costs nothing on repeated reads.
-//   - Explicit: a type is cached only once it is registered with For (typed),
+//   - Explicit: a type is cached only once it is registered with Register (typed),
 //     Metadata (metadata only) or Unstructured; reading anything else is an
 //     error wrapping ErrNotRegistered, never a silently started informer.
 //     A read through LookupKind (the cached client's) of a kind nobody
 //     registered is logged once per kind, counted in
-//     MetricUnregisteredReads and, in tests, reported even when the
+//     opkit_cache_unregistered_reads_total and, in tests, reported even when the
 //     reader swallows the error (Options.UnregisteredReads,
 //     TestUnregisteredReadsLoggedCountedReported).
 //     Indexes are added before the type's informers start.
@@ -55,7 +55,7 @@
 //     and the RBAC verb get on the kind besides list and watch (a 403
 //     names it). Events, List, indexes and Cache.Written come from
 //     LazyLister.Metadata. Fetches and objects held are counted in
-//     MetricLazyFetches and MetricLazyObjects (ExampleLazy,
+//     opkit_cache_lazy_fetches_total and opkit_cache_lazy_objects (ExampleLazy,
 //     TestLazyFetchesOnceAndShares, TestLazyDropsChangedAndDeleted,
 //     TestLazyConcurrentGetsFetchOnce, TestLazyForbiddenGetNamesVerb,
 //     TestLazyKeepsAFetchNewerThanTheMetadata, TestLazyHeapAfterSync).
@@ -89,7 +89,7 @@
 //     one informer per run of slots gained together: each change lists the
 //     replica's whole share again (rare: slots move when members join or
 //     leave), in exchange for reads that never merge or deduplicate stores.
-//     Written waits only for writes of held slots. MetricSlots counts each
+//     Written waits only for writes of held slots. opkit_cache_slots counts each
 //     type's slots, TypeStatus.Slots lists them (ExampleCache_SetSlots,
 //     TestShardedCachesPartition, TestShardedSelectorsSent,
 //     TestShardedServerIgnoringSelectors, TestShardedByControllerOwner,
@@ -111,11 +111,11 @@
 //     resourceVersion; NewStatic (through package cachetest) puts a real
 //     Lister over objects in memory, for unit tests without an API server.
 //   - Observable: with Options.Registerer, the objects cached
-//     (MetricObjects) and, for a sharded type, the slots held
-//     (MetricSlots), relists (MetricRelists), watch restarts
-//     (MetricWatchRestarts), time to first sync (MetricFirstSync), event
-//     lag (MetricEventLag) and failed lists and watches by class
-//     (MetricSyncErrors) of each type, and no global registration. The lag
+//     (opkit_cache_objects) and, for a sharded type, the slots held
+//     (opkit_cache_slots), relists (opkit_cache_relists_total), watch restarts
+//     (opkit_cache_watch_restarts_total), time to first sync (opkit_cache_first_sync_seconds), event
+//     lag (opkit_cache_event_lag_seconds) and failed lists and watches by class
+//     (opkit_cache_sync_errors_total) of each type, and no global registration. The lag
 //     is estimated from each object's timestamps read before managedFields
 //     are stripped (to the second, so up to 1s long), which the cache
 //     remembers by object until the informer delivers it; handlers that
@@ -127,7 +127,7 @@
 //     sends inside a watch stream (a 410 on a long-open watch) or an
 //     event that does not decode ends the watch without a count there:
 //     client-go handles both inside its reflector, out of the cache's
-//     sight; the watch restart (MetricWatchRestarts) and, if reopening
+//     sight; the watch restart (opkit_cache_watch_restarts_total) and, if reopening
 //     fails, that failure are counted.
 //
 // # Differences from client-go and controller-runtime
@@ -155,7 +155,7 @@
 //     controller-runtime's come in map order, which changes from call to
 //     call (TestListAndByIndexAreSorted).
 //   - Types are registered explicitly. controller-runtime starts an
-//     informer for any type a Get or List asks for; reading a type no For,
+//     informer for any type a Get or List asks for; reading a type no Register,
 //     Metadata or Unstructured call registered returns ErrNotRegistered
 //     (TestLookupOfUnregisteredType).
 //   - A type whose CRD is missing does not fail Start: it is reported by

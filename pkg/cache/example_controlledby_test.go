@@ -20,14 +20,14 @@ func ExampleLister_ControlledBy() {
 	if err != nil {
 		panic(err)
 	}
-	pods, err := cache.For[*corev1.Pod](c, cache.TypeOptions{})
+	pods, err := cache.Register[*corev1.Pod](c, cache.TypeOptions{})
 	if err != nil {
 		panic(err)
 	}
 	if err := pods.IndexControlledBy(); err != nil {
 		panic(err)
 	}
-	replicaSets, err := cache.For[*appsv1.ReplicaSet](c, cache.TypeOptions{})
+	replicaSets, err := cache.Register[*appsv1.ReplicaSet](c, cache.TypeOptions{})
 	if err != nil {
 		panic(err)
 	}

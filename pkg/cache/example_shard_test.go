@@ -25,7 +25,7 @@ func ExampleCache_SetSlots() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Sharded: true, ShardKey: sharding.ByUID}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Sharded: true, ShardKey: sharding.ByUID}); err != nil {
 		fmt.Println(err)
 		return
 	}

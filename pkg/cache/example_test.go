@@ -21,7 +21,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	pods, err := cache.For[*corev1.Pod](c, cache.TypeOptions{Namespaces: []string{"default"}})
+	pods, err := cache.Register[*corev1.Pod](c, cache.TypeOptions{Namespaces: []string{"default"}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -42,7 +42,7 @@ func ExampleLister_Get() {
 	if err != nil {
 		panic(err)
 	}
-	pods, err := cache.For[*corev1.Pod](c, cache.TypeOptions{})
+	pods, err := cache.Register[*corev1.Pod](c, cache.TypeOptions{})
 	if err != nil {
 		panic(err)
 	}
@@ -81,7 +81,7 @@ func ExampleLister_ByIndexInNamespace() {
 	if err != nil {
 		panic(err)
 	}
-	pods, err := cache.For[*corev1.Pod](c, cache.TypeOptions{})
+	pods, err := cache.Register[*corev1.Pod](c, cache.TypeOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -61,7 +61,7 @@ func TestAddEventHandler(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestAddEventHandler(t *testing.T) {
 
 func TestAddEventHandlerAfterRemove(t *testing.T) {
 	c := newCache(t, cache.Options{})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{"x"}})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{"x"}})
 	if err != nil {
 		t.Fatal(err)
 	}

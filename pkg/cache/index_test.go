@@ -61,7 +61,7 @@ func TestByIndexInNamespace(t *testing.T) {
 				opts.Namespaces = []string{b, a}
 			}
 			c := newCache(t, opts)
-			cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+			cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestByIndexInNamespace(t *testing.T) {
 
 func TestByIndexInNamespaceOfAClusterScopedType(t *testing.T) {
 	c := newCache(t, cache.Options{})
-	nss, err := cache.For[*corev1.Namespace](c, cache.TypeOptions{})
+	nss, err := cache.Register[*corev1.Namespace](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestListAndByIndexAreSorted(t *testing.T) {
 				opts.Namespaces = []string{a, b}
 			}
 			c := newCache(t, opts)
-			cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+			cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

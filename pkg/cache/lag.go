@@ -13,7 +13,7 @@ import (
 // Lister.AddEventHandler: with the cache's metrics on (Options.Registerer),
 // the cache calls these methods instead of the ResourceEventHandler ones,
 // with changed, the estimated time of the change at the API server (see
-// MetricEventLag for how it is estimated), or the zero time when no
+// opkit_cache_event_lag_seconds for how it is estimated), or the zero time when no
 // timestamp of the object is usable. pkg/source's handlers implement it to
 // measure a controller's lag end to end.
 type TimedEventHandler interface {
@@ -196,7 +196,7 @@ func (t timedHandler) OnUpdate(oldObj, newObj any) {
 
 func (t timedHandler) OnDelete(obj any) { t.h.OnDeleteAt(obj, t.stamps.deleteTime(obj)) }
 
-// lagObserver is the informer's own handler that observes MetricEventLag
+// lagObserver is the informer's own handler that observes opkit_cache_event_lag_seconds
 // at each delivery: one observation per event, however many handlers the
 // informer has.
 type lagObserver struct {

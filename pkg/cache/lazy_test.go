@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -124,7 +125,7 @@ func TestLazyFetchesOnceAndShares(t *testing.T) {
 	if m.Labels["app"] != "a" || m.ManagedFields != nil {
 		t.Errorf("metadata = %+v, want labels and no managedFields", m.ObjectMeta)
 	}
-	if w.metric(t, cache.MetricLazyObjects) != 0 || w.metric(t, cache.MetricLazyFetches) != 0 {
+	if w.metric(t, imetrics.CacheLazyObjects) != 0 || w.metric(t, imetrics.CacheLazyFetches) != 0 {
 		t.Errorf("objects held or fetched before any Get")
 	}
 	got, err := w.l.Get(t.Context(), w.ns, "csa")
@@ -147,8 +148,8 @@ func TestLazyFetchesOnceAndShares(t *testing.T) {
 	if n := w.gets.count(w.path("csa")); n != 1 {
 		t.Errorf("%d GETs of csa, want 1", n)
 	}
-	if f, h := w.metric(t, cache.MetricLazyFetches), w.metric(t, cache.MetricLazyObjects); f != 1 || h != 1 {
-		t.Errorf("%s = %v, %s = %v; want 1 and 1", cache.MetricLazyFetches, f, cache.MetricLazyObjects, h)
+	if f, h := w.metric(t, imetrics.CacheLazyFetches), w.metric(t, imetrics.CacheLazyObjects); f != 1 || h != 1 {
+		t.Errorf("%s = %v, %s = %v; want 1 and 1", imetrics.CacheLazyFetches, f, imetrics.CacheLazyObjects, h)
 	}
 	if _, err := w.l.Get(t.Context(), w.ns, "missing"); !apierrors.IsNotFound(err) {
 		t.Errorf("Get(missing) = %v, want NotFound", err)
@@ -174,7 +175,7 @@ func TestLazyDropsChangedAndDeleted(t *testing.T) {
 	if err := cl.Update(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() bool { return w.metric(t, cache.MetricLazyObjects) == 0 })
+	waitFor(t, 30*time.Second, func() bool { return w.metric(t, imetrics.CacheLazyObjects) == 0 })
 	got, err := w.l.Get(ctx, w.ns, "plain")
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestLazyDropsChangedAndDeleted(t *testing.T) {
 	if err := cl.Delete(ctx, got.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() bool { return w.metric(t, cache.MetricLazyObjects) == 0 })
+	waitFor(t, 30*time.Second, func() bool { return w.metric(t, imetrics.CacheLazyObjects) == 0 })
 	if _, err := w.l.Get(ctx, w.ns, "plain"); !apierrors.IsNotFound(err) {
 		t.Errorf("Get after the delete = %v, want NotFound", err)
 	}
@@ -264,8 +265,8 @@ func TestLazyConcurrentGetsFetchOnce(t *testing.T) {
 	if n := w.gets.count(w.path("csa")); n != 1 {
 		t.Errorf("%d GETs of csa by %d concurrent Gets, want 1", n, readers)
 	}
-	if f := w.metric(t, cache.MetricLazyFetches); f != 1 {
-		t.Errorf("%s = %v, want 1", cache.MetricLazyFetches, f)
+	if f := w.metric(t, imetrics.CacheLazyFetches); f != 1 {
+		t.Errorf("%s = %v, want 1", imetrics.CacheLazyFetches, f)
 	}
 }
 
@@ -302,7 +303,7 @@ func TestLazyForbiddenGetNamesVerb(t *testing.T) {
 // The point of a LazyLister: after sync it holds metadata only. Measured on
 // ConfigMaps created as users create them (half with kubectl's
 // client-side apply, half server-side applied), the heap of a Lazy cache
-// is logged beside that of a full one (For) of the same objects, and must
+// is logged beside that of a full one (Register) of the same objects, and must
 // be smaller. Both keep the mutation detector's copies in tests, which
 // doubles each alike; make bench (BenchmarkHeapConfigMaps/opkitlazy)
 // measures without, beside controller-runtime's.
@@ -321,12 +322,12 @@ func TestLazyHeapAfterSync(t *testing.T) {
 		return err
 	}
 	fullOnly := func(c *cache.Cache) error {
-		_, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+		_, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 		return err
 	}
 	lazy := heapOf(t, ns, lazyOnly) - heapOf(t, empty, lazyOnly)
 	full := heapOf(t, ns, fullOnly) - heapOf(t, empty, fullOnly)
-	t.Logf("heap after sync of %d ConfigMaps, beyond an empty cache's: Lazy %d B, For %d B (%.2fx)", n, lazy, full, float64(lazy)/float64(full))
+	t.Logf("heap after sync of %d ConfigMaps, beyond an empty cache's: Lazy %d B, Register %d B (%.2fx)", n, lazy, full, float64(lazy)/float64(full))
 	if lazy >= full {
 		t.Errorf("a Lazy cache takes %d B of heap, a full one %d B: want less", lazy, full)
 	}

@@ -40,25 +40,25 @@ type Lister[T Object] struct {
 	reg *registration
 }
 
-// For registers the Go type T (a pointer type in the cache's scheme, such as
+// Register registers the Go type T (a pointer type in the cache's scheme, such as
 // *corev1.Pod) and returns its Lister. Registering the same type with the
 // same namespaces, selectors and stripping again returns a Lister over the
 // same informers.
-func For[T Object](c *Cache, opts TypeOptions) (*Lister[T], error) {
+func Register[T Object](c *Cache, opts TypeOptions) (*Lister[T], error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("cache: For[%v]: the type must be a pointer, such as *corev1.Pod", t)
+		return nil, fmt.Errorf("cache: Register[%v]: the type must be a pointer, such as *corev1.Pod", t)
 	}
 	example := reflect.New(t.Elem()).Interface().(T)
 	if _, ok := any(example).(*metav1.PartialObjectMetadata); ok {
-		return nil, fmt.Errorf("cache: For[%v]: use Metadata, which takes the GroupVersionKind", t)
+		return nil, fmt.Errorf("cache: Register[%v]: use Metadata, which takes the GroupVersionKind", t)
 	}
 	if _, ok := any(example).(*unstructured.Unstructured); ok {
-		return nil, fmt.Errorf("cache: For[%v]: use Unstructured, which takes the GroupVersionKind", t)
+		return nil, fmt.Errorf("cache: Register[%v]: use Unstructured, which takes the GroupVersionKind", t)
 	}
 	gvk, err := apiutil.GVKForObject(example, c.opts.Scheme)
 	if err != nil {
-		return nil, fmt.Errorf("cache: For[%v]: %w: add the type to Options.Scheme", t, err)
+		return nil, fmt.Errorf("cache: Register[%v]: %w: add the type to Options.Scheme", t, err)
 	}
 	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(T) }
 	return register[T](c, gvk, typed, opts, newObject)
@@ -151,11 +151,11 @@ func Lookup[T Object](c *Cache) (*Lister[T], error) {
 	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == typed })
 	switch len(regs) {
 	case 0:
-		return nil, fmt.Errorf("cache: read %v (%s): %w: register it with cache.For[%v] before Start", t, gvk, ErrNotRegistered, t)
+		return nil, fmt.Errorf("cache: read %v (%s): %w: register it with cache.Register[%v] before Start", t, gvk, ErrNotRegistered, t)
 	case 1:
 		return &Lister[T]{reg: regs[0]}, nil
 	default:
-		return nil, fmt.Errorf("cache: Lookup[%v]: %d registrations cache %s with different namespaces or selectors: use the Lister that For returned", t, len(regs), gvk)
+		return nil, fmt.Errorf("cache: Lookup[%v]: %d registrations cache %s with different namespaces or selectors: use the Lister that Register returned", t, len(regs), gvk)
 	}
 }
 
@@ -413,7 +413,7 @@ func filter[T Object](items []any, selector labels.Selector) []T {
 
 // AddIndex registers an index named name: fn returns the values an object is
 // found under with ByIndex. Indexes must be added before the type's
-// informers start; afterwards AddIndex returns an error wrapping ErrStarted.
+// informers start; afterwards AddIndex returns an error.
 func (l *Lister[T]) AddIndex(name string, fn func(T) []string) error {
 	if name == "" || name == toolscache.NamespaceIndex || strings.HasPrefix(name, "opkit.dev/") {
 		return fmt.Errorf("cache: add index %q: choose another name: empty, %q and opkit.dev/ are the cache's", name, toolscache.NamespaceIndex)

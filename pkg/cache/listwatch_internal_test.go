@@ -31,7 +31,7 @@ func TestListWatchErrorNamedOnceBeforeAndAfterTheView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := For[*corev1.ConfigMap](c, TypeOptions{}); err != nil {
+	if _, err := Register[*corev1.ConfigMap](c, TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r := c.regs[0]

@@ -11,7 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// Form is how a registered kind's objects are cached: FormTyped (For),
+// Form is how a registered kind's objects are cached: FormTyped (Register),
 // FormMetadata (Metadata) or FormUnstructured (Unstructured). Its String is
 // what TypeStatus.Form says.
 type Form uint8
@@ -69,7 +69,7 @@ func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f Form) error {
 		if obj, err := c.opts.Scheme.New(gvk); err == nil {
 			goType = reflect.TypeOf(obj).String()
 		}
-		how = fmt.Sprintf("cache.For[%s]", goType)
+		how = fmt.Sprintf("cache.Register[%s]", goType)
 	case FormMetadata:
 		how = "cache.Metadata with its GroupVersionKind"
 	default:

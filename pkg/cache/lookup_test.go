@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -21,7 +22,7 @@ func TestLookupKind(t *testing.T) {
 		form cache.Form
 		says string
 	}{
-		{cache.FormTyped, "register it with cache.For[*v1.ConfigMap] before Start"},
+		{cache.FormTyped, "register it with cache.Register[*v1.ConfigMap] before Start"},
 		{cache.FormMetadata, "register it with cache.Metadata"},
 		{cache.FormUnstructured, "register it with cache.Unstructured"},
 	} {
@@ -64,7 +65,7 @@ func TestObjectListerListsAsListerDoes(t *testing.T) {
 	}{{"every namespace", nil}, {"per namespace", []string{ns1, ns2}}} {
 		t.Run(shape.name, func(t *testing.T) {
 			c := newCache(t, cache.Options{})
-			typed, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: shape.namespaces})
+			typed, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: shape.namespaces})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +126,7 @@ func TestUnregisteredReadsLoggedCountedReported(t *testing.T) {
 	if _, err := cache.LookupKind(c, configMapGVK, cache.FormMetadata); !errors.Is(err, cache.ErrNotRegistered) {
 		t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
 	}
-	if len(logged) != 2 || !strings.Contains(logged[0], `"gvk"="/v1, Kind=ConfigMap"`) || !strings.Contains(logged[0], "cache.For[*v1.ConfigMap]") {
+	if len(logged) != 2 || !strings.Contains(logged[0], `"gvk"="/v1, Kind=ConfigMap"`) || !strings.Contains(logged[0], "cache.Register[*v1.ConfigMap]") {
 		t.Errorf("logged %q, want one line per form, naming the kind and the registration", logged)
 	}
 	want := `
@@ -134,11 +135,11 @@ func TestUnregisteredReadsLoggedCountedReported(t *testing.T) {
 opkit_cache_unregistered_reads_total{form="metadata",type="v1/ConfigMap"} 1
 opkit_cache_unregistered_reads_total{form="typed",type="v1/ConfigMap"} 3
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricUnregisteredReads); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), imetrics.CacheUnregisteredReads); err != nil {
 		t.Error(err)
 	}
 	if len(reports) != 4 || reports[0].GVK != configMapGVK || reports[0].Form != cache.FormTyped ||
-		!strings.Contains(reports[0].Error(), "cache.For[*v1.ConfigMap]") || !strings.Contains(reports[0].Stack, "TestUnregisteredReadsLoggedCountedReported") {
+		!strings.Contains(reports[0].Error(), "cache.Register[*v1.ConfigMap]") || !strings.Contains(reports[0].Stack, "TestUnregisteredReadsLoggedCountedReported") {
 		t.Errorf("reports %v, want 4, the first naming the typed ConfigMap, its registration and where it was read", reports)
 	}
 }

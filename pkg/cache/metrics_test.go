@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -22,7 +23,7 @@ func TestMetrics(t *testing.T) {
 	createConfigMaps(t, ns)
 	reg := prometheus.NewPedanticRegistry()
 	c := newCache(t, cache.Options{Namespaces: []string{ns}, Registerer: reg})
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
@@ -34,13 +35,13 @@ func TestMetrics(t *testing.T) {
 # TYPE opkit_cache_objects gauge
 opkit_cache_objects{form="typed",group="",kind="ConfigMap",scope="` + ns + `",version="v1"} 3
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricObjects); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), imetrics.CacheObjects); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, cache.MetricFirstSync); n != 1 {
+	if n := testutil.CollectAndCount(reg, imetrics.CacheFirstSync); n != 1 {
 		t.Errorf("%d first-sync series, want 1", n)
 	}
-	for _, name := range []string{cache.MetricRelists, cache.MetricWatchRestarts} {
+	for _, name := range []string{imetrics.CacheRelists, imetrics.CacheWatchRestarts} {
 		if n := testutil.CollectAndCount(reg, name); n != 1 {
 			t.Errorf("%d %s series, want 1 (initialised at zero)", n, name)
 		}
@@ -75,7 +76,7 @@ func TestStreamingListInEffect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
@@ -120,7 +121,7 @@ func TestMetricsCountRestartsAndRelists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
@@ -137,9 +138,9 @@ opkit_cache_relists_total` + labels + ` 1
 opkit_cache_watch_restarts_total` + labels + ` 2
 `
 	waitFor(t, 10*time.Second, func() bool {
-		return testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricRelists, cache.MetricWatchRestarts) == nil
+		return testutil.GatherAndCompare(reg, strings.NewReader(want), imetrics.CacheRelists, imetrics.CacheWatchRestarts) == nil
 	})
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricRelists, cache.MetricWatchRestarts); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), imetrics.CacheRelists, imetrics.CacheWatchRestarts); err != nil {
 		t.Error(err)
 	}
 	mfs, err := reg.Gather()
@@ -147,9 +148,9 @@ opkit_cache_watch_restarts_total` + labels + ` 2
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == cache.MetricFirstSync {
+		if mf.GetName() == imetrics.CacheFirstSync {
 			if v := mf.GetMetric()[0].GetGauge().GetValue(); v <= 0 || v > 30 {
-				t.Errorf("%s = %v, want the seconds the first sync took", cache.MetricFirstSync, v)
+				t.Errorf("%s = %v, want the seconds the first sync took", imetrics.CacheFirstSync, v)
 			}
 		}
 	}

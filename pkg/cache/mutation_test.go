@@ -66,7 +66,7 @@ func mutateCachedObject(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

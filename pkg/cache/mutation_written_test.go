@@ -110,7 +110,7 @@ func TestWrittenUnmodifiedIsNotReported(t *testing.T) {
 
 func configMaps(t *testing.T, c *cache.Cache) *cache.Lister[*corev1.ConfigMap] {
 	t.Helper()
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

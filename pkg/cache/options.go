@@ -55,7 +55,7 @@ type Options struct {
 	// looked up again. Defaults to 2s.
 	CRDPollInterval time.Duration
 
-	// Registerer receives the cache's metrics (MetricObjects and the
+	// Registerer receives the cache's metrics (opkit_cache_objects and the
 	// other Metric constants name them). Defaults to none: no metrics are
 	// kept.
 	Registerer prometheus.Registerer

@@ -39,7 +39,7 @@ func TestForbiddenWatchNamesVerbAndNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestForbiddenListNamesNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

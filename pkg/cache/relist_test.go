@@ -32,7 +32,7 @@ func TestListAfterARelistThatEmptiesTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

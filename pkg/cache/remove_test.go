@@ -26,11 +26,11 @@ func TestRemoveEndsTheWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets, err := cache.For[*corev1.Secret](c, cache.TypeOptions{})
+	secrets, err := cache.Register[*corev1.Secret](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestSeveralNamespaces(t *testing.T) {
 		createConfigMaps(t, ns)
 	}
 	c := newCache(t, cache.Options{Namespaces: []string{b, a}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFieldSelectorScope(t *testing.T) {
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "plain")})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "plain")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
@@ -116,7 +117,7 @@ func TestShardedByControllerOwner(t *testing.T) {
 	rec := &selectorRecorder{}
 	s, _ := sharding.NewSlots(shardSlots)
 	c := newCache(t, cache.Options{HTTPClient: rec.client(t), Sharding: cache.ShardingOptions{Slots: s, ServerFilter: cache.ServerFilterOn}})
-	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true, ShardKey: sharding.ByControllerOwner})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true, ShardKey: sharding.ByControllerOwner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestShardedSelectorsSent(t *testing.T) {
 			ns := env.Namespace(t)
 			rec := &selectorRecorder{}
 			c := newCache(t, cache.Options{HTTPClient: rec.client(t), Sharding: cache.ShardingOptions{Slots: s, ServerFilter: tc.filter}})
-			if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true}); err != nil {
+			if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true}); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.SetSlots(t.Context(), slotRange(2, 5)); err != nil {
@@ -220,7 +221,7 @@ func TestShardedSelectorsSent(t *testing.T) {
 
 // TestShardedSlotsLifecycle: a sharded type holds nothing and watches
 // nothing until SetSlots; emptying its slots hands handlers a delete of
-// everything; MetricSlots follows.
+// everything; opkit_cache_slots follows.
 func TestShardedSlotsLifecycle(t *testing.T) {
 	ns := env.Namespace(t)
 	objs := createShardConfigMaps(t, ns, 40)
@@ -228,7 +229,7 @@ func TestShardedSlotsLifecycle(t *testing.T) {
 	rec := &selectorRecorder{}
 	reg := prometheus.NewRegistry()
 	c := newCache(t, cache.Options{HTTPClient: rec.client(t), Registerer: reg, Sharding: cache.ShardingOptions{Slots: s}})
-	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,8 +245,8 @@ func TestShardedSlotsLifecycle(t *testing.T) {
 	slotsMetric := func(n int) {
 		t.Helper()
 		want := fmt.Sprintf("# HELP %s Slots a sharded type holds, by type.\n# TYPE %s gauge\n%s{form=\"typed\",group=\"\",kind=\"ConfigMap\",scope=%q,version=\"v1\"} %d\n",
-			cache.MetricSlots, cache.MetricSlots, cache.MetricSlots, ns, n)
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), cache.MetricSlots); err != nil {
+			imetrics.CacheSlots, imetrics.CacheSlots, imetrics.CacheSlots, ns, n)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), imetrics.CacheSlots); err != nil {
 			t.Error(err)
 		}
 	}
@@ -282,13 +283,13 @@ func TestSetSlotsErrors(t *testing.T) {
 	if err := c.SetSlots(t.Context(), []int{0}); !errors.Is(err, cache.ErrNotSharded) {
 		t.Errorf("SetSlots without a sharded type = %v, want ErrNotSharded", err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Sharded: true}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Sharded: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.SetSlots(t.Context(), []int{4}); !errors.Is(err, sharding.ErrInvalidSlots) {
 		t.Errorf("SetSlots of slot 4 of 4 = %v, want ErrInvalidSlots", err)
 	}
-	if _, err := cache.For[*corev1.Secret](c, cache.TypeOptions{ShardKey: sharding.ByNamespace}); err == nil {
+	if _, err := cache.Register[*corev1.Secret](c, cache.TypeOptions{ShardKey: sharding.ByNamespace}); err == nil {
 		t.Error("ShardKey without Sharded: no error")
 	}
 }
@@ -320,7 +321,7 @@ func TestShardedServerIgnoringSelectors(t *testing.T) {
 	rec.next = ignoreSelectors{next: rec.next}
 	s, _ := sharding.NewSlots(shardSlots)
 	c := newCache(t, cache.Options{HTTPClient: hc, Sharding: cache.ShardingOptions{Slots: s}})
-	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,7 @@ func TestHandlerAddedDuringSetSlots(t *testing.T) {
 	hold := &holdSelector{next: hc.Transport, selector: sel, arrived: make(chan struct{}), release: make(chan struct{})}
 	hc.Transport = hold
 	c := newCache(t, cache.Options{HTTPClient: hc, Sharding: cache.ShardingOptions{Slots: s, ServerFilter: cache.ServerFilterOn}})
-	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func newShardedCache(t *testing.T, ns string, filter cache.ServerFilter, count i
 	t.Helper()
 	s, _ := sharding.NewSlots(count)
 	c := newCache(t, cache.Options{Sharding: cache.ShardingOptions{Slots: s, ServerFilter: filter}})
-	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 	if err != nil {
 		t.Fatal(err)
 	}

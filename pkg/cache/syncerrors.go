@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // decodeError marks an error decoding a response body whose request
@@ -30,7 +32,7 @@ func (e *decodeError) Unwrap() error { return e.err }
 // to a list silently and an error inside a watch stream ends the watch
 // without reaching it.
 
-// syncErrorClass returns the MetricSyncErrors class of a failed list or
+// syncErrorClass returns the opkit_cache_sync_errors_total class of a failed list or
 // watch (verb "list" or "watch"). Precedence: the API server's answer
 // first (a 403 is forbidden and a 410 expired, whatever the verb), then a
 // body that did not decode, then the connection, then the verb.
@@ -40,18 +42,18 @@ func syncErrorClass(verb string, err error) string {
 	var jsonType *json.UnmarshalTypeError
 	switch {
 	case apierrors.IsForbidden(err):
-		return SyncErrorForbidden
+		return imetrics.SyncErrorForbidden
 	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
-		return SyncErrorExpired
+		return imetrics.SyncErrorExpired
 	case errors.As(err, &de), errors.As(err, &jsonSyntax), errors.As(err, &jsonType),
 		runtime.IsNotRegisteredError(err), runtime.IsMissingKind(err), runtime.IsMissingVersion(err):
-		return SyncErrorDecode
+		return imetrics.SyncErrorDecode
 	case isConnectionError(err):
-		return SyncErrorConnection
+		return imetrics.SyncErrorConnection
 	case verb == "watch":
-		return SyncErrorWatch
+		return imetrics.SyncErrorWatch
 	default:
-		return SyncErrorList
+		return imetrics.SyncErrorList
 	}
 }
 

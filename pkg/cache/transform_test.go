@@ -44,7 +44,7 @@ func TestStrippedInEveryForm(t *testing.T) {
 // and unstructured.
 func allForms(t *testing.T, c *cache.Cache) (*cache.Lister[*corev1.ConfigMap], *cache.Lister[*metav1.PartialObjectMetadata], *cache.Lister[*unstructured.Unstructured]) {
 	t.Helper()
-	typed, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	typed, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // UnregisteredReadsEnv set to "true" turns on UnregisteredReadOptions.Fail
@@ -18,7 +20,7 @@ const UnregisteredReadsEnv = "OPKIT_CACHE_FAIL_UNREGISTERED_READS"
 // through the cached client of package pkg/cachedclient) of a kind nobody
 // registered does besides returning an error that wraps ErrNotRegistered.
 // Always: the first such read of each kind and form is logged at V(0),
-// and every one is counted in MetricUnregisteredReads. With Fail on, each
+// and every one is counted in opkit_cache_unregistered_reads_total. With Fail on, each
 // is also reported to OnRead, so that a test fails even when the reader
 // swallows the error, as a webhook that admits on any error does.
 type UnregisteredReadOptions struct {
@@ -89,7 +91,7 @@ func (c *Cache) unregisteredRead(gvk schema.GroupVersionKind, f Form, err error)
 	c.unregistered.mu.Unlock()
 	if first {
 		c.log.Error(err, "Read of a kind nobody registered; register it before Start (later reads of it are counted, not logged)",
-			"gvk", gvk.String(), "form", f.String(), "metric", MetricUnregisteredReads)
+			"gvk", gvk.String(), "form", f.String(), "metric", imetrics.CacheUnregisteredReads)
 	}
 	if o := c.opts.UnregisteredReads; o.Fail {
 		o.OnRead(&UnregisteredReadError{GVK: gvk, Form: f, Err: err, Stack: string(debug.Stack())})

@@ -44,17 +44,17 @@ func TestWrittenWaitsInEveryCacheShape(t *testing.T) {
 	shapes := map[string]func(t *testing.T) *cache.Cache{
 		"every namespace": func(t *testing.T) *cache.Cache {
 			c := newCache(t, cache.Options{})
-			registered(t)(cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}))
+			registered(t)(cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}))
 			return c
 		},
 		"several namespaces": func(t *testing.T) *cache.Cache {
 			c := newCache(t, cache.Options{Namespaces: []string{ns1, ns2}})
-			registered(t)(cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}))
+			registered(t)(cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}))
 			return c
 		},
 		"typed and metadata": func(t *testing.T) *cache.Cache {
 			c := newCache(t, cache.Options{})
-			registered(t)(cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns2}}))
+			registered(t)(cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns2}}))
 			registered(t)(cache.Metadata(c, configMapGVK, cache.TypeOptions{}))
 			return c
 		},
@@ -121,7 +121,7 @@ func perNamespaceInformer(t *testing.T) (conclusive bool) {
 	t.Helper()
 	ns1, ns2 := env.Namespace(t), env.Namespace(t)
 	c := newCache(t, cache.Options{Namespaces: []string{ns1, ns2}})
-	registered(t)(cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}))
+	registered(t)(cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}))
 	start(t, c)
 	cl := writeClient(t)
 
@@ -175,7 +175,7 @@ func perNamespaceInformer(t *testing.T) (conclusive bool) {
 func TestWrittenSkipsWhatTheCacheWouldNotHold(t *testing.T) {
 	ns1, ns2 := env.Namespace(t), env.Namespace(t)
 	c := newCache(t, cache.Options{})
-	registered(t)(cache.For[*corev1.ConfigMap](c, cache.TypeOptions{
+	registered(t)(cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{
 		Namespaces:    []string{ns1},
 		LabelSelector: labels.SelectorFromSet(labels.Set{"app": "a"}),
 	}))
@@ -183,7 +183,7 @@ func TestWrittenSkipsWhatTheCacheWouldNotHold(t *testing.T) {
 		Namespaces:    []string{ns1},
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", "named"),
 	}))
-	registered(t)(cache.For[*corev1.Secret](c, cache.TypeOptions{
+	registered(t)(cache.Register[*corev1.Secret](c, cache.TypeOptions{
 		Namespaces:    []string{ns1},
 		FieldSelector: fields.OneTermEqualSelector("type", "kubernetes.io/tls"),
 	}))

@@ -19,7 +19,7 @@
 //     with its apiVersion and kind set, as controller-runtime's cached
 //     client does. The caller owns what it gets and may modify it.
 //   - Three forms: a typed object (*corev1.ConfigMap) reads the kind
-//     registered with cache.For, a *metav1.PartialObjectMetadata the kind
+//     registered with cache.Register, a *metav1.PartialObjectMetadata the kind
 //     its apiVersion and kind name registered with cache.Metadata, and an
 //     *unstructured.Unstructured the one registered with
 //     cache.Unstructured; lists likewise.
@@ -27,7 +27,7 @@
 //     wrapping cache.ErrNotRegistered that names the kind and how to
 //     register it. No informer is started by a read. Such a read is
 //     logged once per kind and form at V(0) and counted in
-//     cache.MetricUnregisteredReads; in tests (testenv.Main sets
+//     opkit_cache_unregistered_reads_total; in tests (testenv.Main sets
 //     OPKIT_CACHE_FAIL_UNREGISTERED_READS) it is also reported, so that a
 //     test fails even where the reader swallows the error
 //     (cache.UnregisteredReadOptions, TestUnregisteredKind,
@@ -152,7 +152,7 @@
 //   - A skipped write returns nil and fills its object from the cache, as
 //     a sent one fills it from the response; managedFields stay empty if
 //     the cache strips them.
-//   - Counted: metrics.ClientWrites, opkit_client_writes_total{controller,verb,result},
+//   - Counted: opkit_client_writes_total, opkit_client_writes_total{controller,verb,result},
 //     counts applies and patches (of subresources too) "sent" or "skipped", when
 //     WriterOptions.Registerer is set.
 //   - Memory: the writer keeps one small entry (uid, resourceVersion and a
@@ -160,7 +160,7 @@
 //
 // # Differences from controller-runtime's cached client
 //
-//   - Kinds are registered explicitly (cache.For, cache.Metadata,
+//   - Kinds are registered explicitly (cache.Register, cache.Metadata,
 //     cache.Unstructured); controller-runtime starts an informer for any
 //     kind a read asks for. A read of another kind is an error, and in
 //     tests a report (see "Why reads never register";

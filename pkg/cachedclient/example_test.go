@@ -30,7 +30,7 @@ func ExampleReader_Get() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -47,7 +47,7 @@ func ExampleReader_Get() {
 	// Output:
 	// reported: Secret typed
 	// true
-	// get Secret default/db: cache: read /v1, Kind=Secret (typed form): type not registered with the cache: register it with cache.For[*v1.Secret] before Start
+	// get Secret default/db: cache: read /v1, Kind=Secret (typed form): type not registered with the cache: register it with cache.Register[*v1.Secret] before Start
 	// reported: ConfigMap metadata
 	// get ConfigMap default/db: cache: read /v1, Kind=ConfigMap (metadata form): type not registered with the cache: register it with cache.Metadata with its GroupVersionKind before Start (it is registered in typed form: read it in that form)
 }
@@ -60,7 +60,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
 		panic(err)
 	}
 	cl := mgr.CachedClient() // cachedclient.New(cachedclient.NewReader(mgr.Cache()), mgr.Client())

@@ -40,7 +40,7 @@ func TestManagerCachedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	configMaps, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func TestManagerCachedClient(t *testing.T) {
 	}
 	select {
 	case err := <-reported:
-		if !strings.Contains(err.Error(), "cache.For[*v1.Secret]") {
-			t.Errorf("report of the read: %v; want it to name cache.For[*v1.Secret]", err)
+		if !strings.Contains(err.Error(), "cache.Register[*v1.Secret]") {
+			t.Errorf("report of the read: %v; want it to name cache.Register[*v1.Secret]", err)
 		}
 	default:
 		t.Error("the read of an unregistered kind was not reported")

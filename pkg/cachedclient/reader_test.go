@@ -86,7 +86,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.cache = c
-	if f.lister, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if f.lister, err = cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.lister.AddIndex("k", func(cm *corev1.ConfigMap) []string { return []string{cm.Data["k"]} }); err != nil {
@@ -95,7 +95,7 @@ func newFixture(t *testing.T) *fixture {
 	if _, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cache.Unstructured(c, configMapGVK, cache.TypeOptions{}); err != nil {
@@ -286,9 +286,9 @@ func TestUnregisteredKind(t *testing.T) {
 		read func() error
 		says string
 	}{
-		{"typed", func() error { return f.reader.Get(t.Context(), key, &corev1.Secret{}) }, "cache.For[*v1.Secret]"},
+		{"typed", func() error { return f.reader.Get(t.Context(), key, &corev1.Secret{}) }, "cache.Register[*v1.Secret]"},
 		{"unstructured", func() error { return f.reader.Get(t.Context(), key, secret) }, "cache.Unstructured"},
-		{"list", func() error { return f.reader.List(t.Context(), &corev1.SecretList{}) }, "cache.For[*v1.Secret]"},
+		{"list", func() error { return f.reader.List(t.Context(), &corev1.SecretList{}) }, "cache.Register[*v1.Secret]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.read()

@@ -155,7 +155,7 @@ func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*cor
 	if err != nil {
 		t.Fatal(err)
 	}
-	configMaps, err := cache.For[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
+	configMaps, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,13 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 )
 
 // WriterOptions configures NewWriter.
 type WriterOptions struct {
 	// Controller names the controller that writes: the field owner unless
 	// FieldOwner is set, and the controller label of
-	// metrics.ClientWrites. Required.
+	// opkit_client_writes_total. Required.
 	Controller string
 	// FieldOwner is the field manager of every create, update, patch and
 	// apply (managedFields[].manager on the server). Defaults to
@@ -30,7 +29,7 @@ type WriterOptions struct {
 	// usually NewReader(mgr.Cache()). Defaults to none: every write is
 	// sent.
 	Cache crclient.Reader
-	// Registerer receives metrics.ClientWrites. Defaults to none: writes
+	// Registerer receives opkit_client_writes_total. Defaults to none: writes
 	// are not counted.
 	Registerer prometheus.Registerer
 }
@@ -61,9 +60,9 @@ func NewWriter(c crclient.Client, opts WriterOptions) (crclient.Client, error) {
 			return nil, fmt.Errorf("new writer for %s: %w", opts.Controller, err)
 		}
 		w.count = func(verb, result string) { writes.WithLabelValues(opts.Controller, verb, result).Inc() }
-		for _, verb := range []string{metrics.VerbApply, metrics.VerbPatch} {
-			writes.WithLabelValues(opts.Controller, verb, metrics.WriteSent)
-			writes.WithLabelValues(opts.Controller, verb, metrics.WriteSkipped)
+		for _, verb := range []string{imetrics.VerbApply, imetrics.VerbPatch} {
+			writes.WithLabelValues(opts.Controller, verb, imetrics.WriteSent)
+			writes.WithLabelValues(opts.Controller, verb, imetrics.WriteSkipped)
 		}
 	}
 	return w, nil
@@ -114,11 +113,11 @@ func (w *writer) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts
 	o.ApplyOptions(opts)
 	req, reqErr := newApplyRequest(obj, o)
 	if reqErr == nil && w.skipApply(ctx, obj, req) {
-		w.record(metrics.VerbApply, metrics.WriteSkipped)
+		w.record(imetrics.VerbApply, imetrics.WriteSkipped)
 		return nil
 	}
 	err := w.Client.Apply(ctx, obj, o)
-	w.record(metrics.VerbApply, metrics.WriteSent)
+	w.record(imetrics.VerbApply, imetrics.WriteSent)
 	if reqErr != nil || !req.skippable {
 		return err
 	}
@@ -137,11 +136,11 @@ func (w *writer) Patch(ctx context.Context, obj crclient.Object, patch crclient.
 	o := &crclient.PatchOptions{}
 	o.ApplyOptions(opts)
 	if w.skipPatch(ctx, obj, patch, len(o.DryRun) > 0) {
-		w.record(metrics.VerbPatch, metrics.WriteSkipped)
+		w.record(imetrics.VerbPatch, imetrics.WriteSkipped)
 		return nil
 	}
 	err := w.Client.Patch(ctx, obj, patch, opts...)
-	w.record(metrics.VerbPatch, metrics.WriteSent)
+	w.record(imetrics.VerbPatch, imetrics.WriteSent)
 	return err
 }
 
@@ -172,11 +171,11 @@ func (s *subResource) Patch(ctx context.Context, obj crclient.Object, patch crcl
 	o := &crclient.SubResourcePatchOptions{}
 	o.ApplyOptions(opts)
 	if o.SubResourceBody == nil && s.w.skipPatch(ctx, obj, patch, len(o.DryRun) > 0) {
-		s.w.record(metrics.VerbPatch, metrics.WriteSkipped)
+		s.w.record(imetrics.VerbPatch, imetrics.WriteSkipped)
 		return nil
 	}
 	err := s.SubResourceClient.Patch(ctx, obj, patch, opts...)
-	s.w.record(metrics.VerbPatch, metrics.WriteSent)
+	s.w.record(imetrics.VerbPatch, imetrics.WriteSent)
 	return err
 }
 

@@ -21,9 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/cachedclient"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -54,10 +54,10 @@ func newWriterFixture(t *testing.T) *writerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.lister, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+	if f.lister, err = cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if f.pods, err = cache.For[*corev1.Pod](c, cache.TypeOptions{}); err != nil {
+	if f.pods, err = cache.Register[*corev1.Pod](c, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,7 +122,7 @@ func (f *writerFixture) writes(t *testing.T, verb, result string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != metrics.ClientWrites {
+		if mf.GetName() != imetrics.ClientWrites {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -136,7 +136,7 @@ func (f *writerFixture) writes(t *testing.T, verb, result string) float64 {
 			}
 		}
 	}
-	t.Fatalf("%s{controller=mirror,verb=%s,result=%s} not found", metrics.ClientWrites, verb, result)
+	t.Fatalf("%s{controller=mirror,verb=%s,result=%s} not found", imetrics.ClientWrites, verb, result)
 	return 0
 }
 
@@ -197,7 +197,7 @@ func TestIdenticalApplyIsSkipped(t *testing.T) {
 	if again.UID == nil || *again.UID != *first.UID {
 		t.Errorf("a skipped apply left the apply configuration's uid %v, want the object's %v, filled from the cache", again.UID, *first.UID)
 	}
-	if got := f.writes(t, metrics.VerbApply, metrics.WriteSkipped); got != 1 {
+	if got := f.writes(t, imetrics.VerbApply, imetrics.WriteSkipped); got != 1 {
 		t.Errorf("skipped applies = %v, want 1", got)
 	}
 
@@ -210,7 +210,7 @@ func TestIdenticalApplyIsSkipped(t *testing.T) {
 	if n := f.sent(t, func() error { return f.writer.Apply(t.Context(), changed) }); n != 1 {
 		t.Errorf("a changed apply sent %d requests, want 1", n)
 	}
-	if got := f.writes(t, metrics.VerbApply, metrics.WriteSent); got != 3 {
+	if got := f.writes(t, imetrics.VerbApply, imetrics.WriteSent); got != 3 {
 		t.Errorf("sent applies = %v, want 3", got)
 	}
 }
@@ -304,7 +304,7 @@ func TestEmptyMergePatchIsSkipped(t *testing.T) {
 	if got.ResourceVersion != cm.ResourceVersion {
 		t.Errorf("after a skipped patch the object has resourceVersion %q, want the cached %q", got.ResourceVersion, cm.ResourceVersion)
 	}
-	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSkipped); v != 4 {
+	if v := f.writes(t, imetrics.VerbPatch, imetrics.WriteSkipped); v != 4 {
 		t.Errorf("skipped patches = %v, want 4", v)
 	}
 
@@ -312,7 +312,7 @@ func TestEmptyMergePatchIsSkipped(t *testing.T) {
 	if n := f.sent(t, func() error { return f.writer.Patch(t.Context(), got, crclient.MergeFrom(base)) }); n != 1 {
 		t.Errorf("a merge patch setting v=2 sent %d requests, want 1", n)
 	}
-	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSent); v != 1 {
+	if v := f.writes(t, imetrics.VerbPatch, imetrics.WriteSent); v != 1 {
 		t.Errorf("sent patches = %v, want 1", v)
 	}
 }
@@ -346,7 +346,7 @@ func TestEmptyStatusPatchIsSkipped(t *testing.T) {
 	if n := f.sent(t, func() error { return f.writer.Status().Patch(t.Context(), cp, crclient.MergeFrom(cached)) }); n != 0 {
 		t.Errorf("an empty status patch sent %d requests, want 0", n)
 	}
-	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSkipped); v != 1 {
+	if v := f.writes(t, imetrics.VerbPatch, imetrics.WriteSkipped); v != 1 {
 		t.Errorf("skipped patches = %v, want 1", v)
 	}
 	cp.Status.Message = "seen"
@@ -359,7 +359,7 @@ func TestEmptyStatusPatchIsSkipped(t *testing.T) {
 	if pod.Status.Message != "seen" {
 		t.Errorf("status.message = %q after the patch, want seen", pod.Status.Message)
 	}
-	if v := f.writes(t, metrics.VerbPatch, metrics.WriteSent); v != 1 {
+	if v := f.writes(t, imetrics.VerbPatch, imetrics.WriteSent); v != 1 {
 		t.Errorf("sent patches = %v, want 1", v)
 	}
 }
@@ -382,7 +382,7 @@ func TestCacheMissIsWritten(t *testing.T) {
 	if n := f.sent(t, func() error { return f.writer.Patch(t.Context(), cm, crclient.MergeFrom(cm.DeepCopy())) }); n != 1 {
 		t.Errorf("an empty merge patch of an uncached object sent %d requests, want 1", n)
 	}
-	if v := f.writes(t, metrics.VerbApply, metrics.WriteSkipped) + f.writes(t, metrics.VerbPatch, metrics.WriteSkipped); v != 0 {
+	if v := f.writes(t, imetrics.VerbApply, imetrics.WriteSkipped) + f.writes(t, imetrics.VerbPatch, imetrics.WriteSkipped); v != 0 {
 		t.Errorf("skipped writes = %v, want 0", v)
 	}
 }

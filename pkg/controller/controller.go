@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -22,11 +23,6 @@ var (
 	// ErrNoSources: Start was called on a controller with no sources, which
 	// would never reconcile anything.
 	ErrNoSources = errors.New("controller has no sources")
-	// ErrStarted: Start was called twice, or Watch after Start.
-	ErrStarted = errors.New("controller already started")
-	// ErrNotSynced: a source did not deliver its initial keys within
-	// Options.CacheSyncTimeout.
-	ErrNotSynced = errors.New("sources not synced")
 	// ErrReconcileTimeout is the cause of a reconcile context that
 	// Options.ReconcileTimeout ended.
 	ErrReconcileTimeout = errors.New("reconcile timed out")
@@ -137,7 +133,7 @@ func (c *Controller[K]) Watch(src source.Source[K]) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
-		return fmt.Errorf("controller %q: Watch after Start: %w", c.name, ErrStarted)
+		return fmt.Errorf("controller %q: Watch after Start: add every source before the controller starts", c.name)
 	}
 	c.sources = append(c.sources, src)
 	return nil
@@ -182,7 +178,7 @@ func (c *Controller[K]) markStarted() ([]source.Source[K], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
-		return nil, fmt.Errorf("controller %q: Start called twice: %w", c.name, ErrStarted)
+		return nil, fmt.Errorf("controller %q: Start called twice", c.name)
 	}
 	if len(c.sources) == 0 {
 		return nil, fmt.Errorf("controller %q: %w: add one with Watch before Start", c.name, ErrNoSources)
@@ -195,7 +191,7 @@ func (c *Controller[K]) markStarted() ([]source.Source[K], error) {
 // names each that has not delivered it by the timeout. It returns nil if
 // ctx ends first: that is a stop, not a failure.
 func (c *Controller[K]) waitForSync(ctx context.Context, sources []source.Source[K]) error {
-	cause := fmt.Errorf("%w within %v (Options.CacheSyncTimeout)", ErrNotSynced, c.opts.CacheSyncTimeout)
+	cause := fmt.Errorf("sources not synced within %v (Options.CacheSyncTimeout): %w", c.opts.CacheSyncTimeout, cache.ErrNotSynced)
 	syncCtx, cancel := context.WithTimeoutCause(ctx, c.opts.CacheSyncTimeout, cause)
 	defer cancel()
 	var errs []error

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -165,7 +165,7 @@ func TestResultPaths(t *testing.T) {
 		name:    "done is reconciled once",
 		do:      func(context.Context, reconcile.Request, int) (reconcile.Result, error) { return reconcile.Done(), nil },
 		times:   ms(0),
-		results: map[string]float64{metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultSuccess: 1},
 	}, {
 		name: "an error is retried with exponential backoff",
 		do: func(_ context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
@@ -175,7 +175,7 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 5, 15, 35), // 5ms, then 10ms, then 20ms
-		results: map[string]float64{metrics.ResultError: 3, metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultError: 3, imetrics.ResultSuccess: 1},
 		errors:  3,
 	}, {
 		name: "a terminal error is not retried",
@@ -183,9 +183,9 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), reconcile.Terminal(boom)
 		},
 		times:   ms(0),
-		results: map[string]float64{metrics.ResultError: 1},
+		results: map[string]float64{imetrics.ResultError: 1},
 		errors:  1,
-		other:   map[string]float64{metrics.TerminalReconcileErrors: 1},
+		other:   map[string]float64{imetrics.TerminalReconcileErrors: 1},
 	}, {
 		name: "requeue after a delay",
 		do: func(_ context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
@@ -195,7 +195,7 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 1000, 2000),
-		results: map[string]float64{metrics.ResultRequeueAfter: 2, metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultRequeueAfter: 2, imetrics.ResultSuccess: 1},
 	}, {
 		name: "requeue with backoff",
 		do: func(_ context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
@@ -205,7 +205,7 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 5, 15),
-		results: map[string]float64{metrics.ResultRequeue: 2, metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultRequeue: 2, imetrics.ResultSuccess: 1},
 	}, {
 		// A mechanical port of controller-runtime's Result{RequeueAfter: d}
 		// with a d computed as zero or less (time.Until a past deadline)
@@ -216,14 +216,14 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.RequeueAfter(0), nil
 		},
 		times:   ms(0),
-		results: map[string]float64{metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultSuccess: 1},
 	}, {
 		name: "requeue after a negative delay is done",
 		do: func(context.Context, reconcile.Request, int) (reconcile.Result, error) {
 			return reconcile.RequeueAfter(-time.Minute), nil
 		},
 		times:   ms(0),
-		results: map[string]float64{metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultSuccess: 1},
 	}, {
 		name: "a requeue after a delay resets the backoff",
 		do: func(_ context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
@@ -236,7 +236,7 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 5, 15, 1015, 1020),
-		results: map[string]float64{metrics.ResultError: 3, metrics.ResultRequeueAfter: 1, metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultError: 3, imetrics.ResultRequeueAfter: 1, imetrics.ResultSuccess: 1},
 		errors:  3,
 	}, {
 		name: "a panic is recovered, counted and retried with backoff",
@@ -247,9 +247,9 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 5),
-		results: map[string]float64{metrics.ResultError: 1, metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultError: 1, imetrics.ResultSuccess: 1},
 		errors:  1,
-		other:   map[string]float64{metrics.ReconcilePanics: 1},
+		other:   map[string]float64{imetrics.ReconcilePanics: 1},
 	}, {
 		name: "a timeout ends the context, is counted and retried",
 		opts: controller.Options[reconcile.Request]{ReconcileTimeout: time.Second},
@@ -264,9 +264,9 @@ func TestResultPaths(t *testing.T) {
 			return reconcile.Done(), nil
 		},
 		times:   ms(0, 1005),
-		results: map[string]float64{metrics.ResultError: 1, metrics.ResultSuccess: 1},
+		results: map[string]float64{imetrics.ResultError: 1, imetrics.ResultSuccess: 1},
 		errors:  1,
-		other:   map[string]float64{metrics.ReconcileTimeouts: 1},
+		other:   map[string]float64{imetrics.ReconcileTimeouts: 1},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,15 +275,15 @@ func TestResultPaths(t *testing.T) {
 				if diff := cmp.Diff(tt.times, r.times()); diff != "" {
 					t.Errorf("reconcile times (-want +got):\n%s", diff)
 				}
-				for _, result := range []string{metrics.ResultSuccess, metrics.ResultError, metrics.ResultRequeue, metrics.ResultRequeueAfter} {
-					if got := counter(t, reg, metrics.ReconcileTotal, "controller", "test", "result", result); got != tt.results[result] {
-						t.Errorf("%s{result=%q} = %v, want %v", metrics.ReconcileTotal, result, got, tt.results[result])
+				for _, result := range []string{imetrics.ResultSuccess, imetrics.ResultError, imetrics.ResultRequeue, imetrics.ResultRequeueAfter} {
+					if got := counter(t, reg, imetrics.ReconcileTotal, "controller", "test", "result", result); got != tt.results[result] {
+						t.Errorf("%s{result=%q} = %v, want %v", imetrics.ReconcileTotal, result, got, tt.results[result])
 					}
 				}
-				if got := counter(t, reg, metrics.ReconcileErrors); got != tt.errors {
-					t.Errorf("%s = %v, want %v", metrics.ReconcileErrors, got, tt.errors)
+				if got := counter(t, reg, imetrics.ReconcileErrors); got != tt.errors {
+					t.Errorf("%s = %v, want %v", imetrics.ReconcileErrors, got, tt.errors)
 				}
-				for _, name := range []string{metrics.TerminalReconcileErrors, metrics.ReconcilePanics, metrics.ReconcileTimeouts} {
+				for _, name := range []string{imetrics.TerminalReconcileErrors, imetrics.ReconcilePanics, imetrics.ReconcileTimeouts} {
 					if got := counter(t, reg, name); got != tt.other[name] {
 						t.Errorf("%s = %v, want %v", name, got, tt.other[name])
 					}

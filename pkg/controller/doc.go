@@ -87,6 +87,8 @@
 //     RequeueAfter or a retry's backoff instead of waiting for it
 //     (Example_requeueAfter).
 //   - Misuse is an error: a controller with no sources, started twice, or
-//     watching after Start returns ErrNoSources or ErrStarted; invalid
+//     watching after Start returns an error (ErrNoSources for the first);
+//     a start whose sources do not sync in time wraps cache.ErrNotSynced;
+//     invalid
 //     Options fail New with a message naming the field.
 package controller

@@ -9,7 +9,6 @@ import (
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
@@ -70,7 +69,7 @@ func TestHandlerPanicIsolated(t *testing.T) {
 	}
 	panics := testutil.ToFloat64(counter.WithLabelValues("fragile", "v1/ConfigMap"))
 	if panics < 1 {
-		t.Errorf("%s{controller=fragile,type=v1/ConfigMap} = %v, want at least 1", metrics.HandlerPanics, panics)
+		t.Errorf("%s{controller=fragile,type=v1/ConfigMap} = %v, want at least 1", imetrics.HandlerPanics, panics)
 	}
 	if n := fragileKeys.count(key("bomb")); n != 0 {
 		t.Errorf("the fragile controller reconciled the bomb %d times; its event should have been dropped", n)

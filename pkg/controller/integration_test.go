@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
@@ -42,7 +42,7 @@ func newWorld(t *testing.T) *world {
 	if w.cache, err = cache.New(env.Config(), cache.Options{Namespaces: []string{w.ns}}); err != nil {
 		t.Fatal(err)
 	}
-	if w.cms, err = cache.For[*corev1.ConfigMap](w.cache, cache.TypeOptions{}); err != nil {
+	if w.cms, err = cache.Register[*corev1.ConfigMap](w.cache, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if w.cl, err = client.New(env.Config(), client.Options{}); err != nil {
@@ -166,7 +166,7 @@ func TestReconcilesThroughLister(t *testing.T) {
 		got, err := w.cms.Get(w.ns, "live-copy")
 		return err == nil && got.UID != "" && got.DeletionTimestamp == nil && got.Data["k"] == "2"
 	})
-	if n := counter(t, w.reg, metrics.ReconcileTotal, "controller", "copier", "result", metrics.ResultSuccess); n < 4 {
+	if n := counter(t, w.reg, imetrics.ReconcileTotal, "controller", "copier", "result", imetrics.ResultSuccess); n < 4 {
 		t.Errorf("%v successful reconciles, want at least 4", n)
 	}
 }
@@ -297,7 +297,7 @@ func TestPanicAndTimeout(t *testing.T) {
 	if got := *cause.Load(); !errors.Is(got, controller.ErrReconcileTimeout) {
 		t.Errorf("the slow reconcile's context ended with %v, want ErrReconcileTimeout", got)
 	}
-	for name, want := range map[string]float64{metrics.ReconcilePanics: 1, metrics.ReconcileTimeouts: 1} {
+	for name, want := range map[string]float64{imetrics.ReconcilePanics: 1, imetrics.ReconcileTimeouts: 1} {
 		if got := counter(t, w.reg, name, "controller", "faulty"); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// eventLag measures a controller's metrics.SourceEventLag and
-// metrics.ControllerEventLag: its sources record when the change behind
+// eventLag measures a controller's opkit_source_event_lag_seconds and
+// opkit_controller_event_lag_seconds: its sources record when the change behind
 // each key they queue happened, and a worker takes that time when it gets
 // the key. Kept only with Options.Registerer: it costs a map operation per
 // key queued and per reconcile. Tracing keeps the change times too, for

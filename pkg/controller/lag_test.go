@@ -9,9 +9,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
@@ -70,7 +70,7 @@ func TestEventLag(t *testing.T) {
 	if w.cache, err = cache.New(env.Config(), cache.Options{Namespaces: []string{w.ns}, Registerer: w.reg}); err != nil {
 		t.Fatal(err)
 	}
-	if w.cms, err = cache.For[*corev1.ConfigMap](w.cache, cache.TypeOptions{}); err != nil {
+	if w.cms, err = cache.Register[*corev1.ConfigMap](w.cache, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const held = 2600 * time.Millisecond // the bucket (2.5, 5] holds it
@@ -107,26 +107,26 @@ func TestEventLag(t *testing.T) {
 		t.Fatalf("second reconcile of %q, want b", got)
 	}
 	eventually(t, "both reconciles observed", func() bool {
-		h := histogram(t, w.reg, metrics.ControllerEventLag, map[string]string{"controller": "lag"})
+		h := histogram(t, w.reg, imetrics.ControllerEventLag, map[string]string{"controller": "lag"})
 		return h != nil && h.GetSampleCount() == 2
 	})
 
-	e2e := histogram(t, w.reg, metrics.ControllerEventLag, map[string]string{"controller": "lag"})
+	e2e := histogram(t, w.reg, imetrics.ControllerEventLag, map[string]string{"controller": "lag"})
 	// a waited for nothing: under 2.5s (the change time is up to 1s early).
 	// b waited at least held, so it is above the bucket le=2.5.
 	if below := cumulative(t, e2e, 2.5); below != 1 {
-		t.Errorf("%s: %d observations up to 2.5s, want 1 (a's); b was held %v", metrics.ControllerEventLag, below, held)
+		t.Errorf("%s: %d observations up to 2.5s, want 1 (a's); b was held %v", imetrics.ControllerEventLag, below, held)
 	}
 	if e2e.GetSampleSum() < held.Seconds() {
-		t.Errorf("%s: sum %vs, want at least b's %v", metrics.ControllerEventLag, e2e.GetSampleSum(), held)
+		t.Errorf("%s: sum %vs, want at least b's %v", imetrics.ControllerEventLag, e2e.GetSampleSum(), held)
 	}
 
 	for _, tc := range []struct {
 		name  string
 		match map[string]string
 	}{
-		{cache.MetricEventLag, map[string]string{"type": "v1/ConfigMap", "event": "add"}},
-		{metrics.SourceEventLag, map[string]string{"controller": "lag", "type": "v1/ConfigMap"}},
+		{imetrics.CacheEventLag, map[string]string{"type": "v1/ConfigMap", "event": "add"}},
+		{imetrics.SourceEventLag, map[string]string{"controller": "lag", "type": "v1/ConfigMap"}},
 	} {
 		h := histogram(t, w.reg, tc.name, tc.match)
 		if h == nil {

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -76,11 +77,11 @@ func TestStartErrors(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { errc <- c.Start(ctx) }()
 		synctest.Wait()
-		if err := c.Start(ctx); !errors.Is(err, controller.ErrStarted) {
-			t.Errorf("second Start = %v, want ErrStarted", err)
+		if err := c.Start(ctx); err == nil || !strings.Contains(err.Error(), "Start called twice") {
+			t.Errorf("second Start = %v, want an error saying so", err)
 		}
-		if err := c.Watch(&keys{}); !errors.Is(err, controller.ErrStarted) {
-			t.Errorf("Watch after Start = %v, want ErrStarted", err)
+		if err := c.Watch(&keys{}); err == nil || !strings.Contains(err.Error(), "Watch after Start") {
+			t.Errorf("Watch after Start = %v, want an error saying so", err)
 		}
 		cancel()
 		if err := <-errc; err != nil {
@@ -106,7 +107,7 @@ func TestCacheSyncTimeout(t *testing.T) {
 		}
 		start := time.Now()
 		err = c.Start(t.Context())
-		if !errors.Is(err, controller.ErrNotSynced) || !strings.Contains(err.Error(), "keys source not synced") {
+		if !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), "keys source not synced") {
 			t.Errorf("Start = %v, want ErrNotSynced naming the source", err)
 		}
 		if d := time.Since(start); d != 10*time.Second {

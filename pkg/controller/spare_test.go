@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -87,7 +87,7 @@ func concurrency(t *testing.T, opts controller.Options[reconcile.Request], tenan
 			mu.Unlock()
 			return reconcile.Done(), nil
 		})
-	return most, mostOfOne, counter(t, reg, metrics.MaxConcurrentReconciles, "controller", "test")
+	return most, mostOfOne, counter(t, reg, imetrics.MaxConcurrentReconciles, "controller", "test")
 }
 
 // Spare workers add at most SpareWorkers reconciles to MaxConcurrentReconciles,
@@ -119,7 +119,7 @@ func TestSpareWorkersBound(t *testing.T) {
 					t.Errorf("at most %d reconciles at once, want %d", most, tt.most)
 				}
 				if gauge != float64(tt.gauge) {
-					t.Errorf("%s = %v, want %d", metrics.MaxConcurrentReconciles, gauge, tt.gauge)
+					t.Errorf("%s = %v, want %d", imetrics.MaxConcurrentReconciles, gauge, tt.gauge)
 				}
 			})
 		})
@@ -140,7 +140,7 @@ func TestOneTenantGetsNoSpare(t *testing.T) {
 				t.Fatalf("%d reconciles of one tenant at once with one worker and its spare, want 1", most)
 			}
 			if gauge != 2 {
-				t.Errorf("%s = %v, want 2 (a worker and its spare)", metrics.MaxConcurrentReconciles, gauge)
+				t.Errorf("%s = %v, want 2 (a worker and its spare)", imetrics.MaxConcurrentReconciles, gauge)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -26,7 +27,7 @@ func TestTracingWithoutMetrics(t *testing.T) {
 	if w.cache, err = cache.New(env.Config(), cache.Options{Namespaces: []string{w.ns}, Registerer: w.reg}); err != nil {
 		t.Fatal(err)
 	}
-	if w.cms, err = cache.For[*corev1.ConfigMap](w.cache, cache.TypeOptions{}); err != nil {
+	if w.cms, err = cache.Register[*corev1.ConfigMap](w.cache, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	exp := tracetest.NewInMemoryExporter()
@@ -68,11 +69,11 @@ func TestTracingWithoutMetrics(t *testing.T) {
 	if _, ok := has(first, tracing.EventChanged); !ok {
 		t.Errorf("the first reconcile has no %s: %v", tracing.EventChanged, first.Attributes)
 	}
-	if v, _ := has(first, tracing.Result); v.AsString() != tracing.ResultRequeue {
+	if v, _ := has(first, tracing.Result); v.AsString() != imetrics.ResultRequeue {
 		t.Errorf("the first reconcile's result %q, want requeue", v.AsString())
 	}
 	if len(second.Links) != 1 || second.Links[0].SpanContext.SpanID() != first.SpanContext.SpanID() ||
-		len(second.Links[0].Attributes) != 1 || second.Links[0].Attributes[0] != tracing.LinkReason.String(tracing.ResultRequeue) {
+		len(second.Links[0].Attributes) != 1 || second.Links[0].Attributes[0] != tracing.LinkReason.String(imetrics.ResultRequeue) {
 		t.Errorf("the second reconcile's links %+v, want one to the first, reason requeue", second.Links)
 	}
 }

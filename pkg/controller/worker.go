@@ -13,9 +13,9 @@ import (
 
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
-	"github.com/opkit-dev/opkit/pkg/tracing"
 )
 
 // processNext reconciles the next key that get (the queue's Get, or
@@ -77,7 +77,7 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 	result, requeued := c.settle(log, key, priority, res, err, took)
 	if span != nil {
 		var after time.Duration
-		if result == tracing.ResultRequeueAfter {
+		if result == imetrics.ResultRequeueAfter {
 			after, _ = res.Requeue()
 		}
 		c.tracer.end(span, key, result, after, err, requeued)
@@ -101,7 +101,7 @@ func (c *Controller[K]) settle(log logr.Logger, key K, priority int, res reconci
 		c.metrics.Errors.Inc()
 		c.metrics.Terminal.Inc()
 		log.Error(err, "Reconcile failed with a terminal error; not retrying until the object changes")
-		return tracing.ResultError, false
+		return imetrics.ResultError, false
 	case errors.Is(err, fence.ErrFenced):
 		// A write refused because the lease may be lost: the key waits at
 		// the fence, without backoff, for the next renewal.
@@ -109,29 +109,29 @@ func (c *Controller[K]) settle(log logr.Logger, key K, priority int, res reconci
 		c.metrics.Error.Inc()
 		c.metrics.Errors.Inc()
 		log.Info("Reconcile stopped: a write was refused because this replica is not sure it still holds its lease; retrying once it is renewed", "error", err.Error())
-		return tracing.ResultError, true
+		return imetrics.ResultError, true
 	case err != nil:
 		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
 		c.metrics.Error.Inc()
 		c.metrics.Errors.Inc()
 		log.Error(err, "Reconcile failed; retrying with backoff", "retries", c.queue.NumRequeues(key))
-		return tracing.ResultError, true
+		return imetrics.ResultError, true
 	case !requeue:
 		c.queue.Forget(key)
 		c.metrics.Success.Inc()
 		log.V(1).Info("Reconciled", "seconds", took.Seconds())
-		return tracing.ResultSuccess, false
+		return imetrics.ResultSuccess, false
 	case after > 0:
 		c.queue.Forget(key)
 		c.queue.AddWithOpts(queue.AddOpts{After: after, Priority: priority}, key)
 		c.metrics.RequeueAfter.Inc()
 		log.V(1).Info("Reconciled; requeued", "after", after.String(), "seconds", took.Seconds())
-		return tracing.ResultRequeueAfter, true
+		return imetrics.ResultRequeueAfter, true
 	default:
 		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
 		c.metrics.Requeue.Inc()
 		log.V(1).Info("Reconciled; requeued with backoff", "seconds", took.Seconds())
-		return tracing.ResultRequeue, true
+		return imetrics.ResultRequeue, true
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opkit-dev/opkit/internal/consistency"
-	"github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
 
@@ -32,9 +32,9 @@ type pendingWrites[K comparable] struct {
 func newPendingWrites[K comparable](name string, timeout time.Duration, wait *prometheus.HistogramVec) *pendingWrites[K] {
 	return &pendingWrites[K]{
 		timeout:  timeout,
-		caughtUp: wait.WithLabelValues(name, metrics.WaitCaughtUp),
-		timedOut: wait.WithLabelValues(name, metrics.WaitTimeout),
-		canceled: wait.WithLabelValues(name, metrics.WaitCanceled),
+		caughtUp: wait.WithLabelValues(name, imetrics.WaitCaughtUp),
+		timedOut: wait.WithLabelValues(name, imetrics.WaitTimeout),
+		canceled: wait.WithLabelValues(name, imetrics.WaitCanceled),
 		parked:   map[K]int{},
 	}
 }

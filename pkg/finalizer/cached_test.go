@@ -26,7 +26,7 @@ func TestCachedObjectsUnmodified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := cache.For[*corev1.ConfigMap](informers, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](informers, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

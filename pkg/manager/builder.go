@@ -378,7 +378,7 @@ func bind[T cache.Object](b *builder, l **cache.Lister[T], key sharding.Key, sha
 	case have != nil:
 		return have, nil
 	}
-	got, err := cache.For[T](b.m.cache, opts)
+	got, err := cache.Register[T](b.m.cache, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestNewControllerWatches(t *testing.T) {
 		secrets    *cache.Lister[*corev1.Secret]
 		pods       *cache.Lister[*corev1.Pod]
 	}
-	labelled, err := cache.For[*corev1.Pod](m.Cache(), cache.TypeOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"watched": "yes"})})
+	labelled, err := cache.Register[*corev1.Pod](m.Cache(), cache.TypeOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"watched": "yes"})})
 	if err != nil {
 		t.Fatal(err)
 	}

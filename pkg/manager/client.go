@@ -29,7 +29,7 @@ func (m *Manager) CachedClient() client.Client {
 // and writes with: the manager's CachedClient, which names controller as
 // the field owner of each create, update, patch and apply, sends applies
 // with ForceOwnership, skips the applies and patches that would change
-// nothing, and counts them in metrics.ClientWrites under controller (see
+// nothing, and counts them in opkit_client_writes_total under controller (see
 // package github.com/opkit-dev/opkit/pkg/cachedclient, "Writing"). Its
 // writes are recorded for read-your-writes, as every write of the
 // manager's clients is. The same name returns the same writer, which is

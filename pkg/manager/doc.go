@@ -135,7 +135,7 @@
 //     controller (sharding.ByControllerOwner under ByUID, ByNamespace
 //     under ByNamespace; unsharded under ByControllerOwner, whose children
 //     do not hash to the parent's slot), and sets a nil Lister of the
-//     reconciler's to that registration; cache.For with the same
+//     reconciler's to that registration; cache.Register with the same
 //     TypeOptions returns the same registration. Watches types
 //     stay whole on every replica unless ShardWatch(key, ...) shards them:
 //     correct only if each object hashes to the slot of every key it maps

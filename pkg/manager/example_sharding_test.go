@@ -23,7 +23,7 @@ import (
 // each replica's Identity defaults to its host name and random digits.
 //
 // The reconciler reads the ConfigMaps through the Lister NewController
-// uses: cache.For with the same TypeOptions returns it. The Secrets a
+// uses: cache.Register with the same TypeOptions returns it. The Secrets a
 // ConfigMap names are watched sharded by namespace too (ShardWatch), which
 // is correct because the mapping stays within a namespace: the replica
 // holding a ConfigMap's slot holds its Secrets' too.

@@ -31,8 +31,6 @@ import (
 
 // Errors a caller can test for with errors.Is.
 var (
-	// ErrStarted: Start was called twice, or Add after Start.
-	ErrStarted = errors.New("manager already started")
 	// ErrLeaderLost: the manager lost its leader lease; its leader-only
 	// runnables were stopped at once and Start returned.
 	ErrLeaderLost = errors.New("leader election lost")
@@ -230,7 +228,7 @@ func (m *Manager) Config() *rest.Config { return m.config }
 // Scheme returns the scheme.
 func (m *Manager) Scheme() *runtime.Scheme { return m.scheme }
 
-// Cache returns the shared cache. Register types with cache.For before
+// Cache returns the shared cache. Register types with cache.Register before
 // Start.
 func (m *Manager) Cache() *cache.Cache { return m.cache }
 
@@ -258,7 +256,7 @@ func (m *Manager) Add(r Runnable) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started {
-		return fmt.Errorf("manager: Add %s after Start: %w", named(r), ErrStarted)
+		return fmt.Errorf("manager: Add %s after Start: add every runnable before Start", named(r))
 	}
 	m.runnables = append(m.runnables, r)
 	return nil

@@ -34,14 +34,14 @@ func TestCacheOptionsHonoured(t *testing.T) {
 	t.Run("Scheme", func(t *testing.T) {
 		// A scheme without ConfigMaps: the cache must refuse to cache them.
 		m := newManager(t, ns, manager.Options{Cache: cache.Options{Namespaces: []string{ns}, Scheme: runtime.NewScheme()}})
-		if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err == nil {
-			t.Error("cache.For[*corev1.ConfigMap] succeeded: the cache uses the manager's scheme, not Options.Cache.Scheme")
+		if _, err := cache.Register[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err == nil {
+			t.Error("cache.Register[*corev1.ConfigMap] succeeded: the cache uses the manager's scheme, not Options.Cache.Scheme")
 		}
 	})
 	t.Run("Mapper", func(t *testing.T) {
 		// A mapper that knows no kind: ConfigMaps must be "not installed".
 		m := newManager(t, ns, manager.Options{Cache: cache.Options{Namespaces: []string{ns}, Mapper: meta.NewDefaultRESTMapper(nil)}})
-		if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
+		if _, err := cache.Register[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -65,7 +65,7 @@ func TestCacheOptionsHonoured(t *testing.T) {
 		}
 		hc := &http.Client{Transport: countingTransport{rt, &n}}
 		m := newManager(t, ns, manager.Options{Cache: cache.Options{Namespaces: []string{ns}, HTTPClient: hc}})
-		if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
+		if _, err := cache.Register[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())

@@ -64,11 +64,11 @@ func TestOwnsIndexesChildrenByController(t *testing.T) {
 	ns := env.Namespace(t)
 	m := newManager(t, ns, manager.Options{})
 	// Registered by hand first: Owns reuses this registration.
-	secrets, err := cache.For[*corev1.Secret](m.Cache(), cache.TypeOptions{})
+	secrets, err := cache.Register[*corev1.Secret](m.Cache(), cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,11 +234,11 @@ func (shardedController) NeedLeaderElection() bool { return false }
 // ShardedTypeOptions returns the TypeOptions that register a sharded
 // controller's For type, sharded by key (its ShardBy, sharding.ByUID by
 // default), so that a reconciler reading its primary objects through its
-// own cache.For Lister shares the controller's registration and holds only
+// own cache.Register Lister shares the controller's registration and holds only
 // this replica's slots of them. Without Options.Sharding it returns the
 // zero TypeOptions, so one call serves both modes:
 //
-//	mirrors, err := cache.For[*v1alpha1.Mirror](mgr.Cache(), mgr.ShardedTypeOptions(sharding.ByUID))
+//	mirrors, err := cache.Register[*v1alpha1.Mirror](mgr.Cache(), mgr.ShardedTypeOptions(sharding.ByUID))
 //
 // Registered with other options (the zero TypeOptions in sharded mode,
 // say), the type is cached twice: whole for the reconciler, split for the

@@ -163,7 +163,7 @@ func TestShardedManagersFilterInTheCache(t *testing.T) {
 
 // In sharded mode NewController registers its For type and, with
 // ShardWatch, a Watches type sharded by the keys given, and sets the
-// reconciler's nil Lister to it: cache.For with the same TypeOptions
+// reconciler's nil Lister to it: cache.Register with the same TypeOptions
 // returns the same registration, not a second one.
 // ShardWatch of anything but Watches is refused.
 func TestShardWatchRegistersSharded(t *testing.T) {
@@ -179,10 +179,10 @@ func TestShardWatchRegistersSharded(t *testing.T) {
 	if bound == nil {
 		t.Error("For left the reconciler's Lister nil")
 	}
-	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.Secret](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+	if _, err := cache.Register[*corev1.Secret](m.Cache(), cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
@@ -190,7 +190,7 @@ func TestShardWatchRegistersSharded(t *testing.T) {
 		kinds[st.GVK.Kind]++
 	}
 	if kinds["ConfigMap"] != 1 || kinds["Secret"] != 1 {
-		t.Errorf("registrations per kind %v, want one ConfigMap and one Secret: the manager's and cache.For's must be the same", kinds)
+		t.Errorf("registrations per kind %v, want one ConfigMap and one Secret: the manager's and cache.Register's must be the same", kinds)
 	}
 	_, err := manager.NewController(m, "bad", r, manager.ShardWatch(sharding.ByNamespace, manager.For[*corev1.Secret](nil)))
 	if err == nil || !strings.Contains(err.Error(), "only a watch made by Watches can be sharded") {
@@ -205,7 +205,7 @@ func TestShardedTypeOptionsShareTheControllersRegistration(t *testing.T) {
 	ns := env.Namespace(t)
 	m := newManager(t, ns, manager.Options{Sharding: manager.ShardingOptions{Enabled: true, Group: "typeopts", Namespace: ns}})
 	r := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Done(), nil })
-	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), m.ShardedTypeOptions(sharding.ByUID)); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](m.Cache(), m.ShardedTypeOptions(sharding.ByUID)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := manager.NewController(m, "typeopts", r, manager.For[*corev1.ConfigMap](nil)); err != nil {

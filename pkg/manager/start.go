@@ -87,7 +87,7 @@ func (m *Manager) markStarted() ([]Runnable, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started {
-		return nil, fmt.Errorf("manager: Start called twice: %w", ErrStarted)
+		return nil, errors.New("manager: Start called twice")
 	}
 	m.started = true
 	return m.runnables, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -105,7 +106,7 @@ func TestMirrorTrace(t *testing.T) {
 	printTrace(&out, exp.GetSpans(), r, "")
 	t.Logf("the trace of one Mirror reconcile:\n%s", out.String())
 	checkAttributes(t, r, map[attribute.Key]string{
-		tracing.Controller: "mirror", tracing.Namespace: home, tracing.Name: "ca-bundle", tracing.Result: tracing.ResultSuccess,
+		tracing.Controller: "mirror", tracing.Namespace: home, tracing.Name: "ca-bundle", tracing.Result: imetrics.ResultSuccess,
 	})
 	if _, ok := attr(r, tracing.EventChanged); !ok {
 		t.Errorf("the reconcile span has no %s: the source's update queued it", tracing.EventChanged)

@@ -23,6 +23,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
@@ -88,7 +89,7 @@ func TestTracing(t *testing.T) {
 			t.Errorf("span %q of kind %v, want \"reconcile copier\", internal", r.Name, r.SpanKind)
 		}
 		want := map[attribute.Key]string{
-			tracing.Controller: "copier", tracing.Namespace: ns, tracing.Name: "ca", tracing.Result: tracing.ResultSuccess,
+			tracing.Controller: "copier", tracing.Namespace: ns, tracing.Name: "ca", tracing.Result: imetrics.ResultSuccess,
 		}
 		checkAttributes(t, r, want)
 		for _, k := range []attribute.Key{tracing.ReconcileID, tracing.EventChanged, tracing.EventLag} {
@@ -123,7 +124,7 @@ func TestTracing(t *testing.T) {
 	t.Run("error", func(t *testing.T) {
 		rs := reconcileSpans(spans, "broken")
 		first, second := rs[0], rs[1]
-		checkAttributes(t, first, map[attribute.Key]string{tracing.Result: tracing.ResultError})
+		checkAttributes(t, first, map[attribute.Key]string{tracing.Result: imetrics.ResultError})
 		if first.Status.Code != codes.Error || first.Status.Description != errBroken.Error() {
 			t.Errorf("status %+v, want an Error with %q", first.Status, errBroken)
 		}
@@ -133,7 +134,7 @@ func TestTracing(t *testing.T) {
 		if len(second.Links) != 1 || second.Links[0].SpanContext.SpanID() != first.SpanContext.SpanID() {
 			t.Fatalf("the retry's links %+v, want one to the failed reconcile %v", second.Links, first.SpanContext.SpanID())
 		}
-		if reason := second.Links[0].Attributes; !slices.Contains(reason, tracing.LinkReason.String(tracing.ResultError)) {
+		if reason := second.Links[0].Attributes; !slices.Contains(reason, tracing.LinkReason.String(imetrics.ResultError)) {
 			t.Errorf("link attributes %v, want %s=error", reason, tracing.LinkReason)
 		}
 		if _, ok := attr(second, tracing.EventChanged); ok {
@@ -143,7 +144,7 @@ func TestTracing(t *testing.T) {
 
 	t.Run("requeue after", func(t *testing.T) {
 		r := reconcileSpans(spans, "later")[0]
-		checkAttributes(t, r, map[attribute.Key]string{tracing.Result: tracing.ResultRequeueAfter})
+		checkAttributes(t, r, map[attribute.Key]string{tracing.Result: imetrics.ResultRequeueAfter})
 		if after, _ := attr(r, tracing.RequeueAfter); after.AsFloat64() != time.Hour.Seconds() {
 			t.Errorf("%s = %v, want 3600", tracing.RequeueAfter, after.String())
 		}

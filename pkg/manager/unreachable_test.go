@@ -29,7 +29,7 @@ func TestStartFailsWhenUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.For[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
+	if _, err := cache.Register[*corev1.ConfigMap](m.Cache(), cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	err = m.Start(t.Context())

@@ -255,7 +255,7 @@ func TestDifferences(t *testing.T) {
 			}
 			seen++
 			want := queueBuckets
-			if mf.GetName() == metrics.ReconcileTime {
+			if mf.GetName() == imetrics.ReconcileTime {
 				want = reconcileBuckets
 			}
 			var got []float64

@@ -1,8 +1,9 @@
-// Package metrics holds the names and label values of the metrics opkit's
-// packages record, for dashboards, alerts and tests, and NewQueueMetrics,
-// the Prometheus queue.MetricsProvider for a queue of your own. The
+// Package metrics states what the series opkit records promise, for
+// dashboards and alerts, and holds NewQueueMetrics, the Prometheus
+// queue.MetricsProvider for a queue of your own. The cache, the
 // controller, the manager and the writer register their metrics
-// themselves, into the registry they are given.
+// themselves, into the registry they are given; docs/metrics.md lists
+// every series with its labels.
 //
 //   - Nothing registers into a global registry: NewQueueMetrics, like every
 //     opkit package, takes the prometheus.Registerer to use, which the
@@ -29,12 +30,12 @@
 //     reconcile it caused, in three parts and in total, each a histogram
 //     with the same buckets (1ms to 60s): (a) the cache's
 //     opkit_cache_event_lag_seconds{type,event}, from the change to the
-//     informer's delivery; (b) opkit_source_event_lag_seconds{controller,type}
-//     (SourceEventLag), from the delivery to the handler's return with the
+//     informer's delivery; (b) opkit_source_event_lag_seconds{controller,type},
+//     from the delivery to the handler's return with the
 //     keys queued (predicates and map functions included); (c)
 //     workqueue_queue_duration_seconds{name,controller}, the wait in the
 //     queue until a worker gets the key; and, end to end,
-//     opkit_controller_event_lag_seconds{controller} (ControllerEventLag).
+//     opkit_controller_event_lag_seconds{controller}.
 //     The change's time is estimated from the object's own timestamps
 //     (managedFields times, creation and deletion timestamps), which have
 //     whole seconds: (a) and the total read up to 1s long, and include

@@ -32,7 +32,7 @@ func TestReferencesOnTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lister, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	lister, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ type Event[T cache.Object] struct {
 	// state it saw, which may be stale.
 	StateUnknown bool
 	// Changed is when the change happened at the API server, estimated
-	// from the object's timestamps as for cache.MetricEventLag (whole
+	// from the object's timestamps as for opkit_cache_event_lag_seconds (whole
 	// seconds); zero when unknown: for the initial list, resyncs, deletes
 	// without a deletionTimestamp, and whenever the cache keeps no metrics.
 	Changed time.Time

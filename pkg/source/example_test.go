@@ -54,7 +54,7 @@ func Example() {
 // starts it, then waits for it to sync.
 func ExampleNewKind() {
 	var c *cache.Cache // from the manager, or cache.New
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -31,7 +31,7 @@ func configMaps(t *testing.T, ns string) (*cache.Cache, *cache.Lister[*corev1.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestKindWaitForSyncError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := cache.For[*corev1.ConfigMap](c, cache.TypeOptions{})
+	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestPatchListerObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	widgets, err := cache.For[*Widget](informers, cache.TypeOptions{})
+	widgets, err := cache.Register[*Widget](informers, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/tracing"
 )
 
@@ -36,7 +37,7 @@ func TestDocsNameTheAttributes(t *testing.T) {
 			t.Errorf("docs/tracing.md names %s, which package tracing does not set", m[1])
 		}
 	}
-	for _, v := range []string{tracing.ResultSuccess, tracing.ResultError, tracing.ResultRequeue, tracing.ResultRequeueAfter} {
+	for _, v := range []string{imetrics.ResultSuccess, imetrics.ResultError, imetrics.ResultRequeue, imetrics.ResultRequeueAfter} {
 		if !strings.Contains(doc, "`"+v+"`") {
 			t.Errorf("docs/tracing.md does not name the result %s", v)
 		}

@@ -20,7 +20,9 @@ const (
 	// ReconcileID is the ID in the reconcile's log lines
 	// (controller.ReconcileID).
 	ReconcileID = attribute.Key("opkit.reconcile_id")
-	// Result is one of the Result* values.
+	// Result is the reconcile's result, as in the result label of
+	// controller_runtime_reconcile_total: "success", "error", "requeue" or
+	// "requeue_after".
 	Result = attribute.Key("opkit.result")
 	// RequeueAfter is the delay of a reconcile.RequeueAfter, in seconds.
 	RequeueAfter = attribute.Key("opkit.requeue_after_seconds")
@@ -32,17 +34,8 @@ const (
 	// EventLag is the seconds from EventChanged to the reconcile's start.
 	EventLag = attribute.Key("opkit.event.lag_seconds")
 	// LinkReason, on a span link, says why the linked span queued the key
-	// again: one of the Result* values other than ResultSuccess.
+	// again: one of Result's values other than "success".
 	LinkReason = attribute.Key("opkit.link.reason")
-)
-
-// The values of the Result attribute, as in the controller_runtime_reconcile_total
-// metric's result label.
-const (
-	ResultSuccess      = "success"
-	ResultError        = "error"
-	ResultRequeue      = "requeue"
-	ResultRequeueAfter = "requeue_after"
 )
 
 // The attributes of an API request span ("<verb> <resource>"), beside

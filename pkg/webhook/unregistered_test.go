@@ -56,7 +56,7 @@ func TestPortedSuiteSwallowsAnUnregisteredRead(t *testing.T) {
 	ns := selectedNamespace(t)
 	crt, key := selfSigned(t)
 	wo := manager.WebhookOptions{Port: freePort(t), CertDir: certDir(t, crt, key)}
-	m := newManager(t, ns, wo) // no cache.For[*corev1.Node]: the missing registration
+	m := newManager(t, ns, wo) // no cache.Register[*corev1.Node]: the missing registration
 	hooks := webhook.Hooks[*corev1.ConfigMap]{Defaulter: zones{c: m.CachedClient()}, Validator: colors{}}
 	if err := webhook.Register(m, hooks); err != nil {
 		t.Fatal(err)
@@ -96,8 +96,8 @@ func TestUnregisteredReadFailsTheSuite(t *testing.T) {
 	// The webhook's own log line names the kind too: the report is what
 	// must say it.
 	report := "read of a kind nobody registered: cache: read /v1, Kind=Node (typed form)"
-	if !strings.Contains(string(out), report) || !strings.Contains(string(out), "cache.For[*v1.Node]") {
-		t.Errorf("the ported suite failed (%v) without a report of the read saying %q and cache.For[*v1.Node]; output:\n%s", err, report, out)
+	if !strings.Contains(string(out), report) || !strings.Contains(string(out), "cache.Register[*v1.Node]") {
+		t.Errorf("the ported suite failed (%v) without a report of the read saying %q and cache.Register[*v1.Node]; output:\n%s", err, report, out)
 	}
 }
 

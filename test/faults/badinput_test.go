@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
-	"github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // retries reads the mirror controller's rate-limited retries and error
@@ -20,7 +20,7 @@ import (
 func (op *operator) retries(t testing.TB) (retries, errs float64) {
 	t.Helper()
 	return op.counter(t, "workqueue_retries_total", map[string]string{"name": "mirror"}),
-		op.counter(t, metrics.ReconcileTotal, map[string]string{"controller": "mirror", "result": metrics.ResultError})
+		op.counter(t, imetrics.ReconcileTotal, map[string]string{"controller": "mirror", "result": imetrics.ResultError})
 }
 
 // quiet checks that the operator neither retries nor fails a reconcile for
@@ -49,8 +49,8 @@ func TestBadInputMalformedSelector(t *testing.T) {
 	w.eventually("Ready=False InvalidSpec", w.condition(m, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec))
 	w.eventually("an InvalidSpec Event", w.event(m, v1alpha1.ReasonInvalidSpec))
 	eventually(t, 10*time.Second, "a terminal error counted", func() error {
-		if n := op.counter(t, metrics.TerminalReconcileErrors, map[string]string{"controller": "mirror"}); n < 1 {
-			return fmt.Errorf("%s = %v", metrics.TerminalReconcileErrors, n)
+		if n := op.counter(t, imetrics.TerminalReconcileErrors, map[string]string{"controller": "mirror"}); n < 1 {
+			return fmt.Errorf("%s = %v", imetrics.TerminalReconcileErrors, n)
 		}
 		return nil
 	})

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
-	"github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // External writers edit copies while a user edits the source and someone
@@ -83,7 +83,7 @@ func TestConflictsWithExternalWriters(t *testing.T) {
 	wg.Wait()
 	want := maps.Clone(lastSource)
 	took := w.eventually("every copy equal to the source", w.copiesEqual(copies, "cfg", want))
-	conflicts := op.counter(t, metrics.RESTClientRequests, map[string]string{"code": "409"})
+	conflicts := op.counter(t, imetrics.RESTClientRequests, map[string]string{"code": "409"})
 	t.Logf("after %v of concurrent writes (%d tamperings, source at %v): copies converged %v later; the operator met %v conflicts (409)",
 		window, tampered.Load(), want, took.Round(time.Millisecond), conflicts)
 

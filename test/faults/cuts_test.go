@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opkit-dev/opkit/pkg/cache"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -97,7 +97,7 @@ func TestConnectionCuts(t *testing.T) {
 		w.eventually("copies of "+name+" after the outage", w.copiesEqual(nss, name, want))
 	}
 	t.Logf("converged %v after the network healed; %v relists, %v watch restarts", time.Since(healed).Round(time.Millisecond),
-		op.counter(t, cache.MetricRelists, nil), op.counter(t, "opkit_cache_watch_restarts_total", nil))
+		op.counter(t, imetrics.CacheRelists, nil), op.counter(t, "opkit_cache_watch_restarts_total", nil))
 	eventually(t, 30*time.Second, "/readyz 200 after the outage", func() error {
 		resp, err := http.Get(readyz)
 		if err != nil {

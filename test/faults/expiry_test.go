@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/opkit-dev/opkit/pkg/cache"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // goneStatus is what the API server answers a watch from a resource
@@ -118,7 +118,7 @@ func TestWatchExpiry(t *testing.T) {
 		w.mirror(name, name, w.selector())
 		w.eventually("copies of "+name, w.copiesEqual(nss, name, map[string]string{"v": "0"}))
 	}
-	relists := op.counter(t, cache.MetricRelists, nil)
+	relists := op.counter(t, imetrics.CacheRelists, nil)
 
 	exp.expiring.Store(true)
 	p.closeAll(1) // every informer's watch ends and must resume
@@ -138,13 +138,13 @@ func TestWatchExpiry(t *testing.T) {
 		name := fmt.Sprintf("src-%d", i)
 		w.eventually("copies of "+name+" after the expiry", w.copiesEqual(nss, name, want))
 	}
-	after := op.counter(t, cache.MetricRelists, nil)
+	after := op.counter(t, imetrics.CacheRelists, nil)
 	t.Logf("%d watches answered 410 Gone; relists %v -> %v; converged %v after the expiry ended",
 		exp.served.Load(), relists, after, time.Since(ended).Round(time.Millisecond))
 	if exp.served.Load() == 0 {
 		t.Fatal("no watch was answered 410: the test tested nothing")
 	}
 	if after <= relists {
-		t.Errorf("%s did not rise (%v -> %v) although watches expired", cache.MetricRelists, relists, after)
+		t.Errorf("%s did not rise (%v -> %v) although watches expired", imetrics.CacheRelists, relists, after)
 	}
 }

@@ -3,8 +3,7 @@ package faults
 import (
 	"testing"
 
-	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // histogramTotals sums the sample counts of the histograms called name in
@@ -46,7 +45,7 @@ func TestEventLagInOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.eventually("copies updated", w.copiesEqual(nss, "lag-src", map[string]string{"v": "1"}))
-	for _, name := range []string{cache.MetricEventLag, metrics.SourceEventLag, metrics.ControllerEventLag} {
+	for _, name := range []string{imetrics.CacheEventLag, imetrics.SourceEventLag, imetrics.ControllerEventLag} {
 		count, under60 := op.histogramTotals(t, name)
 		t.Logf("%s: %d observations", name, count)
 		if count == 0 || under60 != count {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
-	"github.com/opkit-dev/opkit/pkg/cache"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -52,7 +52,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restarts, relists := op.counter(t, cache.MetricWatchRestarts, nil), op.counter(t, cache.MetricRelists, nil)
+	restarts, relists := op.counter(t, imetrics.CacheWatchRestarts, nil), op.counter(t, imetrics.CacheRelists, nil)
 
 	stopPoll := readiness("http://" + op.mgr.HealthProbeAddr() + "/readyz")
 	var wg sync.WaitGroup
@@ -81,8 +81,8 @@ func TestAPIServerRestart(t *testing.T) {
 	converged := time.Since(back)
 	t.Logf("kube-apiserver was restarted in %v (/readyz answers meanwhile: %v); the copies converged %v after it was back; watch restarts %v -> %v, relists %v -> %v",
 		down.Round(time.Millisecond), during, converged.Round(time.Millisecond),
-		restarts, op.counter(t, cache.MetricWatchRestarts, nil), relists, op.counter(t, cache.MetricRelists, nil))
-	if op.counter(t, cache.MetricWatchRestarts, nil) <= restarts {
+		restarts, op.counter(t, imetrics.CacheWatchRestarts, nil), relists, op.counter(t, imetrics.CacheRelists, nil))
+	if op.counter(t, imetrics.CacheWatchRestarts, nil) <= restarts {
 		t.Errorf("no informer rewatched after the restart")
 	}
 	after, err := w.copyUIDs()

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -51,7 +52,7 @@ func (a *answerer) wrap(cfg *rest.Config) *rest.Config {
 
 // syncErrors returns the operator's ConfigMap sync errors of class.
 func (op *operator) syncErrors(t *testing.T, class string) float64 {
-	return op.counter(t, cache.MetricSyncErrors, map[string]string{"type": "v1/ConfigMap", "class": class})
+	return op.counter(t, imetrics.CacheSyncErrors, map[string]string{"type": "v1/ConfigMap", "class": class})
 }
 
 // Each fault increments opkit_cache_sync_errors_total of its class, and
@@ -61,17 +62,17 @@ func TestSyncErrorClasses(t *testing.T) {
 		a := &answerer{status: http.StatusForbidden, body: forbiddenStatus}
 		a.on.Store(true)
 		op := startOperator(t, opOptions{config: a.wrap(env.Config())})
-		eventually(t, 60*time.Second, "a forbidden sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorForbidden)) })
+		eventually(t, 60*time.Second, "a forbidden sync error", func() error { return atLeastOne(op.syncErrors(t, imetrics.SyncErrorForbidden)) })
 		a.on.Store(false)
-		onlyClass(t, op, cache.SyncErrorForbidden)
+		onlyClass(t, op, imetrics.SyncErrorForbidden)
 	})
 	t.Run("decode", func(t *testing.T) {
 		a := &answerer{status: http.StatusOK, body: `{"kind":"ConfigMapList","items":[{`}
 		a.on.Store(true)
 		op := startOperator(t, opOptions{config: a.wrap(env.Config())})
-		eventually(t, 60*time.Second, "a decode sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorDecode)) })
+		eventually(t, 60*time.Second, "a decode sync error", func() error { return atLeastOne(op.syncErrors(t, imetrics.SyncErrorDecode)) })
 		a.on.Store(false)
-		onlyClass(t, op, cache.SyncErrorDecode)
+		onlyClass(t, op, imetrics.SyncErrorDecode)
 	})
 	t.Run("expired", func(t *testing.T) {
 		exp := &expirer{}
@@ -84,17 +85,17 @@ func TestSyncErrorClasses(t *testing.T) {
 		if exp.endWatches() == 0 {
 			t.Fatal("no watch open to end")
 		}
-		eventually(t, 60*time.Second, "an expired sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorExpired)) })
+		eventually(t, 60*time.Second, "an expired sync error", func() error { return atLeastOne(op.syncErrors(t, imetrics.SyncErrorExpired)) })
 		exp.expiring.Store(false)
-		onlyClass(t, op, cache.SyncErrorExpired)
+		onlyClass(t, op, imetrics.SyncErrorExpired)
 	})
 	t.Run("cut", func(t *testing.T) {
 		p := startProxy(t)
 		op := startOperator(t, opOptions{config: p.config()})
 		waitWatching(t, op)
 		p.closeAll(1) // every watch stream is cut midway
-		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorConnection)) })
-		onlyClass(t, op, cache.SyncErrorConnection)
+		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, imetrics.SyncErrorConnection)) })
+		onlyClass(t, op, imetrics.SyncErrorConnection)
 	})
 	t.Run("refused", func(t *testing.T) {
 		// The API server's port refuses connections while on, as when it
@@ -113,9 +114,9 @@ func TestSyncErrorClasses(t *testing.T) {
 		})
 		refusing.Store(true)
 		op := startOperator(t, opOptions{config: cfg})
-		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, cache.SyncErrorConnection)) })
+		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, imetrics.SyncErrorConnection)) })
 		refusing.Store(false)
-		onlyClass(t, op, cache.SyncErrorConnection)
+		onlyClass(t, op, imetrics.SyncErrorConnection)
 	})
 }
 
@@ -140,7 +141,7 @@ func waitWatching(t *testing.T, op *operator) {
 	}
 	w := newWorld(t)
 	w.configMap(w.home, "watched", map[string]string{"v": "1"})
-	lister, err := cache.For[*corev1.ConfigMap](op.mgr.Cache(), cache.TypeOptions{})
+	lister, err := cache.Register[*corev1.ConfigMap](op.mgr.Cache(), cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +155,10 @@ func waitWatching(t *testing.T, op *operator) {
 // counted.
 func onlyClass(t *testing.T, op *operator, classes ...string) {
 	t.Helper()
-	for _, c := range []string{cache.SyncErrorForbidden, cache.SyncErrorExpired, cache.SyncErrorDecode,
-		cache.SyncErrorConnection, cache.SyncErrorList, cache.SyncErrorWatch} {
+	for _, c := range []string{imetrics.SyncErrorForbidden, imetrics.SyncErrorExpired, imetrics.SyncErrorDecode,
+		imetrics.SyncErrorConnection, imetrics.SyncErrorList, imetrics.SyncErrorWatch} {
 		if v := op.syncErrors(t, c); !slices.Contains(classes, c) && v != 0 {
-			t.Errorf("%s{type=v1/ConfigMap,class=%s} = %v; the faults injected were %v", cache.MetricSyncErrors, c, v, classes)
+			t.Errorf("%s{type=v1/ConfigMap,class=%s} = %v; the faults injected were %v", imetrics.CacheSyncErrors, c, v, classes)
 		}
 	}
 }

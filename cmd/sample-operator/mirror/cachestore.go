@@ -105,13 +105,13 @@ func (k kindStore[T]) fetch(ctx context.Context, api client.Reader, namespace, n
 func newCacheStore(c *cache.Cache, api client.Reader, mirrorOpts cache.TypeOptions) (*cacheStore, error) {
 	s := &cacheStore{api: api}
 	var err error
-	if s.mirrors, err = cache.For[*v1alpha1.Mirror](c, mirrorOpts); err != nil {
+	if s.mirrors, err = cache.Register[*v1alpha1.Mirror](c, mirrorOpts); err != nil {
 		return nil, err
 	}
 	if err := s.mirrors.AddIndex(IndexSource, MirrorSources); err != nil {
 		return nil, err
 	}
-	if s.namespaces, err = cache.For[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
+	if s.namespaces, err = cache.Register[*corev1.Namespace](c, cache.TypeOptions{}); err != nil {
 		return nil, err
 	}
 	if s.configMaps, err = newKindStore(c, v1alpha1.KindConfigMap, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }); err != nil {

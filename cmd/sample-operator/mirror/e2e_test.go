@@ -12,7 +12,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
-	"github.com/opkit-dev/opkit/pkg/metrics"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // A Mirror copies its source into the matching namespaces, and its copies
@@ -151,9 +151,9 @@ func TestInvalidSpecDoesNotHotLoop(t *testing.T) {
 	m := w.mirror("bad", v1alpha1.KindConfigMap, "cfg", sel)
 	w.eventually("InvalidSpec", w.ready(m, v1alpha1.ReasonInvalidSpec, 0))
 	w.eventually("an InvalidSpec Event", w.event(m, v1alpha1.ReasonInvalidSpec))
-	before := w.reconciles(metrics.ResultError)
+	before := w.reconciles(imetrics.ResultError)
 	time.Sleep(2 * time.Second)
-	if after := w.reconciles(metrics.ResultError); after != before {
+	if after := w.reconciles(imetrics.ResultError); after != before {
 		t.Errorf("an invalid spec was retried %v times in 2s", after-before)
 	}
 }

@@ -21,9 +21,9 @@ import (
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1beta1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
-	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
@@ -271,16 +271,16 @@ func (w *world) event(m *v1alpha1.Mirror, reason string) func() error {
 // result.
 func (w *world) reconciles(result string) float64 {
 	w.t.Helper()
-	n, err := testutil.GatherAndCount(w.mgr.Registry(), metrics.ReconcileTotal)
+	n, err := testutil.GatherAndCount(w.mgr.Registry(), imetrics.ReconcileTotal)
 	if err != nil || n == 0 {
-		w.t.Fatalf("no %s series: %v", metrics.ReconcileTotal, err)
+		w.t.Fatalf("no %s series: %v", imetrics.ReconcileTotal, err)
 	}
 	mfs, err := w.mgr.Registry().Gather()
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != metrics.ReconcileTotal {
+		if mf.GetName() != imetrics.ReconcileTotal {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

@@ -85,7 +85,7 @@ func newCacheFixture(t *testing.T) *cacheFixture {
 		key: reconcile.Request{Namespace: ns, Name: "cm"},
 	}
 	t.Cleanup(f.q.ShutDown)
-	if f.lister, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
+	if f.lister, err = cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Sharded: true, ShardKey: sharding.ByNamespace}); err != nil {
 		t.Fatal(err)
 	}
 	member := MemberFunc(func(s int) bool { _, ok := f.held.Load(s); return ok })

@@ -44,7 +44,7 @@ func newFixture(t *testing.T, key sharding.Key, members ...string) []*fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.lister, err = cache.For[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
+		if f.lister, err = cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var d *Dispatcher

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -46,8 +47,9 @@ func ExampleMember() {
 	var cs kubernetes.Interface // a clientset of the member's own
 	var inflight reconciles
 	m, err := membership.New(cs, membership.Options{
-		Namespace: "operators",
-		Slots:     64,
+		Namespace:     "operators",
+		Slots:         64,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Handler: membership.HandlerFuncs{
 			OnHeld: func(slots []int) { fmt.Println("start dispatching", slots) },
 			OnRelease: func(ctx context.Context, slots []int) {

@@ -1,6 +1,8 @@
 package membership
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,21 +12,21 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// The zero Options get the documented defaults.
+// Options with only the timings set get the documented defaults; the
+// timings have none.
 func TestDefaults(t *testing.T) {
-	o, err := Options{Namespace: "ns", Slots: 4}.withDefaults()
+	timed := Options{Namespace: "ns", Slots: 4, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	o, err := timed.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []time.Duration{o.LeaseDuration, o.RenewDeadline, o.RetryPeriod}
-	want := []time.Duration{15 * time.Second, 10 * time.Second, 2 * time.Second}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("default LeaseDuration, RenewDeadline, RetryPeriod (-want +got):\n%s", diff)
+	if _, err := (Options{Namespace: "ns", Slots: 4}).withDefaults(); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "set each above 0") {
+		t.Errorf("zero timings: err = %v, want ErrInvalidOptions saying to set them", err)
 	}
 	if o.Group != DefaultGroup || o.Identity == "" || o.Clock == nil || o.Handler == nil {
 		t.Errorf("defaults missing: %+v", o)
 	}
-	again, _ := Options{Namespace: "ns", Slots: 4}.withDefaults()
+	again, _ := timed.withDefaults()
 	if again.Identity == o.Identity {
 		t.Errorf("two default identities are both %q: a restarted process must join as a new member", o.Identity)
 	}

@@ -13,15 +13,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults of Options: client-go's leader-election defaults. SHARDING.md's
-// prototype ran with 4 s / 3 s / 0.5 s: crash recovery in about 5 s instead
-// of 15–17 s, for four times the API writes.
-const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-	DefaultGroup         = "opkit-shard"
-)
+// DefaultGroup is the default of Options.Group. The timings have no
+// defaults here: the manager passes its own (manager.DefaultLeaseDuration
+// and the others), declared once there.
+const DefaultGroup = "opkit-shard"
 
 // ErrInvalidOptions is wrapped by New's error for options it refuses.
 var ErrInvalidOptions = errors.New("invalid membership options")
@@ -44,17 +39,16 @@ type Options struct {
 	Slots int
 	// LeaseDuration is how long others wait, on their own clocks, after
 	// this member's Lease last changed before they take its slots.
-	// Defaults to DefaultLeaseDuration.
+	// Required.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long after its last successful renewal a member
 	// goes on dispatching; past it MayDispatch is false and the member
 	// drops its claims. Must be less than LeaseDuration: the difference is
 	// the margin for a reconcile in flight and for clock rate skew.
-	// Defaults to DefaultRenewDeadline.
+	// Required.
 	RenewDeadline time.Duration
 	// RetryPeriod is the tick: how often the member renews its Lease and
-	// reads the others'. Must be less than RenewDeadline. Defaults to
-	// DefaultRetryPeriod.
+	// reads the others'. Must be less than RenewDeadline. Required.
 	RetryPeriod time.Duration
 	// Clock measures renewals, liveness and takeovers. Defaults to the
 	// real clock.
@@ -75,15 +69,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Identity == "" {
 		host, _ := os.Hostname()
 		o.Identity = strings.ToLower(host) + "-" + uuid.NewString()[:8]
-	}
-	if o.LeaseDuration == 0 {
-		o.LeaseDuration = DefaultLeaseDuration
-	}
-	if o.RenewDeadline == 0 {
-		o.RenewDeadline = DefaultRenewDeadline
-	}
-	if o.RetryPeriod == 0 {
-		o.RetryPeriod = DefaultRetryPeriod
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -108,13 +93,12 @@ func (o Options) validate() error {
 	if msgs := validation.IsDNS1123Subdomain(leaseName(o.Group, o.Identity)); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("invalid Lease name %q from Group and Identity (%s): use lowercase letters, digits and '-'", leaseName(o.Group, o.Identity), strings.Join(msgs, "; ")))
 	}
-	if o.LeaseDuration < 0 || o.RenewDeadline < 0 || o.RetryPeriod < 0 {
-		errs = append(errs, errors.New("negative LeaseDuration, RenewDeadline or RetryPeriod: leave them 0 for the defaults"))
-	}
-	if o.RenewDeadline >= o.LeaseDuration {
+	switch {
+	case o.LeaseDuration <= 0 || o.RenewDeadline <= 0 || o.RetryPeriod <= 0:
+		errs = append(errs, fmt.Errorf("LeaseDuration %v, RenewDeadline %v, RetryPeriod %v: set each above 0 (the manager passes manager.DefaultLeaseDuration and the others)", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	case o.RenewDeadline >= o.LeaseDuration:
 		errs = append(errs, fmt.Errorf("renew deadline: RenewDeadline %v is not less than LeaseDuration %v: a member could dispatch after others took its slots; lower RenewDeadline", o.RenewDeadline, o.LeaseDuration))
-	}
-	if o.RetryPeriod >= o.RenewDeadline {
+	case o.RetryPeriod >= o.RenewDeadline:
 		errs = append(errs, fmt.Errorf("retry period: RetryPeriod %v is not less than RenewDeadline %v: one late tick would fence the member; lower RetryPeriod", o.RetryPeriod, o.RenewDeadline))
 	}
 	if len(errs) > 0 {

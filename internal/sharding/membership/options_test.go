@@ -11,7 +11,7 @@ import (
 
 // New refuses options that break the protocol, saying which field to fix.
 func TestNewRefusesInvalidOptions(t *testing.T) {
-	valid := membership.Options{Namespace: "ns", Slots: 8}
+	valid := membership.Options{Namespace: "ns", Slots: 8, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 	for _, tc := range []struct {
 		name  string
 		tweak func(*membership.Options)
@@ -26,7 +26,8 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		{"tick not below deadline", func(o *membership.Options) {
 			o.RenewDeadline, o.RetryPeriod = 3*time.Second, 3*time.Second
 		}, "lower RetryPeriod"},
-		{"negative", func(o *membership.Options) { o.RetryPeriod = -time.Second }, "negative"},
+		{"negative", func(o *membership.Options) { o.RetryPeriod = -time.Second }, "RetryPeriod -1s: set each above 0"},
+		{"no timings", func(o *membership.Options) { o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 0, 0, 0 }, "set each above 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := valid

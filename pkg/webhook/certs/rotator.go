@@ -21,9 +21,6 @@ import (
 // on disk and the Targets carry its CA.
 var ErrNotReady = errors.New("webhook certificates not ready")
 
-// ErrStarted is returned by a second call of Start on one Rotator.
-var ErrStarted = errors.New("certificate rotator already started")
-
 // Rotator keeps a webhook server's certificates valid: the CA in its
 // Secret, the serving certificate in its CertDir and the CA bundle in its
 // Targets. Its methods are safe for concurrent use.
@@ -75,7 +72,7 @@ func New(cfg *rest.Config, opts Options) (*Rotator, error) {
 // stop the operator. It runs on every replica, leader or not.
 func (r *Rotator) Start(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
-		return ErrStarted
+		return errors.New("certs: Rotator.Start called twice")
 	}
 	for {
 		next, err := r.sync(ctx)

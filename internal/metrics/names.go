@@ -1,0 +1,188 @@
+package metrics
+
+// The names and label values of opkit's metrics. They are declared here,
+// once, for opkit's packages and tests; users read them in pkg/metrics's
+// doc and docs/metrics.md, which test/docs and pkg/metrics's tests keep
+// in step with these.
+
+// The reconcile metrics, with controller-runtime's names, labels and
+// meanings, so that its dashboards and alerts work unchanged. Each is
+// labelled by controller name.
+const (
+	// ReconcileTotal counts reconciles by result: success, error, requeue
+	// (with backoff) or requeue_after.
+	ReconcileTotal = "controller_runtime_reconcile_total"
+	// ReconcileErrors counts reconciles that returned an error, terminal
+	// ones and recovered panics included.
+	ReconcileErrors = "controller_runtime_reconcile_errors_total"
+	// TerminalReconcileErrors counts reconciles that returned a terminal
+	// error, which is not retried.
+	TerminalReconcileErrors = "controller_runtime_terminal_reconcile_errors_total"
+	// ReconcilePanics counts reconciles that panicked.
+	ReconcilePanics = "controller_runtime_reconcile_panics_total"
+	// ReconcileTime observes the seconds each reconcile took.
+	ReconcileTime = "controller_runtime_reconcile_time_seconds"
+	// ReconcileTimeouts counts reconciles whose context the controller's
+	// per-reconcile timeout ended.
+	ReconcileTimeouts = "controller_runtime_reconcile_timeouts_total"
+	// MaxConcurrentReconciles is the controller's number of workers.
+	MaxConcurrentReconciles = "controller_runtime_max_concurrent_reconciles"
+	// ActiveWorkers is the number of workers reconciling now.
+	ActiveWorkers = "controller_runtime_active_workers"
+)
+
+// Reconcile results, the values of ReconcileTotal's result label.
+const (
+	ResultSuccess      = "success"
+	ResultError        = "error"
+	ResultRequeue      = "requeue"
+	ResultRequeueAfter = "requeue_after"
+)
+
+// HandlerPanics counts the panics a controller's sources recovered from its
+// handlers, map functions and predicates, labelled by controller and by the
+// type the source watches ("v1/ConfigMap"). controller-runtime has no such
+// series: a panic there ends the process.
+const HandlerPanics = "opkit_controller_handler_panics_total"
+
+// The event lag of a controller, in three parts and end to end. With the
+// cache's opkit_cache_event_lag_seconds (the change at the API server to
+// the informer's delivery) and workqueue_queue_duration_seconds (the wait
+// in the queue until a worker gets the key), they tell where the time
+// between a change and its reconcile goes.
+const (
+	// SourceEventLag observes, per informer event that reached a
+	// controller's handler, the seconds from the informer's delivery to
+	// the handler's return, its keys queued: predicates, map functions and
+	// queue adds. Labelled by controller and type ("v1/ConfigMap").
+	SourceEventLag = "opkit_source_event_lag_seconds"
+	// ControllerEventLag observes, per reconcile caused by an informer
+	// event whose change time is known, the seconds from the change at the
+	// API server (estimated as for opkit_cache_event_lag_seconds: whole
+	// seconds, so up to 1s too long, and subject to clock skew) to the
+	// start of the reconcile. When several changes of one key coalesce
+	// into one reconcile, the earliest counts. Reconciles of retries,
+	// requeues, timers and changes of unknown time are not observed.
+	// Labelled by controller.
+	ControllerEventLag = "opkit_controller_event_lag_seconds"
+)
+
+// The read-your-writes metrics of a controller (see controller.Options
+// DisableReadYourWrites), labelled by controller. controller-runtime's
+// experimental equivalent is
+// controller_runtime_client_consistency_wait_duration_seconds.
+const (
+	// ReadYourWritesWait observes, for each reconcile that had to wait for
+	// the cache to catch up with its key's earlier writes, the seconds it
+	// waited, by result: "caught_up", "timeout" (the wait's bound passed
+	// and the reconcile ran with what the cache held) or "canceled" (the
+	// controller stopped). A reconcile that did not wait is not observed.
+	ReadYourWritesWait = "opkit_controller_read_your_writes_wait_seconds"
+)
+
+// Values of ReadYourWritesWait's result label.
+const (
+	WaitCaughtUp = "caught_up"
+	WaitTimeout  = "timeout"
+	WaitCanceled = "canceled"
+)
+
+// The REST client metrics, with client-go's names and labels.
+const (
+	// RESTClientRequests counts HTTP requests to the API server by status
+	// code ("<error>" when none came back), method and host.
+	RESTClientRequests = "rest_client_requests_total"
+	// RESTClientRequestDuration observes the seconds until the response
+	// headers arrived, by verb (the HTTP method) and host.
+	RESTClientRequestDuration = "rest_client_request_duration_seconds"
+)
+
+// ClientWrites counts the applies and patches of a controller's writing
+// client (manager.Manager.Writer), labelled by controller, verb ("apply"
+// or "patch") and result: "sent" to the API server, or "skipped" because
+// it would have changed nothing. controller-runtime has no such series.
+const ClientWrites = "opkit_client_writes_total"
+
+// The values of ClientWrites' labels.
+const (
+	VerbApply    = "apply"
+	VerbPatch    = "patch"
+	WriteSent    = "sent"
+	WriteSkipped = "skipped"
+)
+
+// The cache's metrics, kept when cache.Options.Registerer is set. Each is
+// labelled with the type's group, version and kind, its form (typed,
+// metadata or unstructured) and its scope (namespaces and selectors, "*"
+// for everything).
+const (
+	// CacheObjects is the number of objects cached.
+	CacheObjects = "opkit_cache_objects"
+	// CacheRelists counts full lists (or streaming lists) after the first,
+	// which the informer makes when its watch falls too far behind.
+	CacheRelists = "opkit_cache_relists_total"
+	// CacheWatchRestarts counts watches opened after the first.
+	CacheWatchRestarts = "opkit_cache_watch_restarts_total"
+	// CacheFirstSync is the seconds from Start (or from the type's
+	// registration, if later) until the type first synced.
+	CacheFirstSync = "opkit_cache_first_sync_seconds"
+	// CacheEventLag observes, per event an informer delivers, the seconds
+	// from the change at the API server to the delivery, labelled by type
+	// ("v1/ConfigMap", "apps/v1/Deployment") and event (add, update,
+	// delete). The change time is estimated from the object's own
+	// timestamps, read before the cache strips managedFields: the newest
+	// managedFields time for adds and updates (the creationTimestamp for an
+	// object without managedFields), the deletionTimestamp for deletes
+	// (and for the update that sets it), or the newest managedFields time
+	// if later (a finalizer removed after the delete request). They
+	// have whole seconds, so an observation is up to 1s too long, and it
+	// carries any skew between the API server's clock and the operator's.
+	// Not observed: the adds of an informer's initial list (an object's
+	// age is not lag), resync updates (nothing changed), deletes of
+	// objects without a deletionTimestamp (deleted at once, with no
+	// finalizer: most objects), inferred deletes (tombstones), objects
+	// without a timestamp, and events delivered after maxStamps (4096)
+	// later objects were ingested.
+	CacheEventLag = "opkit_cache_event_lag_seconds"
+	// CacheSyncErrors counts the informers' failed lists and watches by
+	// type and class (see the SyncError constants): each failure counts
+	// once, in the first class that matches in the order forbidden,
+	// expired, decode, connection, then list_failed or watch_failed. A
+	// failure is a list or watch request that fails, or a watch stream
+	// whose connection fails midway (connection); the package doc says
+	// what is not seen.
+	CacheSyncErrors = "opkit_cache_sync_errors_total"
+	// CacheLazyFetches counts the GETs of full objects that cache.LazyListers
+	// made, failed ones included, labelled like CacheObjects by the
+	// metadata registration they read through (form "metadata").
+	CacheLazyFetches = "opkit_cache_lazy_fetches_total"
+	// CacheLazyObjects is the number of full objects cache.LazyListers hold,
+	// labelled like CacheLazyFetches.
+	CacheLazyObjects = "opkit_cache_lazy_objects"
+	// CacheSlots is the number of slots a sharded type (cache.TypeOptions.Sharded)
+	// holds, of cache.ShardingOptions.Slots.Count(): with CacheObjects, the
+	// share of the type this replica caches. Absent for types not sharded.
+	CacheSlots = "opkit_cache_slots"
+	// CacheUnregisteredReads counts the reads through cache.LookupKind (the
+	// cached client's) of a kind nobody registered, each an error for the
+	// reader, labelled by type ("v1/Node") and form. A series appears with
+	// the first such read: the kinds are not known before.
+	CacheUnregisteredReads = "opkit_cache_unregistered_reads_total"
+)
+
+// The classes of CacheSyncErrors.
+const (
+	// SyncErrorForbidden: 403, RBAC refused the list or watch.
+	SyncErrorForbidden = "forbidden"
+	// SyncErrorExpired: 410 Gone or resource version too old; the
+	// informer lists again.
+	SyncErrorExpired = "expired"
+	// SyncErrorDecode: a response body the client could not decode.
+	SyncErrorDecode = "decode"
+	// SyncErrorConnection: the connection was refused, reset or cut, or
+	// ended early (EOF).
+	SyncErrorConnection = "connection"
+	// SyncErrorList and SyncErrorWatch: any other failed list or watch.
+	SyncErrorList  = "list_failed"
+	SyncErrorWatch = "watch_failed"
+)
