@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // Priorities for common cases. Any int is a valid priority; higher is served
@@ -57,9 +58,11 @@ type Options[K comparable] struct {
 	// Metrics, when set, receives the queue's measurements. Defaults to none.
 	Metrics MetricsProvider
 
-	// Clock tells time. Defaults to the system clock. Tests may also run the
-	// queue inside a testing/synctest bubble with the default clock.
-	Clock Clock
+	// Clock tells time and makes the timers of delayed adds. Defaults to the
+	// system clock. A test may pass a k8s.io/utils/clock/testing FakeClock
+	// and Step it past a delay, or run the queue inside a testing/synctest
+	// bubble with the default clock.
+	Clock clock.Clock
 }
 
 // AddOpts configure AddWithOpts.
@@ -108,7 +111,7 @@ type Queue[K comparable] struct {
 
 	opts        Options[K]
 	metrics     queueMetrics
-	clock       Clock
+	clock       clock.Clock
 	systemClock bool          // clock is the system clock: read it by time.Since
 	start       time.Time     // the clock's reading at New
 	nudge       chan struct{} // wakes the delay loop when the earliest wait changes
@@ -128,16 +131,15 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	if opts.MaxWait > 0 {
 		tick = max(opts.MaxWait/32, 1)
 	}
-	_, systemClock := opts.Clock.(realClock)
 	if opts.Clock == nil {
-		opts.Clock, systemClock = realClock{}, true
+		opts.Clock = clock.RealClock{}
 	}
 	q := &Queue[K]{
 		items:       map[K]*node[K]{},
 		opts:        opts,
 		clock:       opts.Clock,
 		start:       opts.Clock.Now(),
-		systemClock: systemClock,
+		systemClock: isSystemClock(opts.Clock),
 		tick:        tick,
 		nudge:       make(chan struct{}, 1),
 		stop:        make(chan struct{}),
@@ -370,6 +372,16 @@ func (q *Queue[K]) now() int64 {
 		return int64(time.Since(q.start))
 	}
 	return int64(q.clock.Now().Sub(q.start))
+}
+
+// isSystemClock reports whether c is k8s.io/utils/clock's RealClock, which
+// now may read by time.Since.
+func isSystemClock(c clock.Clock) bool {
+	switch c.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
 }
 
 // makeReady puts n in the ready set. The caller, holding the lock, must
