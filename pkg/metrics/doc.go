@@ -1,6 +1,6 @@
 // Package metrics holds the names and label values of the metrics opkit's
 // packages record, for dashboards, alerts and tests, and NewQueueMetrics,
-// the Prometheus queue.MetricsProvider for a queue of your own. The
+// the Prometheus metrics provider for a queue of your own. The
 // controller, the manager and the writer register their metrics
 // themselves, into the registry they are given.
 //

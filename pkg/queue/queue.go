@@ -55,8 +55,24 @@ type Options[K comparable] struct {
 	// CPU, no later than MaxWait/16 after that.
 	MaxWait time.Duration
 
-	// Metrics, when set, receives the queue's measurements. Defaults to none.
-	Metrics MetricsProvider
+	// Metrics, when set, makes the queue's metrics, under its Name. They
+	// have the names and meanings of client-go's workqueue metrics, so
+	// dashboards built for those work unchanged; package metrics lists
+	// where the meanings differ, in its "Differences from client-go /
+	// controller-runtime", and has a ready-made provider, which also splits
+	// depth by priority (see PriorityDepthProvider). Defaults to none.
+	//
+	//   - depth: keys due: ready, or added again without a delay while
+	//     being processed.
+	//   - adds: times a key became due: added without a delay, added again
+	//     while being processed, or its delay ended.
+	//   - latency: seconds a key was ready before Get handed it out.
+	//   - work duration: seconds from Get to Done.
+	//   - unfinished work seconds, longest running processor: the seconds
+	//     of work in flight, and the age of the oldest.
+	//   - retries: AddAfter and AddRateLimited calls, and AddWithOpts keys
+	//     with After or RateLimited set, whatever the delay.
+	Metrics workqueue.MetricsProvider
 
 	// Clock tells time and makes the timers of delayed adds. Defaults to the
 	// system clock. A test may pass a k8s.io/utils/clock/testing FakeClock
@@ -151,7 +167,7 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	q.ready.age.slot = ageSlot
 	if opts.Metrics != nil {
 		q.metrics = newQueueMetrics(opts.Name, opts.Metrics)
-		q.ready.newDepth = func(p int) GaugeMetric { return opts.Metrics.NewDepthMetric(opts.Name, p) }
+		q.ready.newDepth = newDepthMetric(opts.Name, opts.Metrics)
 		go q.metricsLoop()
 	}
 	go q.delayLoop()
@@ -211,7 +227,7 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration, retry bool) {
 
 // addLocked does the work of add and reports whether the add counts in
 // workqueue_adds_total: whether it made the key due now, so that it joins
-// workqueue_depth (see MetricsProvider). early is a reading of the clock
+// workqueue_depth (see Options.Metrics). early is a reading of the clock
 // taken before the lock if the add needs one (see readClock), else
 // noReading.
 func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int64) (counted bool) {
