@@ -89,7 +89,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
 	var writes *pendingWrites[K]
-	if !opts.DisableReadYourWrites {
+	if opts.ReadYourWritesTimeout > 0 { // negative: off
 		wait, err := imetrics.NewReadYourWritesWait(reg)
 		if err != nil {
 			return nil, fmt.Errorf("controller %q: %w", name, err)
