@@ -218,7 +218,9 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	}()
 	ctrlOpts := controller.Options[reconcile.Request]{
 		MaxConcurrentReconciles: f.workers,
-		DisableReadYourWrites:   !f.readYourWrites,
+	}
+	if !f.readYourWrites {
+		ctrlOpts.ReadYourWritesTimeout = -1 // off
 	}
 	mgrCfg := cfg
 	if f.recordFile != "" {

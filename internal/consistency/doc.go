@@ -7,8 +7,8 @@
 // Read-your-writes makes reconciles read their own writes: after a
 // reconcile writes an object through the manager's client, the next
 // reconcile of the same key does not act on a cached copy older than that
-// write. It is on by default (controller.Options.DisableReadYourWrites
-// turns it off); controller-runtime has it as an experimental option, off
+// write. It is on by default (a negative
+// controller.Options.ReadYourWritesTimeout turns it off); controller-runtime has it as an experimental option, off
 // by default and wrong for caches of several namespaces.
 //
 // The classic bug it removes: a reconciler lists an object's children from

@@ -73,12 +73,12 @@ func TestStaleCacheCreatesNoDuplicateChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctrls := map[string]*controller.Controller[reconcile.Request]{}
-	for group, off := range map[string]bool{"on": false, "off": true} {
+	for group, timeout := range map[string]time.Duration{"on": 0, "off": -1} {
 		inGroup := source.LabelSelector[*corev1.ConfigMap](labels.SelectorFromSet(labels.Set{"group": group}))
 		ctrls[group], err = manager.NewController(mgr, "children-"+group, r,
 			manager.For[*corev1.ConfigMap](nil, inGroup),
 			manager.Owns[*corev1.Secret](nil),
-			manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: 4, DisableReadYourWrites: off}))
+			manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: 4, ReadYourWritesTimeout: timeout}))
 		if err != nil {
 			t.Fatal(err)
 		}

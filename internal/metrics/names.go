@@ -68,7 +68,7 @@ const (
 )
 
 // The read-your-writes metrics of a controller (see controller.Options
-// DisableReadYourWrites), labelled by controller. controller-runtime's
+// ReadYourWritesTimeout), labelled by controller. controller-runtime's
 // experimental equivalent is
 // controller_runtime_client_consistency_wait_duration_seconds.
 const (

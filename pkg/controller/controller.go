@@ -85,14 +85,14 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
 	var writes *pendingWrites[K]
-	if !opts.DisableReadYourWrites {
+	if opts.ReadYourWritesTimeout > 0 { // negative: off
 		wait, err := imetrics.NewReadYourWritesWait(reg)
 		if err != nil {
 			return nil, fmt.Errorf("controller %q: %w", name, err)
 		}
 		writes = newPendingWrites[K](name, opts.ReadYourWritesTimeout, wait)
 	}
-	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant, Clock: queueClock(opts.Clock)}
+	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant, Clock: opts.Clock}
 	if opts.Registerer != nil {
 		qm, err := metrics.NewQueueMetrics(opts.Registerer)
 		if err != nil {

@@ -364,7 +364,7 @@ func TestConcurrency(t *testing.T) {
 		for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 			ks = append(ks, req(n))
 		}
-		run(t, time.Hour, controller.Options[reconcile.Request]{MaxConcurrentReconciles: 3, DisableSpareWorkers: true}, &keys{keys: ks},
+		run(t, time.Hour, controller.Options[reconcile.Request]{MaxConcurrentReconciles: 3, SpareWorkers: -1}, &keys{keys: ks},
 			func(_ context.Context, key reconcile.Request, n int) (reconcile.Result, error) {
 				mu.Lock()
 				running[key.Name]++

@@ -17,8 +17,8 @@
 //     never runs beside an idle worker, so while only one tenant has work,
 //     at most MaxConcurrentReconciles of its keys are in flight, as without
 //     spares (TestOneTenantGetsNoSpare); with others busy, at most
-//     MaxConcurrentReconciles+1. Options.DisableSpareWorkers turns them
-//     off.
+//     MaxConcurrentReconciles+1. A negative Options.SpareWorkers turns
+//     them off.
 //   - Every outcome handled: on Done the key is forgotten (its backoff
 //     reset); on RequeueAfter(d) it is queued again after d (a d of zero or
 //     less is Done, as on controller-runtime); on RequeueWithBackoff, or an
@@ -53,7 +53,7 @@
 //     RecordWrite; DeleteAllOf and subresource creates (an eviction) are
 //     not recorded. Only the key that wrote waits: another key's
 //     reconcile reads what the cache holds, as on controller-runtime. On
-//     by default; Options.DisableReadYourWrites turns it off.
+//     by default; a negative Options.ReadYourWritesTimeout turns it off.
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key (namespace and name for a
 //     reconcile.Request) and a reconcile ID (see ReconcileID). With

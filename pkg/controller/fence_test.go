@@ -33,7 +33,7 @@ func TestFencedLeaderStartsNothing(t *testing.T) {
 			}
 			return reconcile.Done(), nil
 		}}
-		c, err := controller.New("fenced", r, controller.Options[reconcile.Request]{DisableReadYourWrites: true, MaxConcurrentReconciles: 2})
+		c, err := controller.New("fenced", r, controller.Options[reconcile.Request]{ReadYourWritesTimeout: -1, MaxConcurrentReconciles: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestFenceLostStopsReconciles(t *testing.T) {
 		r := &recording{start: time.Now(), do: func(context.Context, reconcile.Request, int) (reconcile.Result, error) {
 			return reconcile.Done(), nil
 		}}
-		c, err := controller.New("lost", r, controller.Options[reconcile.Request]{DisableReadYourWrites: true})
+		c, err := controller.New("lost", r, controller.Options[reconcile.Request]{ReadYourWritesTimeout: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func TestGate(t *testing.T) {
 		r := &recording{do: func(_ context.Context, key reconcile.Request, _ int) (reconcile.Result, error) {
 			return reconcile.Done(), nil
 		}}
-		c, err := controller.New("gated", r, controller.Options[reconcile.Request]{Gate: g, DisableReadYourWrites: true})
+		c, err := controller.New("gated", r, controller.Options[reconcile.Request]{Gate: g, ReadYourWritesTimeout: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

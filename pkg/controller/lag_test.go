@@ -82,7 +82,7 @@ func TestEventLag(t *testing.T) {
 		}
 		return reconcile.Done(), nil
 	})
-	c, err := controller.New("lag", reconcile.Reconciler[reconcile.Request](r), controller.Options[reconcile.Request]{Registerer: w.reg, MaxConcurrentReconciles: 1, DisableSpareWorkers: true})
+	c, err := controller.New("lag", reconcile.Reconciler[reconcile.Request](r), controller.Options[reconcile.Request]{Registerer: w.reg, MaxConcurrentReconciles: 1, SpareWorkers: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

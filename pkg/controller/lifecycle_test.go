@@ -32,8 +32,6 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{name: "nil reconciler", ctrl: "c", mention: []string{"Reconciler is nil"}},
 		{name: "negative workers", ctrl: "c", r: noop, opts: controller.Options[reconcile.Request]{MaxConcurrentReconciles: -1},
 			mention: []string{"MaxConcurrentReconciles is -1"}},
-		{name: "negative spare workers", ctrl: "c", r: noop, opts: controller.Options[reconcile.Request]{SpareWorkers: -1},
-			mention: []string{"SpareWorkers is -1", "DisableSpareWorkers"}},
 		{name: "negative durations", ctrl: "c", r: noop,
 			opts:    controller.Options[reconcile.Request]{ReconcileTimeout: -1, CacheSyncTimeout: -time.Second, DrainTimeout: -time.Minute},
 			mention: []string{"ReconcileTimeout is -1ns", "CacheSyncTimeout is -1s", "DrainTimeout is -1m0s"}},

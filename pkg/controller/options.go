@@ -51,22 +51,18 @@ type Options[K comparable] struct {
 	// object is handled again at its next change or resync).
 	CrashOnPanic bool
 
-	// DisableReadYourWrites turns read-your-writes off. It is on by
-	// default: the writes a reconcile makes through the manager's Client,
-	// CachedClient and writers over them (and those recorded with
-	// RecordWrite) are recorded, and the next reconcile of the same
-	// key first waits until the cache has caught up with them (parked
-	// outside the queue, holding no worker), so that it
-	// never acts on a cached copy older than its own writes: a child it
-	// created is listed, a status it patched is read back. The wait is
-	// bounded by ReadYourWritesTimeout, then the reconcile runs with what
-	// the cache holds; waits are observed in
+	// ReadYourWritesTimeout bounds the read-your-writes wait before a
+	// reconcile; negative turns read-your-writes off. It is on by default,
+	// with a timeout of 5s: the writes a reconcile makes through the
+	// manager's Client, CachedClient and writers over them (and those
+	// recorded with RecordWrite) are recorded, and the next reconcile of
+	// the same key first waits until the cache has caught up with them
+	// (parked outside the queue, holding no worker), so that it never acts
+	// on a cached copy older than its own writes: a child it created is
+	// listed, a status it patched is read back. After the timeout the
+	// reconcile runs with what the cache holds; waits are observed in
 	// opkit_controller_read_your_writes_wait_seconds. The package doc says
 	// where it stops.
-	DisableReadYourWrites bool
-
-	// ReadYourWritesTimeout bounds the read-your-writes wait before a
-	// reconcile. Defaults to 5s.
 	ReadYourWritesTimeout time.Duration
 
 	// CacheSyncTimeout bounds how long Start waits for its sources' initial
@@ -88,24 +84,21 @@ type Options[K comparable] struct {
 	// SpareWorkers is how many workers the controller runs beyond
 	// MaxConcurrentReconciles that, while every regular worker is busy,
 	// take only keys of a tenant (see Tenant) with no key in flight
-	// (queue.Queue.GetSpare). A tenant that floods the queue keeps every
-	// regular worker busy but can never occupy a spare, so a quiet
-	// tenant's key starts at once instead of waiting for a flood reconcile
-	// to end. A spare never runs beside an idle regular worker, and holds
-	// at most one key of a tenant at a time and only while no regular
-	// worker holds one of that tenant: so while only one tenant has work,
-	// at most MaxConcurrentReconciles keys are reconciled at once, as
-	// without spares; otherwise at most
+	// (queue.Queue.GetSpare); negative runs none, so that at most
+	// MaxConcurrentReconciles keys are reconciled at once. A tenant that
+	// floods the queue keeps every regular worker busy but can never
+	// occupy a spare, so a quiet tenant's key starts at once instead of
+	// waiting for a flood reconcile to end. A spare never runs beside an
+	// idle regular worker, and holds at most one key of a tenant at a time
+	// and only while no regular worker holds one of that tenant: so while
+	// only one tenant has work, at most MaxConcurrentReconciles keys are
+	// reconciled at once, as without spares; otherwise at most
 	// MaxConcurrentReconciles+SpareWorkers, and at most
-	// MaxConcurrentReconciles+1 of one tenant. Defaults to MaxConcurrentReconciles when the controller
-	// has a Tenant (so for reconcile.Request keys), and to none without
-	// one, where every key would be of one tenant; DisableSpareWorkers
-	// turns them off.
+	// MaxConcurrentReconciles+1 of one tenant. Defaults to
+	// MaxConcurrentReconciles when the controller has a Tenant (so for
+	// reconcile.Request keys), and to none without one, where every key
+	// would be of one tenant.
 	SpareWorkers int
-
-	// DisableSpareWorkers runs no spare workers, whatever SpareWorkers
-	// says: at most MaxConcurrentReconciles keys are reconciled at once.
-	DisableSpareWorkers bool
 
 	// Logger is the controller's logger; each reconcile gets it with the
 	// controller's name, the key and a reconcile ID. Defaults to klog's
@@ -150,11 +143,8 @@ func (o Options[K]) validate() error {
 	if o.MaxConcurrentReconciles < 0 {
 		errs = append(errs, fmt.Errorf("Options.MaxConcurrentReconciles is %d: it must be 0 (the default, 1) or positive", o.MaxConcurrentReconciles))
 	}
-	switch {
-	case o.SpareWorkers < 0:
-		errs = append(errs, fmt.Errorf("Options.SpareWorkers is %d: it must be 0 (the default, as many as MaxConcurrentReconciles) or positive; set Options.DisableSpareWorkers for none", o.SpareWorkers))
-	case o.SpareWorkers > 0 && !o.DisableSpareWorkers && o.tenant() == nil:
-		errs = append(errs, fmt.Errorf("Options.SpareWorkers is %d but the controller has no Tenant: spare workers serve tenants with no key in flight; set Options.Tenant, or leave SpareWorkers 0", o.SpareWorkers))
+	if o.SpareWorkers > 0 && o.tenant() == nil {
+		errs = append(errs, fmt.Errorf("Options.SpareWorkers is %d but the controller has no Tenant: spare workers serve tenants with no key in flight; set Options.Tenant, or leave SpareWorkers 0 (none without a Tenant)", o.SpareWorkers))
 	}
 	for _, d := range []struct {
 		field string
@@ -163,7 +153,6 @@ func (o Options[K]) validate() error {
 		{"ReconcileTimeout", o.ReconcileTimeout},
 		{"CacheSyncTimeout", o.CacheSyncTimeout},
 		{"DrainTimeout", o.DrainTimeout},
-		{"ReadYourWritesTimeout", o.ReadYourWritesTimeout},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %v: it must be 0 (the default) or positive", "Options."+d.field, d.v))
@@ -187,7 +176,7 @@ func (o Options[K]) withDefaults() Options[K] {
 	}
 	o.Tenant = o.tenant()
 	switch {
-	case o.DisableSpareWorkers || o.Tenant == nil:
+	case o.SpareWorkers < 0 || o.Tenant == nil:
 		o.SpareWorkers = 0
 	case o.SpareWorkers == 0:
 		o.SpareWorkers = o.MaxConcurrentReconciles

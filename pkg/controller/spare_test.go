@@ -103,7 +103,7 @@ func TestSpareWorkersBound(t *testing.T) {
 			tenants: 10, most: 6, mostOfOne: 4, gauge: 6},
 		{name: "two spares", opts: controller.Options[reconcile.Request]{MaxConcurrentReconciles: 3, SpareWorkers: 2},
 			tenants: 10, most: 5, mostOfOne: 4, gauge: 5},
-		{name: "disabled", opts: controller.Options[reconcile.Request]{MaxConcurrentReconciles: 3, SpareWorkers: 2, DisableSpareWorkers: true},
+		{name: "disabled", opts: controller.Options[reconcile.Request]{MaxConcurrentReconciles: 3, SpareWorkers: -1},
 			tenants: 10, most: 3, mostOfOne: 3, gauge: 3},
 		{name: "one tenant: no spare", opts: controller.Options[reconcile.Request]{MaxConcurrentReconciles: 3},
 			tenants: 1, most: 3, mostOfOne: 3, gauge: 6},
@@ -238,6 +238,9 @@ func TestSpareWorkersWithoutTenantRejected(t *testing.T) {
 	}
 	if _, err := controller.New("c", noopString, controller.Options[string]{SpareWorkers: 2, Tenant: func(k string) string { return k }}); err != nil {
 		t.Errorf("New with spare workers and a Tenant = %v", err)
+	}
+	if _, err := controller.New("c", noopString, controller.Options[string]{SpareWorkers: -1}); err != nil {
+		t.Errorf("New with no spare workers (-1) and no Tenant = %v", err)
 	}
 }
 

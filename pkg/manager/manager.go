@@ -234,7 +234,7 @@ func (m *Manager) Cache() *cache.Cache { return m.cache }
 
 // Client returns the write client: uncached, speaking to the API server,
 // server-side apply included. Its writes inside a reconcile are recorded
-// for read-your-writes (see controller.Options.DisableReadYourWrites).
+// for read-your-writes (see controller.Options.ReadYourWritesTimeout).
 func (m *Manager) Client() client.Client { return m.client }
 
 // Registry returns the metrics registry served at /metrics. Register your

@@ -1,6 +1,6 @@
 // Package metrics states what the series opkit records promise, for
 // dashboards and alerts, and holds NewQueueMetrics, the Prometheus
-// queue.MetricsProvider for a queue of your own. The cache, the
+// metrics provider for a queue of your own. The cache, the
 // controller, the manager and the writer register their metrics
 // themselves, into the registry they are given; docs/metrics.md lists
 // every series with its labels.

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/opkit-dev/opkit/internal/promreg"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -12,7 +13,7 @@ import (
 // workQueueSubsystem is the subsystem of the queue metrics.
 const workQueueSubsystem = "workqueue"
 
-// queueMetrics is the queue.MetricsProvider NewQueueMetrics returns.
+// queueMetrics is the provider NewQueueMetrics returns.
 type queueMetrics struct {
 	depth                   *prometheus.GaugeVec
 	adds                    *prometheus.CounterVec
@@ -23,17 +24,21 @@ type queueMetrics struct {
 	retries                 *prometheus.CounterVec
 }
 
-var _ queue.MetricsProvider = (*queueMetrics)(nil)
+var (
+	_ workqueue.MetricsProvider   = (*queueMetrics)(nil)
+	_ queue.PriorityDepthProvider = (*queueMetrics)(nil)
+)
 
 // NewQueueMetrics creates the queue metrics and registers them with reg,
-// and returns a queue.MetricsProvider that records into them. One serves
+// and returns a provider, for queue.Options.Metrics, that records into them
+// and splits depth by priority (queue.PriorityDepthProvider). One serves
 // any number of queues, told apart by the name label (the queue's
 // Options.Name); every series also carries a controller label with the
 // same value, as controller-runtime's do: a controller names its queue
 // after itself. Called again with the same registry, it returns metrics
 // that share the collectors registered first, so each queue or controller
 // may call it.
-func NewQueueMetrics(reg prometheus.Registerer) (queue.MetricsProvider, error) {
+func NewQueueMetrics(reg prometheus.Registerer) (workqueue.MetricsProvider, error) {
 	// Buckets from 10ns to 1000s, as client-go and controller-runtime use.
 	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
 	m := &queueMetrics{
@@ -83,37 +88,43 @@ func NewQueueMetrics(reg prometheus.Registerer) (queue.MetricsProvider, error) {
 	return m, nil
 }
 
-// NewDepthMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewDepthMetric(name string, priority int) queue.GaugeMetric {
+// NewPriorityDepthMetric implements queue.PriorityDepthProvider.
+func (m *queueMetrics) NewPriorityDepthMetric(name string, priority int) workqueue.GaugeMetric {
 	return m.depth.WithLabelValues(name, name, strconv.Itoa(priority))
 }
 
-// NewAddsMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewAddsMetric(name string) queue.CounterMetric {
+// NewDepthMetric implements workqueue.MetricsProvider, for a queue without
+// priorities: its keys count at queue.NormalPriority.
+func (m *queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return m.NewPriorityDepthMetric(name, queue.NormalPriority)
+}
+
+// NewAddsMetric implements workqueue.MetricsProvider.
+func (m *queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
 	return m.adds.WithLabelValues(name, name)
 }
 
-// NewLatencyMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewLatencyMetric(name string) queue.HistogramMetric {
+// NewLatencyMetric implements workqueue.MetricsProvider.
+func (m *queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
 	return m.latency.WithLabelValues(name, name)
 }
 
-// NewWorkDurationMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewWorkDurationMetric(name string) queue.HistogramMetric {
+// NewWorkDurationMetric implements workqueue.MetricsProvider.
+func (m *queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
 	return m.workDuration.WithLabelValues(name, name)
 }
 
-// NewUnfinishedWorkSecondsMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) queue.SettableGaugeMetric {
+// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
+func (m *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
 	return m.unfinished.WithLabelValues(name, name)
 }
 
-// NewLongestRunningProcessorSecondsMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) queue.SettableGaugeMetric {
+// NewLongestRunningProcessorSecondsMetric implements workqueue.MetricsProvider.
+func (m *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
 	return m.longestRunningProcessor.WithLabelValues(name, name)
 }
 
-// NewRetriesMetric implements queue.MetricsProvider.
-func (m *queueMetrics) NewRetriesMetric(name string) queue.CounterMetric {
+// NewRetriesMetric implements workqueue.MetricsProvider.
+func (m *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return m.retries.WithLabelValues(name, name)
 }

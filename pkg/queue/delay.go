@@ -1,6 +1,10 @@
 package queue
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
 
 // waitHeap is a min-heap of waiting nodes by at, then by waitSeq, so that
 // nodes due at one instant leave it in the order they entered; each node
@@ -107,48 +111,77 @@ func (q *Queue[K]) nudgeDelayLoop() {
 // delayLoop moves waiting nodes to the ready set when their time comes and,
 // while keys are ready, refreshes the stamp every tick. It ends at ShutDown.
 func (q *Queue[K]) delayLoop() {
-	timedOut := false
-	for {
-		wait, ok := q.advance(timedOut)
-		var timer <-chan time.Time
-		var t Timer
-		if ok {
-			t = q.clock.NewTimer(wait)
-			timer = t.C()
-		}
-		var more bool
-		timedOut, more = q.sleep(timer)
-		if t != nil {
-			t.Stop()
-		}
-		if !more {
-			return
-		}
+	timedOut, more := false, true
+	for more {
+		timedOut, more = q.rest(q.advance(timedOut))
 	}
 }
 
+// rest sleeps until the clock reaches at (ok false: no time), a nudge or
+// ShutDown. It reports whether the time came, and false for more at
+// ShutDown.
+func (q *Queue[K]) rest(at int64, ok bool) (timedOut, more bool) {
+	if !ok {
+		return q.sleep(nil)
+	}
+	t, due := q.armTimer(at)
+	if due {
+		select {
+		case <-q.stop:
+			return false, false
+		default:
+			return true, true
+		}
+	}
+	defer t.Stop()
+	return q.sleep(t.C())
+}
+
+// armTimer returns a timer that fires when the clock reaches at, or due true
+// if it has already.
+//
+// at was worked out from a reading taken under the lock. A fake clock's Step
+// can land between that reading and the arming; a timer armed for at minus
+// that reading would then be due the Step late, and the queue would sleep
+// past the key it meant to wake for until the clock is stepped again (a test
+// that Steps past a RequeueAfter would hang now and then). So the clock is
+// read again to arm the timer, and once more after arming, for a Step that
+// lands in between and passes at.
+func (q *Queue[K]) armTimer(at int64) (t clock.Timer, due bool) {
+	left := time.Duration(at - q.now())
+	if left <= 0 {
+		return nil, true
+	}
+	t = q.clock.NewTimer(left)
+	if q.now() >= at {
+		t.Stop()
+		return nil, true
+	}
+	return t, false
+}
+
 // advance makes every due waiting node ready, refreshes the stamp, and
-// returns how long the delay loop may sleep: until the next node is due or,
-// while the stamp ticks, one tick (ok false when nothing needs it to wake).
-// The stamp stops ticking when a tick finds no key ready (timedOut: the loop
-// woke because its timer fired, not because it was nudged); the next add
-// restarts it. So a queue that keeps emptying wakes the loop at most once a
-// tick, and an idle one not at all.
-func (q *Queue[K]) advance(timedOut bool) (wait time.Duration, ok bool) {
+// returns when the delay loop should wake, in the clock's nanoseconds since
+// New: when the next node is due or, while the stamp ticks, one tick on (ok
+// false when nothing needs it to wake). The stamp stops ticking when a tick
+// finds no key ready (timedOut: the loop woke because its timer fired, not
+// because it was nudged); the next add restarts it. So a queue that keeps
+// emptying wakes the loop at most once a tick, and an idle one not at all.
+func (q *Queue[K]) advance(timedOut bool) (at int64, ok bool) {
 	q.mu.Lock()
-	wait, ok, due := q.advanceLocked(timedOut)
+	at, ok, due := q.advanceLocked(timedOut)
 	q.unlock()
 	if q.metrics.on {
 		for range due {
 			q.metrics.adds.Inc()
 		}
 	}
-	return wait, ok
+	return at, ok
 }
 
 // advanceLocked does the work of advance and also returns how many nodes it
 // made ready: each counts in workqueue_adds_total.
-func (q *Queue[K]) advanceLocked(timedOut bool) (wait time.Duration, ok bool, due int) {
+func (q *Queue[K]) advanceLocked(timedOut bool) (at int64, ok bool, due int) {
 	if len(q.waiting) == 0 && !q.ticking {
 		return 0, false, 0
 	}
@@ -158,15 +191,15 @@ func (q *Queue[K]) advanceLocked(timedOut bool) (wait time.Duration, ok bool, du
 		due++
 	}
 	if len(q.waiting) > 0 {
-		wait, ok = time.Duration(q.waiting[0].at-now), true
+		at, ok = q.waiting[0].at, true
 	}
 	if timedOut && q.ready.n == 0 {
 		q.ticking = false
 	}
-	if q.ticking && (!ok || q.tick < wait) {
-		wait, ok = q.tick, true
+	if tick := now + int64(q.tick); q.ticking && (!ok || tick < at) {
+		at, ok = tick, true
 	}
-	return wait, ok, due
+	return at, ok, due
 }
 
 // sleep waits for the timer (nil: none), a nudge or ShutDown. It reports

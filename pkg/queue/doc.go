@@ -38,9 +38,11 @@
 //   - Shutdown: after ShutDown adds are ignored and Get returns shutdown;
 //     ShutDownWithDrain also waits, bounded by a context, until every key
 //     handed out has been passed to Done; a ShutDown meanwhile ends the wait.
-//   - Observable: metrics through MetricsProvider, with client-go's workqueue
-//     metric names and meanings (package metrics lists the few differences),
-//     and no global state; none are kept when it is nil.
+//   - Observable: metrics through a client-go workqueue.MetricsProvider
+//     (Options.Metrics), with client-go's workqueue metric names and
+//     meanings (package metrics lists the few differences), depth split by
+//     priority if it is a PriorityDepthProvider, and no global state; none
+//     are kept when it is nil.
 //   - Cheap: one lock, no allocation per key in steady state, no goroutine
 //     per key; a queue runs one goroutine for delays and, with metrics, one
 //     that updates the in-flight gauges. Both end at ShutDown.

@@ -1,63 +1,30 @@
 package queue
 
-import "time"
+import (
+	"time"
 
-// MetricsProvider makes the metrics of a queue. Its metrics have the names and
-// meanings of client-go's workqueue metrics, so dashboards built for those
-// work unchanged; depth is also split by priority. Package metrics lists
-// where the meanings differ, in its "Differences from client-go /
-// controller-runtime". The method set is client-go's
-// workqueue.MetricsProvider but for NewDepthMetric, which takes the
-// priority. Prometheus's Gauge, Counter and Histogram satisfy the metric
-// interfaces; package metrics has a ready-made provider.
-type MetricsProvider interface {
-	// NewDepthMetric returns the gauge of the keys due at one priority
-	// (workqueue_depth): ready keys, and keys added again without a delay
-	// while being processed. It is called the first time a priority is
-	// seen, and may be called again for it; it must then return the same
-	// gauge.
-	NewDepthMetric(name string, priority int) GaugeMetric
-	// NewAddsMetric counts the times a key became due: added without a
-	// delay, added again while being processed, or its delay ended
-	// (workqueue_adds_total).
-	NewAddsMetric(name string) CounterMetric
-	// NewLatencyMetric observes the seconds a key was ready before Get
-	// handed it out (workqueue_queue_duration_seconds).
-	NewLatencyMetric(name string) HistogramMetric
-	// NewWorkDurationMetric observes the seconds from Get to Done
-	// (workqueue_work_duration_seconds).
-	NewWorkDurationMetric(name string) HistogramMetric
-	// NewUnfinishedWorkSecondsMetric is set to the seconds of work in flight
-	// (workqueue_unfinished_work_seconds).
-	NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric
-	// NewLongestRunningProcessorSecondsMetric is set to the age of the oldest
-	// work in flight (workqueue_longest_running_processor_seconds).
-	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric
-	// NewRetriesMetric counts AddAfter and AddRateLimited calls, and
-	// AddWithOpts keys with After or RateLimited set, whatever the delay
-	// (workqueue_retries_total).
-	NewRetriesMetric(name string) CounterMetric
+	"k8s.io/client-go/util/workqueue"
+)
+
+// PriorityDepthProvider is a workqueue.MetricsProvider, given as
+// Options.Metrics, that also splits workqueue_depth by priority. With a
+// provider that does not, the queue asks NewDepthMetric for one gauge and
+// counts every priority's keys in it. Package metrics's provider splits.
+type PriorityDepthProvider interface {
+	// NewPriorityDepthMetric returns the gauge of the keys due at one
+	// priority. It is called the first time a priority is seen, and may be
+	// called again for it; it must then return the same gauge.
+	NewPriorityDepthMetric(name string, priority int) workqueue.GaugeMetric
 }
 
-// GaugeMetric goes up and down by one.
-type GaugeMetric interface {
-	Inc()
-	Dec()
-}
-
-// SettableGaugeMetric is set to a value.
-type SettableGaugeMetric interface {
-	Set(float64)
-}
-
-// CounterMetric counts.
-type CounterMetric interface {
-	Inc()
-}
-
-// HistogramMetric observes values.
-type HistogramMetric interface {
-	Observe(float64)
+// newDepthMetric returns what gives a priority its depth gauge: the
+// priority's own if p splits depth by priority, else one shared gauge.
+func newDepthMetric(name string, p workqueue.MetricsProvider) func(priority int) workqueue.GaugeMetric {
+	if pp, ok := p.(PriorityDepthProvider); ok {
+		return func(priority int) workqueue.GaugeMetric { return pp.NewPriorityDepthMetric(name, priority) }
+	}
+	g := p.NewDepthMetric(name)
+	return func(int) workqueue.GaugeMetric { return g }
 }
 
 // unfinishedWorkUpdatePeriod is how often the unfinished-work and
@@ -68,15 +35,15 @@ const unfinishedWorkUpdatePeriod = 500 * time.Millisecond
 // nothing.
 type queueMetrics struct {
 	on           bool
-	adds         CounterMetric
-	retries      CounterMetric
-	latency      HistogramMetric
-	workDuration HistogramMetric
-	unfinished   SettableGaugeMetric
-	longest      SettableGaugeMetric
+	adds         workqueue.CounterMetric
+	retries      workqueue.CounterMetric
+	latency      workqueue.HistogramMetric
+	workDuration workqueue.HistogramMetric
+	unfinished   workqueue.SettableGaugeMetric
+	longest      workqueue.SettableGaugeMetric
 }
 
-func newQueueMetrics(name string, p MetricsProvider) queueMetrics {
+func newQueueMetrics(name string, p workqueue.MetricsProvider) queueMetrics {
 	return queueMetrics{
 		on:           true,
 		adds:         p.NewAddsMetric(name),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // fakeMetrics records every metric by name so tests can read them.
@@ -66,23 +67,30 @@ func (f *fakeMetrics) metric(name string) fakeMetric {
 	return fakeMetric{f, name}
 }
 
-func (f *fakeMetrics) NewDepthMetric(name string, p int) GaugeMetric {
+func (f *fakeMetrics) NewPriorityDepthMetric(name string, p int) workqueue.GaugeMetric {
 	return f.metric(fmt.Sprintf("%s/depth/%d", name, p))
 }
-func (f *fakeMetrics) NewAddsMetric(name string) CounterMetric { return f.metric(name + "/adds") }
-func (f *fakeMetrics) NewLatencyMetric(name string) HistogramMetric {
+func (f *fakeMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return f.metric(name + "/depth")
+}
+func (f *fakeMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return f.metric(name + "/adds")
+}
+func (f *fakeMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
 	return f.metric(name + "/latency")
 }
-func (f *fakeMetrics) NewWorkDurationMetric(name string) HistogramMetric {
+func (f *fakeMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
 	return f.metric(name + "/work")
 }
-func (f *fakeMetrics) NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric {
+func (f *fakeMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
 	return f.metric(name + "/unfinished")
 }
-func (f *fakeMetrics) NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric {
+func (f *fakeMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
 	return f.metric(name + "/longest")
 }
-func (f *fakeMetrics) NewRetriesMetric(name string) CounterMetric { return f.metric(name + "/retries") }
+func (f *fakeMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return f.metric(name + "/retries")
+}
 
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -129,5 +137,32 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("unfinished %v, longest %v; want 2, 2", values["q/unfinished"], values["q/longest"])
 		}
 		q.Done(c)
+	})
+}
+
+// clientGoMetrics is a provider with only client-go's methods: it does not
+// split depth by priority.
+type clientGoMetrics struct{ workqueue.MetricsProvider }
+
+// A client-go workqueue.MetricsProvider works as Options.Metrics; its one
+// depth gauge counts the keys of every priority.
+func TestMetricsDepthUnsplit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMetrics()
+		q := newQueue(t, Options[string]{Name: "q", Metrics: clientGoMetrics{m}})
+		q.Add("a")
+		q.AddWithOpts(AddOpts{Priority: LowPriority}, "b")
+		q.AddWithOpts(AddOpts{Priority: 7}, "c")
+		k, _, _ := q.Get()
+		synctest.Wait()
+		values, _ := m.snapshot()
+		want := map[string]float64{
+			"q/adds": 3, "q/retries": 0, "q/depth": 2,
+			"q/latency": 0, "q/work": 0, "q/unfinished": 0, "q/longest": 0,
+		}
+		if diff := cmp.Diff(want, values); diff != "" {
+			t.Errorf("after three adds and a Get (-want +got):\n%s", diff)
+		}
+		q.Done(k)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // Priorities for common cases. Any int is a valid priority; higher is served
@@ -54,12 +55,30 @@ type Options[K comparable] struct {
 	// CPU, no later than MaxWait/16 after that.
 	MaxWait time.Duration
 
-	// Metrics, when set, receives the queue's measurements. Defaults to none.
-	Metrics MetricsProvider
+	// Metrics, when set, makes the queue's metrics, under its Name. They
+	// have the names and meanings of client-go's workqueue metrics, so
+	// dashboards built for those work unchanged; package metrics lists
+	// where the meanings differ, in its "Differences from client-go /
+	// controller-runtime", and has a ready-made provider, which also splits
+	// depth by priority (see PriorityDepthProvider). Defaults to none.
+	//
+	//   - depth: keys due: ready, or added again without a delay while
+	//     being processed.
+	//   - adds: times a key became due: added without a delay, added again
+	//     while being processed, or its delay ended.
+	//   - latency: seconds a key was ready before Get handed it out.
+	//   - work duration: seconds from Get to Done.
+	//   - unfinished work seconds, longest running processor: the seconds
+	//     of work in flight, and the age of the oldest.
+	//   - retries: AddAfter and AddRateLimited calls, and AddWithOpts keys
+	//     with After or RateLimited set, whatever the delay.
+	Metrics workqueue.MetricsProvider
 
-	// Clock tells time. Defaults to the system clock. Tests may also run the
-	// queue inside a testing/synctest bubble with the default clock.
-	Clock Clock
+	// Clock tells time and makes the timers of delayed adds. Defaults to the
+	// system clock. A test may pass a k8s.io/utils/clock/testing FakeClock
+	// and Step it past a delay, or run the queue inside a testing/synctest
+	// bubble with the default clock.
+	Clock clock.Clock
 }
 
 // AddOpts configure AddWithOpts.
@@ -108,7 +127,7 @@ type Queue[K comparable] struct {
 
 	opts        Options[K]
 	metrics     queueMetrics
-	clock       Clock
+	clock       clock.Clock
 	systemClock bool          // clock is the system clock: read it by time.Since
 	start       time.Time     // the clock's reading at New
 	nudge       chan struct{} // wakes the delay loop when the earliest wait changes
@@ -128,16 +147,15 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	if opts.MaxWait > 0 {
 		tick = max(opts.MaxWait/32, 1)
 	}
-	_, systemClock := opts.Clock.(realClock)
 	if opts.Clock == nil {
-		opts.Clock, systemClock = realClock{}, true
+		opts.Clock = clock.RealClock{}
 	}
 	q := &Queue[K]{
 		items:       map[K]*node[K]{},
 		opts:        opts,
 		clock:       opts.Clock,
 		start:       opts.Clock.Now(),
-		systemClock: systemClock,
+		systemClock: isSystemClock(opts.Clock),
 		tick:        tick,
 		nudge:       make(chan struct{}, 1),
 		stop:        make(chan struct{}),
@@ -149,7 +167,7 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	q.ready.age.slot = ageSlot
 	if opts.Metrics != nil {
 		q.metrics = newQueueMetrics(opts.Name, opts.Metrics)
-		q.ready.newDepth = func(p int) GaugeMetric { return opts.Metrics.NewDepthMetric(opts.Name, p) }
+		q.ready.newDepth = newDepthMetric(opts.Name, opts.Metrics)
 		go q.metricsLoop()
 	}
 	go q.delayLoop()
@@ -209,7 +227,7 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration, retry bool) {
 
 // addLocked does the work of add and reports whether the add counts in
 // workqueue_adds_total: whether it made the key due now, so that it joins
-// workqueue_depth (see MetricsProvider). early is a reading of the clock
+// workqueue_depth (see Options.Metrics). early is a reading of the clock
 // taken before the lock if the add needs one (see readClock), else
 // noReading.
 func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int64) (counted bool) {
@@ -370,6 +388,16 @@ func (q *Queue[K]) now() int64 {
 		return int64(time.Since(q.start))
 	}
 	return int64(q.clock.Now().Sub(q.start))
+}
+
+// isSystemClock reports whether c is k8s.io/utils/clock's RealClock, which
+// now may read by time.Since.
+func isSystemClock(c clock.Clock) bool {
+	switch c.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
 }
 
 // makeReady puts n in the ready set. The caller, holding the lock, must

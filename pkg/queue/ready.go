@@ -1,5 +1,7 @@
 package queue
 
+import "k8s.io/client-go/util/workqueue"
+
 // node is the queue's record of one key. A node is in exactly one of three
 // places, given by state: the ready set, the waiting heap, or the processing
 // slice. Nodes are recycled (Queue.free), so steady-state traffic allocates
@@ -116,7 +118,7 @@ type bucket[K comparable] struct {
 	recent   [recentTenants]*tenantQueue[K]
 	idle     int            // empty tenants in tenants
 	single   tenantQueue[K] // the only tenant when fairness is off
-	depth    GaugeMetric
+	depth    workqueue.GaugeMetric
 	pruned   bool // empty, and taken out of the ready set
 }
 
@@ -135,7 +137,7 @@ type readySet[K comparable] struct {
 	aging    bool
 	n        int
 	fair     bool
-	newDepth func(priority int) GaugeMetric
+	newDepth func(priority int) workqueue.GaugeMetric
 }
 
 // push appends n, which has priority and tenant set, to the back of its

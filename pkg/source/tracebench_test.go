@@ -30,7 +30,7 @@ func controllerSink(tp func() trace.TracerProvider) sink {
 			return reconcile.Done(), nil
 		})
 		c, err := controller.New("bench", r, controller.Options[reconcile.Request]{
-			DisableReadYourWrites: true,
+			ReadYourWritesTimeout: -1,
 			Logger:                funcr.New(func(string, string) {}, funcr.Options{}),
 			TracerProvider:        tp(),
 		})
