@@ -17,11 +17,12 @@ import (
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// Watch is one thing a controller built by NewController watches: its
-// primary type (For), a type it owns (Owns), any other type with a map
-// function of your own (Watches), or a source (WatchSource); or one thing
-// it does around them (ShardBy, ShardWatch, Finalizer, WithOptions).
-type Watch interface {
+// ControllerOption is one thing NewController builds a controller with: a
+// watch of its primary type (For), of a type it owns (Owns), of any other
+// type with a map function of your own (Watches) or of a source
+// (WatchSource); or one thing it does around them (ShardBy, ShardWatch,
+// Finalizer, WithOptions).
+type ControllerOption interface {
 	add(b *builder) error
 }
 
@@ -54,9 +55,9 @@ type builder struct {
 	finalize func(b *builder, r reconcile.Reconciler[reconcile.Request]) (reconcile.Reconciler[reconcile.Request], error)
 }
 
-type watchFunc func(b *builder) error
+type optionFunc func(b *builder) error
 
-func (f watchFunc) add(b *builder) error { return f(b) }
+func (f optionFunc) add(b *builder) error { return f(b) }
 
 // For watches the controller's primary type T: each of its events queues
 // the object itself. A controller has exactly one For.
@@ -70,8 +71,8 @@ func (f watchFunc) add(b *builder) error { return f(b) }
 // registered it. In sharded mode the watch reads T registered sharded by
 // ShardBy's key (see NewController), and a nil *l is set to that. l may be
 // nil when the reconciler does not read T: For[*corev1.ConfigMap](nil).
-func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Watch {
-	return watchFunc(func(b *builder) error {
+func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		if b.primary != nil {
 			return fmt.Errorf("two For watches (%v and %v): a controller has one primary type", *b.primary, reflect.TypeFor[T]())
 		}
@@ -131,8 +132,8 @@ func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Watc
 // sharding.ByControllerOwner puts a primary object with its controller
 // owner. It is also the ShardKey the For type is cached by. Without
 // sharding it has no effect.
-func ShardBy(key sharding.Key) Watch {
-	return watchFunc(func(b *builder) error {
+func ShardBy(key sharding.Key) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		b.shardBy = key
 		return nil
 	})
@@ -153,8 +154,8 @@ func ShardBy(key sharding.Key) Watch {
 // Owns also adds cache.ControlledByIndex to T's Lister, so that the
 // reconciler lists an owner's children with Lister.ControlledBy. Adding it
 // is idempotent: any number of controllers may own the same type.
-func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Watch {
-	return watchFunc(func(b *builder) error {
+func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
 			key, sharded := ownedKey(b.shardBy)
 			watched, err := bind(b, l, key, sharded)
@@ -190,7 +191,7 @@ func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Wat
 // mode its objects are all cached on every replica, unless ShardWatch
 // says otherwise. For any other handler, use WatchSource with
 // source.NewKind.
-func Watches[T cache.Object](l **cache.Lister[T], fn func(T) []reconcile.Request, preds ...source.Predicate[T]) Watch {
+func Watches[T cache.Object](l **cache.Lister[T], fn func(T) []reconcile.Request, preds ...source.Predicate[T]) ControllerOption {
 	return &watches[T]{l: l, fn: fn, preds: preds}
 }
 
@@ -228,8 +229,8 @@ func (w *watches[T]) shardBy(key sharding.Key) { w.key, w.sharded = key, true }
 // namespace, say. Otherwise a key's replica would miss the events of
 // objects cached elsewhere. Only Watches watches can be sharded so: Owns
 // watches are sharded for you, WatchSource ones are not the cache's.
-func ShardWatch(key sharding.Key, w Watch) Watch {
-	return watchFunc(func(b *builder) error {
+func ShardWatch(key sharding.Key, w ControllerOption) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		sw, ok := w.(interface{ shardBy(sharding.Key) })
 		if !ok {
 			return fmt.Errorf("ShardWatch of %T: only a watch made by Watches can be sharded", w)
@@ -241,8 +242,8 @@ func ShardWatch(key sharding.Key, w Watch) Watch {
 
 // WatchSource adds a source of any kind, such as source.NewChannel for
 // events from outside the cluster.
-func WatchSource(src source.Source[reconcile.Request]) Watch {
-	return watchFunc(func(b *builder) error {
+func WatchSource(src source.Source[reconcile.Request]) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		if src == nil {
 			return errors.New("WatchSource: the source is nil")
 		}
@@ -253,8 +254,8 @@ func WatchSource(src source.Source[reconcile.Request]) Watch {
 
 // WithOptions sets the controller's options. Defaults to the zero Options,
 // with the manager's logger, registry and shutdown timeout filled in.
-func WithOptions(opts controller.Options[reconcile.Request]) Watch {
-	return watchFunc(func(b *builder) error {
+func WithOptions(opts controller.Options[reconcile.Request]) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		b.opts = &opts
 		return nil
 	})
@@ -281,10 +282,10 @@ func WithOptions(opts controller.Options[reconcile.Request]) Watch {
 // this replica's slots of them (see "Sharded mode" in the package doc);
 // a Lister set before NewController to another registration of the type
 // stays as it is, caching the type whole.
-func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Request], watches ...Watch) (*controller.Controller[reconcile.Request], error) {
+func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Request], options ...ControllerOption) (*controller.Controller[reconcile.Request], error) {
 	b := &builder{m: m, name: name}
-	for _, w := range watches {
-		if err := w.add(b); err != nil {
+	for _, o := range options {
+		if err := o.add(b); err != nil {
 			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
 		}
 	}

@@ -121,15 +121,15 @@ func TestNewControllerRejectsMisuse(t *testing.T) {
 	var s seen
 	for _, tt := range []struct {
 		name    string
-		watches []manager.Watch
+		options []manager.ControllerOption
 		mention string
 	}{
-		{"no For", []manager.Watch{manager.Owns[*corev1.Secret](nil)}, "no For watch"},
-		{"two Fors", []manager.Watch{manager.For[*corev1.ConfigMap](nil), manager.For[*corev1.Secret](nil)}, "one primary type"},
-		{"nil map function", []manager.Watch{manager.For[*corev1.ConfigMap](nil), manager.Watches[*corev1.Pod](nil, nil)}, "map function of Watches is nil"},
+		{"no For", []manager.ControllerOption{manager.Owns[*corev1.Secret](nil)}, "no For watch"},
+		{"two Fors", []manager.ControllerOption{manager.For[*corev1.ConfigMap](nil), manager.For[*corev1.Secret](nil)}, "one primary type"},
+		{"nil map function", []manager.ControllerOption{manager.For[*corev1.ConfigMap](nil), manager.Watches[*corev1.Pod](nil, nil)}, "map function of Watches is nil"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := manager.NewController(m, "misused", s.reconciler(), tt.watches...)
+			_, err := manager.NewController(m, "misused", s.reconciler(), tt.options...)
 			if err == nil || !strings.Contains(err.Error(), tt.mention) {
 				t.Errorf("NewController = %v, want an error mentioning %q", err, tt.mention)
 			}

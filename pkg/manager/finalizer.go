@@ -35,8 +35,8 @@ import (
 // domain-qualified, such as example.com/cleanup (finalizer.Validate).
 // This is finalizer.Finalize run before each reconcile; a reconciler that
 // is not run by NewController calls that itself.
-func Finalizer[T cache.Object](name string, cleanup func(ctx context.Context, obj T) error) Watch {
-	return watchFunc(func(b *builder) error {
+func Finalizer[T cache.Object](name string, cleanup func(ctx context.Context, obj T) error) ControllerOption {
+	return optionFunc(func(b *builder) error {
 		if err := finalizer.Validate(name); err != nil {
 			return fmt.Errorf("Finalizer: %w", err)
 		}

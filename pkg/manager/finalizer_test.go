@@ -103,17 +103,17 @@ func TestFinalizerRejectsMisuse(t *testing.T) {
 	cleanConfigMap := func(context.Context, *corev1.ConfigMap) error { return nil }
 	for _, tt := range []struct {
 		name    string
-		watches []manager.Watch
+		options []manager.ControllerOption
 		mention string
 	}{
-		{"another type", []manager.Watch{manager.For(&cms), manager.Finalizer("test.opkit.dev/x", cleanSecret)}, "cleanup takes *v1.Secret, and the For type is *v1.ConfigMap"},
-		{"no domain", []manager.Watch{manager.For(&cms), manager.Finalizer("cleanup", cleanConfigMap)}, "domain prefix"},
-		{"nil cleanup", []manager.Watch{manager.For(&cms), manager.Finalizer[*corev1.ConfigMap]("test.opkit.dev/x", nil)}, "cleanup is nil"},
-		{"two", []manager.Watch{manager.For(&cms), manager.Finalizer("test.opkit.dev/x", cleanConfigMap), manager.Finalizer("test.opkit.dev/y", cleanConfigMap)}, "two Finalizers"},
+		{"another type", []manager.ControllerOption{manager.For(&cms), manager.Finalizer("test.opkit.dev/x", cleanSecret)}, "cleanup takes *v1.Secret, and the For type is *v1.ConfigMap"},
+		{"no domain", []manager.ControllerOption{manager.For(&cms), manager.Finalizer("cleanup", cleanConfigMap)}, "domain prefix"},
+		{"nil cleanup", []manager.ControllerOption{manager.For(&cms), manager.Finalizer[*corev1.ConfigMap]("test.opkit.dev/x", nil)}, "cleanup is nil"},
+		{"two", []manager.ControllerOption{manager.For(&cms), manager.Finalizer("test.opkit.dev/x", cleanConfigMap), manager.Finalizer("test.opkit.dev/y", cleanConfigMap)}, "two Finalizers"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var s seen
-			_, err := manager.NewController(m, "misused", s.reconciler(), tt.watches...)
+			_, err := manager.NewController(m, "misused", s.reconciler(), tt.options...)
 			if err == nil || !strings.Contains(err.Error(), tt.mention) {
 				t.Errorf("NewController = %v, want an error mentioning %q", err, tt.mention)
 			}

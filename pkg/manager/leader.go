@@ -117,15 +117,14 @@ func namespaceOr(field, ns string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// elect campaigns for the lease in the background; once elected it starts
-// the leader-only runnables. Losing the lease fails the run with
-// ErrLeaderLost.
-func (r *run) elect(leaderOnly []Runnable) error {
-	m := r.m
+// elect campaigns for the lease in the background until ctx ends or the
+// returned stop; once elected it calls lead. Losing the lease fails the
+// run with ErrLeaderLost.
+func (m *Manager) elect(ctx context.Context, lead func(), fail func(error)) (stopFunc, error) {
 	le := m.opts.LeaderElection
 	ns, err := leaseNamespace(le)
 	if err != nil {
-		return fmt.Errorf("manager: leader election: %w", err)
+		return nil, fmt.Errorf("manager: leader election: %w", err)
 	}
 	id := le.Identity
 	if id == "" {
@@ -136,14 +135,15 @@ func (r *run) elect(leaderOnly []Runnable) error {
 	// one) is its own: a busy controller must not delay a renewal.
 	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(m.config, "leader-election"))
 	if err != nil {
-		return fmt.Errorf("manager: leader election client: %w", err)
+		return nil, fmt.Errorf("manager: leader election client: %w", err)
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, le.Name,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
-		return fmt.Errorf("manager: leader election lock: %w", err)
+		return nil, fmt.Errorf("manager: leader election lock: %w", err)
 	}
 	log := m.log.WithValues("lease", ns+"/"+le.Name, "identity", id)
+	ctx, cancel := context.WithCancel(ctx)
 	var leading atomic.Bool
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            renewals{Interface: lock, fence: m.fence},
@@ -156,17 +156,17 @@ func (r *run) elect(leaderOnly []Runnable) error {
 			OnStartedLeading: func(context.Context) {
 				leading.Store(true)
 				log.Info("Elected leader; starting leader-only runnables")
-				r.lead(leaderOnly)
+				lead()
 			},
 			OnStoppedLeading: func() {
 				m.fence.Lost()
-				if r.electCtx.Err() != nil {
+				if ctx.Err() != nil {
 					if leading.Load() {
 						log.Info("Left leadership on shutdown", "released", le.ReleaseOnCancel)
 					}
 					return
 				}
-				r.fail(fmt.Errorf("manager: lease %s/%s: %w: leader-only work stopped; restart the process to campaign again", ns, le.Name, ErrLeaderLost))
+				fail(fmt.Errorf("manager: lease %s/%s: %w: leader-only work stopped; restart the process to campaign again", ns, le.Name, ErrLeaderLost))
 			},
 			OnNewLeader: func(identity string) {
 				if identity != id {
@@ -176,13 +176,9 @@ func (r *run) elect(leaderOnly []Runnable) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("manager: leader election: %w", err)
+		cancel()
+		return nil, fmt.Errorf("manager: leader election: %w", err)
 	}
 	log.Info("Campaigning for leadership")
-	r.elector = make(chan struct{})
-	go func() {
-		defer close(r.elector)
-		elector.Run(r.electCtx)
-	}()
-	return nil
+	return goStop(cancel, "leader election still running", func() { elector.Run(ctx) }), nil
 }

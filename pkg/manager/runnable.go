@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // Runnable is something the manager starts: a controller, a server, a
@@ -45,4 +46,47 @@ func named(r Runnable) string {
 		return s.String()
 	}
 	return fmt.Sprintf("%T", r)
+}
+
+// group runs runnables, each in a goroutine until its context ends, and
+// waits for them. None starts once the group is closed, so that a lease
+// won while the manager stops starts no leader-only work.
+type group struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (g *group) start(ctx context.Context, rn Runnable, fail func(error)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	g.wg.Go(func() {
+		if err := rn.Start(ctx); err != nil {
+			fail(fmt.Errorf("manager: runnable %s: %w", named(rn), err))
+		}
+	})
+}
+
+func (g *group) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
+// wait waits for the runnables to return, or for ctx to end.
+func (g *group) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runnables still running: %w", context.Cause(ctx))
+	}
 }

@@ -115,6 +115,22 @@ func (m *Manager) certificate() (tls.Certificate, error) {
 	return tls.X509KeyPair(crt, key)
 }
 
+// serve runs the manager's servers and the webhook server, on every
+// replica, leader or not; the returned stop shuts them down.
+func (m *Manager) serve(ctx context.Context, servers []*server, fail func(error)) stopFunc {
+	for _, s := range servers {
+		go s.serve(fail)
+	}
+	stopWebhook := m.serveWebhook(ctx, fail)
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.shutdown(ctx))
+		}
+		return errors.Join(append(errs, stopWebhook(ctx))...)
+	}
+}
+
 // Addr returns where the server listens.
 func (s *server) Addr() net.Addr { return s.listener.Addr() }
 

@@ -52,14 +52,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		// says where to connect.
 		m.log.Info("Serving", "server", s.name, "address", s.Addr().String())
 	}
-	r := newRun(ctx, m)
-	for _, s := range servers {
-		go s.serve(r.fail)
-	}
-	r.serveWebhook()
-	r.run(runnables)
-	<-r.ctx.Done()
-	return r.shutdown(servers)
+	return m.run(ctx, servers, runnables)
 }
 
 // reachTimeout bounds how long Start waits for the API server to answer
@@ -93,231 +86,231 @@ func (m *Manager) markStarted() ([]Runnable, error) {
 	return m.runnables, nil
 }
 
-// run is the state of one Start.
-type run struct {
-	m      *Manager
-	parent context.Context
-	ctx    context.Context // ends at stop or at the first failure
-	stop   context.CancelCauseFunc
+// run serves, runs the cache and the runnables until ctx ends or one of
+// them fails, then stops them all in order within
+// Options.ShutdownTimeout. It returns the first failure joined with what
+// did not stop in time.
+func (m *Manager) run(ctx context.Context, servers []*server, runnables []Runnable) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	fail, closeFailures := firstFailure(stop)
+	stopServers := m.serve(ctx, servers, fail)
+	stopWork := m.work(ctx, runnables, fail)
+	<-ctx.Done()
 
-	errOnce sync.Once
-	err     error // the first failure
-
-	// Runnables and the cache get contexts of their own, detached from
-	// ctx, so that shutdown stops them in order.
-	workCtx    context.Context
-	stopWork   context.CancelCauseFunc
-	leaderCtx  context.Context
-	stopLeader context.CancelCauseFunc
-	cacheCtx   context.Context
-	stopCache  context.CancelFunc
-	electCtx   context.Context
-	stopElect  context.CancelFunc
-	elector    chan struct{} // closed when the election loop has ended; nil without one
-	// The shard member runs from after the cache synced until it has left
-	// the group, which shutdown waits for before it stops the runnables.
-	memberCtx  context.Context
-	stopMember context.CancelFunc
-	member     chan struct{} // closed when the member has left; nil without one
-	// stopWebhook stops the webhook server and waits for it; nil without
-	// one.
-	stopWebhook func(context.Context) error
-
-	mu       sync.Mutex
-	stopping bool // set by shutdown: no runnable starts after it
-	work     sync.WaitGroup
-}
-
-func newRun(parent context.Context, m *Manager) *run {
-	r := &run{m: m, parent: parent}
-	r.ctx, r.stop = context.WithCancelCause(parent)
-	detached := context.WithoutCancel(parent)
-	r.workCtx, r.stopWork = context.WithCancelCause(detached)
-	r.leaderCtx, r.stopLeader = context.WithCancelCause(detached)
-	if m.fence != nil {
-		// Leader-only work carries the fence: its writes are refused,
-		// and its controllers start no reconcile, while the process is
-		// not sure it still holds the lease.
-		r.leaderCtx = fence.NewContext(r.leaderCtx, m.fence)
-	}
-	r.cacheCtx, r.stopCache = context.WithCancel(detached)
-	r.electCtx, r.stopElect = context.WithCancel(detached)
-	r.memberCtx, r.stopMember = context.WithCancel(detached)
-	return r
-}
-
-// fail records the first failure and stops the run.
-func (r *run) fail(err error) {
-	r.errOnce.Do(func() {
-		r.err = err
-		r.stop(err)
-	})
-}
-
-// run starts the event recorder, the cache and the runnables, in order.
-func (r *run) run(runnables []Runnable) {
-	m := r.m
-	if err := m.broadcast.StartRecordingToSinkWithContext(r.cacheCtx); err != nil {
-		r.fail(fmt.Errorf("manager: start the event recorder: %w", err))
-		return
-	}
-	if err := m.cache.Start(r.cacheCtx); err != nil {
-		r.fail(fmt.Errorf("manager: start the cache: %w", err))
-		return
-	}
-	m.log.Info("Waiting for the cache to sync", "timeout", m.opts.CacheSyncTimeout)
-	syncCtx, cancel := context.WithTimeoutCause(r.ctx, m.opts.CacheSyncTimeout,
-		fmt.Errorf("cache not synced within %v (Options.CacheSyncTimeout)", m.opts.CacheSyncTimeout))
-	defer cancel()
-	if err := m.cache.WaitForSync(syncCtx); err != nil {
-		if r.ctx.Err() == nil {
-			r.fail(fmt.Errorf("manager: %w", err))
-		}
-		return
-	}
-	m.synced.Store(true)
-	m.log.Info("Cache synced")
-	var leaderOnly []Runnable
-	for _, rn := range runnables {
-		if needsLeader(rn) {
-			leaderOnly = append(leaderOnly, rn)
-			continue
-		}
-		r.start(r.workCtx, rn)
-	}
-	r.join()
-	if !m.opts.LeaderElection.Enabled {
-		r.lead(leaderOnly)
-		return
-	}
-	if err := r.elect(leaderOnly); err != nil {
-		r.fail(err)
-	}
-}
-
-// join runs the shard member, in sharded mode, once the cache has synced:
-// a slot's keys are queued from the cache when the slot is gained.
-func (r *run) join() {
-	if r.m.shard == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopping {
-		return
-	}
-	r.member = make(chan struct{})
-	go func() {
-		defer close(r.member)
-		r.m.shard.run(r.memberCtx, r.m)
-	}()
-}
-
-// leave ends the shard member and waits until it has left: its slots'
-// reconciles have returned and its Lease is deleted, so the other replicas
-// take its slots at their next round, before this one's controllers stop.
-func (r *run) leave(ctx context.Context) error {
-	r.stopMember()
-	r.mu.Lock()
-	member := r.member
-	r.mu.Unlock()
-	if member == nil {
-		return nil
-	}
-	select {
-	case <-member:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("shard member still leaving: %w", context.Cause(ctx))
-	}
-}
-
-// lead starts the leader-only runnables.
-func (r *run) lead(runnables []Runnable) {
-	close(r.m.elected)
-	for _, rn := range runnables {
-		r.start(r.leaderCtx, rn)
-	}
-}
-
-func (r *run) start(ctx context.Context, rn Runnable) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopping {
-		return
-	}
-	r.work.Go(func() {
-		if err := rn.Start(ctx); err != nil {
-			r.fail(fmt.Errorf("manager: runnable %s: %w", named(rn), err))
-		}
-	})
-}
-
-// shutdown stops everything in order within Options.ShutdownTimeout and
-// returns the first failure, if any.
-func (r *run) shutdown(servers []*server) error {
-	m := r.m
 	timeout := m.opts.ShutdownTimeout
 	m.log.Info("Stopping", "timeout", timeout)
-	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout,
+	shutdown, cancel := context.WithTimeoutCause(context.Background(), timeout,
 		fmt.Errorf("manager: shutdown took longer than Options.ShutdownTimeout (%v)", timeout))
 	defer cancel()
-
-	r.mu.Lock()
-	r.stopping = true
-	r.mu.Unlock()
-	leaveErr := r.leave(ctx)
-	cause := context.Cause(r.ctx)
-	if errors.Is(cause, ErrLeaderLost) {
-		r.stopLeader(fmt.Errorf("%w: %w", controller.ErrAbort, cause))
-	} else {
-		r.stopLeader(nil)
-	}
-	r.stopWork(nil)
-	// A runnable that fails while stopping did not cause the stop: closing
-	// the Once keeps such failures out of r.err, and orders this read
-	// after any write of it.
-	r.errOnce.Do(func() {})
-	errs := []error{r.err, leaveErr}
-	if !waitGroup(ctx, &r.work) {
-		errs = append(errs, fmt.Errorf("runnables still running: %w", context.Cause(ctx)))
-	}
-	// The lease is released (if asked) only once leader-only work has
-	// stopped, so that two processes never reconcile at once.
-	r.stopElect()
-	if r.elector != nil {
-		select {
-		case <-r.elector:
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("leader election still running: %w", context.Cause(ctx)))
-		}
-	}
-	r.stopCache()
-	m.broadcast.Shutdown()
-	for _, s := range servers {
-		errs = append(errs, s.shutdown(ctx))
-	}
-	if r.stopWebhook != nil {
-		errs = append(errs, r.stopWebhook(ctx))
-	}
-	err := errors.Join(errs...)
+	workErr := stopWork(shutdown, context.Cause(ctx), closeFailures)
+	err := errors.Join(workErr, stopServers(shutdown))
 	if err == nil {
 		m.log.Info("Stopped")
 	}
 	return err
 }
 
-// waitGroup waits for wg, or for ctx to end; it reports whether wg is done.
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+// firstFailure returns fail, which records the first error it is given and
+// stops the run with it, and closeFailures, which ends the record and
+// returns that error, if any.
+func firstFailure(stop context.CancelCauseFunc) (fail func(error), closeFailures func() error) {
+	var once sync.Once
+	var first error
+	fail = func(err error) {
+		once.Do(func() {
+			first = err
+			stop(err)
+		})
+	}
+	closeFailures = func() error {
+		// Also orders this read after any write of first.
+		once.Do(func() {})
+		return first
+	}
+	return fail, closeFailures
+}
+
+// stopFunc stops something the run started and waits until it has
+// stopped, or until ctx (the shutdown's) ends.
+type stopFunc func(ctx context.Context) error
+
+func noStop(context.Context) error { return nil }
+
+// goStop runs f in a goroutine and returns its stopFunc, which calls
+// cancel (which must end f) and waits for f to return; if ctx ends first,
+// its error starts with what.
+func goStop(cancel context.CancelFunc, what string, f func()) stopFunc {
 	done := make(chan struct{})
 	go func() {
-		wg.Wait()
-		close(done)
+		defer close(done)
+		f()
 	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
+	return func(ctx context.Context) error {
+		cancel()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		}
+	}
+}
+
+// workStop stops the cache, the runnables, the shard member and the
+// election, given the cause of the stop. It calls closeFailures as soon
+// as the runnables are told to stop: a runnable that fails then did not
+// cause the stop. It returns closeFailures' error joined with its own.
+type workStop func(ctx context.Context, cause error, closeFailures func() error) error
+
+// work starts the event recorder and the cache, waits for the cache to
+// sync, then starts the runnables, in order; a step that fails fails the
+// run, and no step after it starts.
+func (m *Manager) work(ctx context.Context, runnables []Runnable, fail func(error)) workStop {
+	stopCache, synced := m.startCache(ctx, fail)
+	stopRunnables := workStop(func(_ context.Context, _ error, closeFailures func() error) error {
+		return closeFailures()
+	})
+	if synced {
+		// Detached from ctx, so that the stop ends each part in its turn.
+		stopRunnables = m.startRunnables(context.WithoutCancel(ctx), runnables, fail)
+	}
+	return func(ctx context.Context, cause error, closeFailures func() error) error {
+		err := stopRunnables(ctx, cause, closeFailures)
+		stopCache()
+		return err
+	}
+}
+
+// startCache starts the event recorder and the cache, and waits for the
+// cache to sync; it reports whether it did. They run, detached from ctx,
+// until stop.
+func (m *Manager) startCache(ctx context.Context, fail func(error)) (stop func(), synced bool) {
+	cacheCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop = func() {
+		cancel()
+		m.broadcast.Shutdown()
+	}
+	if err := m.broadcast.StartRecordingToSinkWithContext(cacheCtx); err != nil {
+		fail(fmt.Errorf("manager: start the event recorder: %w", err))
+		return stop, false
+	}
+	if err := m.cache.Start(cacheCtx); err != nil {
+		fail(fmt.Errorf("manager: start the cache: %w", err))
+		return stop, false
+	}
+	return stop, m.waitForSync(ctx, fail)
+}
+
+// waitForSync waits at most Options.CacheSyncTimeout for the cache to
+// sync, and reports whether it did; it fails the run if not, unless ctx
+// ended first.
+func (m *Manager) waitForSync(ctx context.Context, fail func(error)) bool {
+	m.log.Info("Waiting for the cache to sync", "timeout", m.opts.CacheSyncTimeout)
+	syncCtx, cancel := context.WithTimeoutCause(ctx, m.opts.CacheSyncTimeout,
+		fmt.Errorf("cache not synced within %v (Options.CacheSyncTimeout)", m.opts.CacheSyncTimeout))
+	defer cancel()
+	if err := m.cache.WaitForSync(syncCtx); err != nil {
+		if ctx.Err() == nil {
+			fail(fmt.Errorf("manager: %w", err))
+		}
 		return false
 	}
+	m.synced.Store(true)
+	m.log.Info("Cache synced")
+	return true
+}
+
+// startRunnables starts the runnables that need no lease, joins the shard
+// group, and starts the leader-only runnables at once or once elected. Each
+// runs on a context of its own derived from ctx, which the returned stop
+// ends in order: the member leaves, the runnables stop, then the election
+// ends, so that the lease is released (if asked) only once leader-only
+// work has stopped and two processes never reconcile at once.
+func (m *Manager) startRunnables(ctx context.Context, runnables []Runnable, fail func(error)) workStop {
+	workCtx, stopWorkers := context.WithCancel(ctx)
+	leaderCtx, stopLeaders := context.WithCancelCause(m.fenced(ctx))
+	workers, leaders := byLease(runnables)
+	var g group
+	for _, rn := range workers {
+		g.start(workCtx, rn, fail)
+	}
+	leave := m.join(ctx)
+	resign := m.campaign(ctx, func() {
+		close(m.elected)
+		for _, rn := range leaders {
+			g.start(leaderCtx, rn, fail)
+		}
+	}, fail)
+	return func(ctx context.Context, cause error, closeFailures func() error) error {
+		g.close()
+		leaveErr := leave(ctx)
+		stopLeaders(leaderCause(cause))
+		stopWorkers()
+		failure := closeFailures()
+		waitErr := g.wait(ctx)
+		return errors.Join(failure, leaveErr, waitErr, resign(ctx))
+	}
+}
+
+// fenced returns ctx with the manager's fence, if leader election is on:
+// leader-only work's writes are refused, and its controllers start no
+// reconcile, while the process is not sure it still holds the lease.
+func (m *Manager) fenced(ctx context.Context) context.Context {
+	if m.fence == nil {
+		return ctx
+	}
+	return fence.NewContext(ctx, m.fence)
+}
+
+// leaderCause is why leader-only work stops: with the lease lost it is
+// canceled without waiting (controller.ErrAbort), since another process
+// may hold the lease already.
+func leaderCause(cause error) error {
+	if errors.Is(cause, ErrLeaderLost) {
+		return fmt.Errorf("%w: %w", controller.ErrAbort, cause)
+	}
+	return nil
+}
+
+// byLease splits runnables into those that need no lease and the
+// leader-only ones.
+func byLease(runnables []Runnable) (workers, leaders []Runnable) {
+	for _, rn := range runnables {
+		if needsLeader(rn) {
+			leaders = append(leaders, rn)
+		} else {
+			workers = append(workers, rn)
+		}
+	}
+	return workers, leaders
+}
+
+// join runs the shard member, in sharded mode, once the cache has synced:
+// a slot's keys are queued from the cache when the slot is gained. The
+// returned leave ends it and waits until it has left: its slots'
+// reconciles have returned and its Lease is deleted, so the other replicas
+// take its slots at their next round, before this one's controllers stop.
+func (m *Manager) join(ctx context.Context) stopFunc {
+	if m.shard == nil {
+		return noStop
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return goStop(cancel, "shard member still leaving", func() { m.shard.run(ctx, m) })
+}
+
+// campaign starts the leader-only runnables (lead) at once without leader
+// election, and otherwise once elected; the returned stop ends the
+// election.
+func (m *Manager) campaign(ctx context.Context, lead func(), fail func(error)) stopFunc {
+	if !m.opts.LeaderElection.Enabled {
+		lead()
+		return noStop
+	}
+	resign, err := m.elect(ctx, lead, fail)
+	if err != nil {
+		fail(err)
+		return noStop
+	}
+	return resign
 }

@@ -214,29 +214,18 @@ func (m *Manager) checkWebhookCertificate() error {
 }
 
 // serveWebhook starts the webhook server, which runs on every replica,
-// leader or not, until stopWebhook.
-func (r *run) serveWebhook() {
-	if r.m.webhook == nil {
-		return
+// leader or not, detached from ctx until the returned stop.
+func (m *Manager) serveWebhook(ctx context.Context, fail func(error)) stopFunc {
+	if m.webhook == nil {
+		return noStop
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.parent))
-	done := make(chan struct{})
-	r.stopWebhook = func(shutdown context.Context) error {
-		cancel()
-		select {
-		case <-done:
-			return nil
-		case <-shutdown.Done():
-			return fmt.Errorf("manager: stop webhook server: %w", context.Cause(shutdown))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.log.Info("Serving", "server", "webhook", "address", net.JoinHostPort(m.opts.Webhook.Host, strconv.Itoa(m.opts.Webhook.Port)))
+	return goStop(cancel, "manager: stop webhook server", func() {
+		if err := m.webhook.Start(ctx); err != nil {
+			fail(fmt.Errorf("manager: webhook server on port %d (Options.Webhook.Port): %w", m.opts.Webhook.Port, err))
 		}
-	}
-	r.m.log.Info("Serving", "server", "webhook", "address", net.JoinHostPort(r.m.opts.Webhook.Host, strconv.Itoa(r.m.opts.Webhook.Port)))
-	go func() {
-		defer close(done)
-		if err := r.m.webhook.Start(ctx); err != nil {
-			r.fail(fmt.Errorf("manager: webhook server on port %d (Options.Webhook.Port): %w", r.m.opts.Webhook.Port, err))
-		}
-	}()
+	})
 }
 
 // The webhook server's request metrics that /metrics serves, by path in
