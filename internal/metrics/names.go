@@ -186,3 +186,28 @@ const (
 	SyncErrorList  = "list_failed"
 	SyncErrorWatch = "watch_failed"
 )
+
+// EventsRefused counts the Events the API server refused, and that
+// were therefore dropped, by reporter (the name given to manager.Manager.EventRecorder) and
+// reason (the API server's StatusReason, such as "Invalid" or "Forbidden").
+// client-go's broadcaster drops such Events after a log line through klog;
+// the manager also logs each through its own logger.
+const EventsRefused = "opkit_events_refused_total"
+
+// Leader is 1 while this process may act as the holder of the Lease
+// named by its label "name" (its fence is open: see manager.ErrFenced), else 0:
+// client-go's and controller-runtime's leader_election_master_status,
+// which kubebuilder's dashboards read. Served only with
+// manager.Options.LeaderElection.Enabled; summed over the replicas, it is 1 when
+// exactly one leads, and unlike client-go's it never reads 1 on two
+// replicas at once: a frozen leader's turns 0 before a standby may take
+// over.
+const Leader = "leader_election_master_status"
+
+// The webhook server's request metrics that /metrics serves, by path in
+// the label "webhook": controller-runtime's, from its registry.
+const (
+	WebhookLatency  = "controller_runtime_webhook_latency_seconds"
+	WebhookRequests = "controller_runtime_webhook_requests_total"
+	WebhookInFlight = "controller_runtime_webhook_requests_in_flight"
+)

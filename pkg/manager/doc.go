@@ -34,7 +34,7 @@
 //     limit, a partition) controllers start no reconcile and every write
 //     sent with a leader-only runnable's context through a client built
 //     from Config is refused before it is sent (ErrFenced), until the next
-//     renewal succeeds or the lease is found lost; MetricLeader reads 0
+//     renewal succeeds or the lease is found lost; leader_election_master_status reads 0
 //     meanwhile. client-go's elector alone gives up RenewDeadline after
 //     its first failed try, so a process resumed after a freeze would go
 //     on acting beside the new leader for up to RenewDeadline. What a
@@ -47,10 +47,10 @@
 //   - Metrics: /metrics serves the registry: opkit's cache, workqueue and
 //     reconcile metrics (client-go's and controller-runtime's names), the
 //     REST client metrics of every request the manager's clients make, the
-//     Events the API server refused (MetricEventsRefused), with leader
-//     election whether this replica leads (MetricLeader), the Go and
+//     Events the API server refused (opkit_events_refused_total), with leader
+//     election whether this replica leads (leader_election_master_status), the Go and
 //     process collectors, and with a webhook server controller-runtime's
-//     webhook request metrics (MetricWebhookRequests and the like).
+//     webhook request metrics (controller_runtime_webhook_requests_total and the like).
 //     Options.Metrics.Secure serves them over HTTPS only to tokens the API
 //     server authenticates (TokenReview) and authorizes for get on
 //     /metrics (SubjectAccessReview). pprof is optional.
@@ -67,7 +67,7 @@
 //     name the API server would refuse on every Event (not a qualified
 //     name), gives an Event without an action its reason as action, and
 //     logs and counts each Event the API server refuses all the same
-//     (MetricEventsRefused), which client-go's broadcaster would drop
+//     (opkit_events_refused_total), which client-go's broadcaster would drop
 //     with a line in klog only.
 //   - Traced when asked: with Options.TracerProvider, every controller
 //     NewController builds makes a span per reconcile, and the manager's

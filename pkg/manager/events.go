@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"os"
 	"strings"
 
@@ -16,13 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 )
-
-// MetricEventsRefused counts the Events the API server refused, and that
-// were therefore dropped, by reporter (the name given to EventRecorder) and
-// reason (the API server's StatusReason, such as "Invalid" or "Forbidden").
-// client-go's broadcaster drops such Events after a log line through klog;
-// the manager also logs each through its own logger.
-const MetricEventsRefused = "opkit_events_refused_total"
 
 // maxReportingInstance is the API server's limit on an Event's
 // reportingInstance, which client-go makes of the recorder's name, "-" and
@@ -38,7 +32,7 @@ const maxReportingInstance = 128
 // server would refuse every Event of the recorder. An Event recorded with
 // an empty action, which the API server also refuses, gets its reason as
 // its action. An Event refused all the same is logged and counted (see
-// MetricEventsRefused).
+// opkit_events_refused_total).
 func (m *Manager) EventRecorder(name string) (events.EventRecorder, error) {
 	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
 		return nil, fmt.Errorf("manager: EventRecorder(%q): the name must be a qualified name, such as \"mirror\" or \"example.com/mirror\", as the API server refuses Events reported by any other: %s",
@@ -79,11 +73,11 @@ var _ events.EventSink = (*refusals)(nil)
 
 func newRefusals(sink events.EventSink, log logr.Logger, reg prometheus.Registerer) (*refusals, error) {
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricEventsRefused,
+		Name: imetrics.EventsRefused,
 		Help: "Events the API server refused, and that were dropped, by reporter and the API server's reason.",
 	}, []string{"reporter", "reason"})
 	if err := reg.Register(refused); err != nil {
-		return nil, fmt.Errorf("register %s: %w", MetricEventsRefused, err)
+		return nil, fmt.Errorf("register %s: %w", imetrics.EventsRefused, err)
 	}
 	return &refusals{EventSink: sink, log: log, refused: refused}, nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -124,8 +125,8 @@ func TestRefusedEventLoggedAndCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := counter(t, m.Registry(), manager.MetricEventsRefused, "reporter", "event-test", "reason", "Invalid"); n != 0 {
-		t.Errorf("%s = %v before any Event, want 0", manager.MetricEventsRefused, n)
+	if n := counter(t, m.Registry(), imetrics.EventsRefused, "reporter", "event-test", "reason", "Invalid"); n != 0 {
+		t.Errorf("%s = %v before any Event, want 0", imetrics.EventsRefused, n)
 	}
 	start(t, m)
 	rec.Eventf(configMap(t, m, ns), nil, corev1.EventTypeNormal, "", "Reconcile", "refused")
@@ -133,8 +134,8 @@ func TestRefusedEventLoggedAndCounted(t *testing.T) {
 	if !strings.Contains(logs.String(), `"reporter"="event-test"`) {
 		t.Errorf("the refusal's log lacks the reporter:\n%s", logs.String())
 	}
-	if n := counter(t, m.Registry(), manager.MetricEventsRefused, "reporter", "event-test", "reason", "Invalid"); n != 1 {
-		t.Errorf("%s = %v, want 1", manager.MetricEventsRefused, n)
+	if n := counter(t, m.Registry(), imetrics.EventsRefused, "reporter", "event-test", "reason", "Invalid"); n != 1 {
+		t.Errorf("%s = %v, want 1", imetrics.EventsRefused, n)
 	}
 }
 

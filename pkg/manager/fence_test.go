@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -117,8 +118,8 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 	if !errors.Is(err, manager.ErrFenced) || !strings.Contains(err.Error(), "test-lease") {
 		t.Errorf("CheckLeadership once fenced = %v, want ErrFenced naming the lease", err)
 	}
-	if l := gauge(t, m.Registry(), manager.MetricLeader); l != 0 {
-		t.Errorf("the fenced leader's %s = %v, want 0", manager.MetricLeader, l)
+	if l := gauge(t, m.Registry(), imetrics.Leader); l != 0 {
+		t.Errorf("the fenced leader's %s = %v, want 0", imetrics.Leader, l)
 	}
 	before := len(p.sent())
 	err = m.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fenced", Namespace: ns}})

@@ -16,17 +16,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/opkit-dev/opkit/internal/fence"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
-
-// MetricLeader is 1 while this process may act as the holder of the Lease
-// named by its label "name" (its fence is open: see ErrFenced), else 0:
-// client-go's and controller-runtime's leader_election_master_status,
-// which kubebuilder's dashboards read. Served only with
-// Options.LeaderElection.Enabled; summed over the replicas, it is 1 when
-// exactly one leads, and unlike client-go's it never reads 1 on two
-// replicas at once: a frozen leader's turns 0 before a standby may take
-// over.
-const MetricLeader = "leader_election_master_status"
 
 // ErrFenced is wrapped by the error of a write refused because this
 // process, though elected, is not sure it still holds its Lease: its last
@@ -48,11 +39,11 @@ var ErrFenced = fence.ErrFenced
 // Manager.Config's clients are checked for it.
 func CheckLeadership(ctx context.Context) error { return fence.Check(ctx) }
 
-// newLeaderGauge registers MetricLeader in reg for the Lease name, reading
+// newLeaderGauge registers leader_election_master_status in reg for the Lease name, reading
 // f.
 func newLeaderGauge(reg prometheus.Registerer, name string, f *fence.Fence) error {
 	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        MetricLeader,
+		Name:        imetrics.Leader,
 		Help:        "1 while this process holds the leader election Lease of the label name and may act on it, else 0.",
 		ConstLabels: prometheus.Labels{"name": name},
 	}, func() float64 {
@@ -62,7 +53,7 @@ func newLeaderGauge(reg prometheus.Registerer, name string, f *fence.Fence) erro
 		return 0
 	})
 	if err := reg.Register(g); err != nil {
-		return fmt.Errorf("manager: register %s: %w", MetricLeader, err)
+		return fmt.Errorf("manager: register %s: %w", imetrics.Leader, err)
 	}
 	return nil
 }

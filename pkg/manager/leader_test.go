@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -119,11 +120,11 @@ func TestLeaderElection(t *testing.T) {
 				t.Fatal("the standby was elected or reconciled while the leader held the lease")
 			}
 
-			if l := gauge(t, a.Registry(), manager.MetricLeader); l != 1 {
-				t.Errorf("the leader's %s = %v, want 1", manager.MetricLeader, l)
+			if l := gauge(t, a.Registry(), imetrics.Leader); l != 1 {
+				t.Errorf("the leader's %s = %v, want 1", imetrics.Leader, l)
 			}
-			if l := gauge(t, b.Registry(), manager.MetricLeader); l != 0 {
-				t.Errorf("the standby's %s = %v, want 0", manager.MetricLeader, l)
+			if l := gauge(t, b.Registry(), imetrics.Leader); l != 0 {
+				t.Errorf("the standby's %s = %v, want 0", imetrics.Leader, l)
 			}
 
 			stopped := time.Now()
@@ -134,8 +135,8 @@ func TestLeaderElection(t *testing.T) {
 			takeover := time.Since(stopped)
 			t.Logf("takeover %v after the leader stopped (release on cancel: %v; lease duration 3s, retry period 250ms)", takeover.Round(time.Millisecond), release)
 			eventually(t, "b to reconcile", func() bool { return s.count("b") > 10 })
-			if l := gauge(t, b.Registry(), manager.MetricLeader); l != 1 {
-				t.Errorf("the new leader's %s = %v, want 1", manager.MetricLeader, l)
+			if l := gauge(t, b.Registry(), imetrics.Leader); l != 1 {
+				t.Errorf("the new leader's %s = %v, want 1", imetrics.Leader, l)
 			}
 			if x, y, ok := s.overlaps(); ok {
 				t.Errorf("two managers reconciled at once: %+v and %+v", x, y)

@@ -57,7 +57,7 @@ type Manager struct {
 	fence     *fence.Fence // with leader election: may this process act as the leader now?
 	log       logr.Logger
 	broadcast events.EventBroadcaster
-	// eventsRefused is MetricEventsRefused, whose series each recorder
+	// eventsRefused is opkit_events_refused_total, whose series each recorder
 	// starts at zero.
 	eventsRefused *prometheus.CounterVec
 	elected       chan struct{} // closed once leader-only runnables may run

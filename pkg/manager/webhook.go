@@ -228,14 +228,6 @@ func (m *Manager) serveWebhook(ctx context.Context, fail func(error)) stopFunc {
 	})
 }
 
-// The webhook server's request metrics that /metrics serves, by path in
-// the label "webhook": controller-runtime's, from its registry.
-const (
-	MetricWebhookLatency  = "controller_runtime_webhook_latency_seconds"
-	MetricWebhookRequests = "controller_runtime_webhook_requests_total"
-	MetricWebhookInFlight = "controller_runtime_webhook_requests_in_flight"
-)
-
 // webhookMetricPrefixes name the metric families of controller-runtime's
 // webhook server, admission and conversion handlers. controller-runtime
 // registers them in its global registry (ctrlmetrics.Registry) at init,

@@ -16,6 +16,7 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -94,7 +95,7 @@ func TestWebhookMetricsServed(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	_, body := get(t, "http://"+m.MetricsAddr()+"/metrics")
-	want := manager.MetricWebhookRequests + `{code="200",webhook="` + path + `"}`
+	want := imetrics.WebhookRequests + `{code="200",webhook="` + path + `"}`
 	if !strings.Contains(body, want) {
 		t.Fatalf("/metrics has no %s:\n%s", want, body)
 	}

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/opkit-dev/opkit/pkg/manager"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // Lease timings of the frozen leader test: test/faults' failover timings,
@@ -216,14 +216,14 @@ func leading(r *replica, want bool) func() error {
 }
 
 // leads reports whether r holds the Lease named lease, by its
-// leader_election_master_status gauge (manager.MetricLeader; client-go's
+// leader_election_master_status gauge (imetrics.Leader; client-go's
 // through controller-runtime), which a standby serves at 0.
 func (r *replica) leads(lease string) (bool, error) {
 	lines, err := r.scrape()
 	if err != nil {
 		return false, err
 	}
-	series := fmt.Sprintf("%s{name=%q} ", manager.MetricLeader, lease)
+	series := fmt.Sprintf("%s{name=%q} ", imetrics.Leader, lease)
 	for _, line := range lines {
 		if v, ok := strings.CutPrefix(line, series); ok {
 			return v == "1", nil
