@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -62,7 +63,27 @@ func isConnectionError(err error) bool {
 	var ue *url.Error
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
-		errors.As(err, &ne) || errors.As(err, &ue)
+		errors.As(err, &ne) || errors.As(err, &ue) || isHTTP2ConnectionClosed(err)
+}
+
+// http2ConnectionClosed are the errors, unexported, with which the HTTP/2
+// transport (net/http's and golang.org/x/net/http2's alike) ends every
+// stream of a connection it closes itself: once a write on the connection
+// fails (a cut found another request being sent, and its streams fail with
+// this before the read loop sees the cut), or once a health-check ping
+// goes unanswered.
+var http2ConnectionClosed = []string{
+	"http2: client connection force closed via ClientConn.Close",
+	"http2: client connection lost",
+}
+
+func isHTTP2ConnectionClosed(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if slices.Contains(http2ConnectionClosed, err.Error()) {
+			return true
+		}
+	}
+	return false
 }
 
 // streamFailedKey is the context key under which a watch request carries

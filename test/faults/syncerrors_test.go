@@ -2,11 +2,13 @@ package faults
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -91,10 +93,30 @@ func TestSyncErrorClasses(t *testing.T) {
 	})
 	t.Run("cut", func(t *testing.T) {
 		p := startProxy(t)
-		op := startOperator(t, opOptions{config: p.config()})
+		watches := &openWatches{}
+		op := startOperator(t, opOptions{config: watches.wrap(p.config())})
 		waitWatching(t, op)
-		p.closeAll(1) // every watch stream is cut midway
-		eventually(t, 60*time.Second, "a connection sync error", func() error { return atLeastOne(op.syncErrors(t, imetrics.SyncErrorConnection)) })
+		// Every connection is cut while a ConfigMap watch stream is open on
+		// one, so that the cut breaks the stream midway. A cut that finds
+		// only requests in flight breaks no stream: client-go's REST client
+		// retries a watch that fails to open with an EOF a second later,
+		// and returns no error (the proxy never sees the retry's connection
+		// cut). So the cut waits for an open stream, and is made again if
+		// nothing counted within a few seconds; each cut is logged.
+		var cuts []string
+		var last time.Time
+		eventually(t, 60*time.Second, "a connection sync error", func() error {
+			if atLeastOne(op.syncErrors(t, imetrics.SyncErrorConnection)) == nil {
+				return nil
+			}
+			if open := watches.open.Load(); open > 0 && time.Since(last) > 5*time.Second {
+				last = time.Now()
+				cut := fmt.Sprintf("%d ConfigMap watch streams open: %d connections cut", open, p.closeAll(1))
+				t.Log(cut)
+				cuts = append(cuts, cut)
+			}
+			return fmt.Errorf("none counted yet; cuts: %q; %s", cuts, syncState(t, op))
+		})
 		onlyClass(t, op, imetrics.SyncErrorConnection)
 	})
 	t.Run("refused", func(t *testing.T) {
@@ -151,12 +173,76 @@ func waitWatching(t *testing.T, op *operator) {
 	})
 }
 
+// openWatches counts the ConfigMap watch streams open: answered, and not
+// yet ended, failed or closed.
+type openWatches struct{ open atomic.Int64 }
+
+func (o *openWatches) wrap(cfg *rest.Config) *rest.Config {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err != nil || resp.StatusCode != http.StatusOK || req.URL.Query().Get("watch") != "true" ||
+				!strings.HasSuffix(req.URL.Path, "/configmaps") {
+				return resp, err
+			}
+			o.open.Add(1)
+			resp.Body = &streamBody{ReadCloser: resp.Body, ended: func() { o.open.Add(-1) }}
+			return resp, nil
+		})
+	})
+	return cfg
+}
+
+// streamBody calls ended once, at its first read error or Close.
+type streamBody struct {
+	io.ReadCloser
+	once  sync.Once
+	ended func()
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.ended)
+	}
+	return n, err
+}
+
+func (b *streamBody) Close() error {
+	b.once.Do(b.ended)
+	return b.ReadCloser.Close()
+}
+
+// syncState describes the operator's ConfigMap sync errors by class and
+// the status of its ConfigMap registrations, for a timeout's message.
+func syncState(t *testing.T, op *operator) string {
+	t.Helper()
+	var counts []string
+	for _, c := range syncErrorClasses {
+		counts = append(counts, fmt.Sprintf("%s=%v", c, op.syncErrors(t, c)))
+	}
+	var regs []string
+	for _, st := range op.mgr.Cache().Status() {
+		if st.GVK.Kind != "ConfigMap" {
+			continue
+		}
+		unwatched := "watching"
+		if !st.Unwatched.IsZero() {
+			unwatched = "unwatched since " + st.Unwatched.Format(time.StampMilli)
+		}
+		regs = append(regs, fmt.Sprintf("{%s %q synced=%v %s err=%v}", st.Form, st.Selector, st.Synced, unwatched, st.Err))
+	}
+	return fmt.Sprintf("ConfigMap sync errors by class: %s; ConfigMap registrations: %s", strings.Join(counts, " "), strings.Join(regs, " "))
+}
+
+var syncErrorClasses = []string{imetrics.SyncErrorForbidden, imetrics.SyncErrorExpired, imetrics.SyncErrorDecode,
+	imetrics.SyncErrorConnection, imetrics.SyncErrorList, imetrics.SyncErrorWatch}
+
 // onlyClass checks that no class of ConfigMap sync errors but those given
 // counted.
 func onlyClass(t *testing.T, op *operator, classes ...string) {
 	t.Helper()
-	for _, c := range []string{imetrics.SyncErrorForbidden, imetrics.SyncErrorExpired, imetrics.SyncErrorDecode,
-		imetrics.SyncErrorConnection, imetrics.SyncErrorList, imetrics.SyncErrorWatch} {
+	for _, c := range syncErrorClasses {
 		if v := op.syncErrors(t, c); !slices.Contains(classes, c) && v != 0 {
 			t.Errorf("%s{type=v1/ConfigMap,class=%s} = %v; the faults injected were %v", imetrics.CacheSyncErrors, c, v, classes)
 		}
