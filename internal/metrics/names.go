@@ -149,8 +149,12 @@ const (
 	// once, in the first class that matches in the order forbidden,
 	// expired, decode, connection, then list_failed or watch_failed. A
 	// failure is a list or watch request that fails, or a watch stream
-	// whose connection fails midway (connection); the package doc says
-	// what is not seen.
+	// whose connection fails midway (connection). Not counted here: an
+	// error the API server sends inside a watch stream (a 410 on a
+	// long-open watch) or an event that does not decode, which client-go
+	// handles inside its reflector, out of the cache's sight; the watch
+	// restart (CacheWatchRestarts) and, if reopening fails, that failure
+	// are counted.
 	CacheSyncErrors = "opkit_cache_sync_errors_total"
 	// CacheLazyFetches counts the GETs of full objects that cache.LazyListers
 	// made, failed ones included, labelled like CacheObjects by the

@@ -134,6 +134,10 @@ func (l *LazyLister[T]) HasSynced() bool { return l.meta.HasSynced() }
 // or fetched; concurrent Gets of one object at one resourceVersion share
 // one fetch. A failed fetch is not held, and its error names the kind,
 // namespace and name (and, for a 403, the RBAC rule to grant).
+//
+// Fetches and the objects held are counted in
+// opkit_cache_lazy_fetches_total and opkit_cache_lazy_objects, and the
+// mutation detector watches fetched objects as it does cached ones.
 func (l *LazyLister[T]) Get(ctx context.Context, namespace, name string) (T, error) {
 	var zero T
 	for {

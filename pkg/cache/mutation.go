@@ -34,6 +34,10 @@ const defaultMutationCheckInterval = time.Second
 // MutationOptions configure the mutation detector, which finds cached
 // objects that a reader modified in place. It costs a deep copy of every
 // cached object and a comparison of each every Interval: meant for tests.
+// A modification is reported once, as a *MutationError naming the
+// object's kind, namespace/name and the changed fields (such as data.k),
+// with a diff. Under go test -race, the periodic comparison also makes
+// the race detector report the modification, with the writer's stack.
 type MutationOptions struct {
 	// Detect keeps a deep copy of each object as it enters the cache, and
 	// compares the cached object with it every Interval, on
@@ -44,8 +48,9 @@ type MutationOptions struct {
 	Detect bool
 	// TraceReads makes Lister reads record, per object, the first
 	// function outside the cache that read it, so that a report says
-	// where the modified object was read. It costs a stack walk per
-	// object read. Defaults to false, or true when OPKIT_CACHE_MUTATION_TRACE
+	// where the modified object was read ("it was read at <file:line> by
+	// <function>"). It costs a stack walk per object read: a debugging
+	// mode, not for production. Defaults to false, or true when OPKIT_CACHE_MUTATION_TRACE
 	// is "1" or "true".
 	TraceReads bool
 	// Interval is how often the cache compares while it runs; negative

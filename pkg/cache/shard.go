@@ -69,6 +69,15 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 // object of theirs the old set does not hold, whose add they may have been
 // handed), the old set stays, and the error wraps ErrNotSynced and ctx's
 // cause: call SetSlots again.
+//
+// Every read contract of the cache (one store per namespace, zero-copy,
+// sorted, indexes, ControlledBy, Lazy, Written) holds across a swap, and
+// Written waits only for writes of held slots. One informer set per slot
+// set, rather than one informer per run of slots gained together, costs a
+// relist of the replica's whole share at each change (rare: slots move
+// when members join or leave), in exchange for reads that never merge or
+// deduplicate stores. The cache's opkit_cache_slots counts each type's
+// slots; TypeStatus.Slots lists them.
 func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
 	if len(slots) > 0 {
 		if _, err := c.opts.Sharding.Slots.Selector(sharding.ByUID, slots); err != nil {

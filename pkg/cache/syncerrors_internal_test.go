@@ -37,6 +37,9 @@ func TestStreamClosedWithItsConnectionIsAConnectionError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// client-go's transports speak HTTP/2 through x/net's Transport
+	// (utilnet.SetTransportDefaults configures it), so the test does too.
+	//lint:ignore SA1019 the operator's connections are x/net's, deprecated or not
 	cc, err := (&http2.Transport{}).NewClientConn(conn)
 	if err != nil {
 		t.Fatal(err)

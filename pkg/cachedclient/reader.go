@@ -25,6 +25,18 @@ import (
 // what it gets and may modify it. Only registered kinds are read; see the
 // package documentation for the forms, options and errors. Its methods are
 // safe for concurrent use.
+//
+// Why a read never registers a kind, as controller-runtime's cached client
+// does: registering on first read would list and watch every object of the
+// kind, cluster-wide, from then on: memory nobody budgeted (a read of one
+// Secret caches them all), RBAC (list and watch) the operator's manifests
+// may not grant, so the read blocks until the sync times out, and a cache
+// sync in the middle of a webhook call or reconcile. A manager cannot
+// refuse to start instead: which kinds a reconciler or webhook reads is
+// known only when it reads. What made a missing registration reach
+// production was a test that passed with the error swallowed (a webhook
+// that admits on any error); the report in tests closes that gap without
+// changing what production reads.
 type Reader struct {
 	cache *cache.Cache
 }

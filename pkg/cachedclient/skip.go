@@ -74,6 +74,20 @@ func newApplyRequest(obj runtime.ApplyConfiguration, o *crclient.ApplyOptions) (
 // of the same request returned: server-side apply is idempotent, so
 // applying it again changes neither a field nor its ownership. The cached
 // managedFields, which the cache strips, are not needed for that.
+//
+// Anything else is sent: a first apply (one per object after each start
+// of the process), a changed apply, an object someone else wrote since,
+// an object the cache does not hold or has not caught up with, a dry run,
+// and a body that carries a resourceVersion. Comparing field values alone
+// would not be certain: with managedFields stripped, the cache cannot
+// tell whether another manager's update has taken a field over, whose
+// value the next apply must take back. Since the skip is decided against
+// the cache, an apply that would undo someone else's write not yet cached
+// waits for the informer to deliver it; for an object the controller
+// watches (Owns), that event triggers the reconcile that sends it.
+//
+// The writer keeps one small entry (uid, resourceVersion and digest) per
+// object it applied, dropped when it deletes the object.
 func (w *writer) skipApply(ctx context.Context, obj runtime.ApplyConfiguration, req applyRequest) bool {
 	if w.cache == nil || !req.skippable {
 		return false

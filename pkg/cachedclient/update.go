@@ -18,6 +18,15 @@ import (
 // lack is not in the patch and stays on the server as it is. Otherwise
 // (no resourceVersion, an object the cache does not hold or holds at
 // another version) it is a plain update.
+//
+// Why a patch: on controller-runtime, whose cache keeps every field, an
+// update of a copy keeps kubectl apply's merge base; a plain update of
+// opkit's stripped copy would delete it, and the next kubectl apply would
+// no longer prune what its manifest dropped. Keeping the annotation in the
+// cache instead would store a second copy of every object kubectl's
+// client-side apply created, and would not help fields a Transform drops.
+// The patch costs a copy of the cached object and two JSON encodings per
+// Update, and no extra request; admission sees an UPDATE either way.
 func (c *cached) Update(ctx context.Context, obj crclient.Object, opts ...crclient.UpdateOption) error {
 	read, ok := c.readAs(ctx, obj)
 	if !ok {

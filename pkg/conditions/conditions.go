@@ -19,6 +19,8 @@ type Setter struct {
 // ObservedGeneration set to obj's generation and LastTransitionTime set to
 // now if the condition is new or its status changed, and kept otherwise. It
 // reports whether *conds changed. conds must not be nil; obj is only read.
+// apimachinery's meta.SetStatusCondition does the merge; Set adds the
+// clock and the generation, and nothing else.
 func (s Setter) Set(conds *[]metav1.Condition, obj metav1.Object, cond metav1.Condition) (changed bool) {
 	cond.ObservedGeneration = obj.GetGeneration()
 	cond.LastTransitionTime = metav1.NewTime(s.now()).Rfc3339Copy()

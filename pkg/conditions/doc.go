@@ -11,8 +11,6 @@
 //     or one whose status changes (True, False, Unknown), gets the clock's
 //     time; a change of reason, message or generation keeps the time of the
 //     last transition. Any LastTransitionTime the caller passes is ignored.
-//     apimachinery's meta.SetStatusCondition does the merge; this package
-//     adds the clock and the generation, and nothing else.
 //   - Times as the API server stores them: whole seconds (RFC 3339), so an
 //     object set in memory compares equal to the same object read back.
 //   - An injectable clock: Setter.Clock (k8s.io/utils/clock) gives the time;

@@ -15,7 +15,7 @@ import (
 // the key. Kept only with Options.Registerer: it costs a map operation per
 // key queued and per reconcile. Tracing keeps the change times too, for
 // the reconcile span's attributes, without the metrics (source and e2e
-// nil).
+// nil). The change times wait beside the queue, not in it.
 type eventLag[K comparable] struct {
 	name    string
 	source  *prometheus.HistogramVec

@@ -61,8 +61,11 @@ type Options[K comparable] struct {
 	// on a cached copy older than its own writes: a child it created is
 	// listed, a status it patched is read back. After the timeout the
 	// reconcile runs with what the cache holds; waits are observed in
-	// opkit_controller_read_your_writes_wait_seconds. The package doc says
-	// where it stops.
+	// opkit_controller_read_your_writes_wait_seconds. Where it stops:
+	// writes through any other client count only once recorded with
+	// RecordWrite; DeleteAllOf and subresource creates (an eviction) are
+	// not recorded; and only the key that wrote waits: another key's
+	// reconcile reads what the cache holds, as on controller-runtime.
 	ReadYourWritesTimeout time.Duration
 
 	// CacheSyncTimeout bounds how long Start waits for its sources' initial
@@ -112,8 +115,8 @@ type Options[K comparable] struct {
 	// reconcile.RequeueAfter, or retried after an error's backoff, is due.
 	// Defaults to the system clock. Tests pass k8s.io/utils/clock/testing's
 	// FakeClock and Step it past a RequeueAfter instead of waiting for it
-	// (see Example_requeueAfter), or run the controller
-	// inside a testing/synctest bubble with the default.
+	// (the package's examples do), or run the controller inside a
+	// testing/synctest bubble with the default.
 	Clock clock.Clock
 
 	// Registerer receives the controller's metrics (see package metrics:

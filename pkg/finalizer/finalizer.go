@@ -22,7 +22,9 @@ var ErrDeleting = errors.New("object is being deleted")
 
 // Validate reports whether name is a finalizer name that Ensure and Finalize
 // accept: a qualified name with a DNS subdomain prefix, such as
-// samples.opkit.dev/cleanup.
+// samples.opkit.dev/cleanup. The API server refuses other names on
+// built-in types and warns about them on custom resources: they collide
+// between controllers.
 func Validate(name string) error {
 	return validate(name, true)
 }
@@ -101,7 +103,9 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 //
 // An error from cleanup is returned wrapped, and the finalizer stays, so the
 // reconcile retries and runs cleanup again: it must be idempotent. Finalize
-// does not modify obj.
+// does not modify obj. It reports "deleting" rather than "done": that
+// tells the reconciler what state the object is in, whatever Finalize
+// managed to do.
 func Finalize(ctx context.Context, c client.Client, obj client.Object, name string, cleanup func(context.Context) error) (deleting bool, err error) {
 	if err := validate(name, true); err != nil {
 		return false, err

@@ -58,6 +58,15 @@ func removeOps(have []string, name string) []op {
 // patch sends ops for obj through a copy, because the client decodes the
 // response into the object it patches and obj may be a cached one. guarded
 // says what the ops' tests guard, for the Conflict's message.
+//
+// The ops' "test" operations guard exactly what the patch relies on, so it
+// neither overwrites a concurrent change unseen nor fails on an unrelated
+// one (a status or label update does not conflict), unlike a merge patch
+// with an optimistic lock on resourceVersion (controller-runtime's idiom),
+// which conflicts on any change. A failed guard, which the API server
+// answers with a bare 422, is returned as a 409 Conflict, as an
+// optimistic-lock failure of an update would be, so that the reconcile
+// retries on fresher state.
 func patch(ctx context.Context, c client.Client, obj client.Object, ops []op, guarded string) error {
 	data, err := json.Marshal(ops)
 	if err != nil {

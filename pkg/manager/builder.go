@@ -279,7 +279,7 @@ func WithOptions(opts controller.Options[reconcile.Request]) ControllerOption {
 // and runs on every replica, leader or not; its controller.Options.Gate must be nil,
 // since the manager sets it. Its For type, its Owns types and its
 // ShardWatch watches are then registered sharded, so the cache holds only
-// this replica's slots of them (see "Sharded mode" in the package doc);
+// this replica's slots of them (see ShardingOptions);
 // a Lister set before NewController to another registration of the type
 // stays as it is, caching the type whole.
 func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Request], options ...ControllerOption) (*controller.Controller[reconcile.Request], error) {

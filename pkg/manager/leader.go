@@ -29,6 +29,13 @@ import (
 // next renewal. A reconcile that gets it is queued again without backoff
 // and runs once the lease is renewed, or never here if it was lost. See
 // CheckLeadership and docs/reliability.md.
+//
+// The renewal's age is measured on this process's monotonic clock, and
+// RenewDeadline is shorter than the LeaseDuration a standby waits from
+// the moment it saw that renewal. client-go's elector alone gives up
+// RenewDeadline after its first failed try, so a process resumed after a
+// freeze would go on acting beside the new leader for up to
+// RenewDeadline. What a fence cannot do: recall a request already sent.
 var ErrFenced = fence.ErrFenced
 
 // CheckLeadership returns nil if ctx is not a leader-only runnable's (or

@@ -36,7 +36,9 @@ var (
 	ErrLeaderLost = errors.New("leader election lost")
 	// ErrUnreachable: Start found that the API server does not answer (a
 	// connection refused, reset or timed out, a TLS failure), and returned
-	// at once.
+	// at once, rather than after Options.CacheSyncTimeout. Later, the
+	// cache logs "Cannot reach the API server" for a type it cannot look
+	// up for that reason (a type whose CRD is not installed aside).
 	ErrUnreachable = errors.New("API server unreachable")
 )
 

@@ -39,8 +39,8 @@ type Options struct {
 	LeaderElection LeaderElectionOptions
 
 	// Sharding, when enabled, shares the keys of the controllers that
-	// NewController builds out among the replicas (see the package doc's
-	// "Sharded mode"). Defaults to off.
+	// NewController builds out among the replicas (see ShardingOptions,
+	// and the package doc's "Sharded mode"). Defaults to off.
 	Sharding ShardingOptions
 
 	// Metrics configures the /metrics endpoint.
@@ -133,7 +133,9 @@ type MetricsOptions struct {
 // MetricsAuthOptions bound the reviews that MetricsOptions.Secure asks the
 // API server for, however many requests strangers send: answers are
 // cached, and tokens not seen authenticated are reviewed within a budget,
-// over which a request gets 429 Too Many Requests with Retry-After.
+// over which a request gets 429 Too Many Requests with Retry-After. The
+// caches are keyed by the token's SHA-256, and a token over 8 KiB gets
+// 401 without a review.
 type MetricsAuthOptions struct {
 	// TTL is how long the TokenReview that authenticated a token, and the
 	// SubjectAccessReview that allowed a user a verb on a path, are

@@ -27,7 +27,45 @@ const DefaultSlots = 64
 // ShardingOptions configure the sharded mode: the keys of each controller
 // NewController builds are shared out among the replicas in slots (package
 // sharding), held through one coordination.k8s.io Lease per replica; a
-// replica reconciles a key only while it holds the key's slot.
+// replica reconciles a key only while it holds the key's slot, and holds
+// the slots rendezvous hashing gives it among the live replicas.
+//
+// Split caches: each replica caches only its slots' objects of the types
+// its sharded controllers shard. NewController registers the For type
+// with cache.TypeOptions{Sharded: true, ShardKey: <ShardBy>} and each
+// Owns type sharded so that children land with their controller
+// (sharding.ByControllerOwner under ByUID, ByNamespace under ByNamespace;
+// unsharded under ByControllerOwner, whose children do not hash to the
+// parent's slot), and sets a nil Lister of the reconciler's to that
+// registration; cache.Register with the same TypeOptions returns the same
+// registration. Where the API server ignores shard selectors
+// (ShardedListAndWatch off, or cache.ServerFilterOff) each informer
+// receives everything and keeps its slots' objects: the same split, at
+// the cost of the full stream.
+//
+// One type, several ways: a type sharded by two keys (two controllers'
+// For, or a For and another's Owns), or sharded by one controller and
+// whole for another watch, keeps one registration per way, each with its
+// own informers: correct, at the cost of memory. cache.Lookup of such a
+// type is ambiguous; an unsharded watch of it reads the Lister it was
+// given, or else registers the type with the default TypeOptions.
+//
+// Dispatch: a worker that takes a key of a slot this replica does not
+// hold forgets it before the read-your-writes wait and before any
+// reconcile, and counts it (opkit_sharding_dispatch_skipped_total), as it
+// does a key whose object the split cache lacks: the replica holding its
+// slot has it.
+//
+// Handover: a replica that gains slots first makes its cache hold them
+// (cache.Cache.SetSlots with every slot it holds), and refuses their keys
+// with a retry meanwhile, so a reconciler never reads NotFound for an
+// object that exists; then it queues every key of them. One that gives
+// slots up stops dispatching them at once, waits for their reconciles in
+// flight, only then removes its claim, and drops them from its cache. A
+// failed SetSlots is retried with backoff, counted
+// (opkit_sharding_cache_set_slots_errors_total), and keeps the slots it
+// may not hold refused. On a stop the replica leaves the group first (its
+// slots move at the others' next round), then stops its controllers.
 type ShardingOptions struct {
 	// Enabled turns the sharded mode on. Defaults to false.
 	Enabled bool

@@ -24,6 +24,13 @@ import (
 // WebhookOptions configure the admission webhook server, which is
 // controller-runtime's webhook.Server run by the manager. The zero value
 // means no webhook server.
+//
+// Start runs the webhook server with the HTTP servers, before the cache
+// and on every replica, leader or not, since the API server calls any of
+// them; it stops last, with the HTTP servers. /readyz has a check named
+// "webhook" that fails until it serves TLS. A CertDir without tls.crt and
+// tls.key fails Start at once (ErrNoWebhookCertificate), naming both
+// files.
 type WebhookOptions struct {
 	// Port is the port the webhook server serves HTTPS on, such as 9443
 	// (kubebuilder's). Defaults to 0: no webhook server. A free port cannot

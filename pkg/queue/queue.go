@@ -98,6 +98,10 @@ type AddOpts struct {
 // Queue is a de-duplicating, rate-limited, priority work queue with aging and
 // optional fairness. See the package documentation for its contract. All
 // methods are safe for concurrent use.
+//
+// It holds one lock and allocates nothing per key in steady state. It runs
+// one goroutine for delays and, with metrics, one that updates the
+// in-flight gauges; both end at ShutDown.
 type Queue[K comparable] struct {
 	mu   sync.Mutex
 	cond sync.Cond // signalled when ready gains a node or shutdown starts
@@ -433,7 +437,9 @@ func (q *Queue[K]) unlock() {
 // out with its priority. The caller must call Done with the key when it has
 // finished with it; until then no other Get returns that key. After ShutDown,
 // Get returns shutdown true at once and hands out nothing more, not even keys
-// still queued (client-go's hands those out first: see the package doc).
+// still queued (client-go's hands those out first: see the package doc),
+// so that a controller stops promptly; its sources queue everything again
+// after a restart.
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	early := noReading
 	if q.metrics.on {

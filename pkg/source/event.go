@@ -48,7 +48,9 @@ type Event[T cache.Object] struct {
 	InInitialList bool
 	// StateUnknown marks a Delete the informer inferred on a relist
 	// (client-go's DeletedFinalStateUnknown tombstone): Object is the last
-	// state it saw, which may be stale.
+	// state it saw, which may be stale. A tombstone with no object, or
+	// with one that is not a T, is dropped and reported through
+	// k8s.io/apimachinery/pkg/util/runtime.HandleError.
 	StateUnknown bool
 	// Changed is when the change happened at the API server, estimated
 	// from the object's timestamps as for opkit_cache_event_lag_seconds (whole

@@ -30,6 +30,13 @@ type attachment interface {
 // eventSource is what Kind and Informer share: starting once, attaching the
 // event handler, detaching it when the context ends, and waiting for the
 // initial list.
+//
+// On the informer's delivery goroutine an event costs one type assertion,
+// the predicates, one key built from the object's namespace and name and
+// one queue add, which never blocks and allocates nothing; the source
+// allocates nothing per event beyond what client-go does. The package's
+// benchmark measures it against controller-runtime's source, handler and
+// priority queue.
 type eventSource[T cache.Object, K comparable] struct {
 	name    string
 	typ     string // what it delivers, for HandlerPanic.Type

@@ -24,6 +24,13 @@ func WithOptimisticLock() Option { return func(o *options) { o.lock = true } }
 // Lister. mutate must change the status only; it runs once, before any
 // request. The written status reaches the caller as every write does:
 // through the cache, in a later reconcile.
+//
+// The copy is compared with cached by equality.Semantic.DeepEqual (nil and
+// empty are equal, times compare as instants). Unguarded by default, as
+// controller-runtime's Status().Patch with client.MergeFrom, so that a
+// cache a little behind the object (just after the reconcile's own
+// finalizer or label write, say) does not turn every status write into a
+// Conflict and a retry.
 func Patch[T client.Object](ctx context.Context, c client.Client, cached T, mutate func(T), opts ...Option) (patched bool, err error) {
 	var o options
 	for _, opt := range opts {

@@ -25,7 +25,10 @@ import (
 
 // WebhookOptions install webhooks that the API server calls on the test's
 // own webhook server, at Environment.Webhook(). The zero value installs
-// none and makes no server address or certificate.
+// none and makes no server address or certificate. The configurations
+// (as controller-gen writes them) and CRD conversion are pointed at
+// https://127.0.0.1:<port><path>, with a CA that Start made as caBundle,
+// as envtest's WebhookInstallOptions do.
 //
 // Webhooks whose failurePolicy is Fail refuse the writes they match until
 // the test's manager serves them; narrow them with a namespaceSelector or

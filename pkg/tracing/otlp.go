@@ -25,8 +25,8 @@ import (
 // go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp, because
 // that one links gRPC, grpc-gateway and html/template into every operator
 // (a collector package it imports carries the gRPC gateway), which makes
-// an operator binary tens of MB larger (see cmd/sample-operator's
-// deps_test.go). The body it posts is a TracesData, which is the same
+// an operator binary tens of MB larger (the sample operator's tests keep
+// it out). The body it posts is a TracesData, which is the same
 // message on the wire as the collector's ExportTraceServiceRequest.
 type exporter struct {
 	endpoint string

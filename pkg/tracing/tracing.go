@@ -9,6 +9,12 @@ import (
 const ScopeName = "github.com/opkit-dev/opkit"
 
 // The attributes of a reconcile span ("reconcile <controller>").
+//
+// Informer events arrive outside any trace, so a reconcile span has no
+// span to link to for the change that queued its key; it carries
+// EventChanged and EventLag instead. A reconcile of a key the previous
+// reconcile queued again (an error's retry, a requeue) links to that
+// reconcile's span, with LinkReason.
 const (
 	// Controller is the controller's name.
 	Controller = attribute.Key("opkit.controller")

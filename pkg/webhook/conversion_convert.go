@@ -23,7 +23,9 @@ import (
 // registered for the kind, else the types' Hub and Convertible methods;
 // the first error fails the whole review with its message, and a panic
 // fails it as "internal error occurred during conversion", counted in
-// controller_runtime_conversion_webhook_panics_total.
+// controller_runtime_conversion_webhook_panics_total. Each review is logged
+// at V(1) with uid, desiredAPIVersion, objects and the first object's
+// apiVersion, kind, namespace and name; a failed one at V(0).
 func (c *converters) serve(ctx context.Context, w http.ResponseWriter, review *apix.ConversionReview) {
 	req := review.Request
 	log := c.log.WithValues("uid", req.UID, "desiredAPIVersion", req.DesiredAPIVersion, "objects", len(req.Objects))

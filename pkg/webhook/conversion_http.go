@@ -42,6 +42,13 @@ const conversionBudget = 2 * maxConversionBody
 // reviews at once, within its own 30 s timeout.
 const conversionReadTimeout = 30 * time.Second
 
+// ServeHTTP answers a ConversionReview at ConversionPath. It refuses a
+// told Content-Length of maxConversionBody or more up front, and stops
+// reading a longer or chunked body at the limit (413). It takes
+// Content-Type application/json only, and a ConversionReview of
+// apiextensions.k8s.io/v1 or v1beta1 with a request, else 400 naming what
+// it got; it decodes a review once and streams the answer. A refused
+// request (413, 400, 503) is logged at V(0) with its code.
 func (c *converters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p, ok := r.Context().Value(lookupKey{}).(**converters); ok {
 		*p = c

@@ -80,6 +80,8 @@ func (v ValidatorFuncs[T]) ValidateDelete(ctx context.Context, obj T) (Warnings,
 }
 
 // Hooks are the admission webhooks of one type T. At least one is set.
+// (The name is not For, which names the controller's primary type in
+// package manager.)
 type Hooks[T runtime.Object] struct {
 	// Defaulter, when set, is served at MutatePath.
 	Defaulter Defaulter[T]
@@ -146,6 +148,8 @@ func newObject[T runtime.Object]() (T, error) {
 // serve registers wh at path on m's server, logging through log, for
 // only the clients m.GuardWebhook lets through, and turns
 // controller-runtime's panic on a second registration into ErrRegistered.
+// Each request is logged with group, version, kind, path, namespace, name,
+// operation and uid.
 func serve(m *manager.Manager, path string, wh *admission.Webhook, log logr.Logger) error {
 	log = log.WithValues("path", path)
 	wh.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {

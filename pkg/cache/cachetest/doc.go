@@ -13,11 +13,9 @@
 //     Delete change what its Lister sees at once, so that a test can check
 //     how a reconciler reacts.
 //   - Strict about mutation: objects are copied in, so the test's own stay
-//     its own, and stored objects modified in place are reported by
-//     Static.CheckMutations; NewLister fails the test at its end when a
-//     stored object was modified (a reconciler that writes into what it
-//     reads fails its unit test, as it fails under a real cache with the
-//     mutation detector on).
+//     its own; NewLister fails the test at its end when a stored object
+//     was modified in place (Static.CheckMutations), as a real cache's
+//     mutation detector would.
 //   - Failing on demand: Options.ReadError makes chosen reads (a Get of one
 //     key, every List, …) return the error it gives, unwrapped, the way
 //     controller-runtime's interceptor.Funcs do for a fake client; writes
@@ -29,10 +27,8 @@
 //     would, but no UID: set one on owners whose children ControlledBy
 //     lists.
 //
-// Why two packages: the Lister's store, its indexes and its view of them
-// are cache internals, so pkg/cache builds the store (cache.NewStatic);
-// this package adds what only tests want, a REST mapper that knows the
-// built-in kinds without asking an API server (apimachinery's
-// testrestmapper), and helpers that take a testing.TB, which pkg/cache does
-// not import.
+// pkg/cache builds the store (cache.NewStatic), whose internals are the
+// cache's; this package adds what only tests want: a REST mapper that knows
+// the built-in kinds without an API server, and helpers that take a
+// testing.TB.
 package cachetest

@@ -82,6 +82,11 @@ type Options struct {
 	// Targets' caBundles checked and repaired, so a caBundle someone reset,
 	// or a CA another replica rotated, is put right within it. Defaults to
 	// DefaultResyncInterval (a minute).
+	//
+	// A resync rather than a watch: a watch would repair a reset sooner
+	// but would need an informer per kind and list and watch permissions;
+	// a resync costs one GET per target and one of the Secret per
+	// interval, and bounds both repairs by the same interval.
 	ResyncInterval time.Duration
 
 	// Clock tells the time for validity and schedules the resyncs.
