@@ -31,10 +31,14 @@ type file struct {
 	data []byte
 }
 
-// Assemble makes the image of binary, a static linux executable for arch:
-// the base layer, the binary's layer and the config, every timestamp at
-// created.
-func Assemble(binary []byte, arch string, created time.Time) (v1.Image, error) {
+// Assemble makes the image of binary, a static linux executable for
+// opts.Arch: the base layer, the binary's layer at opts.Entrypoint and the
+// config, every timestamp at opts.Created. opts.ModuleRoot is not read.
+func Assemble(binary []byte, opts Options) (v1.Image, error) {
+	opts, err := opts.defaulted()
+	if err != nil {
+		return nil, err
+	}
 	base, err := baseFiles()
 	if err != nil {
 		return nil, err
@@ -45,13 +49,13 @@ func Assemble(binary []byte, arch string, created time.Time) (v1.Image, error) {
 		by    string
 	}{
 		{base, "ociimage: /etc/passwd and /etc/group, root and nonroot (65532)"},
-		{[]file{{name: strings.TrimPrefix(Entrypoint, "/"), mode: 0o755, data: binary}}, "ociimage: go build " + strings.Join(GoBuildFlags, " ") + " " + Package},
+		{[]file{{name: strings.TrimPrefix(opts.Entrypoint, "/"), mode: 0o755, data: binary}}, "ociimage: go build " + strings.Join(GoBuildFlags, " ") + " " + opts.Package},
 	} {
-		if img, err = appendLayer(img, l.files, l.by, created); err != nil {
+		if img, err = appendLayer(img, l.files, l.by, opts.Created); err != nil {
 			return nil, err
 		}
 	}
-	return configure(img, arch, created)
+	return configure(img, opts)
 }
 
 // baseFiles lists rootfs with its directories, in lexical order.
@@ -117,19 +121,19 @@ func tarFiles(files []file, created time.Time) ([]byte, error) {
 
 // configure sets what runs and as whom; no Env: with no shell, PATH has
 // nothing to find.
-func configure(img v1.Image, arch string, created time.Time) (v1.Image, error) {
+func configure(img v1.Image, opts Options) (v1.Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("read the image config: %w", err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", arch
-	cf.Created = v1.Time{Time: created}
+	cf.OS, cf.Architecture = "linux", opts.Arch
+	cf.Created = v1.Time{Time: opts.Created}
 	cf.Config = v1.Config{
 		User:       User,
-		Entrypoint: []string{Entrypoint},
+		Entrypoint: []string{opts.Entrypoint},
 		WorkingDir: "/",
-		Labels:     Labels,
+		Labels:     opts.Labels,
 	}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {

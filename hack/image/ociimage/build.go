@@ -16,11 +16,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// Package is the operator's Go package, relative to the module root.
+// Package is the sample operator's Go package, relative to the module
+// root: Options.Package's default.
 const Package = "./cmd/sample-operator"
 
-// Entrypoint is where the image holds the operator's binary, and what it
-// runs: the path config/manager's Deployment names as its command.
+// Entrypoint is where the sample operator's image holds its binary, and
+// what it runs: the path config/manager's Deployment names as its command
+// (Options.Entrypoint's default).
 const Entrypoint = "/sample-operator"
 
 // User is the image's user and group: distroless's "nonroot", numeric so
@@ -33,7 +35,8 @@ const User = "65532:65532"
 // -s -w drop the symbol table and DWARF, which a pod never reads.
 var GoBuildFlags = []string{"-tags", "nolocal", "-trimpath", "-ldflags=-s -w"}
 
-// Labels are the image's OCI annotations, here and in the Dockerfile.
+// Labels are the sample operator's image's OCI annotations, here and in
+// the Dockerfile: Options.Labels's default.
 var Labels = map[string]string{
 	"org.opencontainers.image.title":       "sample-operator",
 	"org.opencontainers.image.description": "opkit's Mirror sample operator: copies a ConfigMap or Secret into every namespace that matches a selector",
@@ -41,14 +44,26 @@ var Labels = map[string]string{
 	"org.opencontainers.image.licenses":    "Apache-2.0",
 }
 
-// Options configure Build. The zero value builds for the machine's
-// architecture from the module around the working directory, with
-// timestamps at the Unix epoch.
+// Options configure Build and Assemble. The zero value builds the sample
+// operator for the machine's architecture from the opkit checkout around
+// the working directory, with timestamps at the Unix epoch; a project
+// opkit scaffolded sets ModuleRoot, Package, Entrypoint and Labels.
 type Options struct {
-	// ModuleRoot is the directory of opkit's go.mod. Defaults to the
-	// nearest directory at or above the working directory that holds it
-	// (not a nested module's, such as hack/image's).
+	// ModuleRoot is the directory of the go.mod of the operator's module.
+	// Defaults to the nearest directory at or above the working directory
+	// that holds opkit's (not a nested module's, such as hack/image's).
 	ModuleRoot string
+
+	// Package is the operator's main package, relative to ModuleRoot.
+	// Defaults to Package.
+	Package string
+
+	// Entrypoint is the absolute path of the binary in the image, and what
+	// the image runs. Defaults to Entrypoint.
+	Entrypoint string
+
+	// Labels are the image config's labels. Defaults to Labels.
+	Labels map[string]string
 
 	// Arch is the GOARCH to build for. Defaults to runtime.GOARCH.
 	Arch string
@@ -66,41 +81,50 @@ func Build(ctx context.Context, opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := Compile(ctx, opts.ModuleRoot, opts.Arch)
+	if opts.ModuleRoot == "" {
+		if opts.ModuleRoot, err = moduleRoot(); err != nil {
+			return nil, err
+		}
+	}
+	bin, err := Compile(ctx, opts.ModuleRoot, opts.Package, opts.Arch)
 	if err != nil {
 		return nil, err
 	}
-	return Assemble(bin, opts.Arch, opts.Created)
+	return Assemble(bin, opts)
 }
 
-// Compile builds the operator's static linux binary for arch with
-// GoBuildFlags and returns its contents.
-func Compile(ctx context.Context, moduleRoot, arch string) ([]byte, error) {
+// Compile builds the static linux binary of pkg, a main package relative
+// to moduleRoot, for arch with GoBuildFlags and returns its contents.
+func Compile(ctx context.Context, moduleRoot, pkg, arch string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "opkit-image-")
 	if err != nil {
 		return nil, fmt.Errorf("make a build directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "sample-operator")
-	args := append(append([]string{"build"}, GoBuildFlags...), "-o", out, Package)
+	out := filepath.Join(dir, "operator")
+	args := append(append([]string{"build"}, GoBuildFlags...), "-o", out, pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = moduleRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("compile %s for linux/%s: %w: %s", Package, arch, err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("compile %s for linux/%s: %w: %s", pkg, arch, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return os.ReadFile(out)
 }
 
+// defaulted fills in every default but ModuleRoot's, which only Build
+// needs.
 func (o Options) defaulted() (Options, error) {
-	if o.ModuleRoot == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return o, err
-		}
-		o.ModuleRoot = root
+	if o.Package == "" {
+		o.Package = Package
+	}
+	if o.Entrypoint == "" {
+		o.Entrypoint = Entrypoint
+	}
+	if o.Labels == nil {
+		o.Labels = Labels
 	}
 	if o.Arch == "" {
 		o.Arch = runtime.GOARCH

@@ -1,11 +1,14 @@
-// Package ociimage builds the sample operator's container image from Go
-// alone: no Docker engine, no base image to download. hack/image (make image)
-// and the container test in test/container build the image with it, so the
-// image the test runs is the image a user ships.
+// Package ociimage builds an operator's container image from Go alone: no
+// Docker engine, no base image to download. hack/image (make image) and the
+// container test in test/container build the sample operator's image with
+// it, so the image the test runs is the image a user ships; a project opkit
+// scaffolded builds its own operator's with it (its make image, through
+// hack/image as a go tool).
 //
 //   - The image has two layers: a base that this package assembles
 //     (rootfs/: /etc/passwd and /etc/group naming root and the non-root user
-//     65532, "nonroot"), then the operator's binary at /sample-operator.
+//     65532, "nonroot"), then the operator's binary at Options.Entrypoint
+//     (the sample's: /sample-operator).
 //     There is no shell and no package manager, nothing but those three files
 //     and their directory. No CA certificates: the operator reaches only its
 //     API server, whose CA the ServiceAccount files carry.

@@ -10,7 +10,7 @@ import (
 // Assemble puts a binary on the base layer; Files lists what each layer
 // holds.
 func ExampleAssemble() {
-	img, err := ociimage.Assemble([]byte("a static binary"), "amd64", time.Unix(0, 0))
+	img, err := ociimage.Assemble([]byte("a static binary"), ociimage.Options{Arch: "amd64", Created: time.Unix(0, 0)})
 	if err != nil {
 		panic(err)
 	}

@@ -28,7 +28,7 @@ var created = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func assemble(t *testing.T, binary []byte, at time.Time) v1.Image {
 	t.Helper()
-	img, err := Assemble(binary, "amd64", at)
+	img, err := Assemble(binary, Options{Arch: "amd64", Created: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +128,27 @@ func TestAssembleConfig(t *testing.T) {
 	}
 }
 
+// TestAssembleOtherOperator assembles a scaffolded project's operator, as
+// its make image does.
+func TestAssembleOtherOperator(t *testing.T) {
+	labels := map[string]string{"org.opencontainers.image.title": "acme-operator"}
+	img, err := Assemble([]byte("x"), Options{Arch: "arm64", Created: created, Package: "./cmd", Entrypoint: "/manager", Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v1.Config{User: "65532:65532", Entrypoint: []string{"/manager"}, WorkingDir: "/", Labels: labels}
+	if diff := cmp.Diff(want, cf.Config); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if _, ok := layerHeaders(t, img)["manager"]; !ok || cf.Architecture != "arm64" {
+		t.Errorf("the image has no /manager for arm64 (architecture %s)", cf.Architecture)
+	}
+}
+
 func TestAssembleIsReproducible(t *testing.T) {
 	a, b := assemble(t, []byte("x"), created), assemble(t, []byte("x"), created)
 	if da, db := digest(t, a), digest(t, b); da != db {
@@ -178,11 +199,11 @@ func TestWrite(t *testing.T) {
 	img := assemble(t, []byte("x"), created)
 	dir := t.TempDir()
 	const tag = "registry.example/opkit/sample-operator:v1"
-	if err := Write(dir, img, tag); err != nil {
+	if err := Write(dir, img, tag, TarFile); err != nil {
 		t.Fatal(err)
 	}
 	// A second Write replaces the first instead of adding to the layout.
-	if err := Write(dir, img, tag); err != nil {
+	if err := Write(dir, img, tag, TarFile); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := layout.ImageIndexFromPath(filepath.Join(dir, LayoutDir))

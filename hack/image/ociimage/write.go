@@ -22,15 +22,16 @@ const DefaultTag = "ghcr.io/opkit-dev/sample-operator:latest"
 // Paths of Write's outputs under its directory.
 const (
 	LayoutDir = "oci"                 // an OCI image layout
-	TarFile   = "sample-operator.tar" // a docker-compatible tarball
+	TarFile   = "sample-operator.tar" // the sample operator's tarball
 )
 
 // Write writes img named tag under dir: an OCI image layout in
 // dir/LayoutDir (the manifest annotated with the tag as its
-// org.opencontainers.image.ref.name) and a tarball in dir/TarFile that
-// docker load, kind load image-archive and ctr import accept. It replaces
-// what an earlier Write left there.
-func Write(dir string, img v1.Image, tag string) error {
+// org.opencontainers.image.ref.name) and, in dir/tarFile, a tarball in the
+// format of docker save (manifest.json naming the config, the layers and
+// the tag), which docker load, kind load image-archive and ctr import
+// accept. It replaces what an earlier Write left there.
+func Write(dir string, img v1.Image, tag, tarFile string) error {
 	ref, err := name.NewTag(tag)
 	if err != nil {
 		return fmt.Errorf("parse the image tag %q: %w", tag, err)
@@ -46,7 +47,7 @@ func Write(dir string, img v1.Image, tag string) error {
 	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.Name()})); err != nil {
 		return fmt.Errorf("write the image into %s: %w", lp, err)
 	}
-	if err := tarball.WriteToFile(filepath.Join(dir, TarFile), ref, img); err != nil {
+	if err := tarball.WriteToFile(filepath.Join(dir, tarFile), ref, img); err != nil {
 		return fmt.Errorf("write the image tarball: %w", err)
 	}
 	return nil
