@@ -341,8 +341,19 @@ func (c *changes) resource(d apiData) {
 	c.create(sampleFile(d), "sample.yaml.tmpl", d)
 	c.insert(samplesKustomize, markerSamples, "- "+sample)
 	c.insert(crdKustomize, markerCRDs, "- bases/"+d.FullGroup+"_"+d.Plural+".yaml")
+	c.roles(d)
 	c.insert(mainFile, markerImports, d.Alias+" \""+d.ImportPath+"\"")
 	c.insert(mainFile, markerScheme, d.Alias+".AddToScheme(scheme),")
+}
+
+// roles adds the editor and viewer ClusterRoles of d's kind, once per kind
+// whatever its versions, to config/rbac.
+func (c *changes) roles(d apiData) {
+	for _, r := range []string{"editor", "viewer"} {
+		file := d.Lower + "_" + r + "_role.yaml"
+		c.createMissing("config/rbac/"+file, "api/"+r+"_role.yaml.tmpl", d)
+		c.insert(rbacKustomize, markerRBAC, "- "+file)
+	}
 }
 
 func (c *changes) controller(o APIOptions, d apiData) {

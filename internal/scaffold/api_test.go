@@ -189,6 +189,15 @@ func TestCreateAPIComposes(t *testing.T) {
 		// the name of the test's namespace: for a Namespace, it is taken.
 		"internal/controller/namespace_controller_test.go": {`GenerateName: "test-"`},
 		"PROJECT": {"kind: Frigate", "kind: Admiral", "kind: Deployment", "kind: Namespace"},
+		// Editor and viewer roles for the kinds of its own, none for the
+		// built-in ones.
+		"config/rbac/kustomization.yaml": {"- frigate_editor_role.yaml", "- frigate_viewer_role.yaml", "- admiral_editor_role.yaml", "- admiral_viewer_role.yaml"},
+		"config/rbac/frigate_editor_role.yaml": {
+			"name: frigate-editor-role", `rbac.authorization.k8s.io/aggregate-to-edit: "true"`, "  - ship.example.com\n  resources:\n  - frigates\n  verbs:\n  - create",
+		},
+		"config/rbac/admiral_viewer_role.yaml": {
+			"name: admiral-viewer-role", `rbac.authorization.k8s.io/aggregate-to-view: "true"`, "  - admirals/status", "cluster-scoped",
+		},
 	} {
 		got := read(path)
 		for _, l := range lines {
@@ -196,6 +205,9 @@ func TestCreateAPIComposes(t *testing.T) {
 				t.Errorf("%s holds %q %d times, want once:\n%s", path, l, n, got)
 			}
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config/rbac/deployment_editor_role.yaml")); err == nil {
+		t.Error("create api --resource=false wrote an editor role for a built-in kind")
 	}
 	if s := read("config/samples/ship_v1_admiral.yaml"); strings.Contains(s, "namespace:") {
 		t.Errorf("the cluster-scoped sample has a namespace:\n%s", s)

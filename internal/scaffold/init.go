@@ -46,6 +46,7 @@ type InitOptions struct {
 type initData struct {
 	Module, Domain, Name       string
 	OpkitVersion, OpkitReplace string
+	ImageReplace               string // OpkitReplace's hack/image, quoted
 	Pad                        string // spaces as wide as Name, to align comments
 	ExampleGroup               string
 	Webhook                    bool // config/default serves webhooks (create webhook renders it again)
@@ -119,14 +120,15 @@ func Init(ctx context.Context, dir string, opts InitOptions) error {
 // initFiles renders the new project in memory.
 func initFiles(opts InitOptions) (files, error) {
 	version := opts.OpkitVersion
-	replace := ""
+	replace, imageReplace := "", ""
 	if opts.OpkitReplace != "" {
 		version = develPseudoVersion
 		replace = strconv.Quote(opts.OpkitReplace)
+		imageReplace = strconv.Quote(filepath.Join(opts.OpkitReplace, "hack", "image"))
 	}
 	data := initData{
 		Module: opts.Module, Domain: opts.Domain, Name: opts.Name,
-		OpkitVersion: version, OpkitReplace: replace,
+		OpkitVersion: version, OpkitReplace: replace, ImageReplace: imageReplace,
 		Pad:          strings.Repeat(" ", len(opts.Name)),
 		ExampleGroup: "webapp",
 	}

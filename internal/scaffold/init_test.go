@@ -184,7 +184,8 @@ func TestInitFiles(t *testing.T) {
 	}
 	for path, b := range fs {
 		s := string(b)
-		if strings.Contains(s, "<no value>") || strings.Contains(s, "{{") {
+		// ${{ is a GitHub Actions expression, not a template's.
+		if strings.Contains(s, "<no value>") || strings.Contains(strings.ReplaceAll(s, "${{", ""), "{{") {
 			t.Errorf("%s holds an unrendered template field", path)
 		}
 		first, _, _ := strings.Cut(s, "\n")
@@ -197,8 +198,12 @@ func TestInitFiles(t *testing.T) {
 			t.Errorf("%s: its first line %q says neither or both of 'DO NOT EDIT' and 'yours to edit'", path, first)
 		}
 	}
-	if !strings.Contains(string(fs["go.mod"]), "require github.com/opkit-dev/opkit v0.1.0\n") || strings.Contains(string(fs["go.mod"]), "replace") {
-		t.Errorf("go.mod does not require opkit v0.1.0 alone:\n%s", fs["go.mod"])
+	gomod := string(fs["go.mod"])
+	if !strings.Contains(gomod, "require github.com/opkit-dev/opkit v0.1.0\n") || !strings.Contains(gomod, "require github.com/opkit-dev/opkit/hack/image v0.1.0\n") || strings.Contains(gomod, "replace") {
+		t.Errorf("go.mod does not require opkit v0.1.0 and its image builder alone:\n%s", gomod)
+	}
+	if !strings.Contains(string(fs["Makefile"]), "include opkit.mk") || !strings.Contains(string(fs[".github/workflows/test.yml"]), "go-version-file: go.mod") {
+		t.Error("the project has no Makefile including opkit.mk, or no CI workflow setting up Go from go.mod")
 	}
 	p := &Project{}
 	if err := yaml.UnmarshalStrict(fs[ProjectFile], p); err != nil || p.Name != "acme-operator" || p.Domain != "example.com" || p.Layout != Layout {

@@ -23,8 +23,9 @@ var templates embed.FS
 // renamed are the init templates whose name cannot be the file's: dot
 // files, which go:embed and editors handle badly.
 var renamed = map[string]string{
-	"gitignore":                ".gitignore",
-	"config/crd/bases/gitkeep": "config/crd/bases/.gitkeep",
+	"gitignore":                 ".gitignore",
+	"config/crd/bases/gitkeep":  "config/crd/bases/.gitkeep",
+	"github/workflows/test.yml": ".github/workflows/test.yml",
 }
 
 // render executes the template at name (under templates/) with data. A Go
