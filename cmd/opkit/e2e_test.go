@@ -30,8 +30,11 @@ const e2eTimeout = 15 * time.Minute
 // own, a controller of Deployments, a defaulting and validating webhook
 // (whose validator checks the requester's permissions), and
 // a second version of a kind with its conversion webhook, and runs the project's make test and
-// go build; then runs the operator as make run does and checks that it
-// reconciles the samples. The project uses this checkout of opkit (through
+// go build; then renders config/default, builds the image, the installer
+// and deploys them (make image, build-installer, install, deploy), renders
+// the monitoring component and tests its alert rules (make test-alerts);
+// then runs the operator as make run does and checks that it reconciles
+// the samples. The project uses this checkout of opkit (through
 // --opkit-replace) and the control plane of the shared per-user cache that
 // opkit envtest fills.
 func TestScaffold(t *testing.T) {
@@ -65,6 +68,10 @@ func TestScaffold(t *testing.T) {
 	shell(t, dir, "go", "build", "./...")
 
 	t.Run("kustomize", func(t *testing.T) { testKustomize(t, dir) })
+	t.Run("image", func(t *testing.T) { testImage(t, dir) })
+	t.Run("build-installer", func(t *testing.T) { testBuildInstaller(t, dir) })
+	t.Run("deploy", func(t *testing.T) { testDeploy(t, dir) })
+	t.Run("prometheus", func(t *testing.T) { testPrometheus(t, dir) })
 	t.Run("make run", func(t *testing.T) {
 		shell(t, dir, "make", "build")
 		testLocal(t, dir)

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
@@ -17,24 +15,19 @@ import (
 // user deploys it, and checks the webhooks' wiring: the webhook
 // configurations and the CRD's conversion call the prefixed Service in the
 // operator's namespace, the Deployment serves with self-managed
-// certificates, and their RBAC names the rendered objects.
+// certificates, and their RBAC names the rendered objects. The Deployment
+// runs the image config/manager names, and each kind has its editor and
+// viewer roles.
 func testKustomize(t *testing.T, dir string) {
-	bin, err := testenv.BinaryDir(testenv.DefaultVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), filepath.Join(bin, "kubectl"), "kustomize", filepath.Join(dir, "config", "default")).Output()
+	out, err := exec.CommandContext(t.Context(), kubectlPath(t), "kustomize", filepath.Join(dir, "config", "default")).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/default: %v", err)
 	}
-	objs := map[string]*unstructured.Unstructured{} // by kind/name
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		o := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &o.Object); err != nil {
-			t.Fatal(err)
-		}
-		objs[o.GetKind()+"/"+o.GetName()] = o
+	objs := parseObjects(t, out)
+	if got := managerImage(t, objs); got != "acme-operator:latest" {
+		t.Errorf("config/default's Deployment runs %s, want config/manager's acme-operator:latest", got)
 	}
+	checkRoles(t, objs)
 	get := func(key string) *unstructured.Unstructured {
 		t.Helper()
 		o, ok := objs[key]
@@ -75,4 +68,14 @@ func testKustomize(t *testing.T, dir string) {
 			t.Errorf("the certificates' ClusterRole names %q, not %s", names, want)
 		}
 	}
+}
+
+// kubectlPath is the kubectl of the shared control plane.
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	bin, err := testenv.BinaryDir(testenv.DefaultVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(bin, "kubectl")
 }
