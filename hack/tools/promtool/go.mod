@@ -1,7 +1,9 @@
 // Module promtool pins Prometheus's promtool, which 'make test' runs on the
-// alert rules in config/prometheus. It is a module of its own, not a tool of
-// hack/tools/go.mod, because the scaffold copies hack/tools/go.mod into every
-// generated project, and Prometheus's dependency tree is large.
+// alert rules in config/monitoring. It is a module of its own, not a tool of
+// hack/tools/go.mod, because Prometheus's dependency tree is large and the
+// scaffold copies hack/tools/go.mod into every generated project, whose
+// make test builds those tools; it copies this one too, for the projects'
+// make test-alerts.
 module github.com/opkit-dev/opkit/hack/tools/promtool
 
 go 1.26.0
