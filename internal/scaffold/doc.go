@@ -26,7 +26,8 @@
 //   - create api adds lines to files the user owns only at the markers
 //     "+opkit:scaffold:imports", "scheme" and "controllers" (cmd/main.go),
 //     "kinds" (api/<version>/groupversion_info.go), "samples" and "crds"
-//     (the kustomizations), and each line once (compared word by word, as
+//     (the kustomizations; "rbac" for each kind's editor and viewer roles),
+//     and each line once (compared word by word, as
 //     gofmt realigns), so that calls compose; and, for a kind's second
 //     version, +kubebuilder:storageversion above the first version's type
 //     when no version has it. create webhook adds at
@@ -77,9 +78,11 @@
 //     validation, conversion, webhookVersion}"); create api and create
 //     webhook find the project by it.
 //   - A project builds controller-gen and staticcheck from hack/tools/go.mod,
-//     a copy of opkit's own (a test fails when they differ), and its local
-//     control plane with "opkit envtest" at the opkit version go.mod
-//     requires (a tool directive).
+//     and promtool from hack/tools/promtool, copies of opkit's own (a test
+//     fails when they differ); its local control plane and kubectl with
+//     "opkit envtest", and its image with opkit's hack/image, at the opkit
+//     version go.mod requires (tool directives). config/prometheus holds
+//     opkit's config/monitoring rules and dashboard, copied likewise.
 //   - Layout: one API group per version (api/<version>/), one controller
 //     package (internal/controller/) whose tests share one control plane,
 //     one webhook package per version (internal/webhook/<version>/) whose
