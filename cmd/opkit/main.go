@@ -4,6 +4,7 @@
 //	opkit create api --group G --version V --kind K an API and its controller
 //	opkit create webhook --group G --version V --kind K --defaulting --validation
 //	                                                webhooks for the API
+//	opkit upgrade [--dry-run]                       the project moved to this opkit's templates
 //	opkit envtest                                   the local control plane's binaries
 //	opkit version                                   the opkit version of this binary
 //
@@ -37,6 +38,7 @@ var commands = []command{
 	{name: "init", summary: "make a new operator project in the current directory", run: runInit},
 	{name: "create api", summary: "add an API type and its controller to the project", run: runCreateAPI},
 	{name: "create webhook", summary: "add defaulting, validation or conversion webhooks for an API type", run: runCreateWebhook},
+	{name: "upgrade", summary: "move the project to this opkit's templates, merging your edits", run: runUpgrade},
 	{name: "envtest", summary: "build the local control plane (kube-apiserver, etcd, kubectl) into a directory every project shares", run: runEnvtest},
 	{name: "version", summary: "print the opkit version of this binary", run: runVersion},
 }

@@ -88,3 +88,24 @@ func TestCreateWebhookHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestUpgradeOutsideAProject(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var out strings.Builder
+	err := run(t.Context(), []string{"upgrade", "--dry-run"}, &out, &out)
+	if !errors.Is(err, scaffold.ErrNotProject) {
+		t.Errorf("upgrade outside a project = %v, want an error wrapping ErrNotProject", err)
+	}
+}
+
+func TestUpgradeHelp(t *testing.T) {
+	var out strings.Builder
+	if err := run(t.Context(), []string{"upgrade", "-h"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-dry-run", ".opkit-new", ".opkit/base"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("upgrade -h does not mention %s:\n%s", want, out.String())
+		}
+	}
+}

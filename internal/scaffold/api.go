@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -95,7 +96,13 @@ func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkBaseVersion(dir, "create api"); err != nil {
+		return err
+	}
 	fs, err := apiFiles(dir, p, opts, d)
+	if err == nil {
+		err = updateBase(dir, fs, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -219,7 +226,11 @@ func pluralize(kind string) string {
 // apiFiles renders every file create api writes, new or changed, in
 // memory; a file it would create that exists is an error.
 func apiFiles(dir string, p *Project, o APIOptions, d apiData) (files, error) {
-	c := &changes{dir: dir, out: files{}}
+	return (&changes{dir: dir, out: files{}}).api(p, o, d)
+}
+
+// api renders create api's files with c's templates.
+func (c *changes) api(p *Project, o APIOptions, d apiData) (files, error) {
 	if o.Resource {
 		c.resource(d)
 	}
@@ -241,9 +252,10 @@ func apiFiles(dir string, p *Project, o APIOptions, d apiData) (files, error) {
 
 // changes collects the files of a create api and the first error.
 type changes struct {
-	dir string
-	out files
-	err error
+	dir  string
+	tmpl fs.FS // the templates; nil for the embedded ones
+	out  files
+	err  error
 }
 
 func (c *changes) fail(err error) {
@@ -289,7 +301,7 @@ func (c *changes) renderTo(path, name string, data any) {
 	if c.err != nil {
 		return
 	}
-	b, err := render(name, data)
+	b, err := render(c.tmpl, name, data)
 	c.fail(err)
 	c.out[path] = b
 }
@@ -322,7 +334,7 @@ func (c *changes) insert(path, marker string, lines ...string) {
 func (c *changes) resource(d apiData) {
 	gv := "api/" + d.Version + "/groupversion_info.go"
 	if _, err := os.Stat(filepath.Join(c.dir, gv)); err != nil {
-		b, err := render("api/groupversion_info.go.tmpl", d)
+		b, err := render(c.tmpl, "api/groupversion_info.go.tmpl", d)
 		c.fail(err)
 		c.out[gv] = b
 	}

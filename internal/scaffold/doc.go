@@ -73,6 +73,16 @@
 //     every sample through every served version against the API server.
 //     A version create api adds to a kind that converts is a served spoke
 //     at once.
+//   - Upgrades: init, create api and create webhook record in .opkit/base
+//     what the templates make of PROJECT (replayed: init, each API in
+//     order, then each API's webhooks) and in .opkit/version whose
+//     templates they are; create api and create webhook refuse a project
+//     another opkit's templates made (ErrUpgradeFirst). Upgrade renders
+//     the project again with this opkit's templates and rewrites the files
+//     the user left as recorded, leaves those whose template did not
+//     change, three-way merges the rest with git merge-file (else writes
+//     <file>.opkit-new beside them), and wraps ErrConflict when a file
+//     needs the user's hand. It reads only files with opkit's header.
 //   - The PROJECT file (YAML) records the layout, domain, module, name and
 //     every API with its webhooks (kubebuilder's "webhooks: {defaulting,
 //     validation, conversion, webhookVersion}"); create api and create

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"path"
 	"path/filepath"
@@ -106,6 +107,10 @@ func Init(ctx context.Context, dir string, opts InitOptions) error {
 	if err != nil {
 		return err
 	}
+	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name}
+	if err := recordBase(fs, templates, p, opts.OpkitReplace); err != nil {
+		return err
+	}
 	return transact(dir, func() error {
 		if err := fs.write(dir); err != nil {
 			return err
@@ -120,6 +125,12 @@ func Init(ctx context.Context, dir string, opts InitOptions) error {
 
 // initFiles renders the new project in memory.
 func initFiles(opts InitOptions) (files, error) {
+	return initFilesFrom(templates, opts)
+}
+
+// initFilesFrom renders the new project in memory from the templates in
+// tfs.
+func initFilesFrom(tfs fs.FS, opts InitOptions) (files, error) {
 	version := opts.OpkitVersion
 	replace, imageReplace := "", ""
 	if opts.OpkitReplace != "" {
@@ -133,27 +144,27 @@ func initFiles(opts InitOptions) (files, error) {
 		Pad:          strings.Repeat(" ", len(opts.Name)),
 		ExampleGroup: "webapp",
 	}
-	fs, err := renderTree("init", data)
+	out, err := renderTree(tfs, "init", data)
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range []string{"go.mod", "go.sum", "promtool.go.mod", "promtool.go.sum"} {
-		b, err := toolsFile(f, opts.Module)
+		b, err := toolsFile(tfs, f, opts.Module)
 		if err != nil {
 			return nil, err
 		}
-		fs["hack/tools/"+strings.Replace(f, "promtool.", "promtool/", 1)] = b
+		out["hack/tools/"+strings.Replace(f, "promtool.", "promtool/", 1)] = b
 	}
-	prom, err := prometheusFiles(data)
+	prom, err := prometheusFiles(tfs, data)
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(fs, prom)
+	maps.Copy(out, prom)
 	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name}
-	if fs[ProjectFile], err = p.marshal(); err != nil {
+	if out[ProjectFile], err = p.marshal(); err != nil {
 		return nil, err
 	}
-	return fs, nil
+	return out, nil
 }
 
 // toolsFile is opkit's own hack/tools go.mod or go.sum, so that a project
@@ -161,8 +172,8 @@ func initFiles(opts InitOptions) (files, error) {
 // generated files come from, or hack/tools/promtool's (name
 // "promtool.go.mod", "promtool.go.sum"), which tests opkit's alert rules;
 // a go.mod gets the project's module path.
-func toolsFile(name, module string) ([]byte, error) {
-	b, err := templates.ReadFile("templates/tools/" + name + ".txt")
+func toolsFile(tfs fs.FS, name, module string) ([]byte, error) {
+	b, err := fs.ReadFile(tfs, "templates/tools/"+name+".txt")
 	if err != nil {
 		return nil, fmt.Errorf("read the tools' %s: %w", name, err)
 	}

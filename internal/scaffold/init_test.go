@@ -121,7 +121,7 @@ func TestToolsPinnedAsOpkits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := toolsFile(name, "example.com/acme")
+		got, err := toolsFile(templates, name, "example.com/acme")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,12 @@ type Webhooks struct {
 	Defaulting bool `json:"defaulting,omitempty"`
 	Validation bool `json:"validation,omitempty"`
 	// Conversion: this version is the hub of the kind's conversion.
-	Conversion     bool   `json:"conversion,omitempty"`
+	Conversion bool `json:"conversion,omitempty"`
+	// RequesterCheck: the validator checks the requester's permissions
+	// (create webhook --requester-check). Recorded since opkit upgrade, so
+	// that it can render the project again; derived from the validator's
+	// file for a project made before.
+	RequesterCheck bool   `json:"requesterCheck,omitempty"`
 	WebhookVersion string `json:"webhookVersion"`
 }
 

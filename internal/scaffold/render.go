@@ -28,11 +28,15 @@ var renamed = map[string]string{
 	"github/workflows/test.yml": ".github/workflows/test.yml",
 }
 
-// render executes the template at name (under templates/) with data. A Go
-// file comes out gofmt-formatted, or as an error: generated code must pass
-// gofmt whatever the input's lengths.
-func render(name string, data any) ([]byte, error) {
-	t, err := template.ParseFS(templates, "templates/"+name)
+// render executes the template at name (under templates/ in tfs, the
+// embedded templates if nil) with data. A Go file comes out
+// gofmt-formatted, or as an error: generated code must pass gofmt whatever
+// the input's lengths.
+func render(tfs fs.FS, name string, data any) ([]byte, error) {
+	if tfs == nil {
+		tfs = templates
+	}
+	t, err := template.ParseFS(tfs, "templates/"+name)
 	if err != nil {
 		return nil, fmt.Errorf("parse template %s: %w", name, err)
 	}
@@ -54,11 +58,11 @@ func formatGo(name string, src []byte) ([]byte, error) {
 	return out, nil
 }
 
-// renderTree renders every template under dir into files, at its path below
-// dir without the .tmpl suffix.
-func renderTree(dir string, data any) (files, error) {
+// renderTree renders every template under dir in tfs into files, at its
+// path below dir without the .tmpl suffix.
+func renderTree(tfs fs.FS, dir string, data any) (files, error) {
 	out := files{}
-	err := fs.WalkDir(templates, "templates/"+dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(tfs, "templates/"+dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -67,7 +71,7 @@ func renderTree(dir string, data any) (files, error) {
 		if r, ok := renamed[rel]; ok {
 			rel = r
 		}
-		b, err := render(name, data)
+		b, err := render(tfs, name, data)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,13 @@ var (
 	// ErrDirNotEmpty is wrapped by the error of init in a directory that
 	// holds anything but .git.
 	ErrDirNotEmpty = errors.New("the directory is not empty")
+	// ErrUpgradeFirst is wrapped by the error of create api or create
+	// webhook in a project another opkit's templates made: opkit upgrade
+	// moves it to this one's first.
+	ErrUpgradeFirst = errors.New("the project needs opkit upgrade")
+	// ErrConflict is wrapped by the error of an opkit upgrade that could
+	// not merge the user's edits of a file with opkit's changes to it.
+	ErrConflict = errors.New("opkit upgrade left conflicts")
 )
 
 var (

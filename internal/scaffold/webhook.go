@@ -88,7 +88,13 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkBaseVersion(dir, "create webhook"); err != nil {
+		return err
+	}
 	fs, err := webhookFiles(dir, p, opts, d)
+	if err == nil {
+		err = updateBase(dir, fs, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -191,7 +197,11 @@ func (o *WebhookOptions) checkNew(w *Webhooks) error {
 // webhookFiles renders every file create webhook writes, new or changed,
 // in memory.
 func webhookFiles(dir string, p *Project, o WebhookOptions, d webhookData) (files, error) {
-	c := &changes{dir: dir, out: files{}}
+	return (&changes{dir: dir, out: files{}}).webhook(p, o, d)
+}
+
+// webhook renders create webhook's files with c's templates.
+func (c *changes) webhook(p *Project, o WebhookOptions, d webhookData) (files, error) {
 	i := p.index(o.Group, o.Version, o.Kind)
 	w := p.APIs[i].Webhooks
 	if w == nil {
@@ -201,6 +211,7 @@ func webhookFiles(dir string, p *Project, o WebhookOptions, d webhookData) (file
 	w.Defaulting = w.Defaulting || o.Defaulting
 	w.Validation = w.Validation || o.Validation
 	w.Conversion = w.Conversion || o.Conversion
+	w.RequesterCheck = w.RequesterCheck || o.RequesterCheck
 	c.server(p, d)
 	if o.Defaulting || o.Validation {
 		c.admission(o, d)
