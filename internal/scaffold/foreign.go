@@ -154,7 +154,7 @@ func notOwned(p *Project, group, version, kind string) error {
 	}
 	allowed := "the project has no such API type of its own (see PROJECT): run opkit create api --group " + group + " --version " + version + " --kind " + kind + " first"
 	if strings.Contains(group, ".") {
-		allowed = group + " is neither one of the project's groups nor a built-in one: webhooks on another module's custom resources (such as cert-manager's) are not scaffolded (see docs/webhooks.md in opkit); for a kind of your own, run opkit create api with its group's first part, such as --group ship"
+		allowed = group + " is neither one of the project's groups nor a built-in one: webhooks on another module's custom resources (such as cert-manager's) are not scaffolded (see 'A webhook on a kind you do not own' in docs/write-your-own-operator.md in opkit); for a kind of your own, run opkit create api with its group's first part, such as --group ship"
 	}
 	if where := kindHomes(p, kind); len(where) > 0 {
 		allowed += "; or, for the " + kind + " there is, " + strings.Join(where, ", or ")
