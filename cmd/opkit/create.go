@@ -42,11 +42,11 @@ func runCreateWebhook(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs := flag.NewFlagSet("opkit create webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: opkit create webhook --group G --version V --kind K [--defaulting] [--validation [--requester-check]] [--conversion]\n\nAdds webhooks for an API type that opkit create api made (at least one of\nthe three), the operator's webhook server and its certificates if the\nproject has none yet, then runs make manifests there.\n\nIf the kind's spec names other objects that the operator reads or writes\nwith its own permissions (a Secret to copy, namespaces to write to), add\n--requester-check: otherwise whoever may create the kind gets the\noperator's permissions. See docs/security.md in opkit.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: opkit create webhook --group G --version V --kind K [--defaulting] [--validation [--requester-check]] [--conversion]\n\nAdds webhooks for an API type that opkit create api made, or for a\nbuilt-in kind such as apps/v1 Deployment or core/v1 Pod (defaulting and\nvalidation only), the operator's webhook server and its certificates if\nthe project has none yet, then runs make manifests there.\n\nIf the kind's spec names other objects that the operator reads or writes\nwith its own permissions (a Secret to copy, namespaces to write to), add\n--requester-check: otherwise whoever may create the kind gets the\noperator's permissions. See docs/security.md in opkit.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	var opts scaffold.WebhookOptions
-	fs.StringVar(&opts.Group, "group", "", "the API group, as given to create api, such as ship")
+	fs.StringVar(&opts.Group, "group", "", "the API group, as given to create api, such as ship; or a built-in group, such as apps, or core (or \"\") for Pod")
 	fs.StringVar(&opts.Version, "version", "", "the API version, such as v1alpha1")
 	fs.StringVar(&opts.Kind, "kind", "", "the kind, such as Frigate")
 	fs.BoolVar(&opts.Defaulting, "defaulting", false, "scaffold a defaulter: a mutating webhook that sets defaults on create and update")

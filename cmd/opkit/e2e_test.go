@@ -28,7 +28,8 @@ const e2eTimeout = 15 * time.Minute
 
 // TestScaffold builds opkit, makes a project with it, adds two APIs of its
 // own, a controller of Deployments, a defaulting and validating webhook
-// (whose validator checks the requester's permissions), and
+// (whose validator checks the requester's permissions), another on
+// Deployments, and
 // a second version of a kind with its conversion webhook, and runs the project's make test and
 // go build; then renders config/default, builds the image, the installer
 // and deploys them (make image, build-installer, install, deploy), renders
@@ -59,6 +60,8 @@ func TestScaffold(t *testing.T) {
 	// As the project's README says: the opkit its go.mod requires.
 	shell(t, dir, "go", "tool", "opkit", "create", "api", "--group", "apps", "--version", "v1", "--kind", "Deployment", "--resource=false")
 	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--defaulting", "--validation", "--requester-check")
+	// A webhook on a kind the project does not own, whose controller it has.
+	shell(t, dir, opkit, "create", "webhook", "--group", "apps", "--version", "v1", "--kind", "Deployment", "--defaulting", "--validation")
 	// A second version of Frigate, unserved until its conversion, through
 	// the hub v1alpha1 (which stays stored), serves it.
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--controller=false")

@@ -141,15 +141,12 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 	if !o.Resource && o.Group == "" {
 		o.Group = "core" // one name for the core group, so that PROJECT finds it
 	}
-	if _, ok := p.find(o.Group, o.Version, o.Kind); ok {
+	// A built-in kind that has webhooks only (create webhook made it) gets
+	// its controller.
+	if a, ok := p.find(o.Group, o.Version, o.Kind); ok && (o.Resource || a.Resource || a.Controller) {
 		return apiData{}, fmt.Errorf("create api: %w: the project has %s/%s %s already (see PROJECT)", ErrAPIExists, o.Group, o.Version, o.Kind)
 	}
-	plural := pluralize(o.Kind)
-	d := apiData{
-		Module: p.Module, Domain: p.Domain, Group: o.Group, Version: o.Version,
-		Kind: o.Kind, KindPlural: plural, Lower: strings.ToLower(o.Kind), Plural: strings.ToLower(plural),
-		Namespaced: o.Namespaced, SampleName: strings.ToLower(o.Kind) + "-sample",
-	}
+	d := newAPIData(p, o)
 	if d.otherVersions = p.versions(o.Group, o.Kind); len(d.otherVersions) > 0 {
 		d.SampleName = d.Lower + "-" + o.Version + "-sample"
 	}
@@ -171,6 +168,17 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 	}
 	d.RBACGroup = d.FullGroup
 	return d.inVersion(o.Version), nil
+}
+
+// newAPIData is the names of o's kind that do not depend on whether the
+// project owns it.
+func newAPIData(p *Project, o *APIOptions) apiData {
+	plural := pluralize(o.Kind)
+	return apiData{
+		Module: p.Module, Domain: p.Domain, Group: o.Group, Version: o.Version,
+		Kind: o.Kind, KindPlural: plural, Lower: strings.ToLower(o.Kind), Plural: strings.ToLower(plural),
+		Namespaced: o.Namespaced, SampleName: strings.ToLower(o.Kind) + "-sample",
+	}
 }
 
 // inVersion returns d's kind in version v: its version's names changed.
@@ -237,7 +245,13 @@ func (c *changes) api(p *Project, o APIOptions, d apiData) (files, error) {
 	if o.Controller {
 		c.controller(o, d)
 	}
-	p.APIs = append(p.APIs, API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced, Resource: o.Resource, Controller: o.Controller})
+	a := API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced, Resource: o.Resource, Controller: o.Controller}
+	if i := p.index(o.Group, o.Version, o.Kind); i >= 0 { // webhooks only, so far
+		a.Webhooks = p.APIs[i].Webhooks
+		p.APIs[i] = a
+	} else {
+		p.APIs = append(p.APIs, a)
+	}
 	if d.hub != "" {
 		c.webhookTests(p) // the new spoke, in their schemes
 	}

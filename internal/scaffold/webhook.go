@@ -46,6 +46,15 @@ type webhookData struct {
 	MutatePath, ValidatePath string
 	CRD                      string // the CRD's name: plural.group
 	RequesterCheck           bool
+	// Foreign: the kind is a built-in one the project does not own.
+	Foreign bool
+	// Qualifier is the DNS suffix of the webhooks' names and the example
+	// label and annotation: the kind's group for a kind of the project's,
+	// the project's domain for a built-in one.
+	Qualifier string
+	// GroupVersionVar names the kind's package's GroupVersion variable:
+	// GroupVersion in the project's api/, SchemeGroupVersion in k8s.io/api.
+	GroupVersionVar string
 }
 
 // Paths of the files create webhook changes in place, and their markers.
@@ -134,8 +143,7 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 	}
 	a, ok := p.find(o.Group, o.Version, o.Kind)
 	if !ok || !a.Resource {
-		return webhookData{}, &InputError{Input: "--kind", Value: o.Group + "/" + o.Version + " " + o.Kind,
-			Allowed: "the project has no such API type of its own (see PROJECT): run opkit create api --group " + o.Group + " --version " + o.Version + " --kind " + o.Kind + " first"}
+		return o.resolveForeign(p)
 	}
 	if err := o.checkNew(a.Webhooks); err != nil {
 		return webhookData{}, err
@@ -151,8 +159,11 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 }
 
 // webhookDataOf derives the names the webhook templates use for a, an API
-// type of p's own.
+// type of p's own or a built-in one.
 func webhookDataOf(p *Project, a API) (webhookData, error) {
+	if !a.Resource {
+		return foreignData(p, a)
+	}
 	ao := APIOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Namespaced: a.Namespaced, Resource: true}
 	others := *p
 	others.APIs = nil // resolve refuses an API the project has
@@ -169,7 +180,7 @@ func webhookDataOf(p *Project, a API) (webhookData, error) {
 	return webhookData{
 		apiData: ad, Name: p.Name,
 		MutatePath: "/mutate-" + slug, ValidatePath: "/validate-" + slug,
-		CRD: ad.Plural + "." + ad.FullGroup,
+		CRD: ad.Plural + "." + ad.FullGroup, Qualifier: ad.FullGroup, GroupVersionVar: "GroupVersion",
 	}, nil
 }
 
@@ -203,6 +214,10 @@ func webhookFiles(dir string, p *Project, o WebhookOptions, d webhookData) (file
 // webhook renders create webhook's files with c's templates.
 func (c *changes) webhook(p *Project, o WebhookOptions, d webhookData) (files, error) {
 	i := p.index(o.Group, o.Version, o.Kind)
+	if i < 0 { // a built-in kind the project has no controller of
+		i = len(p.APIs)
+		p.APIs = append(p.APIs, API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced})
+	}
 	w := p.APIs[i].Webhooks
 	if w == nil {
 		w = &Webhooks{WebhookVersion: webhookVersionV1}
@@ -358,8 +373,10 @@ func (c *changes) webhookTests(p *Project) {
 				return
 			}
 			c.insert(test, markerImports, "webhook"+a.Version+" \""+d.Module+"/"+webhookDir+"/"+a.Version+"\"")
-			c.insert(test, markerImports, d.Alias+" \""+d.ImportPath+"\"")
-			c.insert(test, markerScheme, d.Alias+".AddToScheme(scheme),")
+			if !d.Foreign { // clientgoscheme has the built-in kinds
+				c.insert(test, markerImports, d.Alias+" \""+d.ImportPath+"\"")
+				c.insert(test, markerScheme, d.Alias+".AddToScheme(scheme),")
+			}
 			if a.Webhooks.Defaulting || a.Webhooks.Validation {
 				c.insert(test, markerWebhooks, "webhook"+a.Version+".Setup"+a.Kind+"Webhook(mgr),")
 			}

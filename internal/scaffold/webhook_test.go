@@ -65,13 +65,6 @@ func TestCreateWebhookRejects(t *testing.T) {
 		{name: "kind lower case", change: func(o *WebhookOptions) { o.Kind = "frigate" }, input: "--kind", want: []string{`"frigate"`}},
 		{name: "version", change: func(o *WebhookOptions) { o.Version = "v0" }, input: "--version", want: []string{`"v0"`}},
 		{name: "no such API", change: func(o *WebhookOptions) { o.Kind = "Admiral" }, input: "--kind", want: []string{"ship/v1 Admiral", "opkit create api --group ship --version v1 --kind Admiral"}},
-		{
-			name: "built-in type", change: func(o *WebhookOptions) { o.Group, o.Kind = "apps", "Deployment" },
-			prepare: func(t *testing.T, dir string) {
-				addAPI(t, dir, APIOptions{Group: "apps", Version: "v1", Kind: "Deployment", Controller: true})
-			},
-			input: "--kind", want: []string{"apps/v1 Deployment", "no such API type of its own"},
-		},
 		{name: "outside a project", prepare: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, ProjectFile)) }, is: ErrNotProject},
 		{
 			name: "defaulting twice",
