@@ -45,6 +45,9 @@ func generate(tfs fs.FS, p *Project, replace string) (files, error) {
 		if err != nil {
 			break
 		}
+		if !a.Resource && !a.Controller {
+			continue // a webhook on a built-in kind, alone: create webhook adds it
+		}
 		o := APIOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Namespaced: a.Namespaced, Resource: a.Resource, Controller: a.Controller}
 		err = replayStep(dir, func(c *changes) (files, error) {
 			d, err := o.resolve(replay)

@@ -240,6 +240,9 @@ func TestGenerateReplaysTheCommands(t *testing.T) {
 	addAPI(t, dir, frigateV1)
 	addAPI(t, dir, APIOptions{Group: "apps", Version: "v1", Kind: "Deployment", Namespaced: true, Controller: true})
 	addWebhook(t, dir, WebhookOptions{Group: "ship", Version: "v1", Kind: "Frigate", Defaulting: true, Validation: true, RequesterCheck: true})
+	// Webhooks on built-in kinds: one with a controller, one alone.
+	addWebhook(t, dir, WebhookOptions{Group: "apps", Version: "v1", Kind: "Deployment", Defaulting: true, Validation: true})
+	addWebhook(t, dir, WebhookOptions{Group: "core", Version: "v1", Kind: "Pod", Validation: true})
 	onDisk, err := readMarked(dir)
 	if err != nil {
 		t.Fatal(err)
