@@ -213,11 +213,21 @@ func templateVersion() string {
 			m = d
 		}
 	}
-	if m.Path != opkitModule || m.Version == "" {
+	return moduleVersion(m)
+}
+
+// moduleVersion is the template version of the opkit module m: its
+// version, or DevelVersion for a build from a checkout, which is what
+// opkit init --opkit-replace projects require (develPseudoVersion,
+// replaced by a directory) and what go run in the checkout reports. A
+// checkout's templates have no version to compare: opkit init run from
+// the checkout and go tool opkit in its project are the same templates.
+func moduleVersion(m *debug.Module) string {
+	switch {
+	case m.Path != opkitModule, m.Version == "", m.Version == DevelVersion, m.Version == develPseudoVersion:
 		return DevelVersion
-	}
-	if m.Replace != nil && m.Replace.Version == "" {
-		return m.Version + " (replaced by " + m.Replace.Path + ")"
+	case m.Replace != nil && m.Replace.Version == "":
+		return DevelVersion // replaced by a directory
 	}
 	return m.Version
 }

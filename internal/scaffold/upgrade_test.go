@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -265,5 +266,25 @@ func TestCreateAPIRefusesAnotherOpkitsProject(t *testing.T) {
 	err := CreateAPI(t.Context(), dir, APIOptions{Group: "ship", Version: "v2", Kind: "Frigate", Resource: true})
 	if !errors.Is(err, ErrUpgradeFirst) || !strings.Contains(err.Error(), "opkit upgrade") {
 		t.Errorf("CreateAPI in a project of opkit %s = %v, want an error wrapping ErrUpgradeFirst", oldVersion, err)
+	}
+}
+
+// A build from a checkout has no template version, however Go reports it:
+// opkit init run in the checkout says (devel), go tool opkit in the project
+// it made says the pseudo-version its go.mod requires, replaced by the
+// checkout. Both must agree, or create api would refuse every such project.
+func TestModuleVersionOfACheckout(t *testing.T) {
+	for _, m := range []*debug.Module{
+		{Path: opkitModule, Version: "(devel)"},
+		{Path: opkitModule, Version: develPseudoVersion, Replace: &debug.Module{Path: "/src/opkit"}},
+		{Path: opkitModule, Version: "v0.3.0", Replace: &debug.Module{Path: "../opkit"}},
+		{Path: "example.com/other", Version: "v1.0.0"},
+	} {
+		if got := moduleVersion(m); got != DevelVersion {
+			t.Errorf("moduleVersion(%+v) = %q, want %q", *m, got, DevelVersion)
+		}
+	}
+	if got := moduleVersion(&debug.Module{Path: opkitModule, Version: "v0.3.0"}); got != "v0.3.0" {
+		t.Errorf("a released opkit's version = %q, want v0.3.0", got)
 	}
 }
