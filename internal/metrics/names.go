@@ -154,7 +154,10 @@ const (
 	// long-open watch) or an event that does not decode, which client-go
 	// handles inside its reflector, out of the cache's sight; the watch
 	// restart (CacheWatchRestarts) and, if reopening fails, that failure
-	// are counted.
+	// are counted. Nor is a watch request whose connection is cut before
+	// its response arrives: client-go's REST client retries it (up to 10
+	// times, a second apart) and, if every retry fails, returns an empty
+	// watch and no error.
 	CacheSyncErrors = "opkit_cache_sync_errors_total"
 	// CacheLazyFetches counts the GETs of full objects that cache.LazyListers
 	// made, failed ones included, labelled like CacheObjects by the
