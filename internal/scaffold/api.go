@@ -111,13 +111,7 @@ func CreateAPI(ctx context.Context, dir string, opts APIOptions) error {
 			return err
 		}
 		fmt.Fprintf(opts.Progress, "Running go mod tidy and make manifests in %s...\n", dir)
-		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
-			return fmt.Errorf("create api: %w; the project is left as it was", err)
-		}
-		if err := runIn(ctx, dir, "make", "manifests"); err != nil {
-			return fmt.Errorf("create api: %w; the project is left as it was: fix what make manifests reports (run it yourself to see), then run create api again", err)
-		}
-		return nil
+		return tidyAndGenerate(ctx, dir, "create api")
 	})
 	if err == nil && opts.Out != nil {
 		c := &changes{dir: dir, out: files{}}
@@ -472,4 +466,21 @@ func (c *changes) stored(d apiData) string {
 		}
 	}
 	return ""
+}
+
+// tidyAndGenerate runs go mod tidy and make manifests in dir for command.
+// A controller imports the apply configurations that make manifests
+// generates, so the first tidy lets that import be missing (-e) and a
+// second settles go.mod with it.
+func tidyAndGenerate(ctx context.Context, dir, command string) error {
+	if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
+		return fmt.Errorf("%s: %w; the project is left as it was", command, err)
+	}
+	if err := runIn(ctx, dir, "make", "manifests"); err != nil {
+		return fmt.Errorf("%s: %w; the project is left as it was: fix what make manifests reports (run it yourself to see), then run %s again", command, err, command)
+	}
+	if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
+		return fmt.Errorf("%s: %w; the project is left as it was", command, err)
+	}
+	return nil
 }

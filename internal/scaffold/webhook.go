@@ -112,13 +112,7 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 			return err
 		}
 		fmt.Fprintf(opts.Progress, "Running go mod tidy and make manifests in %s...\n", dir)
-		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
-			return fmt.Errorf("create webhook: %w; the project is left as it was", err)
-		}
-		if err := runIn(ctx, dir, "make", "manifests"); err != nil {
-			return fmt.Errorf("create webhook: %w; the project is left as it was: fix what make manifests reports (run it yourself to see), then run create webhook again", err)
-		}
-		return nil
+		return tidyAndGenerate(ctx, dir, "create webhook")
 	})
 	if err == nil && opts.Out != nil {
 		fmt.Fprint(opts.Out, nextAfterWebhook(p, opts, d))

@@ -49,12 +49,14 @@
 //   - Field owner: every create, update, patch and apply names
 //     WriterOptions.FieldOwner as its field manager; a call's own
 //     client.FieldOwner wins.
-//   - Apply forces ownership (client.ForceOwnership), as controllers
-//     should; pass &client.ApplyOptions{Force: ptr.To(false)} to see
-//     conflicts. It needs no managedFields in the cache.
-//   - Skipped applies: an apply is not sent when this writer's last apply
-//     of the object sent the same request and the cache holds the very
-//     object it returned (same uid and resourceVersion).
+//   - Apply, and Status().Apply, force ownership
+//     (client.ForceOwnership), as controllers should; pass
+//     &client.ApplyOptions{Force: ptr.To(false)} to see conflicts. They
+//     need no managedFields in the cache.
+//   - Skipped applies: an apply of an object or of its status is not sent
+//     when this writer's last apply of the same (object or status) sent
+//     the same request and the cache holds the very object it returned
+//     (same uid and resourceVersion).
 //   - Skipped patches: an empty patch ({} or []), of the object or a
 //     subresource, is not sent when the cache holds the object, so a
 //     status patch from the cached object on every pass sends nothing when

@@ -38,8 +38,9 @@ type objectMeta struct {
 }
 
 // newApplyRequest encodes obj as the apply request body does (JSON) and
-// digests it with the options that change what the server does with it.
-func newApplyRequest(obj runtime.ApplyConfiguration, o *crclient.ApplyOptions) (applyRequest, error) {
+// digests it with the options that change what the server does with it;
+// status says it is sent to the status subresource.
+func newApplyRequest(obj runtime.ApplyConfiguration, o *crclient.ApplyOptions, status bool) (applyRequest, error) {
 	body, err := json.Marshal(obj)
 	if err != nil {
 		return applyRequest{}, err
@@ -61,7 +62,7 @@ func newApplyRequest(obj runtime.ApplyConfiguration, o *crclient.ApplyOptions) (
 		h.Write([]byte{1})
 	}
 	req := applyRequest{
-		key:       objectKey{gvk: gv.WithKind(m.Kind), namespace: m.Metadata.Namespace, name: m.Metadata.Name},
+		key:       objectKey{gvk: gv.WithKind(m.Kind), namespace: m.Metadata.Namespace, name: m.Metadata.Name, status: status},
 		skippable: len(o.DryRun) == 0 && m.Metadata.ResourceVersion == "" && m.Kind != "" && m.Metadata.Name != "",
 	}
 	h.Sum(req.digest[:0])

@@ -86,9 +86,11 @@ type writer struct {
 
 var _ crclient.Client = (*writer)(nil)
 
+// objectKey names an object, or its status subresource if status.
 type objectKey struct {
 	gvk             schema.GroupVersionKind
 	namespace, name string
+	status          bool
 }
 
 type applied struct {
@@ -111,12 +113,19 @@ func (w *writer) record(verb, result string) {
 func (w *writer) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.ApplyOption) error {
 	o := &crclient.ApplyOptions{FieldManager: w.owner, Force: new(true)}
 	o.ApplyOptions(opts)
-	req, reqErr := newApplyRequest(obj, o)
+	return w.apply(ctx, obj, o, false, func() error { return w.Client.Apply(ctx, obj, o) })
+}
+
+// apply sends the apply of obj with o, unless this writer's last apply of
+// the same request (of the object, or of its status if status) left the
+// object as the cache holds it.
+func (w *writer) apply(ctx context.Context, obj runtime.ApplyConfiguration, o *crclient.ApplyOptions, status bool, send func() error) error {
+	req, reqErr := newApplyRequest(obj, o, status)
 	if reqErr == nil && w.skipApply(ctx, obj, req) {
 		w.record(imetrics.VerbApply, imetrics.WriteSkipped)
 		return nil
 	}
-	err := w.Client.Apply(ctx, obj, o)
+	err := send()
 	w.record(imetrics.VerbApply, imetrics.WriteSent)
 	if reqErr != nil || !req.skippable {
 		return err
@@ -153,13 +162,14 @@ func (w *writer) Status() crclient.SubResourceWriter { return w.SubResource("sta
 // from the cached object to a copy that the caller did not change is
 // not sent.
 func (w *writer) SubResource(name string) crclient.SubResourceClient {
-	return &subResource{SubResourceClient: w.Client.SubResource(name), w: w}
+	return &subResource{SubResourceClient: w.Client.SubResource(name), w: w, name: name}
 }
 
 // subResource is a subresource's client of a writer.
 type subResource struct {
 	crclient.SubResourceClient // with the writer's field owner
 	w                          *writer
+	name                       string
 }
 
 var _ crclient.SubResourceClient = (*subResource)(nil)
@@ -179,10 +189,32 @@ func (s *subResource) Patch(ctx context.Context, obj crclient.Object, patch crcl
 	return err
 }
 
-// Delete deletes obj and forgets this writer's last apply of it.
+// Apply server-side applies obj to the subresource as the writer's field
+// owner, with ForceOwnership unless opts say otherwise, as the writer's
+// Apply does. An apply of the status subresource is skipped when it would
+// change nothing, by the rule of the writer's Apply, and fills obj from
+// the cached object then; an apply of another subresource, or with a body
+// of its own (SubResourceApplyOptions.SubResourceBody), is always sent.
+func (s *subResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.SubResourceApplyOption) error {
+	o := &crclient.SubResourceApplyOptions{ApplyOptions: crclient.ApplyOptions{FieldManager: s.w.owner, Force: new(true)}}
+	o.ApplyOpts(opts)
+	send := func() error { return s.SubResourceClient.Apply(ctx, obj, o) }
+	if s.name != "status" || o.SubResourceBody != nil {
+		err := send()
+		s.w.record(imetrics.VerbApply, imetrics.WriteSent)
+		return err
+	}
+	return s.w.apply(ctx, obj, &o.ApplyOptions, true, send)
+}
+
+// Delete deletes obj and forgets this writer's last applies of it and of
+// its status.
 func (w *writer) Delete(ctx context.Context, obj crclient.Object, opts ...crclient.DeleteOption) error {
 	if gvk, err := w.GroupVersionKindFor(obj); err == nil {
-		w.forget(objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()})
+		key := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+		w.forget(key)
+		key.status = true
+		w.forget(key)
 	}
 	return w.Client.Delete(ctx, obj, opts...)
 }

@@ -5,6 +5,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -27,6 +28,23 @@ func (s Setter) Set(conds *[]metav1.Condition, obj metav1.Object, cond metav1.Co
 	return apimeta.SetStatusCondition(conds, cond)
 }
 
+// ForApply returns cond as Set would record it in conds, as an apply
+// configuration for a server-side apply of obj's status: the
+// ObservedGeneration of obj, and the LastTransitionTime of cond's type in
+// conds kept unless the status changes. conds is only read, so it may be
+// the conditions of a cached object.
+func (s Setter) ForApply(conds []metav1.Condition, obj metav1.Object, cond metav1.Condition) *metav1ac.ConditionApplyConfiguration {
+	var one []metav1.Condition
+	if old := apimeta.FindStatusCondition(conds, cond.Type); old != nil {
+		one = append(one, *old)
+	}
+	s.Set(&one, obj, cond)
+	c := one[0]
+	return metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).
+		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime).
+		WithReason(c.Reason).WithMessage(c.Message)
+}
+
 func (s Setter) now() time.Time {
 	if s.Clock == nil {
 		return time.Now()
@@ -37,4 +55,9 @@ func (s Setter) now() time.Time {
 // Set is Setter.Set with the real clock.
 func Set(conds *[]metav1.Condition, obj metav1.Object, cond metav1.Condition) (changed bool) {
 	return Setter{}.Set(conds, obj, cond)
+}
+
+// ForApply is Setter.ForApply with the real clock.
+func ForApply(conds []metav1.Condition, obj metav1.Object, cond metav1.Condition) *metav1ac.ConditionApplyConfiguration {
+	return Setter{}.ForApply(conds, obj, cond)
 }

@@ -18,6 +18,10 @@
 //   - No I/O and no copies: Set modifies the slice it is given, so give it
 //     the conditions of a copy, never of a cached object. status.Patch hands
 //     its mutate function such a copy.
+//   - Server-side apply: ForApply returns the condition Set would record,
+//     as an apply configuration for a status apply (the generated
+//     apply configurations' WithConditions), reading the current
+//     conditions without modifying them.
 //   - Reads stay in apimachinery: meta.FindStatusCondition,
 //     meta.IsStatusConditionTrue and meta.RemoveStatusCondition already do
 //     them well, and this package does not re-declare them.
