@@ -87,11 +87,13 @@
 //     every API with its webhooks (kubebuilder's "webhooks: {defaulting,
 //     validation, conversion, webhookVersion}"); create api and create
 //     webhook find the project by it.
-//   - A project builds controller-gen and staticcheck from hack/tools/go.mod,
-//     and promtool from hack/tools/promtool, copies of opkit's own (a test
-//     fails when they differ); its local control plane and kubectl with
-//     "opkit envtest", and its image with opkit's hack/image, at the opkit
-//     version go.mod requires (tool directives). config/prometheus holds
+//   - A project runs controller-gen and staticcheck with go tool from
+//     hack/tools/go.mod, and promtool with go run from hack/tools/promtool,
+//     copies of opkit's own (a test fails when they differ): go tool and go
+//     run cache what they link, so one binary in Go's build cache serves
+//     every project on the machine. It builds its local control plane and
+//     kubectl with "opkit envtest", and its image with opkit's hack/image,
+//     at the opkit version go.mod requires (tool directives). config/prometheus holds
 //     opkit's config/monitoring rules and dashboard, copied likewise.
 //   - Layout: one API group per version (api/<version>/), one controller
 //     package (internal/controller/) whose tests share one control plane,
