@@ -213,7 +213,10 @@ func templateVersion() string {
 			m = d
 		}
 	}
-	if m.Path != opkitModule || m.Version == "" {
+	// A project built from a checkout requires the zero pseudo-version,
+	// replaced by the checkout: its go tool opkit is the checkout's
+	// build, as the opkit that made it was.
+	if m.Path != opkitModule || m.Version == "" || m.Version == develPseudoVersion {
 		return DevelVersion
 	}
 	if m.Replace != nil && m.Replace.Version == "" {
