@@ -31,7 +31,8 @@ const e2eTimeout = 15 * time.Minute
 // (whose validator checks the requester's permissions), another on
 // Deployments, and
 // a second version of a kind with its conversion webhook, and runs the project's make test and
-// go build; then renders config/default, builds the image, the installer
+// go build; then make test-e2e, and again without an RBAC marker, which
+// must fail naming the refused permission; then renders config/default, builds the image, the installer
 // and deploys them (make image, build-installer, install, deploy), renders
 // the monitoring component and tests its alert rules (make test-alerts);
 // then runs the operator as make run does and checks that it reconciles
@@ -70,6 +71,7 @@ func TestScaffold(t *testing.T) {
 	t.Logf("opkit init to a passing make test: %s", time.Since(start).Round(time.Second))
 	shell(t, dir, "go", "build", "./...")
 
+	t.Run("test-e2e", func(t *testing.T) { testE2E(t, dir) })
 	t.Run("kustomize", func(t *testing.T) { testKustomize(t, dir) })
 	t.Run("image", func(t *testing.T) { testImage(t, dir) })
 	t.Run("build-installer", func(t *testing.T) { testBuildInstaller(t, dir) })

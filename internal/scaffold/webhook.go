@@ -60,6 +60,7 @@ type webhookData struct {
 // Paths of the files create webhook changes in place, and their markers.
 const (
 	mainTestFile        = "cmd/main_test.go"
+	e2eMainTestFile     = "test/e2e/main_test.go"
 	cmdWebhookFile      = "cmd/webhook.go"
 	webhookDir          = "internal/webhook"
 	rbacKustomize       = "config/rbac/kustomization.yaml"
@@ -446,6 +447,7 @@ func (c *changes) conversion(p *Project, d webhookData) {
 	}
 	c.createMissing(pkg+"/roundtrip_test.go", "webhook/roundtrip_test.go.tmpl", d)
 	c.registerInMain(d, "webhook"+d.Version+".Setup"+d.Kind+"Conversion")
+	c.e2eConversion(d)
 	c.crdPatch(d)
 }
 
@@ -506,6 +508,14 @@ func (c *changes) controllerConversion(p *Project, hub webhookData) {
 	c.insert(test, markerImports, "webhook"+hub.Version+" \""+hub.Module+"/"+webhookDir+"/"+hub.Version+"\"")
 	c.insert(test, markerConvertCRDs, "\""+hub.CRD+"\",")
 	c.insert(test, markerConversions, "webhook"+hub.Version+".Setup"+hub.Kind+"Conversion(mgr),")
+}
+
+// e2eConversion has the end-to-end test's control plane convert d's CRD
+// through the operator's webhook, if the project has that test.
+func (c *changes) e2eConversion(d webhookData) {
+	if c.exists(e2eMainTestFile) {
+		c.insert(e2eMainTestFile, markerConvertCRDs, "\""+d.CRD+"\",")
+	}
 }
 
 // crdPatch points d's CRD at the conversion webhook in config/crd, as

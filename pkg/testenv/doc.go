@@ -23,6 +23,10 @@
 //     it after the tests; Namespace gives each test its own. Planes are
 //     never shared across packages nor reused between Starts, so one
 //     started with Options.FeatureGates always has them.
+//   - Running as deployed: ApplyRBAC creates the ServiceAccounts, roles
+//     and bindings a kustomize directory renders (config/default), and
+//     nothing else; ServiceAccountConfig authenticates as one of them with
+//     a TokenRequest token, and WriteKubeconfig writes a kubeconfig for it.
 //   - RestartAPIServer restarts kube-apiserver on the same port,
 //     certificates and etcd.
 //   - The control plane has no controllers: nothing garbage-collects owned

@@ -77,3 +77,23 @@ func ExampleEnvironment_Webhook() {
 		_ = mgr // webhook.Register(mgr, ...); webhook.RegisterConversion(mgr, ...); mgr.Start(ctx)
 	}
 }
+
+// A test runs the operator as it is deployed: as the ServiceAccount of its
+// config/rbac, with a kubeconfig that holds nothing but a token.
+func ExampleEnvironment_ApplyRBAC() {
+	_ = func(t *testing.T) { // func TestDeployed(t *testing.T)
+		sas, err := env.ApplyRBAC(t.Context(), "../../config/default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := env.ServiceAccountConfig(t.Context(), sas[0], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := testenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
+			t.Fatal(err)
+		}
+		// Run the operator with --kubeconfig kubeconfig.
+	}
+}

@@ -12,12 +12,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// kubeconfig returns a kubeconfig file's contents for cfg's admin.
+// kubeconfig returns a kubeconfig file's contents for cfg: its host, CA,
+// and client certificate or bearer token.
 func kubeconfig(cfg *rest.Config) ([]byte, error) {
 	const name = "opkit-testenv"
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
 	data, err := clientcmd.Write(*kc)
