@@ -9,7 +9,7 @@ import (
 
 // helpTarget is a target of the scaffold's opkit.mk that 'make help'
 // lists: one with a "## " description.
-var helpTarget = regexp.MustCompile(`(?m)^([a-z][a-z-]*):[^\n]*## `)
+var helpTarget = regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):[^\n]*## `)
 
 // scaffoldTargets returns the targets a scaffolded project's 'make help'
 // lists, from the template of its opkit.mk.
