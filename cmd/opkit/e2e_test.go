@@ -29,7 +29,7 @@ const e2eTimeout = 15 * time.Minute
 // TestScaffold builds opkit, makes a project with it, adds two APIs of its
 // own, a controller of Deployments, a defaulting and validating webhook
 // (whose validator checks the requester's permissions), another on
-// Deployments, and
+// Deployments, one on cert-manager's Certificates (another module's kind), and
 // a second version of a kind with its conversion webhook, and runs the project's make test and
 // go build; then make test-e2e, and again without an RBAC marker, which
 // must fail naming the refused permission; then renders config/default, builds the image, the installer
@@ -63,6 +63,10 @@ func TestScaffold(t *testing.T) {
 	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--defaulting", "--validation", "--requester-check")
 	// A webhook on a kind the project does not own, whose controller it has.
 	shell(t, dir, opkit, "create", "webhook", "--group", "apps", "--version", "v1", "--kind", "Deployment", "--defaulting", "--validation")
+	// A webhook on another module's custom resource: cert-manager's
+	// Certificate, whose CRD its module holds and the tests install.
+	shell(t, dir, opkit, "create", "webhook", "--group", "cert-manager.io", "--version", "v1", "--kind", "Certificate", "--validation",
+		"--external-api-path", "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1", "--external-api-module", "github.com/cert-manager/cert-manager@v1.21.2")
 	// A second version of Frigate, unserved until its conversion, through
 	// the hub v1alpha1 (which stays stored), serves it.
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--controller=false")

@@ -4,6 +4,7 @@
 //	opkit create api --group G --version V --kind K an API and its controller
 //	opkit create webhook --group G --version V --kind K --defaulting --validation
 //	                                                webhooks for the API
+//	opkit create webhook ... --external-api-path P  webhooks for another module's kind
 //	opkit upgrade [--dry-run]                       the project moved to this opkit's templates
 //	opkit envtest                                   the local control plane's binaries
 //	opkit version                                   the opkit version of this binary

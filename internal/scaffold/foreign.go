@@ -18,6 +18,9 @@ import (
 // controller create api --resource=false made), if it has one.
 func (o *WebhookOptions) resolveForeign(p *Project) (webhookData, error) {
 	gv := o.Group + "/" + o.Version + " " + o.Kind
+	if a, ok := p.find(o.Group, o.Version, o.Kind); ok && a.External {
+		return o.resolveRecorded(p, a)
+	}
 	pkg, builtin := builtinGroups[o.Group]
 	if !builtin {
 		return webhookData{}, notOwned(p, o.Group, o.Version, o.Kind)
@@ -54,9 +57,31 @@ func (o *WebhookOptions) resolveForeign(p *Project) (webhookData, error) {
 	return d, err
 }
 
+// resolveRecorded checks a create webhook on another module's kind that
+// PROJECT records already: another hook.
+func (o *WebhookOptions) resolveRecorded(p *Project, a API) (webhookData, error) {
+	if o.ExternalAPIPath != "" && o.ExternalAPIPath != a.Path {
+		return webhookData{}, &InputError{Input: "--external-api-path", Value: o.ExternalAPIPath,
+			Allowed: "the project has " + a.Group + "/" + a.Version + " " + a.Kind + " from " + a.Path + " (see PROJECT): leave out --external-api-path, or give that one"}
+	}
+	if o.Conversion {
+		return webhookData{}, &InputError{Input: "--conversion", Value: a.Group + "/" + a.Version + " " + a.Kind,
+			Allowed: "the project does not own " + a.Kind + ": its CRD, and the conversion between its versions, are those of the project that makes it; leave out --conversion"}
+	}
+	if err := o.checkNew(a.Webhooks); err != nil {
+		return webhookData{}, err
+	}
+	d := externalData(p, a)
+	d.RequesterCheck = o.RequesterCheck
+	return d, nil
+}
+
 // foreignData derives the names the webhook templates use for a, a
 // built-in type the project does not own.
 func foreignData(p *Project, a API) (webhookData, error) {
+	if a.External {
+		return externalData(p, a), nil
+	}
 	ao := APIOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Namespaced: a.Namespaced}
 	ad := newAPIData(p, &ao)
 	if err := ao.resolveBuiltin(&ad); err != nil {
@@ -154,7 +179,7 @@ func notOwned(p *Project, group, version, kind string) error {
 	}
 	allowed := "the project has no such API type of its own (see PROJECT): run opkit create api --group " + group + " --version " + version + " --kind " + kind + " first"
 	if strings.Contains(group, ".") {
-		allowed = group + " is neither one of the project's groups nor a built-in one: webhooks on another module's custom resources (such as cert-manager's) are not scaffolded (see 'A webhook on a kind you do not own' in docs/write-your-own-operator.md in opkit); for a kind of your own, run opkit create api with its group's first part, such as --group ship"
+		allowed = group + " is neither one of the project's groups nor a built-in one: for another module's custom resource (such as cert-manager's), give the Go package of its type with --external-api-path (see docs/webhooks.md in opkit); for a kind of your own, run opkit create api with its group's first part, such as --group ship"
 	}
 	if where := kindHomes(p, kind); len(where) > 0 {
 		allowed += "; or, for the " + kind + " there is, " + strings.Join(where, ", or ")
@@ -169,7 +194,11 @@ func (d webhookData) ScopeNote() string {
 	if !d.Foreign {
 		return ""
 	}
-	return "\n//\n// " + d.Kind + ` is a built-in kind, so the webhook would see the whole
+	what := "a built-in kind"
+	if d.External {
+		what = "another project's kind, installed cluster-wide,"
+	}
+	return "\n//\n// " + d.Kind + ` is ` + what + ` so the webhook would see the whole
 // cluster's: it leaves out kube-system and the operator's own namespace,
 // ` + d.Name + `-system (the patch's namespaceSelector: change it if
 // config/default puts the operator elsewhere). With failurePolicy=fail, a

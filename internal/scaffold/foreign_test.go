@@ -152,7 +152,7 @@ func TestCreateWebhookForeignRejects(t *testing.T) {
 		{
 			name:  "another module's custom resource",
 			opts:  WebhookOptions{Group: "cert-manager.io", Version: "v1", Kind: "Certificate", Validation: true},
-			input: "--kind", want: []string{"another module's custom resources", "docs/write-your-own-operator.md"},
+			input: "--kind", want: []string{"--external-api-path", "docs/webhooks.md"},
 		},
 		{
 			name: "the project's kind of the same name and version",

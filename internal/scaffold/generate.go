@@ -62,6 +62,11 @@ func generate(tfs fs.FS, p *Project, replace string) (files, error) {
 			continue
 		}
 		w := a.Webhooks
+		if a.External && replay.index(a.Group, a.Version, a.Kind) < 0 {
+			recorded := a
+			recorded.Webhooks = nil // as create webhook found it: its first hooks add them
+			replay.APIs = append(replay.APIs, recorded)
+		}
 		o := WebhookOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Defaulting: w.Defaulting, Validation: w.Validation, RequesterCheck: w.RequesterCheck, Conversion: w.Conversion}
 		err = replayStep(dir, func(c *changes) (files, error) {
 			d, err := o.resolve(replay)

@@ -3,11 +3,15 @@ package scaffold
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 func TestInitRejects(t *testing.T) {
@@ -237,5 +241,50 @@ func TestInitFiles(t *testing.T) {
 	p := &Project{}
 	if err := yaml.UnmarshalStrict(fs[ProjectFile], p); err != nil || p.Name != "acme-operator" || p.Domain != "example.com" || p.Layout != Layout {
 		t.Errorf("PROJECT = %+v, %v", p, err)
+	}
+}
+
+// TestNewProjectRenders renders a new project's kustomizations with
+// kubectl, as make deploy, build-installer, test/e2e and kubectl apply -k
+// config/samples do before any create api: kustomize refuses a
+// kustomization with nothing in it, and config/crd's and config/samples'
+// list nothing yet.
+func TestNewProjectRenders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs kubectl, which make envtest builds")
+	}
+	bin, err := testenv.BinaryDir(testenv.DefaultVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := newProject(t)
+	for _, k := range []string{"config/default", "config/crd", "config/samples"} {
+		out, err := exec.CommandContext(t.Context(), filepath.Join(bin, "kubectl"), "kustomize", filepath.Join(dir, k)).CombinedOutput()
+		if err != nil {
+			t.Errorf("kubectl kustomize %s of a new project: %v\n%s", k, err, out)
+		}
+	}
+}
+
+// TestInsertStartsAnEmptyList: the first item added to a YAML list that
+// starts empty ("resources: []") turns it into a block list; later ones add
+// to it.
+func TestInsertStartsAnEmptyList(t *testing.T) {
+	const marker = "# +opkit:scaffold:crds"
+	in := "# The CRDs.\nresources: []\n# +opkit:scaffold:crds\n"
+	one, err := insertAt("config/crd/kustomization.yaml", []byte(in), marker, "- bases/a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := insertAt("config/crd/kustomization.yaml", one, marker, "- bases/b.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Resources []string }
+	if err := yaml.UnmarshalStrict(two, &got); err != nil {
+		t.Fatalf("the list after two inserts is not YAML: %v\n%s", err, two)
+	}
+	if want := []string{"bases/a.yaml", "bases/b.yaml"}; !slices.Equal(got.Resources, want) {
+		t.Errorf("resources = %q, want %q:\n%s", got.Resources, want, two)
 	}
 }

@@ -51,7 +51,9 @@ func nextAfterWebhook(p *Project, o WebhookOptions, d webhookData) string {
 	if len(edit) > 0 {
 		fmt.Fprintf(&b, "Added webhooks for %s/%s %s. Next: edit %s, then make test.\n", o.Group, o.Version, o.Kind, strings.Join(edit, " and "))
 	}
-	if d.Foreign {
+	if d.External {
+		b.WriteString(externalNote(p, d))
+	} else if d.Foreign {
 		fmt.Fprintf(&b, "%s is a built-in kind: its webhooks see every namespace but kube-system and %s-system (the markers' namespaceSelector); change it there if the operator runs elsewhere.\n", o.Kind, p.Name)
 	}
 	if !o.Conversion {

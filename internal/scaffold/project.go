@@ -34,6 +34,12 @@ type API struct {
 	Namespaced bool   `json:"namespaced"`
 	Resource   bool   `json:"resource"`
 	Controller bool   `json:"controller"`
+	// External: the kind is another Go module's custom resource (create
+	// webhook --external-api-path), whose Go type is in Path; Group is its
+	// full group, such as cert-manager.io, and Plural its CRD's resource.
+	External bool   `json:"external,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Plural   string `json:"plural,omitempty"`
 	// Webhooks are what opkit create webhook added for the kind in this
 	// version, as kubebuilder's PROJECT records them; nil for none.
 	Webhooks *Webhooks `json:"webhooks,omitempty"`

@@ -106,6 +106,18 @@ func insertAt(file string, content []byte, marker string, lines ...string) ([]by
 	if slices.ContainsFunc(src, func(l string) bool { return strings.Join(strings.Fields(l), " ") == first }) {
 		return content, nil
 	}
+	// A YAML list that starts empty ("resources: []", so that kustomize
+	// renders a project with none) becomes a block list with its first item.
+	for i := at - 1; i >= 0; i-- {
+		l := strings.TrimSpace(src[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if key, ok := strings.CutSuffix(l, ": []"); ok && !strings.HasSuffix(file, ".go") {
+			src[i] = strings.Replace(src[i], key+": []", key+":", 1)
+		}
+		break
+	}
 	indent := src[at][:len(src[at])-len(strings.TrimLeft(src[at], " \t"))]
 	var add strings.Builder
 	for _, l := range lines {

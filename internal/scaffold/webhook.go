@@ -31,6 +31,22 @@ type WebhookOptions struct {
 	// Conversion makes Version the hub of the kind's conversion: every
 	// other version the project has converts to and from it.
 	Conversion bool
+	// ExternalAPIPath is the import path of the Go package of a custom
+	// resource of another module, such as cert-manager's
+	// github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1. Group
+	// is then the resource's full group (or its first part, with
+	// ExternalAPIDomain). Not needed once PROJECT records the kind.
+	ExternalAPIPath string
+	// ExternalAPIDomain, if set, follows Group: --group cert-manager
+	// --external-api-domain io is cert-manager.io, as kubebuilder takes it.
+	ExternalAPIDomain string
+	// ExternalAPIModule is the module to require, module@version or module
+	// (its latest version). Defaults to the module of ExternalAPIPath, at
+	// its latest version unless go.mod requires it already.
+	ExternalAPIModule string
+	// ExternalAPICRDs is a CRD file, or a directory of them, that holds
+	// the kind's CRD. Defaults to the YAML files in the module's source.
+	ExternalAPICRDs string
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
 	// Out receives, once the webhooks are added, what was added and what
@@ -46,8 +62,9 @@ type webhookData struct {
 	MutatePath, ValidatePath string
 	CRD                      string // the CRD's name: plural.group
 	RequesterCheck           bool
-	// Foreign: the kind is a built-in one the project does not own.
-	Foreign bool
+	// Foreign: the kind is one the project does not own: built in, or
+	// External, another module's custom resource.
+	Foreign, External bool
 	// Qualifier is the DNS suffix of the webhooks' names and the example
 	// label and annotation: the kind's group for a kind of the project's,
 	// the project's domain for a built-in one.
@@ -94,6 +111,12 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.joinDomain(); err != nil {
+		return err
+	}
+	if opts.newExternal(p) {
+		return createExternalWebhook(ctx, dir, p, opts)
+	}
 	d, err := opts.resolve(p)
 	if err != nil {
 		return err
@@ -124,17 +147,8 @@ func CreateWebhook(ctx context.Context, dir string, opts WebhookOptions) error {
 // resolve checks the options against the project and derives the names
 // the templates use.
 func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
-	if err := validateKind(o.Kind); err != nil {
+	if err := o.checkCommon(); err != nil {
 		return webhookData{}, err
-	}
-	if err := validateVersion(o.Version); err != nil {
-		return webhookData{}, err
-	}
-	if !o.Defaulting && !o.Validation && !o.Conversion {
-		return webhookData{}, &InputError{Input: "--defaulting, --validation, --conversion", Value: "none", Allowed: "create webhook needs at least one of them"}
-	}
-	if o.RequesterCheck && !o.Validation {
-		return webhookData{}, &InputError{Input: "--requester-check", Value: "without --validation", Allowed: "the check is made by the validator: add --validation (a kind's existing validator can call requester.Checker.Check itself)"}
 	}
 	a, ok := p.find(o.Group, o.Version, o.Kind)
 	if !ok || !a.Resource {
@@ -151,6 +165,33 @@ func (o *WebhookOptions) resolve(p *Project) (webhookData, error) {
 	d, err := webhookDataOf(p, a)
 	d.RequesterCheck = o.RequesterCheck
 	return d, err
+}
+
+// GroupKindOf is the validator's expression of the kind's group and kind:
+// from its package's GroupVersion variable, or, for another module's kind,
+// whose package may name it either way, spelled out.
+func (d webhookData) GroupKindOf() string {
+	if d.External {
+		return `schema.GroupKind{Group: "` + d.FullGroup + `", Kind: "` + d.Kind + `"}`
+	}
+	return d.Alias + "." + d.GroupVersionVar + `.WithKind("` + d.Kind + `").GroupKind()`
+}
+
+// checkCommon checks what every create webhook must have right.
+func (o *WebhookOptions) checkCommon() error {
+	if err := validateKind(o.Kind); err != nil {
+		return err
+	}
+	if err := validateVersion(o.Version); err != nil {
+		return err
+	}
+	if !o.Defaulting && !o.Validation && !o.Conversion {
+		return &InputError{Input: "--defaulting, --validation, --conversion", Value: "none", Allowed: "create webhook needs at least one of them"}
+	}
+	if o.RequesterCheck && !o.Validation {
+		return &InputError{Input: "--requester-check", Value: "without --validation", Allowed: "the check is made by the validator: add --validation (a kind's existing validator can call requester.Checker.Check itself)"}
+	}
+	return nil
 }
 
 // webhookDataOf derives the names the webhook templates use for a, an API
@@ -212,6 +253,9 @@ func (c *changes) webhook(p *Project, o WebhookOptions, d webhookData) (files, e
 	if i < 0 { // a built-in kind the project has no controller of
 		i = len(p.APIs)
 		p.APIs = append(p.APIs, API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced})
+		if d.External {
+			p.APIs[i].External, p.APIs[i].Path, p.APIs[i].Plural = true, d.ImportPath, d.Plural
+		}
 	}
 	w := p.APIs[i].Webhooks
 	if w == nil {
@@ -228,6 +272,9 @@ func (c *changes) webhook(p *Project, o WebhookOptions, d webhookData) (files, e
 	}
 	if o.Conversion {
 		c.conversion(p, d)
+	}
+	if d.External {
+		c.external(d)
 	}
 	c.webhookTests(p)
 	c.controllerConversions(p)
@@ -368,7 +415,7 @@ func (c *changes) webhookTests(p *Project) {
 				return
 			}
 			c.insert(test, markerImports, "webhook"+a.Version+" \""+d.Module+"/"+webhookDir+"/"+a.Version+"\"")
-			if !d.Foreign { // clientgoscheme has the built-in kinds
+			if !d.Foreign || d.External { // clientgoscheme has the built-in kinds
 				c.insert(test, markerImports, d.Alias+" \""+d.ImportPath+"\"")
 				c.insert(test, markerScheme, d.Alias+".AddToScheme(scheme),")
 			}

@@ -333,6 +333,8 @@ func TestLinksResolve(t *testing.T) {
 var foreignPaths = map[string]string{
 	"pkg/controllers/pod_controller.go":             "jobset's, in the porting guide",
 	"pkg/apiserver/conversion/webhook_converter.go": "k8s.io/apiextensions-apiserver's, in webhooks.md",
+	"pkg/apis/certmanager/v1":                       "cert-manager's, in webhooks.md and the tutorial",
+	"pkg/apis/monitoring":                           "prometheus-operator's, in webhooks.md",
 }
 
 // Every pkg/ path that the README, docs/ or the root doc.go names exists:
