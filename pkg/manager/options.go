@@ -76,7 +76,10 @@ type Options struct {
 }
 
 // LeaderElectionOptions configure leader election through a
-// coordination.k8s.io/v1 Lease.
+// coordination.k8s.io/v1 Lease. The Lease is renewed through a client of
+// its own, with its own rate limiter and connection, so that reconciles
+// spending the rest.Config's QPS, Burst or RateLimiter never delay a
+// renewal (as for ShardingOptions' Leases).
 type LeaderElectionOptions struct {
 	// Enabled turns leader election on. Defaults to false: every runnable
 	// starts at once.
