@@ -166,6 +166,7 @@ func (o Options) withDefaults() Options {
 	o.LeaderElection = o.LeaderElection.withDefaults()
 	o.Sharding = o.Sharding.withDefaults()
 	o.Webhook = o.Webhook.withDefaults()
+	o.MemoryLimit = o.MemoryLimit.withDefaults()
 	return o
 }
 
