@@ -62,6 +62,10 @@ func (m *Manager) setMemoryLimit() {
 		m.log.Info("Go memory limit set by GOMEMLIMIT", "GOMEMLIMIT", v, "bytes", debug.SetMemoryLimit(-1))
 		return
 	}
+	if os.Getenv("AUTOMEMLIMIT") == "off" {
+		m.log.Info("Go memory limit left as it is: AUTOMEMLIMIT is off", "bytes", debug.SetMemoryLimit(-1))
+		return
+	}
 	cgroup, err := memlimit.FromCgroup()
 	switch {
 	case errors.Is(err, memlimit.ErrNoLimit):
@@ -70,7 +74,7 @@ func (m *Manager) setMemoryLimit() {
 		m.log.Error(err, "Cannot read the container's memory limit; the Go memory limit is left as it is")
 		return
 	}
-	// Set applies AUTOMEMLIMIT (a ratio, or "off") over Ratio.
+	// Set applies AUTOMEMLIMIT, a ratio, over Ratio.
 	limit, err := memlimit.Set(memlimit.WithProvider(memlimit.Limit(cgroup)), memlimit.WithRatio(o.Ratio))
 	if err != nil {
 		m.log.Error(err, "Cannot set the Go memory limit", "cgroupBytes", cgroup)

@@ -42,13 +42,14 @@ func TestMemoryLimitFromCgroup(t *testing.T) {
 		{"AUTOMEMLIMIT overrides the ratio", []string{"AUTOMEMLIMIT=0.5"}, false, cgroupLimit / 2},
 		{"GOMEMLIMIT wins", []string{"GOMEMLIMIT=50MiB"}, false, 50 << 20},
 		{"off", nil, true, math.MaxInt64},
+		{"AUTOMEMLIMIT off", []string{"AUTOMEMLIMIT=off"}, false, math.MaxInt64},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, log := runInCgroup(t, dir, tt.off, tt.env)
 			if got != tt.want {
 				t.Errorf("the Go memory limit in a cgroup limited to %d bytes = %d, want %d; the child logged:\n%s", cgroupLimit, got, tt.want, log)
 			}
-			if !tt.off && !strings.Contains(log, "Go memory limit set") {
+			if !tt.off && !strings.Contains(log, "Go memory limit") {
 				t.Errorf("the child did not log the limit:\n%s", log)
 			}
 		})
