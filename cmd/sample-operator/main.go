@@ -166,13 +166,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	log := newLogger(stderr, f.verbosity)
-	// The garbage collector works harder near the container's memory
-	// limit rather than the kernel killing the container.
-	if limit, err := manager.SetMemoryLimit(); err != nil {
-		log.Error(err, "Cannot read the container's memory limit")
-	} else if limit != 0 {
-		log.Info("Go memory limit set from the cgroup's", "bytes", limit)
-	}
 
 	var cfg *rest.Config
 	if f.local {

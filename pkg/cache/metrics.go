@@ -19,6 +19,7 @@ var metricLabels = []string{"group", "version", "kind", "form", "scope"}
 
 type metrics struct {
 	objects       *prometheus.Desc
+	objectBytes   *prometheus.Desc
 	slots         *prometheus.Desc
 	relists       *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
@@ -39,7 +40,9 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 	}
 	m := &metrics{
 		objects: prometheus.NewDesc(imetrics.CacheObjects, "Objects in the cache, by type.", metricLabels, nil),
-		slots:   prometheus.NewDesc(imetrics.CacheSlots, "Slots a sharded type holds, by type.", metricLabels, nil),
+		objectBytes: prometheus.NewDesc(imetrics.CacheObjectBytes,
+			"Estimated encoded bytes of the objects in the cache, by type: the objects times their mean size, sampled at ingest (protobuf, else JSON).", metricLabels, nil),
+		slots: prometheus.NewDesc(imetrics.CacheSlots, "Slots a sharded type holds, by type.", metricLabels, nil),
 		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: imetrics.CacheRelists, Help: "Full lists after the first, by type.",
 		}, metricLabels),
@@ -178,11 +181,13 @@ func (m *metrics) forget(r *registration) {
 }
 
 // objectsCollector counts cached objects when scraped, so that the cache
-// keeps no counter of its own on the path of every event.
+// keeps no counter of its own on the path of every event, and estimates
+// their bytes from that count and each informer's sampled mean size.
 type objectsCollector struct{ m *metrics }
 
 func (o objectsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.m.objects
+	ch <- o.m.objectBytes
 	ch <- o.m.slots
 }
 
@@ -195,11 +200,14 @@ func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 		if v == nil {
 			continue
 		}
-		n := 0
+		n, bytes := 0, 0.0
 		for _, i := range v.informers {
-			n += len(i.indexer.ListKeys())
+			k := len(i.indexer.ListKeys())
+			n += k
+			bytes += float64(k) * i.sizes.mean()
 		}
 		ch <- prometheus.MustNewConstMetric(o.m.objects, prometheus.GaugeValue, float64(n), r.labels()...)
+		ch <- prometheus.MustNewConstMetric(o.m.objectBytes, prometheus.GaugeValue, bytes, r.labels()...)
 		if r.key.sharded {
 			ch <- prometheus.MustNewConstMetric(o.m.slots, prometheus.GaugeValue, float64(len(v.held)), r.labels()...)
 		}

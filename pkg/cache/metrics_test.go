@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
@@ -46,6 +49,52 @@ opkit_cache_objects{form="typed",group="",kind="ConfigMap",scope="` + ns + `",ve
 			t.Errorf("%d %s series, want 1 (initialised at zero)", n, name)
 		}
 	}
+}
+
+// opkit_cache_object_bytes estimates the cached objects' bytes: with fewer
+// objects than the sampler's warm-up, every one is measured, so it is the
+// sum of their protobuf sizes as cached (managedFields stripped).
+func TestMetricsObjectBytes(t *testing.T) {
+	ns := env.Namespace(t)
+	createConfigMaps(t, ns)
+	reg := prometheus.NewPedanticRegistry()
+	c := newCache(t, cache.Options{Namespaces: []string{ns}, Registerer: reg})
+	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	cms, err := l.List(ns, labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, cm := range cms {
+		want += cm.Size()
+	}
+	var got float64
+	for _, m := range gathered(t, reg, imetrics.CacheObjectBytes) {
+		got += m.GetGauge().GetValue()
+	}
+	if math.Abs(got-float64(want)) > 1 {
+		t.Errorf("%s = %v for %d ConfigMaps, want the sum of their protobuf sizes, %d", imetrics.CacheObjectBytes, got, len(cms), want)
+	}
+}
+
+// gathered returns the series of name in reg.
+func gathered(t *testing.T, reg prometheus.Gatherer, name string) []*dto.Metric {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	t.Fatalf("no %s series", name)
+	return nil
 }
 
 // recordingTransport records the requests that go through it.

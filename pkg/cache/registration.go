@@ -308,6 +308,11 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 // newInformer makes the informer of namespace ns, not started.
 func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns string, namespaced bool, shard *shardFilter) (*nsInformer, error) {
 	transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
+	var sz *sizes
+	if r.c.metrics != nil {
+		sz = newSizes()
+		transform = sz.wrap(transform)
+	}
 	var d *detector
 	if r.c.opts.Mutations.Detect {
 		d = newDetector(r.key.gvk, r.c.mutationFound)
@@ -347,7 +352,7 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 		}
 	}
 	snaps.store = inf.GetIndexer()
-	return &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, stamps: st}, nil
+	return &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, stamps: st, sizes: sz}, nil
 }
 
 func (r *registration) setCancel(cancel context.CancelFunc) bool {
@@ -484,6 +489,7 @@ type nsInformer struct {
 	snapshots *snapshots // of namespace Lists
 	detector  *detector  // nil unless MutationOptions.Detect
 	stamps    *stamps    // nil without metrics
+	sizes     *sizes     // nil without metrics
 	// idle: a sharded type holding no slot; the informer never runs, and
 	// its store stays empty.
 	idle bool

@@ -42,8 +42,9 @@
 //     servers stop, within Options.ShutdownTimeout; Start returns nil.
 //   - Webhooks: with Options.Webhook.Port, the webhook server runs on every
 //     replica, leader or not (WebhookOptions, GuardWebhook).
-//   - Process-wide settings are main's: SignalContext and SetMemoryLimit
-//     are called once by main; the manager changes neither itself.
+//   - Process-wide settings: Start sets the Go memory limit from the
+//     container's (MemoryLimitOptions; off with Off, or by GOMEMLIMIT);
+//     SignalContext is main's.
 //   - Thin builder: NewController takes the watches as values (For, Owns,
 //     Watches, WatchSource, Finalizer); each watch names its type once, in
 //     the reconciler's Lister field. Writer(name) is the controller's

@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -129,9 +127,8 @@ func (m *Manager) elect(ctx context.Context, lead func(), fail func(error)) (sto
 		host, _ := os.Hostname()
 		id = host + "_" + uuid.NewString()
 	}
-	// A clientset of its own, so that its rate limiter (if the config sets
-	// one) is its own: a busy controller must not delay a renewal.
-	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(m.config, "leader-election"))
+	// A client of its own: busy controllers must not delay a renewal.
+	cs, err := leaseClient(m.leaseConfig, "leader-election", le.RetryPeriod)
 	if err != nil {
 		return nil, fmt.Errorf("manager: leader election client: %w", err)
 	}

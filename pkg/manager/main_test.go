@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/opkit-dev/opkit/pkg/testenv"
@@ -9,5 +10,8 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	if off, ok := os.LookupEnv(memLimitChild); ok {
+		os.Exit(runMemLimitChild(off))
+	}
 	testenv.Main(m, testenv.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": true}}, func(e *testenv.Environment) { env = e })
 }

@@ -48,17 +48,20 @@ var (
 // elected, the leader-only ones such as controllers. Its methods are safe
 // for concurrent use.
 type Manager struct {
-	opts      Options
-	config    *rest.Config
-	scheme    *runtime.Scheme
-	mapper    meta.RESTMapper
-	cache     *cache.Cache
-	client    client.Client
-	clientset kubernetes.Interface
-	registry  *prometheus.Registry
-	fence     *fence.Fence // with leader election: may this process act as the leader now?
-	log       logr.Logger
-	broadcast events.EventBroadcaster
+	opts   Options
+	config *rest.Config
+	// leaseConfig is config before the fence and tracing wrap it, for the
+	// Leases' own clients (see leaseClient).
+	leaseConfig *rest.Config
+	scheme      *runtime.Scheme
+	mapper      meta.RESTMapper
+	cache       *cache.Cache
+	client      client.Client
+	clientset   kubernetes.Interface
+	registry    *prometheus.Registry
+	fence       *fence.Fence // with leader election: may this process act as the leader now?
+	log         logr.Logger
+	broadcast   events.EventBroadcaster
 	// eventsRefused is opkit_events_refused_total, whose series each recorder
 	// starts at zero.
 	eventsRefused *prometheus.CounterVec
@@ -122,6 +125,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	m.config = rest.CopyConfig(cfg)
 	m.config.Wrap(rm.Wrap)
+	m.leaseConfig = rest.CopyConfig(m.config)
 	m.traceRequests()
 	// Outermost, so that a refused write is neither sent nor counted: a
 	// leader-only runnable's write is refused while its fence is closed.
@@ -162,6 +166,7 @@ func (o Options) withDefaults() Options {
 	o.LeaderElection = o.LeaderElection.withDefaults()
 	o.Sharding = o.Sharding.withDefaults()
 	o.Webhook = o.Webhook.withDefaults()
+	o.MemoryLimit = o.MemoryLimit.withDefaults()
 	return o
 }
 

@@ -172,6 +172,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"bad address", manager.Options{Metrics: manager.MetricsOptions{BindAddress: "8080"}}, []string{`Metrics.BindAddress "8080"`}},
 		{"negative metrics auth limits", manager.Options{Metrics: manager.MetricsOptions{Auth: manager.MetricsAuthOptions{TTL: -time.Second, TokenReviewBurst: -1}}},
 			[]string{"Metrics.Auth.TTL is -1s", "TokenReviewBurst (-1)"}},
+		{"memory limit ratio over 1", manager.Options{MemoryLimit: manager.MemoryLimitOptions{Ratio: 1.5}},
+			[]string{"MemoryLimit.Ratio is 1.5"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,58 +1,159 @@
-package manager
+package manager_test
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
-	"testing/fstest"
+
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/client-go/rest"
+
+	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
-func TestCgroupMemoryLimit(t *testing.T) {
-	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s + "\n")} }
+// memLimitChild is the environment variable that makes the test binary
+// a child of TestMemoryLimitFromCgroup: its value is the child's
+// MemoryLimitOptions.Off.
+const memLimitChild = "OPKIT_TEST_MEMLIMIT_CHILD"
+
+// A manager started in a cgroup with a memory limit sets the Go memory
+// limit to 90% of it, unless GOMEMLIMIT is set or MemoryLimit.Off; a
+// child process of the test binary runs inside a cgroup made for it.
+func TestMemoryLimitFromCgroup(t *testing.T) {
+	const cgroupLimit = 64 << 20
+	ratio := 0.9 // the default
+	dir := memoryCgroup(t, cgroupLimit)
 	for _, tt := range []struct {
 		name string
-		fs   fstest.MapFS
-		self string
-		want uint64
+		env  []string
+		off  bool
+		want int64
 	}{
-		{"v1, the process's own cgroup", fstest.MapFS{
-			"memory/memory.limit_in_bytes":        file("9223372036854771712"),
-			"memory/pod/op/memory.limit_in_bytes": file("134217728"),
-			"memory/pod/memory.limit_in_bytes":    file("268435456"),
-			"unified/cgroup.controllers":          file(""),
-		}, "4:memory:/pod/op\n1:cpu:/\n0::/\n", 134217728},
-		{"v1 in a container: the mount's root is the cgroup", fstest.MapFS{
-			"memory/memory.limit_in_bytes": file("134217728"),
-		}, "12:cpu,cpuacct:/x\n4:memory:/runc/op\n", 134217728},
-		{"v1, an ancestor's limit is lower", fstest.MapFS{
-			"memory/pod/memory.limit_in_bytes":    file("67108864"),
-			"memory/pod/op/memory.limit_in_bytes": file("134217728"),
-		}, "4:memory:/pod/op\n", 67108864},
-		{"v1 without a limit", fstest.MapFS{
-			"memory/memory.limit_in_bytes": file("9223372036854771712"),
-		}, "4:memory:/\n", 0},
-		{"v2", fstest.MapFS{
-			"memory.max":             file("max"),
-			"kubepods/op/memory.max": file("134217728"),
-		}, "0::/kubepods/op\n", 134217728},
-		{"v2 in a cgroup namespace", fstest.MapFS{
-			"memory.max": file("134217728"),
-		}, "0::/\n", 134217728},
-		{"v2 without a limit", fstest.MapFS{
-			"memory.max": file("max"),
-		}, "0::/\n", 0},
-		{"no cgroup", fstest.MapFS{}, "", 0},
+		{"default", nil, false, int64(float64(cgroupLimit) * ratio)},
+		{"AUTOMEMLIMIT overrides the ratio", []string{"AUTOMEMLIMIT=0.5"}, false, cgroupLimit / 2},
+		{"GOMEMLIMIT wins", []string{"GOMEMLIMIT=50MiB"}, false, 50 << 20},
+		{"off", nil, true, math.MaxInt64},
+		{"AUTOMEMLIMIT off", []string{"AUTOMEMLIMIT=off"}, false, math.MaxInt64},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cgroupMemoryLimit(tt.fs, tt.self)
-			if err != nil || got != tt.want {
-				t.Errorf("cgroupMemoryLimit = %d, %v; want %d", got, err, tt.want)
+			got, log := runInCgroup(t, dir, tt.off, tt.env)
+			if got != tt.want {
+				t.Errorf("the Go memory limit in a cgroup limited to %d bytes = %d, want %d; the child logged:\n%s", cgroupLimit, got, tt.want, log)
+			}
+			if !tt.off && !strings.Contains(log, "Go memory limit") {
+				t.Errorf("the child did not log the limit:\n%s", log)
 			}
 		})
 	}
 }
 
-func TestCgroupMemoryLimitUnreadable(t *testing.T) {
-	_, err := cgroupMemoryLimit(fstest.MapFS{"memory.max": &fstest.MapFile{Data: []byte("lots\n")}}, "0::/\n")
-	if err == nil {
-		t.Error("cgroupMemoryLimit of memory.max 'lots' = nil error")
+// memoryCgroup makes a cgroup below the test's own with the memory limit,
+// removed at the end of the test, and returns its directory; it skips the
+// test where cgroups cannot be made.
+func memoryCgroup(t *testing.T, limit int64) string {
+	t.Helper()
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skipf("no cgroups here (%v): the memory limit is set from a cgroup's", err)
 	}
+	var root, own, file string
+	for line := range strings.Lines(string(self)) {
+		id, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		controllers, p, _ := strings.Cut(rest, ":")
+		switch {
+		case strings.Contains(","+controllers+",", ",memory,"):
+			root, own, file = "/sys/fs/cgroup/memory", p, "memory.limit_in_bytes"
+		case id == "0" && root == "":
+			if c, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil && strings.Contains(string(c), "memory") {
+				root, own, file = "/sys/fs/cgroup", p, "memory.max"
+			}
+		}
+	}
+	if root == "" {
+		t.Skip("no cgroup memory controller here (v1 memory hierarchy, or v2 with memory enabled)")
+	}
+	dir := filepath.Join(root, own, fmt.Sprintf("opkit-memlimit-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup (run as root with cgroups writable): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove the test cgroup: %v", err)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		t.Skipf("cannot limit the memory of a cgroup (the memory controller is not enabled for it?): %v", err)
+	}
+	return dir
+}
+
+// runInCgroup runs the test binary as a manager in the cgroup dir and
+// returns its Go memory limit after Start, and what it logged.
+func runInCgroup(t *testing.T, dir string, off bool, env []string) (int64, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, memLimitChild+"="+strconv.FormatBool(off))...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// In the cgroup before the child reads it: it waits for a line.
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("move the child into the cgroup: %v", err)
+	}
+	fmt.Fprintln(stdin, "go")
+	out := bufio.NewScanner(stdout)
+	out.Scan()
+	line := out.Text()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the child failed: %v\n%s", err, stderr.String())
+	}
+	got, err := strconv.ParseInt(line, 10, 64)
+	if err != nil {
+		t.Fatalf("the child printed %q, not its memory limit:\n%s", line, stderr.String())
+	}
+	return got, stderr.String()
+}
+
+// runMemLimitChild is the child of runInCgroup: once told to go, it starts
+// a manager of an API server that does not answer, and prints its Go
+// memory limit after Start returned.
+func runMemLimitChild(off string) int {
+	bufio.NewScanner(os.Stdin).Scan()
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	m, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
+		Metrics:     manager.MetricsOptions{BindAddress: "0"},
+		MemoryLimit: manager.MemoryLimitOptions{Off: off == "true"},
+		Logger:      log,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := m.Start(context.Background()); !errors.Is(err, manager.ErrUnreachable) {
+		fmt.Fprintln(os.Stderr, "Start =", err, "want ErrUnreachable")
+		return 1
+	}
+	fmt.Println(debug.SetMemoryLimit(-1))
+	return 0
 }

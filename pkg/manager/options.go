@@ -14,7 +14,8 @@ import (
 )
 
 // Options configure New. The zero value is valid: no leader election,
-// metrics on :8080, health probes off, no webhook server, a 30s shutdown.
+// metrics on :8080, health probes off, no webhook server, a 30s shutdown,
+// the Go memory limit at 90% of the container's.
 type Options struct {
 	// Scheme maps Go types to kinds, for the cache, the client and events.
 	// Defaults to client-go's kubernetes scheme; add your own types to a
@@ -53,6 +54,11 @@ type Options struct {
 	// webhook). Defaults to none.
 	Webhook WebhookOptions
 
+	// MemoryLimit sets the Go runtime's memory limit from the container's
+	// at Start. Defaults to 90% of the cgroup's memory limit, unless
+	// GOMEMLIMIT is set.
+	MemoryLimit MemoryLimitOptions
+
 	// ShutdownTimeout bounds a graceful stop: reconciles in flight, the
 	// lease's release, caches and servers get this long in all. Defaults to
 	// DefaultShutdownTimeout.
@@ -76,7 +82,10 @@ type Options struct {
 }
 
 // LeaderElectionOptions configure leader election through a
-// coordination.k8s.io/v1 Lease.
+// coordination.k8s.io/v1 Lease. The Lease is renewed through a client of
+// its own, with its own rate limiter and connection, so that reconciles
+// spending the rest.Config's QPS, Burst or RateLimiter never delay a
+// renewal (as for ShardingOptions' Leases).
 type LeaderElectionOptions struct {
 	// Enabled turns leader election on. Defaults to false: every runnable
 	// starts at once.
@@ -237,6 +246,9 @@ func (o Options) validate() error {
 	}
 	errs = append(errs, o.Sharding.validate()...)
 	if err := o.Webhook.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.MemoryLimit.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
 	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -168,9 +165,8 @@ func (m *Manager) newSharded() (*sharded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: invalid options: Options.Sharding.Slots: %w", err)
 	}
-	// A clientset of its own, so that a busy controller's client-side
-	// rate limiting cannot delay a renewal.
-	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(m.config, "sharding"))
+	// A client of its own: busy controllers must not delay a renewal.
+	cs, err := leaseClient(m.leaseConfig, "sharding", so.RetryPeriod)
 	if err != nil {
 		return nil, fmt.Errorf("manager: sharding client: %w", err)
 	}

@@ -13,7 +13,8 @@ import (
 	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
-// Start runs the manager until ctx ends or a runnable fails: it checks that
+// Start runs the manager until ctx ends or a runnable fails: it sets the Go
+// memory limit from the container's (see MemoryLimitOptions), checks that
 // the API server answers, failing at once with an error that wraps
 // ErrUnreachable and names its address if it does not, serves metrics,
 // probes and webhooks, starts the cache and waits for it to sync (at most
@@ -33,6 +34,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.setMemoryLimit()
 	if err := m.reachable(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it began
