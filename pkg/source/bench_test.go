@@ -13,6 +13,8 @@ package source_test
 //   - default: opkit through a controller.Controller exactly as a manager
 //     configures one by default (metrics, lag and read-your-writes on,
 //     tracing off; see defaultSink).
+//   - ctrlruntimedefault: its peer, controller-runtime's controller as its
+//     manager configures one by default (see ctrlRuntimeDefaultSink).
 //   - controller, controllertraced: opkit through a controller.Controller
 //     without metrics or read-your-writes, tracing off and on (see
 //     controllerSink).
@@ -65,6 +67,7 @@ func BenchmarkInformerUpdates(b *testing.B) {
 	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink, cacheLagOff) })
 	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink, cacheLagOff) })
 	b.Run("default", func(b *testing.B) { benchInformer(b, defaultSink, cacheLagOn) })
+	b.Run("ctrlruntimedefault", func(b *testing.B) { benchInformer(b, ctrlRuntimeDefaultSink, cacheLagOff) })
 	// Through a controller, with tracing off (the default) and on: the
 	// cost of tracing is their difference (see controllerSink).
 	b.Run("controller", func(b *testing.B) { benchInformer(b, controllerSink(tracingOff), cacheLagOff) })
