@@ -26,7 +26,7 @@ import (
 
 // TimedEventHandler is a handler that takes each event with changed, the
 // estimated time of the change at the API server, or the zero time when
-// no timestamp of the object is usable. pkg/cache exports it.
+// no timestamp of the object is usable: pkg/cache's TimedEventHandler.
 type TimedEventHandler interface {
 	OnAddAt(obj any, isInInitialList bool, changed time.Time)
 	OnUpdateAt(oldObj, newObj any, changed time.Time)

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"time"
+
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/internal/informerlag"
@@ -13,7 +15,14 @@ import (
 // opkit_cache_event_lag_seconds for how it is estimated), or the zero time
 // when no timestamp of the object is usable. pkg/source's handlers
 // implement it to measure a controller's lag end to end.
-type TimedEventHandler = informerlag.TimedEventHandler
+type TimedEventHandler interface {
+	OnAddAt(obj any, isInInitialList bool, changed time.Time)
+	OnUpdateAt(oldObj, newObj any, changed time.Time)
+	OnDeleteAt(obj any, changed time.Time)
+}
+
+// informerlag's handlers hand the change times to a TimedEventHandler.
+var _ informerlag.TimedEventHandler = TimedEventHandler(nil)
 
 // addHandler adds h to the informer. With metrics on, h observes
 // opkit_cache_event_lag_seconds for the events delivered to it first, so
