@@ -105,6 +105,10 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 	var done []*nsInformer
 	for _, i := range v.informers {
 		handler := h.handler
+		if i.lag != nil {
+			// Before unseenAdds, which would hide a TimedEventHandler.
+			handler = i.lag.Handler(handler)
+		}
 		if old != nil {
 			handler = unseenAdds{ResourceEventHandler: handler, old: old}
 		}

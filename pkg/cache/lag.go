@@ -24,18 +24,16 @@ type TimedEventHandler interface {
 // informerlag's handlers hand the change times to a TimedEventHandler.
 var _ informerlag.TimedEventHandler = TimedEventHandler(nil)
 
-// addHandler adds h to the informer. With metrics on, h observes
-// opkit_cache_event_lag_seconds for the events delivered to it first, so
-// the informer's own lag listener, which observes it while no handler
-// does, is removed: each listener costs the informer a goroutine pair and
-// a hand-off per event. The caller holds the registration's mu.
+// addHandler adds h, which the caller wrapped with i.lag.Handler when
+// i.lag is set, to the informer. With metrics on, h observes opkit_cache_event_lag_seconds for
+// the events delivered to it first, so the informer's own lag listener,
+// which observes it while no handler does, is removed: each listener
+// costs the informer a goroutine pair and a hand-off per event. The
+// caller holds the registration's mu.
 func (i *nsInformer) addHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	if i.lag == nil {
-		return i.informer.AddEventHandler(h)
-	}
-	reg, err := i.informer.AddEventHandler(i.lag.Handler(h))
-	if err != nil {
-		return nil, err
+	reg, err := i.informer.AddEventHandler(h)
+	if err != nil || i.lag == nil {
+		return reg, err
 	}
 	i.handlers++
 	if i.lagListener != nil {

@@ -96,3 +96,53 @@ func TestLagListenerOnlyWithoutHandlers(t *testing.T) {
 	}
 	listening(true, "every handler removed")
 }
+
+// capturingInformer keeps the handlers added to it.
+type capturingInformer struct {
+	toolscache.SharedIndexInformer
+	added []toolscache.ResourceEventHandler
+}
+
+func (c *capturingInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	c.added = append(c.added, h)
+	return c.SharedIndexInformer.AddEventHandler(h)
+}
+
+// updateTimes is a TimedEventHandler that keeps the change times of updates.
+type updateTimes struct {
+	toolscache.ResourceEventHandlerFuncs
+	got *[]time.Time
+}
+
+func (u updateTimes) OnUpdateAt(_, _ any, at time.Time) { *u.got = append(*u.got, at) }
+func (updateTimes) OnAddAt(any, bool, time.Time)        {}
+func (updateTimes) OnDeleteAt(any, time.Time)           {}
+
+// A TimedEventHandler gets the change times on the informers of a view
+// that replaces another (SetSlots), where the cache also drops the adds
+// the old view handed it.
+func TestTimedHandlerOnReplacingView(t *testing.T) {
+	write := time.Unix(1_700_000_000, 0)
+	lag := informerlag.New(informerlag.Observers{Update: func(float64) {}})
+	newInformer := func() *capturingInformer {
+		return &capturingInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0, toolscache.Indexers{})}
+	}
+	oldInf, inf := newInformer(), newInformer()
+	old := &view{informers: []*nsInformer{{informer: oldInf, indexer: oldInf.GetIndexer()}}}
+	next := &view{informers: []*nsInformer{{informer: inf, indexer: inf.GetIndexer(), lag: lag}}}
+	var got []time.Time
+	h := &HandlerRegistration{handler: updateTimes{got: &got}}
+	if err := h.attachTo(next, old); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := lag.Transform(func(obj any) (any, error) { return obj, nil })(stamped("a", write, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := stamped("a", write, nil)
+	prev.ResourceVersion = "1"
+	inf.added[len(inf.added)-1].OnUpdate(prev, obj)
+	if len(got) != 1 || !got[0].Equal(write) {
+		t.Errorf("change times %v, want [%v]", got, write)
+	}
+}
