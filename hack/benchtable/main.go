@@ -39,6 +39,9 @@ func target(workload, peer string) float64 {
 	}
 }
 
+// queueConfig says which configuration the queue table's rows run.
+const queueConfig = "Configuration: every queue without metrics (queue.New's default) except in the Metrics rows, which are the configuration of a manager's controllers; opkit with fairness across namespaces and aging on, as controllers use it."
+
 // zeroAllocs holds the workloads in which opkit must not allocate.
 var zeroAllocs = map[string]bool{"AddGetDone": true, "ReAdd": true}
 
@@ -193,6 +196,7 @@ func printTable(w io.Writer, r results, order []string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nRatios are peer time / opkit time: above 1, opkit is faster. Targets met: %d of %d.\n", met, total)
+	fmt.Fprintln(w, queueConfig)
 }
 
 // row returns a workload's cells, and how many of its targets opkit met out

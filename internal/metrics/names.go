@@ -136,7 +136,9 @@ const (
 	// registration, if later) until the type first synced.
 	CacheFirstSync = "opkit_cache_first_sync_seconds"
 	// CacheEventLag observes, per event an informer delivers, the seconds
-	// from the change at the API server to the delivery, labelled by type
+	// from the change at the API server to the delivery (to the first of
+	// the informer's handlers to get the event, or to the cache's own
+	// listener while the informer has no handler), labelled by type
 	// ("v1/ConfigMap", "apps/v1/Deployment") and event (add, update,
 	// delete). The change time is estimated from the object's own
 	// timestamps, read before the cache strips managedFields: the newest

@@ -59,7 +59,7 @@ func (h *HandlerRegistration) Remove() error {
 	r.handlers = slices.DeleteFunc(r.handlers, func(x *HandlerRegistration) bool { return x == h })
 	var errs []error
 	for i, reg := range h.regs {
-		if err := i.informer.RemoveEventHandler(reg); err != nil {
+		if err := i.removeHandler(reg); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -105,16 +105,17 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 	var done []*nsInformer
 	for _, i := range v.informers {
 		handler := h.handler
-		if th, ok := handler.(TimedEventHandler); ok && i.stamps != nil {
-			handler = timedHandler{h: th, stamps: i.stamps}
+		if i.lag != nil {
+			// Before unseenAdds, which would hide a TimedEventHandler.
+			handler = i.lag.Handler(handler)
 		}
 		if old != nil {
 			handler = unseenAdds{ResourceEventHandler: handler, old: old}
 		}
-		reg, err := i.informer.AddEventHandler(handler)
+		reg, err := i.addHandler(handler)
 		if err != nil {
 			for _, j := range done {
-				_ = j.informer.RemoveEventHandler(h.regs[j])
+				_ = j.removeHandler(h.regs[j])
 				delete(h.regs, j)
 			}
 			return fmt.Errorf("cache: add event handler to %s: %w", h.reg.key.gvk, err)
@@ -130,7 +131,7 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 func (h *HandlerRegistration) detach(v *view) {
 	for _, i := range v.informers {
 		if reg, ok := h.regs[i]; ok {
-			_ = i.informer.RemoveEventHandler(reg)
+			_ = i.removeHandler(reg)
 			delete(h.regs, i)
 		}
 	}

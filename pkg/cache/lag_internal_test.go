@@ -1,13 +1,14 @@
 package cache
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/internal/informerlag"
 )
 
 func stamped(name string, write time.Time, del *metav1.Time) *corev1.ConfigMap {
@@ -30,8 +31,8 @@ func stamped(name string, write time.Time, del *metav1.Time) *corev1.ConfigMap {
 func TestStampsReadBeforeStripping(t *testing.T) {
 	write := time.Unix(1_700_000_000, 0)
 	deleted := metav1.NewTime(write.Add(time.Second))
-	s := newStamps()
-	ingest := s.wrap(ingestTransform(TypeOptions{}, nil, newCompactor()))
+	s := informerlag.New(informerlag.Observers{})
+	ingest := s.Transform(ingestTransform(TypeOptions{}, nil, newCompactor()))
 	obj, err := ingest(stamped("a", write, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -46,13 +47,13 @@ func TestStampsReadBeforeStripping(t *testing.T) {
 		name      string
 		got, want time.Time
 	}{
-		{"add", s.addTime(obj), write},
-		{"update", s.updateTime(old, obj), write},
-		{"resync", s.updateTime(obj, obj), time.Time{}},
-		{"delete without deletionTimestamp", s.deleteTime(obj), time.Time{}},
-		{"delete", s.deleteTime(gone), deleted.Time},
-		{"update that starts a deletion", s.updateTime(old, gone), deleted.Time},
-		{"not ingested", s.addTime(stamped("c", write, nil)), time.Time{}},
+		{"add", s.AddTime(obj), write},
+		{"update", s.UpdateTime(old, obj), write},
+		{"resync", s.UpdateTime(obj, obj), time.Time{}},
+		{"delete without deletionTimestamp", s.DeleteTime(obj), time.Time{}},
+		{"delete", s.DeleteTime(gone), deleted.Time},
+		{"update that starts a deletion", s.UpdateTime(old, gone), deleted.Time},
+		{"not ingested", s.AddTime(stamped("c", write, nil)), time.Time{}},
 	} {
 		if !tc.got.Equal(tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
@@ -60,64 +61,88 @@ func TestStampsReadBeforeStripping(t *testing.T) {
 	}
 }
 
-// The table forgets the oldest object once maxStamps later ones were
-// ingested, and keeps one recorded again meanwhile.
-func TestStampsForgetTheOldest(t *testing.T) {
+// With metrics, an informer keeps its own lag listener only while no
+// handler is added through the cache, which observes the lag instead: one
+// listener fewer for the informer to feed.
+func TestLagListenerOnlyWithoutHandlers(t *testing.T) {
+	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	i := &nsInformer{informer: inf, lag: informerlag.New(informerlag.Observers{})}
+	if err := i.listenIfUnheard(); err != nil {
+		t.Fatal(err)
+	}
+	listening := func(want bool, when string) {
+		t.Helper()
+		if got := i.lagListener != nil; got != want {
+			t.Errorf("%s: lag listener %v, want %v", when, got, want)
+		}
+	}
+	listening(true, "no handler")
+	h := toolscache.ResourceEventHandlerFuncs{}
+	a, err := i.addHandler(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listening(false, "one handler")
+	b, err := i.addHandler(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.removeHandler(a); err != nil {
+		t.Fatal(err)
+	}
+	listening(false, "one handler left")
+	if err := i.removeHandler(b); err != nil {
+		t.Fatal(err)
+	}
+	listening(true, "every handler removed")
+}
+
+// capturingInformer keeps the handlers added to it.
+type capturingInformer struct {
+	toolscache.SharedIndexInformer
+	added []toolscache.ResourceEventHandler
+}
+
+func (c *capturingInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	c.added = append(c.added, h)
+	return c.SharedIndexInformer.AddEventHandler(h)
+}
+
+// updateTimes is a TimedEventHandler that keeps the change times of updates.
+type updateTimes struct {
+	toolscache.ResourceEventHandlerFuncs
+	got *[]time.Time
+}
+
+func (u updateTimes) OnUpdateAt(_, _ any, at time.Time) { *u.got = append(*u.got, at) }
+func (updateTimes) OnAddAt(any, bool, time.Time)        {}
+func (updateTimes) OnDeleteAt(any, time.Time)           {}
+
+// A TimedEventHandler gets the change times on the informers of a view
+// that replaces another (SetSlots), where the cache also drops the adds
+// the old view handed it.
+func TestTimedHandlerOnReplacingView(t *testing.T) {
 	write := time.Unix(1_700_000_000, 0)
-	s := newStamps()
-	ingest := s.wrap(func(obj any) (any, error) { return obj, nil })
-	first, again := stamped("first", write, nil), stamped("again", write, nil)
-	ingest(first)
-	ingest(again)
-	for i := range maxStamps - 1 {
-		ingest(stamped(strconv.Itoa(i), write, nil))
+	lag := informerlag.New(informerlag.Observers{Update: func(float64) {}})
+	newInformer := func() *capturingInformer {
+		return &capturingInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0, toolscache.Indexers{})}
 	}
-	ingest(again) // recorded again: its first entry's eviction must keep it
-	if !s.addTime(first).IsZero() {
-		t.Error("the oldest entry is still known")
+	oldInf, inf := newInformer(), newInformer()
+	old := &view{informers: []*nsInformer{{informer: oldInf, indexer: oldInf.GetIndexer()}}}
+	next := &view{informers: []*nsInformer{{informer: inf, indexer: inf.GetIndexer(), lag: lag}}}
+	var got []time.Time
+	h := &HandlerRegistration{handler: updateTimes{got: &got}}
+	if err := h.attachTo(next, old); err != nil {
+		t.Fatal(err)
 	}
-	if s.addTime(again).IsZero() {
-		t.Error("an entry recorded again was forgotten with its older record")
+	obj, err := lag.Transform(func(obj any) (any, error) { return obj, nil })(stamped("a", write, nil))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(s.m) > maxStamps {
-		t.Errorf("%d entries, want at most %d", len(s.m), maxStamps)
+	prev := stamped("a", write, nil)
+	prev.ResourceVersion = "1"
+	inf.added[len(inf.added)-1].OnUpdate(prev, obj)
+	if len(got) != 1 || !got[0].Equal(write) {
+		t.Errorf("change times %v, want [%v]", got, write)
 	}
 }
-
-// BenchmarkEventLagStamps is the cache's part of the lag metrics' cost per
-// event: the stripping transform alone (off) and with the change times
-// remembered, looked up by the lag observer (observing
-// opkit_cache_event_lag_seconds) and by one timed handler (on).
-func BenchmarkEventLagStamps(b *testing.B) {
-	objs := make([]*corev1.ConfigMap, 1000)
-	now := time.Now()
-	for i := range objs {
-		objs[i] = stamped(strconv.Itoa(i), now, nil)
-	}
-	old := stamped("old", now, nil)
-	old.ResourceVersion = "1"
-	b.Run("off", func(b *testing.B) {
-		ingest := ingestTransform(TypeOptions{KeepManagedFields: true}, nil, newCompactor())
-		for i := 0; b.Loop(); i++ {
-			_, _ = ingest(objs[i%len(objs)])
-		}
-	})
-	b.Run("on", func(b *testing.B) {
-		s := newStamps()
-		ingest := s.wrap(ingestTransform(TypeOptions{KeepManagedFields: true}, nil, newCompactor()))
-		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lag"})
-		lo := lagObserver{stamps: s, add: h.Observe, update: h.Observe, del: h.Observe, now: time.Now}
-		th := timedHandler{h: nopTimed{}, stamps: s}
-		for i := 0; b.Loop(); i++ {
-			obj, _ := ingest(objs[i%len(objs)])
-			lo.OnUpdate(old, obj)
-			th.OnUpdate(old, obj)
-		}
-	})
-}
-
-type nopTimed struct{}
-
-func (nopTimed) OnAddAt(any, bool, time.Time)   {}
-func (nopTimed) OnUpdateAt(any, any, time.Time) {}
-func (nopTimed) OnDeleteAt(any, time.Time)      {}

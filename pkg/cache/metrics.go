@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/informerlag"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
@@ -115,14 +115,14 @@ func (m *metrics) syncError(r *registration, class string) {
 	}
 }
 
-// lagObserver returns the handler that observes opkit_cache_event_lag_seconds for one of
-// r's informers, or nil without metrics.
-func (m *metrics) lagObserver(r *registration, s *stamps) toolscache.ResourceEventHandler {
+// lagTracker returns the tracker of opkit_cache_event_lag_seconds for one
+// of r's informers, or nil without metrics.
+func (m *metrics) lagTracker(r *registration) *informerlag.Tracker {
 	if m == nil {
 		return nil
 	}
 	o := func(event string) func(float64) { return m.lag.WithLabelValues(r.typeLabel(), event).Observe }
-	return lagObserver{stamps: s, add: o(lagEvents[0]), update: o(lagEvents[1]), del: o(lagEvents[2]), now: time.Now}
+	return informerlag.New(informerlag.Observers{Add: o(lagEvents[0]), Update: o(lagEvents[1]), Delete: o(lagEvents[2])})
 }
 
 // lazyRegistered starts r's LazyLister metrics at zero.

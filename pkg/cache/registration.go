@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/informerlag"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
@@ -318,10 +319,9 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 		d = newDetector(r.key.gvk, r.c.mutationFound)
 		transform = d.wrap(transform)
 	}
-	var st *stamps
-	if r.c.metrics != nil {
-		st = newStamps()
-		transform = st.wrap(transform)
+	lag := r.c.metrics.lagTracker(r)
+	if lag != nil {
+		transform = lag.Transform(transform)
 	}
 	lw := lwf(ns)
 	if shard != nil {
@@ -346,13 +346,12 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 	}
-	if lo := r.c.metrics.lagObserver(r, st); lo != nil {
-		if _, err := inf.AddEventHandler(lo); err != nil {
-			return nil, fmt.Errorf("add lag observer for %s: %w", r.key.gvk, err)
-		}
-	}
 	snaps.store = inf.GetIndexer()
-	return &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, stamps: st, sizes: sz}, nil
+	i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, lag: lag, sizes: sz}
+	if err := i.listenIfUnheard(); err != nil {
+		return nil, fmt.Errorf("add lag listener for %s: %w", r.key.gvk, err)
+	}
+	return i, nil
 }
 
 func (r *registration) setCancel(cancel context.CancelFunc) bool {
@@ -488,8 +487,14 @@ type nsInformer struct {
 	indexer   toolscache.Indexer
 	snapshots *snapshots // of namespace Lists
 	detector  *detector  // nil unless MutationOptions.Detect
-	stamps    *stamps    // nil without metrics
 	sizes     *sizes     // nil without metrics
+	// lag measures opkit_cache_event_lag_seconds; nil without metrics.
+	// handlers counts the handlers added through it (see addHandler) and
+	// lagListener is its own listener while there are none. Guarded by
+	// the registration's mu.
+	lag         *informerlag.Tracker
+	handlers    int
+	lagListener toolscache.ResourceEventHandlerRegistration
 	// idle: a sharded type holding no slot; the informer never runs, and
 	// its store stays empty.
 	idle bool

@@ -4,12 +4,20 @@ package source_test
 // the ratio means something on a noisy machine. Each row is named
 // Benchmark<Workload>/<impl>, impl one of:
 //
-//   - opkit: an Informer source with EnqueueObject into a queue.Queue.
-//   - opkitlag: opkit with the lag metrics on (see opkitLagSink).
+//   - opkitlag: an Informer source with EnqueueObject into a queue.Queue,
+//     with the lag metrics on as a manager keeps them (see opkitLagSink):
+//     the source path as a manager runs it by default.
+//   - opkit: the same with the lag metrics off, which no manager does.
 //   - ctrlruntime: controller-runtime's source.Informer with
 //     handler.EnqueueRequestForObject into its priority queue.
-//   - controller, controllertraced: opkit through a controller.Controller,
-//     tracing off and on (see controllerSink).
+//   - default: opkit through a controller.Controller exactly as a manager
+//     configures one by default (metrics, lag and read-your-writes on,
+//     tracing off; see defaultSink).
+//   - ctrlruntimedefault: its peer, controller-runtime's controller as its
+//     manager configures one by default (see ctrlRuntimeDefaultSink).
+//   - controller, controllertraced: opkit through a controller.Controller
+//     without metrics or read-your-writes, tracing off and on (see
+//     controllerSink).
 //
 // Both listen to the same kind of client-go SharedIndexInformer, fed by an
 // in-memory ListerWatcher, and both queues are drained by one worker (Get,
@@ -26,6 +34,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -52,15 +61,17 @@ const (
 type sink func(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) (stop func())
 
 func BenchmarkInformerUpdates(b *testing.B) {
-	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink) })
 	// opkit with the lag metrics on, as a controller with a Registerer
-	// keeps them: the cost of measuring lag is its difference from opkit.
-	b.Run("opkitlag", func(b *testing.B) { benchInformer(b, opkitLagSink) })
-	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink) })
+	// keeps them, and off: the cost of measuring lag is their difference.
+	b.Run("opkitlag", func(b *testing.B) { benchInformer(b, opkitLagSink, cacheLagOn) })
+	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink, cacheLagOff) })
+	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink, cacheLagOff) })
+	b.Run("default", func(b *testing.B) { benchInformer(b, defaultSink, cacheLagOn) })
+	b.Run("ctrlruntimedefault", func(b *testing.B) { benchInformer(b, ctrlRuntimeDefaultSink, cacheLagOff) })
 	// Through a controller, with tracing off (the default) and on: the
 	// cost of tracing is their difference (see controllerSink).
-	b.Run("controller", func(b *testing.B) { benchInformer(b, controllerSink(tracingOff)) })
-	b.Run("controllertraced", func(b *testing.B) { benchInformer(b, controllerSink(tracingOn)) })
+	b.Run("controller", func(b *testing.B) { benchInformer(b, controllerSink(tracingOff), cacheLagOff) })
+	b.Run("controllertraced", func(b *testing.B) { benchInformer(b, controllerSink(tracingOn), cacheLagOff) })
 }
 
 func opkitSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
@@ -116,7 +127,16 @@ func ctrlRuntimeSink(b *testing.B, ctx context.Context, inf toolscache.SharedInd
 	return func() { q.ShutDown(); wg.Wait() }
 }
 
-func benchInformer(b *testing.B, start sink) {
+// cacheLag says whether the informer is kept as pkg/cache keeps it with
+// metrics on (see laggedInformer).
+type cacheLag bool
+
+const (
+	cacheLagOn  cacheLag = true
+	cacheLagOff cacheLag = false
+)
+
+func benchInformer(b *testing.B, start sink, lag cacheLag) {
 	ns := make([]string, benchNamespaces)
 	for i := range ns {
 		ns[i] = "ns-" + strconv.Itoa(i)
@@ -131,7 +151,10 @@ func benchInformer(b *testing.B, start sink) {
 	lw := newFakeLW(initial, 1)
 
 	ctx, cancel := context.WithCancel(b.Context())
-	inf := toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	var inf toolscache.SharedIndexInformer = toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	if lag {
+		inf = withCacheLag(b, inf)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })
 	seen := make(chan struct{}, 1)
@@ -145,6 +168,9 @@ func benchInformer(b *testing.B, start sink) {
 
 	// Two slabs of updates, used in turn: the informer holds the objects of
 	// the last op's slab, which the next op must not overwrite.
+	// Each update carries a write time, as the API server's objects do in
+	// managedFields, from which the lag metrics date it.
+	written := metav1.Now()
 	slabs := [2][]corev1.ConfigMap{make([]corev1.ConfigMap, benchUpdates+1), make([]corev1.ConfigMap, benchUpdates+1)}
 	for _, slab := range slabs {
 		for i := range benchUpdates {
@@ -152,6 +178,9 @@ func benchInformer(b *testing.B, start sink) {
 			slab[i].Namespace, slab[i].Name = ns[j%benchNamespaces], names[j]
 		}
 		slab[benchUpdates].Namespace, slab[benchUpdates].Name = sentinelNS, sentinelName
+		for i := range slab {
+			slab[i].ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, Time: &written}}
+		}
 	}
 
 	var mallocs uint64

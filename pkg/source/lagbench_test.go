@@ -6,42 +6,54 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/opkit-dev/opkit/internal/informerlag"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
-	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// timedInformer hands its handlers that implement cache.TimedEventHandler
-// each event with a change time, as pkg/cache does with its metrics on
-// (here the delivery time: the benchmark's objects carry no timestamps).
-// The cache's own part of the cost, remembering each object's timestamps
-// and observing opkit_cache_event_lag_seconds, is measured by pkg/cache's
-// BenchmarkEventLagStamps.
-type timedInformer struct {
+// laggedInformer is an informer as pkg/cache keeps it with metrics on
+// (Options.Registerer, which a manager always sets), through the cache's
+// own code: a transform remembers each object's change time at ingest,
+// and each handler is wrapped to observe opkit_cache_event_lag_seconds
+// for the events it is delivered first and to hand a
+// cache.TimedEventHandler each event's change time.
+type laggedInformer struct {
 	toolscache.SharedIndexInformer
+	lag *informerlag.Tracker
 }
 
-func (t timedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	if th, ok := h.(cache.TimedEventHandler); ok {
-		h = toolscache.ResourceEventHandlerDetailedFuncs{
-			AddFunc:    func(obj any, initial bool) { th.OnAddAt(obj, initial, time.Now()) },
-			UpdateFunc: func(oldObj, newObj any) { th.OnUpdateAt(oldObj, newObj, time.Now()) },
-			DeleteFunc: func(obj any) { th.OnDeleteAt(obj, time.Now()) },
-		}
+// withCacheLag sets inf up as laggedInformer describes; inf must not run
+// yet.
+func withCacheLag(b *testing.B, inf toolscache.SharedIndexInformer) toolscache.SharedIndexInformer {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: imetrics.CacheEventLag, Buckets: imetrics.LagBuckets}, []string{"type", "event"})
+	o := func(event string) func(float64) { return h.WithLabelValues("v1/ConfigMap", event).Observe }
+	lag := informerlag.New(informerlag.Observers{Add: o("add"), Update: o("update"), Delete: o("delete")})
+	if err := inf.SetTransform(lag.Transform(func(obj any) (any, error) { return obj, nil })); err != nil {
+		b.Fatal(err)
 	}
-	return t.SharedIndexInformer.AddEventHandler(h)
+	return laggedInformer{SharedIndexInformer: inf, lag: lag}
+}
+
+func (l laggedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return l.SharedIndexInformer.AddEventHandler(l.lag.Handler(h))
 }
 
 // opkitLagSink is opkitSink with the lag metrics on, as a manager keeps
-// them: the cache's lag listener observes each event; the source times
-// each event into opkit_source_event_lag_seconds and records each key's
-// change time, which the worker takes at Get and observes into
+// them, over a laggedInformer: the cache observes each event's lag; the
+// source times each event into opkit_source_event_lag_seconds and records
+// each key's change time, which the worker takes at Get and observes into
 // opkit_controller_event_lag_seconds.
 func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
 	lag, err := imetrics.NewEventLag(prometheus.NewRegistry())
@@ -54,20 +66,8 @@ func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexI
 		Queued:  func(typ string) func(float64) { return lag.Source.WithLabelValues("bench", typ).Observe },
 		Changes: changes,
 	})
-	// The cache's own listener, which observes opkit_cache_event_lag_seconds
-	// once per event: one more listener for the informer to feed.
-	cacheLag := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cache_lag", Buckets: imetrics.LagBuckets})
-	epoch := time.Now()
-	observe := func() { cacheLag.Observe(time.Since(epoch).Seconds()) } // one clock reading, as the cache's
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(any, bool) { observe() },
-		UpdateFunc: func(any, any) { observe() },
-		DeleteFunc: func(any) { observe() },
-	}); err != nil {
-		b.Fatal(err)
-	}
 	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
-	src := source.NewInformer(timedInformer{inf}, source.EnqueueObject[*corev1.ConfigMap]())
+	src := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]())
 	if err := src.Start(ctx, q); err != nil {
 		b.Fatal(err)
 	}
@@ -93,3 +93,84 @@ func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexI
 	})
 	return func() { q.ShutDown(); wg.Wait() }
 }
+
+// defaultSink is opkit as a manager configures a controller by default,
+// over a laggedInformer: a controller.Controller with a Registerer (its
+// reconcile, workqueue and lag metrics on), read-your-writes on, tracing
+// off, one worker and a Reconciler that does nothing.
+func defaultSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
+	sentinel := reconcile.Request{Namespace: sentinelNS, Name: sentinelName}
+	r := reconcile.Func[reconcile.Request](func(_ context.Context, k reconcile.Request) (reconcile.Result, error) {
+		if k == sentinel {
+			seen <- struct{}{}
+		}
+		return reconcile.Done(), nil
+	})
+	c, err := controller.New("bench", r, controller.Options[reconcile.Request]{
+		Registerer: prometheus.NewRegistry(),
+		Logger:     logr.New(nopSink{}),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Watch(source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]())); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := c.Start(ctx); err != nil {
+			b.Error(err)
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// ctrlRuntimeDefaultSink is defaultSink's peer: controller-runtime's
+// controller as its manager configures one by default (its priority
+// queue, its reconcile and workqueue metrics in its global registry), with
+// one worker and a Reconciler that does nothing, fed by its
+// source.Informer with handler.EnqueueRequestForObject.
+func ctrlRuntimeDefaultSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
+	sentinel := ctrlreconcile.Request{}
+	sentinel.Namespace, sentinel.Name = sentinelNS, sentinelName
+	r := ctrlreconcile.Func(func(_ context.Context, k ctrlreconcile.Request) (ctrlreconcile.Result, error) {
+		if k == sentinel {
+			seen <- struct{}{}
+		}
+		return ctrlreconcile.Result{}, nil
+	})
+	skip := true
+	c, err := ctrlcontroller.NewUnmanaged("bench", ctrlcontroller.Options{
+		Reconciler:         r,
+		SkipNameValidation: &skip, // one per benchmark run, under one name
+		Logger:             logr.New(nopSink{}),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Watch(&ctrlsource.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := c.Start(ctx); err != nil {
+			b.Error(err)
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// nopSink is a logger that keeps nothing and formats nothing, so that the
+// rows through a controller measure the controllers, not a log encoder:
+// each gives its reconciles a logger with their key, which an encoder such
+// as funcr's or zap's formats at once.
+type nopSink struct{}
+
+func (nopSink) Init(logr.RuntimeInfo)            {}
+func (nopSink) Enabled(int) bool                 { return false }
+func (nopSink) Info(int, string, ...any)         {}
+func (nopSink) Error(error, string, ...any)      {}
+func (s nopSink) WithValues(...any) logr.LogSink { return s }
+func (s nopSink) WithName(string) logr.LogSink   { return s }

@@ -1,0 +1,168 @@
+package informerlag
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func stamped(name, rv string, write time.Time, del *metav1.Time) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: name, ResourceVersion: rv,
+		CreationTimestamp: metav1.NewTime(write.Add(-time.Hour)),
+		DeletionTimestamp: del,
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "a", Time: &metav1.Time{Time: write.Add(-time.Minute)}},
+			{Manager: "b", Time: &metav1.Time{Time: write}},
+		},
+	}}
+}
+
+func identity(obj any) (any, error) { return obj, nil }
+
+// recorder is a TimedEventHandler that keeps the change times it is handed.
+type recorder struct {
+	toolscache.ResourceEventHandlerFuncs // never called
+	got                                  *[]string
+}
+
+func (r recorder) OnAddAt(_ any, initial bool, at time.Time) {
+	*r.got = append(*r.got, "add "+strconv.FormatBool(initial)+" "+strconv.FormatInt(unixOf(at), 10))
+}
+func (r recorder) OnUpdateAt(_, _ any, at time.Time) {
+	*r.got = append(*r.got, "update "+strconv.FormatInt(unixOf(at), 10))
+}
+func (r recorder) OnDeleteAt(_ any, at time.Time) {
+	*r.got = append(*r.got, "delete "+strconv.FormatInt(unixOf(at), 10))
+}
+
+func unixOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// Every kind of event is observed once, by whichever handler is delivered
+// it first, with one clock reading, however many handlers and listeners
+// the informer has; the initial list, resyncs and inferred deletes are not
+// observed; a timed handler is handed each event's change time whether or
+// not it observed it, and a plain handler gets its events unchanged.
+func TestOneObservationPerEvent(t *testing.T) {
+	write := time.Unix(1_700_000_000, 0)
+	deleted := metav1.NewTime(write.Add(2 * time.Second))
+	now := write.Add(10 * time.Second)
+	observed := map[string][]float64{}
+	clock := 0
+	o := func(kind string) func(float64) {
+		return func(s float64) { observed[kind] = append(observed[kind], s) }
+	}
+	tr := New(Observers{Add: o("add"), Update: o("update"), Delete: o("delete"), Now: func() time.Time { clock++; return now }})
+	ingest := tr.Transform(identity)
+	in := func(obj *corev1.ConfigMap) any {
+		out, err := ingest(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var timed1, timed2 []string
+	plain := 0
+	handlers := []toolscache.ResourceEventHandler{
+		tr.Handler(recorder{got: &timed1}),
+		tr.Handler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { plain++ },
+			UpdateFunc: func(any, any) { plain++ },
+			DeleteFunc: func(any) { plain++ },
+		}),
+		tr.Listener(),
+		tr.Handler(recorder{got: &timed2}),
+	}
+	listed := in(stamped("listed", "1", write, nil))
+	created := in(stamped("created", "2", write, nil))
+	updated := in(stamped("created", "3", write.Add(time.Second), nil))
+	deleting := in(stamped("created", "4", write.Add(time.Second), &deleted))
+	gone := in(stamped("created", "5", write.Add(time.Second), &deleted))
+	for _, h := range handlers {
+		h.OnAdd(listed, true)
+		h.OnAdd(created, false)
+		h.OnUpdate(created, updated)
+		h.OnUpdate(updated, updated) // a resync
+		h.OnUpdate(updated, deleting)
+		h.OnDelete(gone)
+		h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/created", Obj: gone})
+	}
+	want := map[string][]float64{"add": {10}, "update": {9, 8}, "delete": {8}}
+	if diff := cmp.Diff(want, observed); diff != "" {
+		t.Errorf("observations (-want +got):\n%s", diff)
+	}
+	if clock != 4 {
+		t.Errorf("%d clock readings, want 4: one per observed event", clock)
+	}
+	w, d := strconv.FormatInt(write.Unix(), 10), strconv.FormatInt(deleted.Unix(), 10)
+	w1 := strconv.FormatInt(write.Unix()+1, 10)
+	wantTimed := []string{"add true 0", "add false " + w, "update " + w1, "update 0", "update " + d, "delete " + d, "delete 0"}
+	for i, got := range [][]string{timed1, timed2} {
+		if diff := cmp.Diff(wantTimed, got); diff != "" {
+			t.Errorf("timed handler %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if plain != 7 {
+		t.Errorf("plain handler got %d events, want 7", plain)
+	}
+}
+
+// The table forgets the oldest object once maxStamps later ones were
+// ingested, keeps one recorded again meanwhile, and never holds more than
+// maxStamps objects.
+func TestForgetsTheOldest(t *testing.T) {
+	write := time.Unix(1_700_000_000, 0)
+	tr := New(Observers{})
+	ingest := tr.Transform(identity)
+	first, again := stamped("first", "1", write, nil), stamped("again", "1", write, nil)
+	_, _ = ingest(first)
+	_, _ = ingest(again)
+	for i := range maxStamps - 1 {
+		_, _ = ingest(stamped(strconv.Itoa(i), "1", write, nil))
+	}
+	_, _ = ingest(again) // recorded again: its first entry's eviction must keep it
+	if !tr.AddTime(first).IsZero() {
+		t.Error("the oldest entry is still known")
+	}
+	if tr.AddTime(again).IsZero() {
+		t.Error("an entry recorded again was forgotten with its older record")
+	}
+	for i := range 3 * maxStamps {
+		_, _ = ingest(stamped(strconv.Itoa(i), "1", write, nil))
+		if n := tr.Len(); n > maxStamps {
+			t.Fatalf("%d entries after %d ingests, want at most %d", n, i, maxStamps)
+		}
+	}
+	if len(tr.ring) != maxStamps {
+		t.Errorf("ring of %d, want %d", len(tr.ring), maxStamps)
+	}
+}
+
+// BenchmarkTracker is the cache's part of the lag metrics' cost per
+// event: recording the change times at ingest and one handler looking
+// them up and observing the lag.
+func BenchmarkTracker(b *testing.B) {
+	objs := make([]*corev1.ConfigMap, 1000)
+	now := time.Now()
+	for i := range objs {
+		objs[i] = stamped(strconv.Itoa(i), "2", now, nil)
+	}
+	old := stamped("old", "1", now, nil)
+	tr := New(Observers{Add: func(float64) {}, Update: func(float64) {}, Delete: func(float64) {}})
+	ingest := tr.Transform(identity)
+	h := tr.Handler(toolscache.ResourceEventHandlerFuncs{})
+	for i := 0; b.Loop(); i++ {
+		obj, _ := ingest(objs[i%len(objs)])
+		h.OnUpdate(old, obj)
+	}
+}
