@@ -421,8 +421,18 @@ func (q *Queue[K]) makeReady(n *node[K], at int64) {
 // of the wake-up, which may start a thread, out of the time the lock is
 // held. No wake-up is lost: a Get parks only after it has seen, under the
 // lock, that no key is ready, and Wait enrols it before releasing the lock.
+//
+// With nothing to wake it writes nothing but the lock, so that an add that
+// changes nothing (of a key already queued) leaves every cache line but the
+// lock's shared between cores: unconditional stores to readied and
+// spares.wake, which lie on lines of their own, made concurrent adds pass
+// those lines from core to core too.
 func (q *Queue[K]) unlock() {
 	n, wakeSpares := q.readied, q.spares.wake
+	if n == 0 && !wakeSpares {
+		q.mu.Unlock()
+		return
+	}
 	q.readied, q.spares.wake = 0, false
 	q.mu.Unlock()
 	for range n {

@@ -222,6 +222,33 @@ func TestGetBlocksUntilAdd(t *testing.T) {
 	})
 }
 
+// An add of a key already queued wakes no Get (unlock then stores nothing),
+// and no wake-up is lost for the keys added around it.
+func TestReAddOfQueuedKeyLosesNoWakeUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t, Options[string]{Tenant: func(string) string { return "" }})
+		got := make(chan string, 2)
+		for range 2 {
+			go func() {
+				k, _, _ := q.Get()
+				got <- k
+			}()
+		}
+		synctest.Wait() // both getters are parked
+		q.Add("a")
+		q.Add("a")
+		synctest.Wait()
+		if len(got) != 1 || q.Len() != 0 {
+			t.Fatalf("after adding a twice: %d Gets returned, Len %d; want 1, 0", len(got), q.Len())
+		}
+		q.Add("b")
+		keys := []string{<-got, <-got}
+		if diff := cmp.Diff([]string{"a", "b"}, keys); diff != "" {
+			t.Errorf("keys handed out (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestShutDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := New(Options[string]{})
