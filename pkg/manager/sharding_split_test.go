@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -99,7 +101,7 @@ func TestShardedManagersSplitCaches(t *testing.T) {
 	}
 	settledOver(t, manager.DefaultSlots, ms...)
 	split(t, n, n/len(ms)+n/10, ms...)
-	converged(t, ns, log, n, "1")
+	converged(t, ns, log, n, "1", ms...)
 	log.check(t)
 
 	s3 := startShardedWith(t, ns, "s3", log, manager.DefaultSlots, cache.ServerFilterDetect)
@@ -117,10 +119,15 @@ func TestShardedManagersSplitCaches(t *testing.T) {
 
 // converged waits until every one of the n ConfigMaps is marked done at
 // want, and checks that each change was applied by exactly one manager.
-func converged(t *testing.T, ns string, log *shardLog, n int, want string) {
+func converged(t *testing.T, ns string, log *shardLog, n int, want string, live ...*shardedManager) {
 	t.Helper()
 	cms := env.Client().CoreV1().ConfigMaps(ns)
-	eventually(t, fmt.Sprintf("%d ConfigMaps to converge at %s", n, want), func() bool {
+	// Thousands of reconciles: on a loaded machine (two cores, -race) they
+	// take longer than eventually's deadline while making progress, so the
+	// wait fails only when no ConfigMap has converged for that long.
+	stalled := 30 * time.Second
+	best, since := -1, time.Now()
+	for {
 		list, err := cms.List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -131,8 +138,16 @@ func converged(t *testing.T, ns string, log *shardLog, n int, want string) {
 				done++
 			}
 		}
-		return done == n
-	})
+		if done == n {
+			break
+		}
+		if done > best {
+			best, since = done, time.Now()
+		} else if time.Since(since) > stalled {
+			t.Fatalf("waiting for %d ConfigMaps to converge at %s: %d have, and none more in %v; %s", n, want, done, stalled, stuck(t, list.Items, want, live))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	for i := range n {
@@ -157,7 +172,7 @@ func TestShardedManagersFilterInTheCache(t *testing.T) {
 	}
 	settled(t, ms...)
 	split(t, n, n-1, ms...) // few objects: an even split is not assured
-	converged(t, ns, log, n, "1")
+	converged(t, ns, log, n, "1", ms...)
 	log.check(t)
 }
 
@@ -224,4 +239,32 @@ func TestShardedTypeOptionsShareTheControllersRegistration(t *testing.T) {
 	if got := plain.ShardedTypeOptions(sharding.ByUID); got.Sharded {
 		t.Errorf("ShardedTypeOptions without sharding = %+v, want the zero TypeOptions", got)
 	}
+}
+
+// stuck describes, for a failure, up to five ConfigMaps not done at want,
+// which of the live managers caches each, and each manager's view of its
+// shard group.
+func stuck(t *testing.T, cms []corev1.ConfigMap, want string, live []*shardedManager) string {
+	var b strings.Builder
+	for _, sm := range live {
+		reg := sm.m.Registry()
+		fmt.Fprintf(&b, "%s: %v members, %v slots held; ", sm.who, gauge(t, reg, dispatch.MetricMembers), gauge(t, reg, dispatch.MetricSlotsHeld))
+	}
+	n := 0
+	for _, cm := range cms {
+		if cm.Annotations["done"] == want || n == 5 {
+			continue
+		}
+		n++
+		var in []string
+		for _, sm := range live {
+			if l, err := cache.Lookup[*corev1.ConfigMap](sm.m.Cache()); err == nil {
+				if _, err := l.Get(cm.Namespace, cm.Name); err == nil {
+					in = append(in, sm.who)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%s (done %q) cached by %v; ", cm.Name, cm.Annotations["done"], in)
+	}
+	return b.String()
 }
