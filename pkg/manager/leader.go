@@ -133,10 +133,12 @@ func (s *leaseSeen) record(holder string, err error) {
 	s.err = err
 }
 
-func (s *leaseSeen) get() (holder string, err error, since time.Time) {
+// get returns the last holder seen, when the requests began to fail or to
+// succeed, and the last request's error.
+func (s *leaseSeen) get() (holder string, since time.Time, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.holder, s.err, s.since
+	return s.holder, s.since, s.err
 }
 
 // leaderReady is the readiness check of leader election. It fails while
@@ -147,7 +149,7 @@ func (s *leaseSeen) get() (holder string, err error, since time.Time) {
 // which state the process is in.
 func (m *Manager) leaderReady(*http.Request) (string, error) {
 	le := m.opts.LeaderElection
-	holder, err, since := m.leaseSeen.get()
+	holder, since, err := m.leaseSeen.get()
 	open := m.fence.Open()
 	switch {
 	case err != nil:
