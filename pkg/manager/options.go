@@ -35,8 +35,9 @@ type Options struct {
 	// to 2m.
 	CacheSyncTimeout time.Duration
 
-	// LeaderElection, when enabled, runs leader-only runnables (controllers,
-	// by default) only while this process holds a Lease.
+	// LeaderElection, when enabled, starts leader-only runnables
+	// (controllers, by default) once this process holds a Lease, and lets
+	// them act only while it does (see ErrFenced and ErrLeaderLost).
 	LeaderElection LeaderElectionOptions
 
 	// Sharding, when enabled, shares the keys of the controllers that
