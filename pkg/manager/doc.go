@@ -26,8 +26,9 @@
 //     one. See docs/reliability.md.
 //   - Probes: /healthz passes while the process serves, an outage
 //     included; /readyz fails until the cache has synced, while any
-//     type's list or watch fails and, with leader election, while the
-//     Lease cannot be read or renewed ("waiting for the API server"), and
+//     type's list or watch fails and, with leader election, once the
+//     Lease has not been read or renewed for RenewDeadline ("waiting for
+//     the API server"), and
 //     lists each failing check and why. A standby is ready, so that a
 //     rolling update progresses; /readyz?verbose says "leader" or
 //     "standby".

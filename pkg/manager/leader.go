@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -84,7 +85,11 @@ func (l renewals) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, 
 	if rec != nil {
 		holder = rec.HolderIdentity
 	}
-	l.seen.record(holder, err)
+	if apierrors.IsNotFound(err) {
+		l.seen.record("", nil) // an answer: the first candidate creates it
+	} else {
+		l.seen.record(holder, err)
+	}
 	return rec, raw, err
 }
 
@@ -141,26 +146,30 @@ func (s *leaseSeen) get() (holder string, since time.Time, err error) {
 	return s.holder, s.since, s.err
 }
 
-// leaderReady is the readiness check of leader election. It fails while
-// this process cannot reach the Lease (waiting for the API server), and
-// passes while it leads or stands by: a standby must be ready, or a
-// rolling update whose new pod waits for the old one's lease would never
-// progress, and the standby's webhooks would not be served. Its note says
-// which state the process is in.
+// leaderReady is the readiness check of leader election. It fails once
+// the Lease's requests have failed for RenewDeadline (waiting for the API
+// server, or refused by it), unless this process leads, and passes while
+// it leads or stands by: a standby must be ready, or a rolling update whose
+// new pod waits for the old one's lease would never progress, and the
+// standby's webhooks would not be served. Its note says which state the
+// process is in.
 func (m *Manager) leaderReady(*http.Request) (string, error) {
 	le := m.opts.LeaderElection
 	holder, since, err := m.leaseSeen.get()
-	open := m.fence.Open()
 	switch {
-	case err != nil:
+	case m.fence.Open():
+		return "leader", nil
+	case err != nil && time.Since(since) >= le.RenewDeadline:
 		state := "standing by"
 		if holder == m.identity {
 			state = "fenced: starting no reconcile"
 		}
-		return "", fmt.Errorf("waiting for the API server: Lease %s not read or renewed for %v (%s): %w",
-			le.Name, time.Since(since).Round(time.Second), state, err)
-	case open:
-		return "leader", nil
+		waiting := "waiting for the API server"
+		if refused(err) {
+			waiting = "refused by the API server"
+		}
+		return "", fmt.Errorf("%s: Lease %s not read or renewed for %v (%s): %w",
+			waiting, le.Name, time.Since(since).Round(time.Second), state, err)
 	case holder == "" || holder == m.identity:
 		return "campaigning for the Lease " + le.Name, nil
 	}
@@ -173,6 +182,18 @@ const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/n
 // leaseNamespace returns the Lease's namespace: the option, or the pod's.
 func leaseNamespace(le LeaderElectionOptions) (string, error) {
 	return namespaceOr("LeaderElection.Namespace", le.Namespace)
+}
+
+// refused reports whether err is an answer of the API server that waiting
+// will not change (such as 403 Forbidden for missing RBAC on leases),
+// rather than none, a timeout or an overload.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	return !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsInternalError(err) &&
+		!apierrors.IsServiceUnavailable(err) && !apierrors.IsTooManyRequests(err) && !apierrors.IsUnexpectedServerError(err)
 }
 
 // identity is this candidate's: the option, or the host name and a random
