@@ -37,8 +37,8 @@ type Fence struct {
 
 	mu      sync.Mutex
 	renewed time.Time     // when the last successful renewal was sent; zero: never
-	lost    bool          // the lease is lost for good
-	changed chan struct{} // closed and replaced at each renewal and at the loss
+	lost    time.Time     // when the lease was last lost; zero: never
+	changed chan struct{} // closed and replaced at each renewal and at each loss
 }
 
 // New returns a closed Fence for the lease (namespace/name, for errors)
@@ -47,12 +47,13 @@ func New(lease string, margin time.Duration) *Fence {
 	return &Fence{lease: lease, margin: margin, now: time.Now, changed: make(chan struct{})}
 }
 
-// Renewed records a successful renewal sent at sent (read from time.Now
-// just before the request, so that it carries a monotonic reading).
+// Renewed records a successful renewal (or acquisition) sent at sent
+// (read from time.Now just before the request, so that it carries a
+// monotonic reading). One sent before the last loss opens nothing.
 func (f *Fence) Renewed(sent time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.lost || sent.Before(f.renewed) {
+	if sent.Before(f.renewed) || sent.Before(f.lost) {
 		return
 	}
 	f.renewed = sent
@@ -60,14 +61,13 @@ func (f *Fence) Renewed(sent time.Time) {
 	f.changed = make(chan struct{})
 }
 
-// Lost closes the fence for good: the lease is gone.
+// Lost closes the fence at once, until a renewal sent after this call:
+// the lease is gone, and only acquiring it again opens the fence.
 func (f *Fence) Lost() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.lost {
-		return
-	}
-	f.lost = true
+	f.lost = f.now()
+	f.renewed = time.Time{}
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
@@ -83,8 +83,9 @@ func (f *Fence) check() (<-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
-	case f.lost:
-		return f.changed, fmt.Errorf("lease %s: %w: it was lost", f.lease, ErrFenced)
+	case f.renewed.IsZero() && !f.lost.IsZero():
+		return f.changed, fmt.Errorf("lease %s: %w: it was lost %v ago and not acquired since",
+			f.lease, ErrFenced, f.now().Sub(f.lost).Round(time.Millisecond))
 	case f.renewed.IsZero():
 		return f.changed, fmt.Errorf("lease %s: %w: it was never acquired", f.lease, ErrFenced)
 	}
@@ -98,20 +99,14 @@ func (f *Fence) check() (<-chan struct{}, error) {
 // Open reports whether the holder may act now.
 func (f *Fence) Open() bool { return f.Check() == nil }
 
-// Wait blocks until the holder may act, and returns nil; or until ctx ends
-// or the lease is lost, and returns an error (the lease's wraps
-// ErrFenced).
+// Wait blocks until the holder may act, and returns nil, or until ctx
+// ends, and returns its cause. A lost lease does not end it: the holder
+// may acquire the lease again.
 func (f *Fence) Wait(ctx context.Context) error {
 	for {
 		changed, err := f.check()
 		if err == nil {
 			return nil
-		}
-		f.mu.Lock()
-		lost := f.lost
-		f.mu.Unlock()
-		if lost {
-			return err
 		}
 		select {
 		case <-changed:

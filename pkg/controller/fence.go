@@ -2,16 +2,15 @@ package controller
 
 import (
 	"context"
-	"errors"
 
 	"github.com/opkit-dev/opkit/internal/fence"
 )
 
 // fenced holds key, before its reconcile starts, while the context carries
 // a closed leadership fence (a leader-only controller whose process is not
-// sure it still holds its lease; see manager.ErrFenced). It reports whether
-// the reconcile may start: false once stop has ended or the lease is lost
-// for good, after queueing key again.
+// sure it still holds its lease, or whose lease is lost until it is
+// acquired again; see manager.ErrFenced). It reports whether the reconcile
+// may start: false once stop has ended, after queueing key again.
 func (c *Controller[K]) fenced(ctx, stop context.Context, key K) bool {
 	f := fence.FromContext(ctx)
 	if f == nil {
@@ -32,10 +31,5 @@ func (c *Controller[K]) fenced(ctx, stop context.Context, key K) bool {
 		return true
 	}
 	c.queue.Add(key)
-	if errors.Is(err, fence.ErrFenced) {
-		// Lost for good: the manager is stopping this controller; a
-		// worker that went back to the queue would spin on the fence.
-		<-stop.Done()
-	}
 	return false
 }

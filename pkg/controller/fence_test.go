@@ -68,11 +68,13 @@ func TestFencedLeaderStartsNothing(t *testing.T) {
 	})
 }
 
-// A controller whose lease is lost for good stops handing out keys
-// without spinning, and stops when told.
-func TestFenceLostStopsReconciles(t *testing.T) {
+// A controller whose lease is lost holds its keys at the fence without
+// spinning (synctest.Wait would never return), and reconciles them once
+// the lease is acquired again.
+func TestFenceLostHoldsReconcilesUntilAcquired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := fence.New("ns/lease", time.Second)
+		f.Renewed(time.Now())
 		f.Lost()
 		r := &recording{start: time.Now(), do: func(context.Context, reconcile.Request, int) (reconcile.Result, error) {
 			return reconcile.Done(), nil
@@ -84,17 +86,23 @@ func TestFenceLostStopsReconciles(t *testing.T) {
 		if err := c.Watch(&keys{keys: []reconcile.Request{req("a"), req("b")}}); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancelCause(fence.NewContext(t.Context(), f))
+		ctx, cancel := context.WithCancel(fence.NewContext(t.Context(), f))
 		done := make(chan error)
 		go func() { done <- c.Start(ctx) }()
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		cancel(fmt.Errorf("%w: lease lost", controller.ErrAbort))
+		if n := len(r.times()); n != 0 {
+			t.Errorf("%d reconciles while the lease was lost", n)
+		}
+		f.Renewed(time.Now())
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if n := len(r.times()); n != 0 {
-			t.Errorf("%d reconciles after the lease was lost", n)
+		if diff := cmp.Diff([]time.Duration{time.Minute, time.Minute}, r.times()); diff != "" {
+			t.Errorf("reconcile starts (-want +got):\n%s", diff)
 		}
 	})
 }

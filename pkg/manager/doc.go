@@ -15,16 +15,23 @@
 //     it implements LeaderElectionRunnable and says not.
 //   - One leader: with Options.LeaderElection, leader-only runnables run
 //     only while this process holds a Lease; the cache syncs before the
-//     election, so a standby takes over warm. Losing the lease cancels
-//     leader-only work at once and Start returns an error wrapping
-//     ErrLeaderLost.
+//     election, so a standby takes over warm. Losing the lease (an API
+//     server or etcd outage, another process taking it) keeps the
+//     process, its caches and queues: leader-only work waits at the
+//     fence while the manager campaigns again, and resumes once elected
+//     (LeaderElectionOptions.ExitOnLoss returns ErrLeaderLost instead).
 //   - Fenced: past RenewDeadline without a successful renewal, controllers
 //     start no reconcile and leader-only writes are refused before they
 //     are sent (ErrFenced), so a frozen leader never acts beside a new
 //     one. See docs/reliability.md.
-//   - Probes: /healthz passes while the process serves; /readyz fails
-//     until the cache has synced and while any type's list or watch
-//     fails, and lists each failing check and why.
+//   - Probes: /healthz passes while the process serves, an outage
+//     included; /readyz fails until the cache has synced, while any
+//     type's list or watch fails and, with leader election, once the
+//     Lease has not been read or renewed for RenewDeadline ("waiting for
+//     the API server"), and
+//     lists each failing check and why. A standby is ready, so that a
+//     rolling update progresses; /readyz?verbose says "leader" or
+//     "standby".
 //   - Metrics: /metrics serves opkit's cache, workqueue, reconcile, REST
 //     client, event (opkit_events_refused_total), leader
 //     (leader_election_master_status) and webhook metrics under

@@ -79,6 +79,7 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 	opts.LeaderElection.RenewDeadline = 2 * time.Second
 	opts.LeaderElection.RetryPeriod = 1500 * time.Millisecond
 	opts.LeaderElection.Identity = "a"
+	opts.LeaderElection.ExitOnLoss = true // TestLeaderRidesOutUnreachableAPIServer shows the default
 	opts.Metrics.BindAddress = "127.0.0.1:0"
 	opts.Health.BindAddress = "127.0.0.1:0"
 	opts.Cache.Namespaces = []string{ns}

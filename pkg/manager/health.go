@@ -15,14 +15,25 @@ type checks struct {
 	endpoint string
 	mu       sync.Mutex
 	names    []string
-	fns      map[string]func(*http.Request) error
+	fns      map[string]notedCheck
 }
 
+// notedCheck is a check that also says, when it passes, what it found
+// (shown with ?verbose); "" for nothing.
+type notedCheck func(*http.Request) (note string, err error)
+
 func newChecks(endpoint string) *checks {
-	return &checks{endpoint: endpoint, fns: map[string]func(*http.Request) error{}}
+	return &checks{endpoint: endpoint, fns: map[string]notedCheck{}}
 }
 
 func (c *checks) add(name string, fn func(*http.Request) error) error {
+	if fn == nil {
+		return c.addNoted(name, nil)
+	}
+	return c.addNoted(name, func(r *http.Request) (string, error) { return "", fn(r) })
+}
+
+func (c *checks) addNoted(name string, fn notedCheck) error {
 	if name == "" || strings.ContainsAny(name, "/ ") || fn == nil {
 		return fmt.Errorf("manager: add %s check %q: name it without '/' or spaces, and pass a function", c.endpoint, name)
 	}
@@ -55,10 +66,14 @@ func (c *checks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	failed := false
 	for _, name := range names {
-		if err := fns[name](r); err != nil {
+		note, err := fns[name](r)
+		switch {
+		case err != nil:
 			failed = true
 			fmt.Fprintf(&b, "[-]%s failed: %v\n", name, err)
-		} else {
+		case note != "":
+			fmt.Fprintf(&b, "[+]%s ok: %s\n", name, note)
+		default:
 			fmt.Fprintf(&b, "[+]%s ok\n", name)
 		}
 	}

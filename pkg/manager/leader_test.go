@@ -151,12 +151,19 @@ func TestLeaderElection(t *testing.T) {
 	}
 }
 
-// A leader whose lease is taken stops reconciling at once and Start returns
-// ErrLeaderLost.
-func TestLeaderLost(t *testing.T) {
+// With ExitOnLoss, a leader whose lease is taken stops reconciling at once
+// and Start returns ErrLeaderLost.
+func TestLeaderLostExits(t *testing.T) {
 	ns := env.Namespace(t)
 	var s spans
-	m, st := candidate(t, ns, "a", &s, false)
+	opts := leaderOptions(ns, false)
+	opts.LeaderElection.Identity = "a"
+	opts.LeaderElection.ExitOnLoss = true
+	m := newManager(t, ns, opts)
+	if _, err := manager.NewController(m, "leader-test", s.reconciler("a"), manager.For[*corev1.ConfigMap](nil)); err != nil {
+		t.Fatal(err)
+	}
+	st := start(t, m)
 	eventually(t, "a to be elected", func() bool { return elected(m) })
 	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
 		t.Fatal(err)

@@ -31,8 +31,14 @@ import (
 
 // Errors a caller can test for with errors.Is.
 var (
-	// ErrLeaderLost: the manager lost its leader lease; its leader-only
-	// runnables were stopped at once and Start returned.
+	// ErrLeaderLost: with Options.LeaderElection.ExitOnLoss, the manager
+	// lost its leader lease; its leader-only runnables were stopped at
+	// once and Start returned. By default a lost lease is ridden out
+	// instead: the fence stays closed (controllers start no reconcile,
+	// leader-only writes are refused with ErrFenced), leader-only
+	// runnables keep their context, caches and queues are kept, and the
+	// manager campaigns again; once elected, reconciles resume. Another
+	// replica may win meanwhile: this one is then a warm standby.
 	ErrLeaderLost = errors.New("leader election lost")
 	// ErrUnreachable: Start found that the API server does not answer (a
 	// connection refused, reset or timed out, a TLS failure), and returned
@@ -60,6 +66,8 @@ type Manager struct {
 	clientset   kubernetes.Interface
 	registry    *prometheus.Registry
 	fence       *fence.Fence // with leader election: may this process act as the leader now?
+	identity    string       // with leader election: this candidate's
+	leaseSeen   leaseSeen    // with leader election: what the last request for the Lease found
 	log         logr.Logger
 	broadcast   events.EventBroadcaster
 	// eventsRefused is opkit_events_refused_total, whose series each recorder
@@ -111,9 +119,11 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if opts.LeaderElection.Enabled {
 		le := opts.LeaderElection
 		m.fence = fence.New(le.Name, fenceMargin(le))
+		m.identity = identity(le)
 		if err := newLeaderGauge(m.registry, le.Name, m.fence); err != nil {
 			return nil, err
 		}
+		m.ready.addNoted("leader-election", m.leaderReady)
 	}
 	rm, err := imetrics.NewRESTClientMetrics(m.registry)
 	if err != nil {
@@ -252,7 +262,9 @@ func (m *Manager) Registry() *prometheus.Registry { return m.registry }
 func (m *Manager) Logger() logr.Logger { return m.log }
 
 // Elected is closed once this process may run leader-only work: when it
-// wins the election, or at start without leader election.
+// first wins the election, or at start without leader election. It stays
+// closed if the lease is lost later; CheckLeadership and
+// leader_election_master_status say whether this process may act now.
 func (m *Manager) Elected() <-chan struct{} { return m.elected }
 
 // Add adds a runnable, which Start starts. It must be called before Start.

@@ -35,8 +35,9 @@ type Options struct {
 	// to 2m.
 	CacheSyncTimeout time.Duration
 
-	// LeaderElection, when enabled, runs leader-only runnables (controllers,
-	// by default) only while this process holds a Lease.
+	// LeaderElection, when enabled, starts leader-only runnables
+	// (controllers, by default) once this process holds a Lease, and lets
+	// them act only while it does (see ErrFenced and ErrLeaderLost).
 	LeaderElection LeaderElectionOptions
 
 	// Sharding, when enabled, shares the keys of the controllers that
@@ -115,6 +116,14 @@ type LeaderElectionOptions struct {
 	// the leader-only runnables have stopped, so that a standby takes over
 	// at once instead of after LeaseDuration. Defaults to false.
 	ReleaseOnCancel bool
+	// ExitOnLoss makes Start return an error wrapping ErrLeaderLost when
+	// the lease is lost (renewals failed for RenewDeadline, or another
+	// process took it), canceling leader-only work without waiting, as
+	// controller-runtime's manager does. Defaults to false: the manager
+	// rides the loss out, keeping its caches, queues and leader-only
+	// runnables, which wait at the fence while it campaigns again, and act
+	// again once it is elected (see ErrLeaderLost).
+	ExitOnLoss bool
 }
 
 // MetricsOptions configure the /metrics endpoint.

@@ -25,10 +25,11 @@ import (
 // runnables stop (controllers let their reconciles in flight finish), the
 // lease is released if Options.LeaderElection.ReleaseOnCancel, then the
 // cache and servers stop; Start returns nil. It returns the first error of
-// a runnable, the cache's sync or the servers otherwise, and an error
-// wrapping ErrLeaderLost, at once, if the lease is lost: leader-only work
-// is then canceled without waiting, since another process may hold the
-// lease already. Start may be called once.
+// a runnable, the cache's sync or the servers otherwise. A lost lease is
+// ridden out (see ErrLeaderLost); with LeaderElectionOptions.ExitOnLoss,
+// Start returns an error wrapping ErrLeaderLost at once instead, and
+// leader-only work is canceled without waiting, since another process may
+// hold the lease already. Start may be called once.
 func (m *Manager) Start(ctx context.Context) error {
 	runnables, err := m.markStarted()
 	if err != nil {
@@ -224,7 +225,9 @@ func (m *Manager) waitForSync(ctx context.Context, fail func(error)) bool {
 }
 
 // startRunnables starts the runnables that need no lease, joins the shard
-// group, and starts the leader-only runnables at once or once elected. Each
+// group, and starts the leader-only runnables at once or once first
+// elected: a lease lost later does not stop them (a Runnable need not
+// support a second Start), the fence in their context does. Each
 // runs on a context of its own derived from ctx, which the returned stop
 // ends in order: the member leaves, the runnables stop, then the election
 // ends, so that the lease is released (if asked) only once leader-only

@@ -179,16 +179,55 @@ func (e *Environment) start(opts Options, gates string, crdDirs []string) error 
 // an API server restart as an operator sees one. It returns once the API
 // server is healthy. It must not be called concurrently with Stop.
 func (e *Environment) RestartAPIServer() error {
-	if err := e.plane.StopAPIServer(); err != nil {
-		return fmt.Errorf("restart kube-apiserver: stop: %w", err)
+	if err := e.StopAPIServer(); err != nil {
+		return fmt.Errorf("restart: %w", err)
 	}
+	if err := e.StartAPIServer(); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return nil
+}
+
+// StopAPIServer stops kube-apiserver and leaves it stopped, etcd running,
+// until StartAPIServer: an API server outage of a length the caller
+// chooses. Stop needs no StartAPIServer first. It must not be called
+// concurrently with the other methods that stop or start a process.
+func (e *Environment) StopAPIServer() error {
+	if err := e.plane.StopAPIServer(); err != nil {
+		return fmt.Errorf("stop kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, as
+// RestartAPIServer does, and returns once it is healthy.
+func (e *Environment) StartAPIServer() error {
 	if err := e.plane.StartAPIServer(); err != nil {
-		return fmt.Errorf("restart kube-apiserver: start: %w", err)
+		return fmt.Errorf("start kube-apiserver: %w", err)
 	}
 	// The record's path depends on this process only: rewriting it adds
 	// the new kube-apiserver.
 	if _, err := recordChildren(e.bins.apiServer, e.bins.etcd); err != nil {
-		return fmt.Errorf("restart kube-apiserver: record its process: %w", err)
+		return fmt.Errorf("start kube-apiserver: record its process: %w", err)
+	}
+	return nil
+}
+
+// SuspendEtcd freezes etcd (SIGSTOP) until ResumeEtcd: kube-apiserver
+// runs on, but requests that reach etcd hang and then fail, as with an
+// etcd that is stuck or cut off. Stop resumes it first. It needs a Unix
+// system, and must not be called concurrently with Stop.
+func (e *Environment) SuspendEtcd() error {
+	if err := e.plane.SuspendEtcd(); err != nil {
+		return fmt.Errorf("suspend etcd: %w", err)
+	}
+	return nil
+}
+
+// ResumeEtcd resumes etcd after SuspendEtcd (SIGCONT).
+func (e *Environment) ResumeEtcd() error {
+	if err := e.plane.ResumeEtcd(); err != nil {
+		return fmt.Errorf("resume etcd: %w", err)
 	}
 	return nil
 }

@@ -171,6 +171,22 @@ func (cp *ControlPlane) StopAPIServer() error {
 	return p.stop(cp.opts.StopTimeout)
 }
 
+// SuspendEtcd freezes etcd (SIGSTOP) until ResumeEtcd or Stop.
+func (cp *ControlPlane) SuspendEtcd() error {
+	if cp.etcd == nil {
+		return errNotStarted
+	}
+	return cp.etcd.suspend()
+}
+
+// ResumeEtcd resumes etcd after SuspendEtcd.
+func (cp *ControlPlane) ResumeEtcd() error {
+	if cp.etcd == nil {
+		return errNotStarted
+	}
+	return cp.etcd.resume()
+}
+
 // Stop stops kube-apiserver, then etcd, and removes etcd's data.
 func (cp *ControlPlane) Stop() error {
 	err := errors.Join(cp.StopAPIServer(), cp.etcd.stop(cp.opts.StopTimeout))

@@ -78,6 +78,7 @@ func (p *process) stop(timeout time.Duration) error {
 		return nil
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.resume() // a suspended program acts on SIGTERM only once resumed
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
