@@ -44,7 +44,8 @@ func newPendingWrites[K comparable](name string, timeout time.Duration, wait *pr
 // without reconciling it, and a goroutine waits, at most p.timeout, then
 // queues it again with the highest priority it was handed out with
 // meanwhile. A key handed out again while it waits is let go too: its wait
-// queues it. ctx ends the waits; the queue has shut down by then, so
+// queues it. log is the controller's logger; the key's values are added
+// to it only for a key that waits. ctx ends the waits; the queue has shut down by then, so
 // nothing is queued and the sources queue every key again at the next
 // start.
 func (p *pendingWrites[K]) park(ctx context.Context, log logr.Logger, q *queue.Queue[K], key K, priority int) bool {
@@ -59,6 +60,7 @@ func (p *pendingWrites[K]) park(ctx context.Context, log logr.Logger, q *queue.Q
 		return false
 	}
 	p.parked[key] = priority
+	log = log.WithValues(appendKeyValues(nil, key)...)
 	go func() {
 		p.wait(logr.NewContext(ctx, log), last)
 		p.mu.Lock()
@@ -68,13 +70,6 @@ func (p *pendingWrites[K]) park(ctx context.Context, log logr.Logger, q *queue.Q
 		q.AddWithOpts(queue.AddOpts{Priority: priority}, key)
 	}()
 	return true
-}
-
-// before returns ctx carrying the Writes that records the writes of the
-// reconcile about to run.
-func (p *pendingWrites[K]) before(ctx context.Context) (context.Context, *consistency.Writes) {
-	w := new(consistency.Writes)
-	return consistency.NewContext(ctx, w), w
 }
 
 func (p *pendingWrites[K]) wait(ctx context.Context, w *consistency.Writes) {
