@@ -16,15 +16,23 @@ import (
 type reconcileIDKey struct{}
 
 // reconcileContext is a reconcile's context: it carries the reconcile's ID
-// and, with read-your-writes on, the writes the reconcile makes, in one
-// allocation where context.WithValue would take one per value and one for
-// the Writes. A key whose writes the cache has not caught up with keeps
-// them, and so this context, until its next reconcile.
+// and, with read-your-writes on, the writes the reconcile makes, and holds
+// its logger's key/values, in one allocation where context.WithValue would
+// take one per value, and the Writes and the key/values one each. A key
+// whose writes the cache has not caught up with keeps them, and so this
+// context, until its next reconcile.
 type reconcileContext struct {
 	context.Context
 	id        string
 	recording bool // whether writes is the reconcile's (read-your-writes on)
 	writes    consistency.Writes
+	kv        [6]any // the logger's key/values' backing array (see values)
+}
+
+// values are the key/value pairs of the reconcile's logger: key's (see
+// appendKeyValues) and "reconcileID".
+func values[K comparable](c *reconcileContext, key K) []any {
+	return append(appendKeyValues(c.kv[:0], key), "reconcileID", c.id)
 }
 
 func (c *reconcileContext) Value(key any) any {
@@ -76,12 +84,6 @@ func appendKeyValues[K comparable](kv []any, key K) []any {
 		return append(kv, "key", k.String())
 	}
 	return append(kv, "key", key)
-}
-
-// reconcileValues are the key/value pairs of a reconcile's logger: key's
-// (see appendKeyValues) and "reconcileID", in one allocation.
-func reconcileValues[K comparable](key K, id string) []any {
-	return append(appendKeyValues(make([]any, 0, 6), key), "reconcileID", id)
 }
 
 // newReconcileID returns a random (version 4) UUID. Its bits come from

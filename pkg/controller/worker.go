@@ -52,16 +52,16 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 // out with unless the Result sets one. changed is when the change that
 // queued key happened, if known. It reports whether key was queued again.
 func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) bool {
-	id := newReconcileID()
-	log := c.log.WithValues(reconcileValues(key, id)...)
-	rc := &reconcileContext{Context: logr.NewContext(ctx, log), id: id, recording: c.writes != nil}
+	rc := &reconcileContext{id: newReconcileID(), recording: c.writes != nil}
+	log := c.log.WithValues(values(rc, key)...)
+	rc.Context = logr.NewContext(ctx, log)
 	if rc.recording {
 		defer c.writes.after(key, &rc.writes)
 	}
 	ctx = rc
 	var span trace.Span
 	if c.tracer != nil {
-		ctx, span = c.tracer.start(ctx, key, id, changed)
+		ctx, span = c.tracer.start(ctx, key, rc.id, changed)
 	}
 
 	start := time.Now()
