@@ -25,6 +25,28 @@ func TestReconcileAllocs(t *testing.T) {
 	// logger it boxes: 7. A key added and handed out again
 	// costs the queue nothing once its maps have grown.
 	const want = 7
+	reconcileOne := startDefault(t)
+	allocs := testing.AllocsPerRun(1000, reconcileOne)
+	if allocs > want {
+		t.Errorf("%v allocations per reconcile, want at most %d", allocs, want)
+	}
+}
+
+// BenchmarkReconcile is a reconcile's overhead (queue included) in a
+// controller as TestReconcileAllocs configures it, for profiles:
+// go test -run '^$' -bench Reconcile -cpuprofile ./pkg/controller.
+func BenchmarkReconcile(b *testing.B) {
+	reconcileOne := startDefault(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		reconcileOne()
+	}
+}
+
+// startDefault starts a controller as a manager configures one by default
+// and returns a function that has it reconcile one key and waits for the
+// reconciler's call.
+func startDefault(t testing.TB) func() {
 	reconciled, stopped := make(chan struct{}), make(chan struct{})
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 		select {
@@ -47,20 +69,17 @@ func TestReconcileAllocs(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- c.Start(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		close(stopped)
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	key := req("a")
-	allocs := testing.AllocsPerRun(1000, func() {
+	return func() {
 		c.Queue().Add(key)
 		<-reconciled
-	})
-	if allocs > want {
-		t.Errorf("%v allocations per reconcile, want at most %d", allocs, want)
 	}
 }
 
