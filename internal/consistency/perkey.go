@@ -1,6 +1,9 @@
 package consistency
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // PerKey holds, per key, the Writes of its last reconcile that the cache
 // had not caught up with when the reconcile ended, until the key's next
@@ -12,17 +15,32 @@ type PerKey[K comparable] struct {
 	// caught up with: a key whose writes trigger no reconcile of its own
 	// keeps an entry only until then.
 	sweepAt int
+	// n is len(byKey), for Empty. Keep(key) happens before the next
+	// Take(key) of a controller: the queue hands key out again only after
+	// the reconcile that kept its writes is done.
+	n atomic.Int64
 }
 
 // minSweep is the smallest size at which Keep sweeps.
 const minSweep = 64
 
+// Empty reports whether no key's writes are kept, without a lock: a key's
+// Keep happens before its next reconcile's Take, so Empty is true then only
+// if the key has none.
+func (p *PerKey[K]) Empty() bool { return p.n.Load() == 0 }
+
 // Take returns and forgets key's Writes, or nil if it has none.
 func (p *PerKey[K]) Take(key K) *Writes {
+	if p.Empty() {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.byKey[key]
-	delete(p.byKey, key)
+	w, ok := p.byKey[key]
+	if ok {
+		delete(p.byKey, key)
+		p.n.Store(int64(len(p.byKey)))
+	}
 	return w
 }
 
@@ -34,6 +52,7 @@ func (p *PerKey[K]) Keep(key K, w *Writes) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer func() { p.n.Store(int64(len(p.byKey))) }()
 	if p.byKey == nil {
 		p.byKey = map[K]*Writes{}
 	}

@@ -58,14 +58,14 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 	var keys consistency.PerKey[int]
 	keys.Keep(-1, new(consistency.Writes)) // nothing written
 	keys.Keep(-2, writes(0))               // the version the cache holds
-	if n := keys.Len(); n != 0 {
-		t.Fatalf("Len after keeping writes the cache has seen = %d, want 0", n)
+	if n := keys.Len(); n != 0 || !keys.Empty() {
+		t.Fatalf("Len after keeping writes the cache has seen = %d (Empty %v), want 0", n, keys.Empty())
 	}
 	for k := range 70 {
 		keys.Keep(k, writes(1)) // the next write of the object
 	}
-	if n := keys.Len(); n != 70 {
-		t.Fatalf("Len = %d, want 70", n)
+	if n := keys.Len(); n != 70 || keys.Empty() {
+		t.Fatalf("Len = %d (Empty %v), want 70", n, keys.Empty())
 	}
 	if w := keys.Take(0); w == nil || !w.Pending() {
 		t.Fatalf("Take(0) = %v, want the pending writes", w)
@@ -87,5 +87,11 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 		if k > 1000 {
 			t.Fatalf("no sweep after %d keys kept: Len = %d", k-100, keys.Len())
 		}
+	}
+	for k := range 2000 {
+		keys.Take(k)
+	}
+	if n := keys.Len(); n != 0 || !keys.Empty() {
+		t.Fatalf("Len after taking every key = %d (Empty %v), want 0", n, keys.Empty())
 	}
 }

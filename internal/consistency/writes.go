@@ -16,18 +16,16 @@ type Writes struct {
 	written []cache.Written
 }
 
-type writesKey struct{}
-
-// NewContext returns ctx carrying w: the writes made through a client of
-// NewClient with that context are added to w.
-func NewContext(ctx context.Context, w *Writes) context.Context {
-	return context.WithValue(ctx, writesKey{}, w)
-}
+// ContextKey is the key under which a context carries its *Writes: the
+// writes made through a client of NewClient with that context are added to
+// them. The controller's reconcile contexts answer it from their own Value
+// method, so that a reconcile's values take one allocation, not one each.
+type ContextKey struct{}
 
 // FromContext returns the Writes ctx carries, or nil outside a reconcile
 // (or in a controller with read-your-writes turned off).
 func FromContext(ctx context.Context) *Writes {
-	w, _ := ctx.Value(writesKey{}).(*Writes)
+	w, _ := ctx.Value(ContextKey{}).(*Writes)
 	return w
 }
 

@@ -2,7 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+
+	"github.com/google/uuid"
 
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -10,6 +14,38 @@ import (
 )
 
 type reconcileIDKey struct{}
+
+// reconcileContext is a reconcile's context: it carries the reconcile's ID
+// and, with read-your-writes on, the writes the reconcile makes, and holds
+// its logger's key/values, in one allocation where context.WithValue would
+// take one per value, and the Writes and the key/values one each. A key
+// whose writes the cache has not caught up with keeps them, and so this
+// context, until its next reconcile.
+type reconcileContext struct {
+	context.Context
+	id        string
+	recording bool // whether writes is the reconcile's (read-your-writes on)
+	writes    consistency.Writes
+	kv        [6]any // the logger's key/values' backing array (see values)
+}
+
+// values are the key/value pairs of the reconcile's logger: key's (see
+// appendKeyValues) and "reconcileID".
+func values[K comparable](c *reconcileContext, key K) []any {
+	return append(appendKeyValues(c.kv[:0], key), "reconcileID", c.id)
+}
+
+func (c *reconcileContext) Value(key any) any {
+	switch key.(type) {
+	case reconcileIDKey:
+		return c.id
+	case consistency.ContextKey:
+		if c.recording {
+			return &c.writes
+		}
+	}
+	return c.Context.Value(key)
+}
 
 // ReconcileID returns the ID of the reconcile whose context ctx is, or ""
 // outside a reconcile. The same ID is in every log line of the reconcile,
@@ -32,19 +68,35 @@ func RecordWrite(ctx context.Context, w cache.Written) {
 	}
 }
 
-// keyValues are the logger's key/value pairs for key: "namespace" and
-// "name" for a reconcile.Request, as Kubernetes logs spell them, and "key"
-// for anything else.
-func keyValues[K comparable](key K) []any {
-	switch k := any(key).(type) {
-	case reconcile.Request:
+// appendKeyValues appends the logger's key/value pairs for key to kv:
+// "namespace" and "name" for a reconcile.Request, as Kubernetes logs spell
+// them, and "key" for anything else. It asserts on a pointer to key, not on
+// key converted to an interface, which would copy key to the heap on every
+// call.
+func appendKeyValues[K comparable](kv []any, key K) []any {
+	if k, ok := any(&key).(*reconcile.Request); ok {
 		if k.Namespace == "" {
-			return []any{"name", k.Name}
+			return append(kv, "name", k.Name)
 		}
-		return []any{"namespace", k.Namespace, "name", k.Name}
-	case fmt.Stringer:
-		return []any{"key", k.String()}
-	default:
-		return []any{"key", key}
+		return append(kv, "namespace", k.Namespace, "name", k.Name)
 	}
+	if k, ok := any(key).(fmt.Stringer); ok {
+		return append(kv, "key", k.String())
+	}
+	return append(kv, "key", key)
+}
+
+// newReconcileID returns a random (version 4) UUID. Its bits come from
+// math/rand/v2's generator (ChaCha8, seeded by the runtime from the
+// operating system), not from crypto/rand as uuid.NewString's do: an ID
+// names a reconcile in logs and spans and guards nothing, and a read of the
+// system's random source per reconcile is the dearest step of a reconcile
+// that does little.
+func newReconcileID() string {
+	var u uuid.UUID
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // variant: RFC 9562
+	return u.String()
 }

@@ -39,13 +39,13 @@ type Gate[K comparable] interface {
 // not, the key has been forgotten or queued again and admit returns false.
 func (c *Controller[K]) admit(key K) (done func(requeued bool), ok bool) {
 	if c.opts.Gate == nil {
-		return func(bool) {}, true
+		return settled, true
 	}
 	v, done := c.opts.Gate.Admit(key, c.queue.NumRequeues(key))
 	switch v {
 	case Admit:
 		if done == nil {
-			done = func(bool) {}
+			done = settled
 		}
 		return done, true
 	case Retry:
@@ -55,3 +55,7 @@ func (c *Controller[K]) admit(key K) (done func(requeued bool), ok bool) {
 	}
 	return nil, false
 }
+
+// settled is the done of a key admitted without a gate. A function
+// literal in admit would be allocated per call, since admit is generic.
+func settled(bool) {}

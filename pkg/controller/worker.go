@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -38,7 +36,7 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 	if !ok {
 		return true
 	}
-	if c.writes != nil && c.writes.park(ctx, c.log.WithValues(keyValues(key)...), c.queue, key, priority) {
+	if c.writes != nil && c.writes.park(ctx, c.log, c.queue, key, priority) {
 		done(true)
 		return true
 	}
@@ -54,17 +52,16 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 // out with unless the Result sets one. changed is when the change that
 // queued key happened, if known. It reports whether key was queued again.
 func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) bool {
-	id := uuid.NewString()
-	log := c.log.WithValues(keyValues(key)...).WithValues("reconcileID", id)
-	ctx = logr.NewContext(context.WithValue(ctx, reconcileIDKey{}, id), log)
+	rc := &reconcileContext{id: newReconcileID(), recording: c.writes != nil}
+	log := c.log.WithValues(values(rc, key)...)
+	rc.Context = logr.NewContext(ctx, log)
+	if rc.recording {
+		defer c.writes.after(key, &rc.writes)
+	}
+	ctx = rc
 	var span trace.Span
 	if c.tracer != nil {
-		ctx, span = c.tracer.start(ctx, key, id, changed)
-	}
-	if c.writes != nil {
-		var w *consistency.Writes
-		ctx, w = c.writes.before(ctx)
-		defer c.writes.after(key, w)
+		ctx, span = c.tracer.start(ctx, key, rc.id, changed)
 	}
 
 	start := time.Now()
@@ -91,8 +88,11 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 // again.
 func (c *Controller[K]) settle(log logr.Logger, key K, priority int, res reconcile.Result, err error, took time.Duration) (string, bool) {
 	after, requeue := res.Requeue()
-	if err != nil && requeue {
-		log.V(1).Info("The reconciler returned both an error and a requeue; the requeue is ignored", "result", res.String())
+	// The V(1) lines are built only when enabled: their values would take
+	// an allocation per reconcile even when nothing is logged.
+	v1 := log.V(1)
+	if err != nil && requeue && v1.Enabled() {
+		v1.Info("The reconciler returned both an error and a requeue; the requeue is ignored", "result", res.String())
 	}
 	switch {
 	case errors.Is(err, reconcile.ErrTerminal):
@@ -119,18 +119,24 @@ func (c *Controller[K]) settle(log logr.Logger, key K, priority int, res reconci
 	case !requeue:
 		c.queue.Forget(key)
 		c.metrics.Success.Inc()
-		log.V(1).Info("Reconciled", "seconds", took.Seconds())
+		if v1.Enabled() {
+			v1.Info("Reconciled", "seconds", took.Seconds())
+		}
 		return imetrics.ResultSuccess, false
 	case after > 0:
 		c.queue.Forget(key)
 		c.queue.AddWithOpts(queue.AddOpts{After: after, Priority: priority}, key)
 		c.metrics.RequeueAfter.Inc()
-		log.V(1).Info("Reconciled; requeued", "after", after.String(), "seconds", took.Seconds())
+		if v1.Enabled() {
+			v1.Info("Reconciled; requeued", "after", after.String(), "seconds", took.Seconds())
+		}
 		return imetrics.ResultRequeueAfter, true
 	default:
 		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Priority: priority}, key)
 		c.metrics.Requeue.Inc()
-		log.V(1).Info("Reconciled; requeued with backoff", "seconds", took.Seconds())
+		if v1.Enabled() {
+			v1.Info("Reconciled; requeued with backoff", "seconds", took.Seconds())
+		}
 		return imetrics.ResultRequeue, true
 	}
 }

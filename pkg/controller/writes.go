@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,6 +28,10 @@ type pendingWrites[K comparable] struct {
 
 	mu     sync.Mutex
 	parked map[K]int // keys waiting, and the highest priority each was handed out with
+	// waiting is len(parked), for park's fast path: a key is parked before
+	// the worker that parked it lets it go, so a worker handed the key
+	// again reads at least 1.
+	waiting atomic.Int64
 }
 
 func newPendingWrites[K comparable](name string, timeout time.Duration, wait *prometheus.HistogramVec) *pendingWrites[K] {
@@ -44,10 +49,14 @@ func newPendingWrites[K comparable](name string, timeout time.Duration, wait *pr
 // without reconciling it, and a goroutine waits, at most p.timeout, then
 // queues it again with the highest priority it was handed out with
 // meanwhile. A key handed out again while it waits is let go too: its wait
-// queues it. ctx ends the waits; the queue has shut down by then, so
+// queues it. log is the controller's logger; the key's values are added
+// to it only for a key that waits. ctx ends the waits; the queue has shut down by then, so
 // nothing is queued and the sources queue every key again at the next
 // start.
 func (p *pendingWrites[K]) park(ctx context.Context, log logr.Logger, q *queue.Queue[K], key K, priority int) bool {
+	if p.waiting.Load() == 0 && p.keys.Empty() {
+		return false // the common case: no key waits, and none wrote what the cache lacks
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if prev, ok := p.parked[key]; ok {
@@ -59,22 +68,18 @@ func (p *pendingWrites[K]) park(ctx context.Context, log logr.Logger, q *queue.Q
 		return false
 	}
 	p.parked[key] = priority
+	p.waiting.Store(int64(len(p.parked)))
+	log = log.WithValues(appendKeyValues(nil, key)...)
 	go func() {
 		p.wait(logr.NewContext(ctx, log), last)
 		p.mu.Lock()
 		priority := p.parked[key]
 		delete(p.parked, key)
+		p.waiting.Store(int64(len(p.parked)))
 		p.mu.Unlock()
 		q.AddWithOpts(queue.AddOpts{Priority: priority}, key)
 	}()
 	return true
-}
-
-// before returns ctx carrying the Writes that records the writes of the
-// reconcile about to run.
-func (p *pendingWrites[K]) before(ctx context.Context) (context.Context, *consistency.Writes) {
-	w := new(consistency.Writes)
-	return consistency.NewContext(ctx, w), w
 }
 
 func (p *pendingWrites[K]) wait(ctx context.Context, w *consistency.Writes) {

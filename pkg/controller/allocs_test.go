@@ -1,0 +1,95 @@
+//go:build !race
+
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// A reconcile's own overhead, in a controller as a manager configures one
+// by default (metrics, event lag and read-your-writes on, tracing off),
+// stays within a fixed number of allocations: its context, its logger's
+// key/values and its ID. Each was once allocated twice or more per
+// reconcile, one of them even with nothing to log. (The race detector
+// allocates, hence the build tag.)
+func TestReconcileAllocs(t *testing.T) {
+	// The reconcile's context, its ID's string, the boxed ID, namespace
+	// and name among its logger's key/values, logr's context and the
+	// logger it boxes: 7. A key added and handed out again
+	// costs the queue nothing once its maps have grown.
+	const want = 7
+	reconcileOne := startDefault(t)
+	allocs := testing.AllocsPerRun(1000, reconcileOne)
+	if allocs > want {
+		t.Errorf("%v allocations per reconcile, want at most %d", allocs, want)
+	}
+}
+
+// BenchmarkReconcile is a reconcile's overhead (queue included) in a
+// controller as TestReconcileAllocs configures it, for profiles:
+// go test -run '^$' -bench Reconcile -cpuprofile ./pkg/controller.
+func BenchmarkReconcile(b *testing.B) {
+	reconcileOne := startDefault(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		reconcileOne()
+	}
+}
+
+// startDefault starts a controller as a manager configures one by default
+// and returns a function that has it reconcile one key and waits for the
+// reconciler's call.
+func startDefault(t testing.TB) func() {
+	reconciled, stopped := make(chan struct{}), make(chan struct{})
+	r := reconcile.Func[reconcile.Request](func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		select {
+		case reconciled <- struct{}{}:
+		case <-stopped:
+		}
+		return reconcile.Done(), nil
+	})
+	c, err := controller.New("allocs", r, controller.Options[reconcile.Request]{
+		Registerer: prometheus.NewRegistry(),
+		Logger:     logr.New(nopSink{}), // no sink's own allocations
+
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Watch(&keys{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		close(stopped)
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	key := req("a")
+	return func() {
+		c.Queue().Add(key)
+		<-reconciled
+	}
+}
+
+// nopSink is a logger that keeps nothing and formats nothing. (logr.Discard
+// would be replaced by the default logger.)
+type nopSink struct{}
+
+func (nopSink) Init(logr.RuntimeInfo)            {}
+func (nopSink) Enabled(int) bool                 { return false }
+func (nopSink) Info(int, string, ...any)         {}
+func (nopSink) Error(error, string, ...any)      {}
+func (s nopSink) WithValues(...any) logr.LogSink { return s }
+func (s nopSink) WithName(string) logr.LogSink   { return s }
