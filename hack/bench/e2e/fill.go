@@ -24,7 +24,8 @@ import (
 // (client-side apply: a create by the field manager kubectl uses, carrying
 // the object's JSON in the last-applied-configuration annotation), half by
 // server-side apply, as Helm 4 and GitOps tools do, so their managedFields
-// are of the Apply kind.
+// are of the Apply kind. That is the realistic shape; the small shape
+// (shapeSmall) is what simpler benchmarks fill a cluster with.
 
 const (
 	lastApplied    = "kubectl.kubernetes.io/last-applied-configuration"
@@ -36,14 +37,51 @@ const (
 	minValueBytes  = 150
 	maxValueBytes  = 3 << 10
 	fillGoroutines = 24
+	smallKey       = "value"
+	smallValue     = 16 // bytes
 )
+
+// The fill's object shapes.
+const (
+	// shapeRealistic: the objects of fillObject, as kubectl apply and
+	// server-side apply leave them.
+	shapeRealistic = "realistic"
+	// shapeSmall: one key of smallValue bytes, only the fill's label, no
+	// annotation, created by a plain create (managedFields: one Update
+	// entry by the client's default manager).
+	shapeSmall = "small"
+)
+
+var shapes = []string{shapeRealistic, shapeSmall}
 
 type fillOptions struct {
 	configMaps, secrets, namespaces int
+	shape                           string // shapeRealistic or shapeSmall
 }
 
-// fillNamespace returns the name of the fill's namespace i.
+// describe says what the fill's objects are, for the table's title.
+func (f fillOptions) describe() string {
+	if f.shape == shapeSmall {
+		return fmt.Sprintf("small: one %d-byte key, one label, no annotation, plain create", smallValue)
+	}
+	return fmt.Sprintf("half kubectl client-side apply, half server-side apply, %d–%d keys of %d B–%d KiB each",
+		minKeys, maxKeys, minValueBytes, maxValueBytes>>10)
+}
+
+// fillNamespace returns the name of the realistic fill's namespace i.
 func fillNamespace(i int) string { return fmt.Sprintf("fill-%02d", i) }
+
+// smallFillNamespace returns the name of the small fill's namespace i:
+// not the realistic fill's, which unfill leaves Terminating.
+func smallFillNamespace(i int) string { return fmt.Sprintf("fill-small-%02d", i) }
+
+// namespace returns the name of f's namespace i.
+func (f fillOptions) namespace(i int) string {
+	if f.shape == shapeSmall {
+		return smallFillNamespace(i)
+	}
+	return fillNamespace(i)
+}
 
 var apps = []string{"checkout", "payments", "catalog", "search", "auth", "gateway", "billing", "inventory", "notifications", "reports"}
 
@@ -151,8 +189,35 @@ func withLastApplied(obj any, meta *metav1.ObjectMeta) error {
 	return nil
 }
 
-// createFillObject creates the fill's object i of kind in the API server.
-func createFillObject(ctx context.Context, cs kubernetes.Interface, kind string, i, namespaces int) error {
+// smallFillObject returns the small shape's object i (a ConfigMap for kind
+// KindConfigMap, else a Secret): the name and namespace of fillObject's,
+// one key, the fill's label alone.
+func smallFillObject(kind string, i int, namespaces int) (obj any, meta *metav1.ObjectMeta) {
+	m := metav1.ObjectMeta{Namespace: smallFillNamespace(i % namespaces), Labels: map[string]string{fillLabel: "true"}}
+	value := fmt.Sprintf("%0*d", smallValue, i)
+	if kind == "ConfigMap" {
+		m.Name = fmt.Sprintf("small-config-%05d", i)
+		cm := &corev1.ConfigMap{ObjectMeta: m, Data: map[string]string{smallKey: value}}
+		return cm, &cm.ObjectMeta
+	}
+	m.Name = fmt.Sprintf("small-secret-%05d", i)
+	s := &corev1.Secret{ObjectMeta: m, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{smallKey: []byte(value)}}
+	return s, &s.ObjectMeta
+}
+
+// createFillObject creates the fill's object i of kind in the API server,
+// of the given shape.
+func createFillObject(ctx context.Context, cs kubernetes.Interface, shape, kind string, i, namespaces int) error {
+	if shape == shapeSmall {
+		obj, meta := smallFillObject(kind, i, namespaces)
+		var err error
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			_, err = cs.CoreV1().ConfigMaps(meta.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		} else {
+			_, err = cs.CoreV1().Secrets(meta.Namespace).Create(ctx, obj.(*corev1.Secret), metav1.CreateOptions{})
+		}
+		return err
+	}
 	obj, meta, ssa := fillObject(kind, i, namespaces)
 	if ssa {
 		body, err := json.Marshal(obj)
@@ -186,7 +251,7 @@ func createFillObject(ctx context.Context, cs kubernetes.Interface, kind string,
 func fillCluster(ctx context.Context, cs kubernetes.Interface, f fillOptions) error {
 	start := time.Now()
 	for i := range f.namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fillNamespace(i), Labels: map[string]string{fillLabel: "true"}}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace(i), Labels: map[string]string{fillLabel: "true"}}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create fill namespace: %w", err)
 		}
@@ -202,7 +267,7 @@ func fillCluster(ctx context.Context, cs kubernetes.Interface, f fillOptions) er
 	for range fillGoroutines {
 		wg.Go(func() {
 			for it := range items {
-				if err := createFillObject(ctx, cs, it.kind, it.i, f.namespaces); err != nil {
+				if err := createFillObject(ctx, cs, f.shape, it.kind, it.i, f.namespaces); err != nil {
 					cancel(fmt.Errorf("fill %s %d: %w", it.kind, it.i, err))
 				}
 			}
@@ -226,8 +291,8 @@ feed:
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	logf("filled the cluster with %d ConfigMaps and %d Secrets in %d namespaces in %v",
-		f.configMaps, f.secrets, f.namespaces, time.Since(start).Round(time.Millisecond))
+	logf("filled the cluster with %d ConfigMaps and %d Secrets in %d namespaces (%s) in %v",
+		f.configMaps, f.secrets, f.namespaces, f.shape, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -236,7 +301,7 @@ feed:
 func unfill(ctx context.Context, cs kubernetes.Interface, f fillOptions) error {
 	var errs []error
 	for i := range f.namespaces {
-		ns := fillNamespace(i)
+		ns := f.namespace(i)
 		errs = append(errs,
 			cs.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}),
 			cs.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}),

@@ -63,6 +63,43 @@ func TestFillObjectShapes(t *testing.T) {
 	}
 }
 
+func TestSmallFillObjectShapes(t *testing.T) {
+	const namespaces = 10
+	names := map[string]bool{}
+	for i := range 200 {
+		for _, kind := range []string{"ConfigMap", "Secret"} {
+			obj, meta := smallFillObject(kind, i, namespaces)
+			if meta.Namespace != smallFillNamespace(i%namespaces) {
+				t.Errorf("%s %d in %s", kind, i, meta.Namespace)
+			}
+			if names[meta.Namespace+"/"+meta.Name] {
+				t.Errorf("%s %d: %s/%s twice", kind, i, meta.Namespace, meta.Name)
+			}
+			names[meta.Namespace+"/"+meta.Name] = true
+			if diff := cmp.Diff(map[string]string{fillLabel: "true"}, meta.Labels); diff != "" {
+				t.Errorf("%s %d labels (-want +got):\n%s", kind, i, diff)
+			}
+			if meta.Annotations != nil {
+				t.Errorf("%s %d has annotations %v", kind, i, meta.Annotations)
+			}
+			var values []int
+			switch o := obj.(type) {
+			case *corev1.ConfigMap:
+				for _, v := range o.Data {
+					values = append(values, len(v))
+				}
+			case *corev1.Secret:
+				for _, v := range o.Data {
+					values = append(values, len(v))
+				}
+			}
+			if diff := cmp.Diff([]int{smallValue}, values); diff != "" {
+				t.Errorf("%s %d value sizes (-want +got):\n%s", kind, i, diff)
+			}
+		}
+	}
+}
+
 func TestFillObjectIsDeterministic(t *testing.T) {
 	a, _, _ := fillObject("Secret", 42, 10)
 	b, _, _ := fillObject("Secret", 42, 10)
@@ -100,7 +137,7 @@ func TestFillInAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fillOptions{configMaps: 6, secrets: 4, namespaces: 2}
+	f := fillOptions{configMaps: 6, secrets: 4, namespaces: 2, shape: shapeRealistic}
 	if err := fillCluster(t.Context(), cs, f); err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +182,45 @@ func TestFillInAPIServer(t *testing.T) {
 	}
 	if l, err := cs.CoreV1().ConfigMaps("").List(t.Context(), sel); err != nil || len(l.Items) != 0 {
 		t.Errorf("after unfill: %d ConfigMaps left, %v", len(l.Items), err)
+	}
+}
+
+// The small fill's objects reach the API server with one key, no
+// annotation and the one Update entry of a plain create.
+func TestSmallFillInAPIServer(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fillOptions{configMaps: 3, secrets: 2, namespaces: 2, shape: shapeSmall}
+	if err := fillCluster(t.Context(), cs, f); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := unfill(t.Context(), cs, f); err != nil {
+			t.Error(err)
+		}
+	}()
+	sel := metav1.ListOptions{LabelSelector: fillLabel + "=true"}
+	cms, err := cs.CoreV1().ConfigMaps("").List(t.Context(), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := cs.CoreV1().Secrets("").List(t.Context(), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != f.configMaps || len(secrets.Items) != f.secrets {
+		t.Fatalf("%d ConfigMaps and %d Secrets in the API server, want %d and %d", len(cms.Items), len(secrets.Items), f.configMaps, f.secrets)
+	}
+	for _, c := range cms.Items {
+		if len(c.Data) != 1 || len(c.Annotations) != 0 || len(c.ManagedFields) != 1 || c.ManagedFields[0].Operation != metav1.ManagedFieldsOperationUpdate {
+			t.Errorf("ConfigMap %s/%s: %d keys, annotations %v, managedFields %+v", c.Namespace, c.Name, len(c.Data), c.Annotations, c.ManagedFields)
+		}
+	}
+	for _, s := range secrets.Items {
+		if len(s.Data) != 1 || len(s.Annotations) != 0 || len(s.ManagedFields) != 1 {
+			t.Errorf("Secret %s/%s: %d keys, annotations %v, %d managedFields entries", s.Namespace, s.Name, len(s.Data), s.Annotations, len(s.ManagedFields))
+		}
 	}
 }

@@ -89,11 +89,11 @@ func main() {
 func parse(args []string, root string) (options, error) {
 	quick := os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0"
 	o := options{namespaces: 50, sources: 40, rounds: 5,
-		fill:  fillOptions{configMaps: 20000, secrets: 10000, namespaces: 40},
+		fill:  fillOptions{configMaps: 20000, secrets: 10000, namespaces: 40, shape: shapeRealistic},
 		noisy: noisyOptions{quiet: 20, quietNamespaces: 3, quietEvery: 500 * time.Millisecond, floorWaves: 10, flood: 1000, floodNamespaces: 20, burstUpdates: 2}}
 	if quick {
 		o = options{namespaces: 10, sources: 10, rounds: 1,
-			fill:  fillOptions{configMaps: 2000, secrets: 1000, namespaces: 10},
+			fill:  fillOptions{configMaps: 2000, secrets: 1000, namespaces: 10, shape: shapeRealistic},
 			noisy: noisyOptions{quiet: 5, quietNamespaces: 3, quietEvery: 500 * time.Millisecond, floorWaves: 10, flood: 100, floodNamespaces: 5, burstUpdates: 2}}
 	}
 	fs := flag.NewFlagSet("e2e", flag.ContinueOnError)
@@ -106,6 +106,8 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.fill.configMaps, "fill-configmaps", o.fill.configMaps, "fill: ConfigMaps in the cluster (BENCH_QUICK=1: 2000)")
 	fs.IntVar(&o.fill.secrets, "fill-secrets", o.fill.secrets, "fill: Secrets in the cluster (BENCH_QUICK=1: 1000)")
 	fs.IntVar(&o.fill.namespaces, "fill-namespaces", o.fill.namespaces, "fill: namespaces they are in (BENCH_QUICK=1: 10)")
+	fs.StringVar(&o.fill.shape, "fill-shape", o.fill.shape, "fill: the objects' shape: "+
+		shapeRealistic+" ("+fillOptions{shape: shapeRealistic}.describe()+") or "+shapeSmall+" ("+fillOptions{shape: shapeSmall}.describe()+")")
 	fs.IntVar(&o.noisy.quiet, "quiet", o.noisy.quiet, "noisy: quiet tenants (BENCH_QUICK=1: 5)")
 	fs.IntVar(&o.noisy.quietNamespaces, "quiet-namespaces", o.noisy.quietNamespaces, "noisy: namespaces each quiet tenant copies into")
 	fs.DurationVar(&o.noisy.quietEvery, "quiet-every", o.noisy.quietEvery, "noisy: open-loop: every quiet tenant changes its source every this, whatever the latency of its earlier changes")
@@ -129,6 +131,9 @@ func parse(args []string, root string) (options, error) {
 	var err error
 	if o.scenarios, err = parseScenarios(*scenarioList); err != nil {
 		return o, err
+	}
+	if !slices.Contains(shapes, o.fill.shape) {
+		return o, fmt.Errorf("-fill-shape: unknown shape %q (known: %s)", o.fill.shape, strings.Join(shapes, ", "))
 	}
 	o.impls = strings.Split(*implList, ",")
 	for _, i := range o.impls {

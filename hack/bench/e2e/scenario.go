@@ -229,8 +229,8 @@ func (o options) titles(date time.Time) map[string]string {
 	f := o.fill
 	return map[string]string{
 		scenarioOriginal: "Mirror end to end: " + orig + "; " + day,
-		scenarioFill: fmt.Sprintf("Mirror in a filled cluster: %d ConfigMaps and %d Secrets in %d namespaces (half kubectl client-side apply, half server-side apply, %d–%d keys of %d B–%d KiB each), then %s; %s",
-			f.configMaps, f.secrets, f.namespaces, minKeys, maxKeys, minValueBytes, maxValueBytes>>10, orig, day),
+		scenarioFill: fmt.Sprintf("Mirror in a filled cluster: %d ConfigMaps and %d Secrets in %d namespaces (%s), then %s; %s",
+			f.configMaps, f.secrets, f.namespaces, f.describe(), orig, day),
 		scenarioNoisy: fmt.Sprintf("Noisy neighbour: %d quiet tenants (1 source → %d namespaces each, open-loop: every quiet tenant changes every %v, whatever the latency); flood: %d Mirrors × %d namespaces = %d copies created at once, then every source updated %d times; floor: %d ticks without flood; %d workers; %d round(s); %s",
 			o.noisy.quiet, o.noisy.quietNamespaces, o.noisy.quietEvery, o.noisy.flood, o.noisy.floodNamespaces, o.noisy.flood*o.noisy.floodNamespaces,
 			o.noisy.burstUpdates, o.noisy.floorWaves, o.workers, o.rounds, day),

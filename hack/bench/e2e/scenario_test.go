@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -79,6 +80,40 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if _, err := parse([]string{"-quiet-every=0"}, t.TempDir()); err == nil {
 		t.Error("-quiet-every=0 accepted: the open-loop schedule would issue without end")
+	}
+}
+
+func TestParseFillShape(t *testing.T) {
+	t.Setenv("BENCH_QUICK", "")
+	for _, tc := range []struct {
+		args    []string
+		want    string
+		wantErr bool
+	}{
+		{args: nil, want: shapeRealistic},
+		{args: []string{"-fill-shape", "small"}, want: shapeSmall},
+		{args: []string{"-fill-shape", "tiny"}, wantErr: true},
+	} {
+		o, err := parse(tc.args, t.TempDir())
+		if (err != nil) != tc.wantErr {
+			t.Errorf("parse(%q): error %v, want error %v", tc.args, err, tc.wantErr)
+		}
+		if err == nil && o.fill.shape != tc.want {
+			t.Errorf("parse(%q): shape %q, want %q", tc.args, o.fill.shape, tc.want)
+		}
+	}
+}
+
+// The fill's table says which shape its objects have.
+func TestFillTitleNamesShape(t *testing.T) {
+	for shape, want := range map[string]string{
+		shapeRealistic: "(half kubectl client-side apply, half server-side apply, 3–6 keys of 150 B–3 KiB each)",
+		shapeSmall:     "(small: one 16-byte key, one label, no annotation, plain create)",
+	} {
+		o := options{namespaces: 2, sources: 3, workers: 4, rounds: 1, fill: fillOptions{configMaps: 10, secrets: 5, namespaces: 2, shape: shape}}
+		if title := o.titles(time.Now())[scenarioFill]; !strings.Contains(title, want) {
+			t.Errorf("shape %s: title %q does not say %q", shape, title, want)
+		}
 	}
 }
 
