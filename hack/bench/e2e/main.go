@@ -107,7 +107,7 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.fill.secrets, "fill-secrets", o.fill.secrets, "fill: Secrets in the cluster (BENCH_QUICK=1: 1000)")
 	fs.IntVar(&o.fill.namespaces, "fill-namespaces", o.fill.namespaces, "fill: namespaces they are in (BENCH_QUICK=1: 10)")
 	fs.StringVar(&o.fill.shape, "fill-shape", o.fill.shape, "fill: the objects' shape: "+
-		shapeRealistic+" ("+fillOptions{shape: shapeRealistic}.describe()+") or "+fillOptions{shape: shapeSmall}.describe()+")")
+		shapeRealistic+" ("+fillOptions{shape: shapeRealistic}.describe()+") or "+shapeSmall+" ("+strings.TrimPrefix(fillOptions{shape: shapeSmall}.describe(), shapeSmall+": ")+")")
 	fs.IntVar(&o.noisy.quiet, "quiet", o.noisy.quiet, "noisy: quiet tenants (BENCH_QUICK=1: 5)")
 	fs.IntVar(&o.noisy.quietNamespaces, "quiet-namespaces", o.noisy.quietNamespaces, "noisy: namespaces each quiet tenant copies into")
 	fs.DurationVar(&o.noisy.quietEvery, "quiet-every", o.noisy.quietEvery, "noisy: open-loop: every quiet tenant changes its source every this, whatever the latency of its earlier changes")
