@@ -6,15 +6,30 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// clock is a settable time for a Fence.
-type clock struct{ t time.Time }
+// clock is a settable time for a Fence. A test that moves it while another
+// goroutine may read it (a Wait) uses add and get; t is for the rest.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *clock) now() time.Time { return c.t }
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 func newFence(margin time.Duration) (*Fence, *clock) {
 	c := &clock{t: time.Unix(1000, 0)}
@@ -85,7 +100,10 @@ func TestWait(t *testing.T) {
 		t.Errorf("Wait after a renewal = %v", err)
 	}
 
-	// A loss does not end a Wait: the lease may be acquired again.
+	// A loss does not end a Wait: the lease may be acquired again. (The
+	// renewal is made too old first, so that the Wait waits whether it
+	// starts before the loss or after.)
+	c.add(time.Hour)
 	go func() { done <- f.Wait(t.Context()) }()
 	f.Lost()
 	select {
@@ -93,8 +111,8 @@ func TestWait(t *testing.T) {
 		t.Fatalf("Wait returned %v at the loss", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	c.t = c.t.Add(time.Second)
-	f.Renewed(c.t)
+	c.add(time.Second)
+	f.Renewed(c.now())
 	if err := <-done; err != nil {
 		t.Errorf("Wait after the lease was acquired again = %v", err)
 	}
