@@ -17,6 +17,7 @@ type leaderFlags struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	exitOnLoss    bool
 }
 
 func (l *leaderFlags) register(fs *flag.FlagSet) {
@@ -26,6 +27,7 @@ func (l *leaderFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.leaseDuration, "leader-elect-lease-duration", manager.DefaultLeaseDuration, "with --leader-elect: how long a standby waits after the leader last renewed before it takes over; whole seconds")
 	fs.DurationVar(&l.renewDeadline, "leader-elect-renew-deadline", manager.DefaultRenewDeadline, "with --leader-elect: how long the leader tries to renew before it gives the Lease up; less than --leader-elect-lease-duration")
 	fs.DurationVar(&l.retryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod, "with --leader-elect: the time between tries to acquire or renew the Lease; less than --leader-elect-renew-deadline")
+	fs.BoolVar(&l.exitOnLoss, "leader-elect-exit-on-loss", false, "with --leader-elect: exit when the Lease is lost, as controller-runtime's operators do; by default the operator stays up, acts on nothing and campaigns again, keeping its caches and queues (a restart relists them)")
 }
 
 // options are the manager's leader election options; the manager
@@ -36,6 +38,7 @@ func (l leaderFlags) options() manager.LeaderElectionOptions {
 	return manager.LeaderElectionOptions{
 		Enabled: l.elect, Name: l.name, Namespace: l.namespace, ReleaseOnCancel: true,
 		LeaseDuration: l.leaseDuration, RenewDeadline: l.renewDeadline, RetryPeriod: l.retryPeriod,
+		ExitOnLoss: l.exitOnLoss,
 	}
 }
 

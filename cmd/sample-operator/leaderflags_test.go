@@ -29,13 +29,15 @@ func TestLeaderFlags(t *testing.T) {
 		t.Errorf("leader election options without flags (-want +got):\n%s", diff)
 	}
 	f, err = parse([]string{"--leader-elect", "--leader-election-namespace", "ns", "--leader-election-id", "l",
-		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms"}, io.Discard)
+		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms",
+		"--leader-elect-exit-on-loss"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = manager.LeaderElectionOptions{
 		Enabled: true, Name: "l", Namespace: "ns", ReleaseOnCancel: true,
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		ExitOnLoss: true,
 	}
 	if diff := cmp.Diff(want, f.leader.options()); diff != "" {
 		t.Errorf("leader election options (-want +got):\n%s", diff)

@@ -42,6 +42,8 @@ type opConfig struct {
 	anyExit bool
 	// noLeaderElection leaves --leader-elect out.
 	noLeaderElection bool
+	// exitOnLoss adds --leader-elect-exit-on-loss.
+	exitOnLoss bool
 	// podNamespace leaves --webhook-namespace out, for an operator that
 	// reads its namespace as a pod does.
 	podNamespace bool
@@ -56,6 +58,9 @@ func startOperator(t testing.TB, c opConfig) *operator {
 	argv := []string{operatorBin, "--metrics-bind-address", "127.0.0.1:0", "--metrics-secure", "--health-probe-bind-address", "127.0.0.1:0"}
 	if !c.noLeaderElection {
 		argv = append(argv, "--leader-elect", "--leader-election-id", c.lease)
+		if c.exitOnLoss {
+			argv = append(argv, "--leader-elect-exit-on-loss")
+		}
 	}
 	if c.kubeconfig != "" {
 		argv = append(argv, "--kubeconfig", c.kubeconfig)

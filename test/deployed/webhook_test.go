@@ -244,15 +244,16 @@ func clearCABundles(t testing.TB) {
 }
 
 // TestExitsWithTheCertificatesRunning: an operator whose manager stops on
-// its own (here a Lease it may not renew) exits, though the rotator of its
-// webhook certificates runs on a context that has not ended.
+// its own (here a Lease it may not renew, with --leader-elect-exit-on-loss:
+// by default it would stay up and campaign again) exits, though the rotator
+// of its webhook certificates runs on a context that has not ended.
 func TestExitsWithTheCertificatesRunning(t *testing.T) {
 	d := render(t)
 	p := permission{"coordination.k8s.io", "leases", "update", webhookNamespace, ""}
 	id := d.apply(t, "exits", p)
 	lease := leaseRef{namespace: id.namespace, name: "deployed-exits"}
 	w := newWorld(t, lease, d.scraper(t))
-	op := startOperator(t, opConfig{kubeconfig: writeKubeconfig(t, token(t, id, 3600)), lease: lease.name, leaseNS: lease.namespace, anyExit: true})
+	op := startOperator(t, opConfig{kubeconfig: writeKubeconfig(t, token(t, id, 3600)), lease: lease.name, leaseNS: lease.namespace, anyExit: true, exitOnLoss: true})
 	w.op = op
 	eventually(t, "the operator to give up the Lease it may not renew, and exit", func(*world) error {
 		if op.running() {
