@@ -10,14 +10,16 @@
 //     time up. An informer without handlers needs Tracker.Listener, whose
 //     delivery is the only one.
 //   - One clock reading per event, taken by the observing handler.
-//   - Bounded: a Tracker remembers the last maxStamps ingested objects.
-//   - Safe for concurrent use: the reflector records, the delivery
-//     goroutines look up.
+//   - Bounded: a Tracker remembers up to maxStamps ingested objects,
+//     replacing the oldest of the few entries an object may take.
+//   - Safe for concurrent use: the reflector records under a lock of its
+//     own; the delivery goroutines look up without one.
 package informerlag
 
 import (
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,34 +42,67 @@ type Observers struct {
 	Now func() time.Time
 }
 
-// maxStamps bounds the change times a Tracker remembers: an event
-// delivered more than maxStamps ingested objects after its own ingest has
-// no change time (no lag observation). It bounds the memory to about
-// 200 KiB per informer.
+// maxStamps is the size of a Tracker's table: an event delivered when
+// many later objects have been ingested since its own may find its entry
+// replaced (no lag observation). The table is allocated at the first
+// ingest and takes 160 KiB.
 const maxStamps = 4096
+
+// probes is how many consecutive entries an object's change time may be
+// kept in, from the one its address hashes to. Recording replaces the
+// object's own entry, else a free one, else the oldest of them.
+const probes = 4
 
 // stamp is when an ingested object last changed, in whole Unix seconds: by
 // a write (the newest managedFields time, else creation) and by deletion
 // (deletionTimestamp); 0 when unknown.
 type stamp struct {
-	addr       uintptr // the object's address; 0 for a free slot
 	write, del int64
-	observed   bool // a delivery of the object's event observed its lag
 }
+
+// entry is one object's stamp. Only the recording goroutine writes it;
+// handlers read it without a lock:
+//
+//   - state is gen<<2 | writing<<1 | observed. A writer sets writing,
+//     stores the fields, then stores the next generation with both bits
+//     clear; a reader that saw the same state before and after reading
+//     the fields read one generation's fields.
+//   - observed is set, by compare-and-swap of the state a reader read,
+//     by the one handler that claims the event: so at most one handler
+//     observes an entry's lag, and only for the generation it read.
+type entry struct {
+	state      atomic.Uint64
+	addr       atomic.Uintptr // the object's address; 0 for a free entry
+	write, del atomic.Int64
+	// order is when the entry was recorded, by the Tracker's count of
+	// records; read and written only under Tracker.mu.
+	order uint64
+}
+
+const (
+	observedBit = 1
+	writingBit  = 2
+)
 
 // Tracker remembers the change times of the objects one informer
 // ingested until the informer delivers them. Objects are known by
 // address: an object is alive from its ingest until its last delivery, so
 // no other object can share its address meanwhile, and the table holds no
 // reference that would keep one alive.
+//
+// The ingest path records under a lock of its own that no handler takes
+// (an informer's transform runs under its queue's lock, one object at a
+// time, so it is never contended), and the handlers on their delivery
+// goroutines read without a lock: a lock they shared with the ingest path
+// made the informer's reflector and its delivery goroutines wait for each
+// other, which on two cores cost more than a third of the event path's
+// throughput.
 type Tracker struct {
 	obs Observers
 
-	mu sync.Mutex
-	// Invariant: slot[a] == i if and only if ring[i].addr == a != 0.
-	slot map[uintptr]int32
-	ring []stamp // by ingest order, oldest at ring[next] when full
-	next int
+	mu    sync.Mutex // serialises records
+	n     uint64     // records so far
+	table atomic.Pointer[[maxStamps]entry]
 }
 
 // New returns an empty Tracker that observes into obs.
@@ -75,7 +110,7 @@ func New(obs Observers) *Tracker {
 	if obs.Now == nil {
 		obs.Now = time.Now
 	}
-	return &Tracker{obs: obs, slot: map[uintptr]int32{}}
+	return &Tracker{obs: obs}
 }
 
 // address returns the address of obj, a pointer, or 0.
@@ -85,6 +120,11 @@ func address(obj any) uintptr {
 		return 0
 	}
 	return v.Pointer()
+}
+
+// home returns the index of the first entry an object at a may be kept in.
+func home(a uintptr) int {
+	return int((uint64(a) >> 3 * 0x9E3779B97F4A7C15) >> (64 - 12))
 }
 
 // changeTimes reads obj's write and deletion times (see stamp).
@@ -121,61 +161,112 @@ func (t *Tracker) Transform(next toolscache.TransformFunc) toolscache.TransformF
 		// Recorded even when both are unknown, so that no entry of a
 		// collected object at the same address is taken for this one's.
 		if a := address(obj); a != 0 {
-			t.record(a, write, del)
+			t.record(a, stamp{write: write, del: del})
 		}
 		return obj, nil
 	}
 }
 
-func (t *Tracker) record(a uintptr, write, del int64) {
-	st := stamp{addr: a, write: write, del: del}
+func (t *Tracker) record(a uintptr, st stamp) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i, ok := t.slot[a]; ok {
-		// Recorded again: its older entry goes, the slot stays in place.
-		t.ring[i] = stamp{}
+	tab := t.table.Load()
+	if tab == nil {
+		tab = new([maxStamps]entry)
+		t.table.Store(tab)
 	}
-	var i int
-	if len(t.ring) < maxStamps {
-		i = len(t.ring)
-		t.ring = append(t.ring, st)
-	} else {
-		i = t.next
-		if old := t.ring[i].addr; old != 0 {
-			delete(t.slot, old)
+	t.n++
+	e := &tab[t.victim(tab, a)]
+	gen := e.state.Load()>>2 + 1
+	e.state.Store(gen<<2 | writingBit)
+	e.addr.Store(a)
+	e.write.Store(st.write)
+	e.del.Store(st.del)
+	e.order = t.n
+	e.state.Store(gen << 2)
+}
+
+// victim returns the entry to record an object at a in: its own, else a
+// free one, else the oldest of its probes.
+func (t *Tracker) victim(tab *[maxStamps]entry, a uintptr) int {
+	h := home(a)
+	free, oldest := -1, h
+	for i := range probes {
+		j := (h + i) % maxStamps
+		switch x := tab[j].addr.Load(); {
+		case x == a:
+			return j
+		case x == 0:
+			if free < 0 {
+				free = j
+			}
+		case tab[j].order < tab[oldest].order:
+			oldest = j
 		}
-		t.ring[i] = st
-		t.next = (t.next + 1) % maxStamps
 	}
-	t.slot[a] = int32(i)
+	if free >= 0 {
+		return free
+	}
+	return oldest
 }
 
 // lookup returns obj's stamp and, the first time it is asked to claim it,
 // true: the caller observes the event's lag.
 func (t *Tracker) lookup(obj any, claim bool) (stamp, bool) {
 	a := address(obj)
-	if a == 0 {
+	tab := t.table.Load()
+	if a == 0 || tab == nil {
 		return stamp{}, false
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	i, ok := t.slot[a]
-	if !ok {
-		return stamp{}, false
+	h := home(a)
+	for i := range probes {
+		if st, first, ok := read(&tab[(h+i)%maxStamps], a, claim); ok {
+			return st, first
+		}
 	}
-	st := t.ring[i]
-	first := claim && !st.observed
-	if first {
-		t.ring[i].observed = true
+	return stamp{}, false
+}
+
+// read returns e's stamp if e holds the object at a, and whether this call
+// claimed it. An entry being rewritten is retried a few times, then taken
+// as not the object's: its object has been replaced.
+func read(e *entry, a uintptr, claim bool) (st stamp, first, ok bool) {
+	for range 4 {
+		s := e.state.Load()
+		if s&writingBit != 0 {
+			continue
+		}
+		if e.addr.Load() != a {
+			return stamp{}, false, false
+		}
+		st = stamp{write: e.write.Load(), del: e.del.Load()}
+		if claim && s&observedBit == 0 {
+			if e.state.CompareAndSwap(s, s|observedBit) {
+				return st, true, true
+			}
+			continue
+		}
+		if e.state.Load()&^observedBit == s&^observedBit {
+			return st, false, true
+		}
 	}
-	return st, first
+	return stamp{}, false, false
 }
 
 // Len returns how many objects t remembers.
 func (t *Tracker) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.slot)
+	tab, n := t.table.Load(), 0
+	if tab == nil {
+		return 0
+	}
+	for i := range tab {
+		if tab[i].addr.Load() != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // AddTime, UpdateTime and DeleteTime are the change times of an

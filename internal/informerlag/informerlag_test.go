@@ -2,6 +2,7 @@ package informerlag
 
 import (
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,34 +118,142 @@ func TestOneObservationPerEvent(t *testing.T) {
 	}
 }
 
-// The table forgets the oldest object once maxStamps later ones were
-// ingested, keeps one recorded again meanwhile, and never holds more than
-// maxStamps objects.
-func TestForgetsTheOldest(t *testing.T) {
-	write := time.Unix(1_700_000_000, 0)
-	tr := New(Observers{})
-	ingest := tr.Transform(identity)
-	first, again := stamped("first", "1", write, nil), stamped("again", "1", write, nil)
-	_, _ = ingest(first)
-	_, _ = ingest(again)
-	for i := range maxStamps - 1 {
-		_, _ = ingest(stamped(strconv.Itoa(i), "1", write, nil))
-	}
-	_, _ = ingest(again) // recorded again: its first entry's eviction must keep it
-	if !tr.AddTime(first).IsZero() {
-		t.Error("the oldest entry is still known")
-	}
-	if tr.AddTime(again).IsZero() {
-		t.Error("an entry recorded again was forgotten with its older record")
-	}
-	for i := range 3 * maxStamps {
-		_, _ = ingest(stamped(strconv.Itoa(i), "1", write, nil))
-		if n := tr.Len(); n > maxStamps {
-			t.Fatalf("%d entries after %d ingests, want at most %d", n, i, maxStamps)
+// addressesAt returns n distinct addresses whose entries start at the same
+// home, so that they compete for the same probes.
+func addressesAt(n int) []uintptr {
+	var out []uintptr
+	for a := uintptr(0x1000); len(out) < n; a += 8 {
+		if home(a) == home(0x1000) {
+			out = append(out, a)
 		}
 	}
-	if len(tr.ring) != maxStamps {
-		t.Errorf("ring of %d, want %d", len(tr.ring), maxStamps)
+	return out
+}
+
+// An object recorded again keeps its one entry; once the entries an object
+// may take are full, a new object replaces the oldest of them, not one
+// recorded since; and the table never holds more than maxStamps objects.
+func TestReplacesTheOldest(t *testing.T) {
+	tr := New(Observers{})
+	as := addressesAt(probes + 1)
+	for i, a := range as[:probes] {
+		tr.record(a, stamp{write: int64(i + 1)})
+	}
+	tr.record(as[0], stamp{write: 10}) // recorded again: now the newest
+	if n := tr.Len(); n != probes {
+		t.Fatalf("%d entries after %d objects, one recorded twice; want %d", n, probes, probes)
+	}
+	tr.record(as[probes], stamp{write: 20})
+	got := map[uintptr]int64{}
+	for _, a := range as {
+		if st, _ := lookupAddr(tr, a); st.write != 0 {
+			got[a] = st.write
+		}
+	}
+	want := map[uintptr]int64{as[0]: 10, as[2]: 3, as[3]: 4, as[4]: 20}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries after a fifth object (-want +got): the oldest, as[1], should have gone:\n%s", diff)
+	}
+	write := time.Unix(1_700_000_000, 0)
+	ingest := tr.Transform(identity)
+	for i := range 3 * maxStamps {
+		_, _ = ingest(stamped(strconv.Itoa(i), "1", write, nil))
+	}
+	if n := tr.Len(); n > maxStamps {
+		t.Errorf("%d entries, want at most %d", n, maxStamps)
+	}
+}
+
+func lookupAddr(tr *Tracker, a uintptr) (stamp, bool) {
+	tab := tr.table.Load()
+	for i := range probes {
+		if st, first, ok := read(&tab[(home(a)+i)%maxStamps], a, false); ok {
+			return st, first
+		}
+	}
+	return stamp{}, false
+}
+
+// A record is claimed once, by the first claiming lookup; recording the
+// object again makes a new claim possible; a lookup that does not claim
+// never takes the claim.
+func TestClaimOncePerRecord(t *testing.T) {
+	tr := New(Observers{})
+	obj := stamped("a", "1", time.Unix(1_700_000_000, 0), nil)
+	a := address(obj)
+	tr.record(a, stamp{write: 1})
+	var got []bool
+	for _, claim := range []bool{false, true, true} {
+		_, first := tr.lookup(obj, claim)
+		got = append(got, first)
+	}
+	tr.record(a, stamp{write: 2})
+	_, first := tr.lookup(obj, true)
+	got = append(got, first)
+	if diff := cmp.Diff([]bool{false, true, false, true}, got); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+}
+
+// While one goroutine records objects again and again, handlers on other
+// goroutines read consistent stamps (both fields of one record), and each
+// record is claimed by at most one of them.
+func TestConcurrentClaims(t *testing.T) {
+	tr := New(Observers{})
+	as := addressesAt(probes + 2) // more objects than entries: replacements too
+	const records = 100_000
+	claims := make([]map[int64]int, 3)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for h := range claims {
+		claims[h] = map[int64]int{}
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				a := as[i%len(as)]
+				tab := tr.table.Load()
+				if tab == nil {
+					continue
+				}
+				for p := range probes {
+					st, first, ok := read(&tab[(home(a)+p)%maxStamps], a, true)
+					if !ok {
+						continue
+					}
+					if st.del != st.write+1 {
+						t.Errorf("torn read: write %d, del %d", st.write, st.del)
+					}
+					if first {
+						claims[h][st.write]++
+					}
+					break
+				}
+			}
+		})
+	}
+	for i := range records {
+		w := int64(i + 1)
+		tr.record(as[i%len(as)], stamp{write: w, del: w + 1})
+	}
+	close(done)
+	wg.Wait()
+	total := map[int64]int{}
+	for _, c := range claims {
+		for w, n := range c {
+			total[w] += n
+		}
+	}
+	for w, n := range total {
+		if n > 1 {
+			t.Errorf("record %d claimed %d times, want at most once", w, n)
+		}
+	}
+	if len(total) == 0 {
+		t.Error("no record was claimed")
 	}
 }
 
