@@ -11,8 +11,9 @@ const (
 	// for it, and a replica that comes to own it queues it itself.
 	Skip
 	// Retry: the gate cannot tell yet who owns the key (its object is not
-	// in the cache yet); the worker queues it again with the rate
-	// limiter's backoff, without reconciling it.
+	// in the cache yet), or this replica owns it but may not act on it
+	// yet; the worker queues it again with the rate limiter's backoff,
+	// without reconciling it.
 	Retry
 )
 

@@ -51,7 +51,9 @@ const DefaultSlots = 64
 // hold forgets it before the read-your-writes wait and before any
 // reconcile, and counts it (opkit_sharding_dispatch_skipped_total), as it
 // does a key whose object the split cache lacks: the replica holding its
-// slot has it.
+// slot has it. A key of a slot it holds while its renewals are late (the
+// last successful one older than RenewDeadline) is retried with backoff
+// instead, counted with reason "fenced": the slot is still its own.
 //
 // Handover: a replica that gains slots first makes its cache hold them
 // (cache.Cache.SetSlots with every slot it holds), and refuses their keys

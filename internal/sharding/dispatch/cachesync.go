@@ -39,11 +39,14 @@ func (d *Dispatcher) wantLocked(slots []int) {
 	d.kickLocked()
 }
 
-// unwantLocked records that the cache may drop slots. d.mu held.
+// unwantLocked records that the cache may drop slots, which from now on
+// it may do at any time: they are no longer cached for sure, even if held
+// again before it does. d.mu held.
 func (d *Dispatcher) unwantLocked(slots []int) {
 	for _, s := range slots {
 		delete(d.want, s)
 		delete(d.toQueue, s)
+		delete(d.cached, s)
 	}
 	d.kickLocked()
 }
@@ -97,6 +100,12 @@ func (d *Dispatcher) Run(ctx context.Context) {
 
 // syncCache makes the cache hold d.want, unless it does already, then
 // queues the keys of slots gained that it now holds.
+//
+// Invariant, between syncs: cached is the slots of the last successful
+// SetSlots (set) that are still wanted. A slot unwanted since may be
+// dropped by the next SetSlots, so it is not cached even if wanted again
+// meanwhile; the next sync marks it cached again, at once if the cache
+// still holds it (set) and nothing else changed.
 func (d *Dispatcher) syncCache(ctx context.Context) error {
 	d.mu.Lock()
 	want := slices.Sorted(maps.Keys(d.want))
@@ -114,12 +123,16 @@ func (d *Dispatcher) syncCache(ctx context.Context) error {
 			return err
 		}
 		d.set, d.syncErr = want, nil
-		d.cached = map[int]bool{}
-		for _, s := range want {
-			d.cached[s] = true
-		}
 		d.mu.Unlock()
 	}
+	d.mu.Lock()
+	d.cached = map[int]bool{}
+	for _, s := range d.set {
+		if d.want[s] {
+			d.cached[s] = true
+		}
+	}
+	d.mu.Unlock()
 	d.queueCached()
 	return nil
 }

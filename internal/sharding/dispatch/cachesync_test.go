@@ -246,3 +246,71 @@ func TestSplitCacheSkipsUncachedKeys(t *testing.T) {
 		t.Errorf("Admit of a key whose object the split cache lacks = %v, want Skip (%v)", v, controller.Skip)
 	}
 }
+
+// A slot released and held again while the cache drops it is refused
+// until the cache holds it again: Release lets the cache drop the slot at
+// any time from then on, so what the cache held before is no proof.
+func TestRegainedSlotWaitsForTheCache(t *testing.T) {
+	f := newCacheFixture(t)
+	f.gain(t)
+	f.cache.proceed <- nil
+	eventually(t, "the slot to be cached", func() bool { return f.d.CacheReady() == nil })
+	f.held.Delete(f.slot)
+	f.d.Release(t.Context(), []int{f.slot})
+	if got := <-f.cache.calls; len(got) != 0 {
+		t.Fatalf("SetSlots(%v) after the release, want SetSlots([])", got)
+	}
+	// The cache is dropping the slot, and the slot is held again.
+	f.held.Store(f.slot, true)
+	f.d.Held([]int{f.slot})
+	if v := f.admit(t); v != controller.Retry {
+		t.Errorf("Admit of a regained slot's key while the cache drops the slot = %v, want Retry (%v)", v, controller.Retry)
+	}
+	f.cache.proceed <- nil
+	if got := <-f.cache.calls; fmt.Sprint(got) != fmt.Sprint([]int{f.slot}) {
+		t.Fatalf("SetSlots(%v) after the slot was held again, want SetSlots([%d])", got, f.slot)
+	}
+	f.cache.proceed <- nil
+	eventually(t, "the cache to hold the regained slot", func() bool { return f.d.CacheReady() == nil })
+	if f.q.Len() != 1 {
+		t.Errorf("%d keys queued once the cache holds the regained slot, want 1", f.q.Len())
+	}
+	if v := f.admit(t); v != controller.Admit {
+		t.Errorf("Admit once the cache holds the regained slot = %v, want Admit", v)
+	}
+}
+
+// A slot released and held again before the cache was asked to drop it
+// is not lost: the cache still holds it, and its keys are queued again.
+func TestSlotHeldAgainBeforeTheCacheDropsIt(t *testing.T) {
+	f := newCacheFixture(t)
+	f.gain(t)
+	f.cache.proceed <- nil
+	eventually(t, "the slot to be cached", func() bool { return f.d.CacheReady() == nil })
+	f.held.Delete(f.slot)
+	f.d.mu.Lock() // Run waits: Release and Held both happen before its next sync
+	f.d.releasing[f.slot] = true
+	f.d.unwantLocked([]int{f.slot})
+	f.d.mu.Unlock()
+	f.held.Store(f.slot, true)
+	f.d.Held([]int{f.slot})
+	// Run may see the two changes in one sync (the cache holds what it
+	// wants: no SetSlots) or in two (SetSlots([]) then SetSlots([slot])).
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-f.cache.calls:
+				f.cache.proceed <- nil
+			case <-done:
+				return
+			}
+		}
+	}()
+	eventually(t, "the cache to hold the slot again", func() bool { return f.d.CacheReady() == nil && len(f.d.Cached()) == 1 })
+	eventually(t, "the slot's key to be queued again", func() bool { return f.q.Len() == 1 })
+	if v := f.admit(t); v != controller.Admit {
+		t.Errorf("Admit of the slot held again = %v, want Admit", v)
+	}
+}

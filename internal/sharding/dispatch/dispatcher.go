@@ -9,20 +9,30 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
-
-	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
-// Member is what a Dispatcher asks of membership: whether this replica may
-// start a reconcile of a slot's key now. *membership.Member implements it.
+// Member is what a Dispatcher asks of membership. *membership.Member
+// implements it.
 type Member interface {
+	// Holds reports whether this replica holds slot, whether or not it
+	// may dispatch it now: from when the slot is gained (before Held)
+	// until its release begins (before Release).
+	Holds(slot int) bool
+	// MayDispatch reports whether a reconcile of a key of slot may start
+	// now: the slot is held and this replica's fence is open. A held
+	// slot's fence closes while renewals are late and opens again at the
+	// next successful one, with no Held in between.
 	MayDispatch(slot int) bool
 }
 
-// MemberFunc adapts a function to a Member.
+// MemberFunc adapts a function that says which slots are held to a Member
+// that is never fenced.
 type MemberFunc func(slot int) bool
 
 var _ Member = MemberFunc(nil)
+
+// Holds calls f.
+func (f MemberFunc) Holds(slot int) bool { return f(slot) }
 
 // MayDispatch calls f.
 func (f MemberFunc) MayDispatch(slot int) bool { return f(slot) }
@@ -112,27 +122,46 @@ func New(member Member, opts Options) (*Dispatcher, error) {
 	return d, nil
 }
 
-// admit says whether a reconcile of slot may start now (Admit), never
-// while this replica does not hold it (Skip), or not until the cache holds
-// it (Retry). With Admit it counts the reconcile in flight until finish.
-func (d *Dispatcher) admit(slot int) controller.Verdict {
+// admission is the Dispatcher's answer for a slot's key.
+type admission int
+
+const (
+	// admitted: reconcile now; counted in flight until finish.
+	admitted admission = iota
+	// notHeld: another replica's, or soon: skip. Whoever comes to hold
+	// the slot queues its keys (Held).
+	notHeld
+	// fenced: held, but the fence is closed (renewals are late): retry.
+	// The slot stays this replica's until a release, and no Held comes
+	// when the fence opens again, so a key skipped now would be lost.
+	fenced
+	// notCached: held, but the cache may not hold the slot's objects
+	// yet: retry.
+	notCached
+)
+
+// admit says whether a reconcile of slot may start now. With admitted it
+// counts the reconcile in flight until finish.
+func (d *Dispatcher) admit(slot int) admission {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.releasing[slot] || !d.member.MayDispatch(slot) {
-		return controller.Skip
-	}
-	if !d.cachedLocked(slot) {
-		return controller.Retry
+	switch {
+	case d.releasing[slot] || !d.member.Holds(slot):
+		return notHeld
+	case !d.member.MayDispatch(slot):
+		return fenced
+	case !d.cachedLocked(slot):
+		return notCached
 	}
 	d.inflight[slot]++
-	return controller.Admit
+	return admitted
 }
 
-// holds reports whether this replica may dispatch slot now.
+// holds reports whether this replica holds slot, its fence open or not.
 func (d *Dispatcher) holds(slot int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return !d.releasing[slot] && d.member.MayDispatch(slot)
+	return !d.releasing[slot] && d.member.Holds(slot)
 }
 
 // finish ends an admitted reconcile of slot.

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
-	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
 // A member leaving gracefully releases its slots through the Dispatcher:
@@ -40,7 +39,7 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 
 	// A reconcile of slot 2 is admitted and blocks (it never calls finish
 	// until the test says so).
-	if d.admit(2) != controller.Admit {
+	if d.admit(2) != admitted {
 		t.Fatal("admit(2) refuses while the member holds slot 2")
 	}
 	cancel() // leave: Release of every slot begins
@@ -50,7 +49,7 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 		return d.releasing[2]
 	})
 	for s := range 4 {
-		if d.admit(s) == controller.Admit {
+		if d.admit(s) == admitted {
 			t.Fatalf("admit(%d) admits after the release of slot %d began", s, s)
 		}
 	}
@@ -76,7 +75,7 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 		t.Fatalf("Run returned (%v) while a reconcile of a released slot was in flight", err)
 	default:
 	}
-	if d.admit(2) == controller.Admit {
+	if d.admit(2) == admitted {
 		t.Fatal("admit(2) admits during the release")
 	}
 	d.finish(2)

@@ -9,6 +9,10 @@
 //     (membership.Member.MayDispatch) and not being released, and counts
 //     the reconcile as in flight until it returns; check and count happen
 //     under one lock, so a release never misses a reconcile that started.
+//     A key of a slot the member holds while its fence is closed
+//     (renewals late: Holds true, MayDispatch false) is retried, not
+//     skipped: the fence opens again at the next successful renewal with
+//     no Held, so a skipped key would never be queued again.
 //   - Held (membership.Handler) queues every key of the new slots from the
 //     primary type's cache, so the new holder reconciles what it now owns
 //     even if no event comes. Release refuses the slots' keys at once,
@@ -46,7 +50,8 @@
 //   - Skipped keys are forgotten: the slot's holder has its own event for
 //     each of them, and takes every key of a slot when it gains it.
 //   - Metrics: MetricDispatchSkipped{controller,reason} counts the keys a
-//     worker did not reconcile (ReasonSlotNotCached among them); RegisterMemberMetrics serves a member's
+//     worker did not reconcile (ReasonSlotNotCached and ReasonFenced among
+//     them); RegisterMemberMetrics serves a member's
 //     Stats (MetricSlotsHeld, MetricMembers, MetricHandovers,
 //     MetricLastTakeover).
 //

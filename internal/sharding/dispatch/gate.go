@@ -51,9 +51,9 @@ type Gate[T cache.Object] struct {
 	primary *cache.Lister[T]
 	log     logr.Logger
 
-	notHeld, unknown, dropped, notCached prometheus.Counter
-	ttl                                  time.Duration
-	clock                                clock.Clock
+	notHeld, unknown, dropped, notCached, fenced prometheus.Counter
+	ttl                                          time.Duration
+	clock                                        clock.Clock
 
 	mu sync.Mutex
 	// known maps the keys of primary objects the source has seen to their
@@ -123,6 +123,7 @@ func NewGate[T cache.Object](d *Dispatcher, primary *cache.Lister[T], opts GateO
 		unknown:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknown),
 		dropped:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknownDropped),
 		notCached: skipped.WithLabelValues(opts.Controller, ReasonSlotNotCached),
+		fenced:    skipped.WithLabelValues(opts.Controller, ReasonFenced),
 		known:     map[reconcile.Request]slotOf{},
 	}, nil
 }
@@ -159,10 +160,13 @@ func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict,
 		return controller.Skip, nil
 	}
 	switch g.d.admit(slot) {
-	case controller.Skip:
+	case notHeld:
 		g.notHeld.Inc()
 		return controller.Skip, nil
-	case controller.Retry:
+	case fenced:
+		g.fenced.Inc()
+		return controller.Retry, nil
+	case notCached:
 		// Held, but the cache may not hold the slot's objects yet: a
 		// reconcile now could read NotFound for an object that exists.
 		g.notCached.Inc()

@@ -41,6 +41,9 @@ const (
 	// ReasonSlotNotCached: the slot is held, but the split cache
 	// (Options.Cache) does not hold its objects yet; retried.
 	ReasonSlotNotCached = "slot_not_cached"
+	// ReasonFenced: the slot is held, but this replica's last successful
+	// renewal is older than the renew deadline; retried.
+	ReasonFenced = "fenced"
 )
 
 // newSkipped registers MetricDispatchSkipped with reg, or returns the one
@@ -48,7 +51,7 @@ const (
 func newSkipped(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricDispatchSkipped,
-		Help: "Keys a sharded controller's worker took and did not reconcile, per controller and reason: not_held (another replica holds the slot), slot_unknown (retried with backoff), slot_unknown_dropped, slot_not_cached (retried with backoff).",
+		Help: "Keys a sharded controller's worker took and did not reconcile, per controller and reason: not_held (another replica holds the slot), slot_unknown (retried with backoff), slot_unknown_dropped, slot_not_cached (retried with backoff), fenced (held, but renewals are late; retried with backoff).",
 	}, []string{"controller", "reason"})
 	if reg == nil {
 		return c, nil

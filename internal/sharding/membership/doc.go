@@ -30,9 +30,11 @@
 //     removed, and only then can another member hold it.
 //   - Fencing: MayDispatch is false whenever the last successful renewal
 //     is older than RenewDeadline, from that instant and without waiting
-//     for the member's loop; after any renewal gap beyond RenewDeadline
-//     (a partition, a frozen process) the member releases everything and
-//     rejoins as a newcomer.
+//     for the member's loop, while Holds stays true; after any renewal gap
+//     beyond RenewDeadline seen when a round begins (a partition, a frozen
+//     process) the member releases everything and rejoins as a newcomer.
+//     A renewal sent before the deadline and answered after it opens the
+//     fence again, with no Handler call: the slots were held throughout.
 //   - Leaving: when Run's context ends the member releases every slot,
 //     waits for Handler.Release, and deletes its Lease, so that the others
 //     take its slots at their next tick instead of after LeaseDuration.

@@ -38,7 +38,8 @@ func tick(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) {
 }
 
 // MayDispatch turns false the instant the last successful renewal is
-// RenewDeadline old, while renewals fail, without waiting for a round.
+// RenewDeadline old, while renewals fail, without waiting for a round;
+// Holds stays true.
 func TestMayDispatchEndsAtRenewDeadline(t *testing.T) {
 	var l ledger
 	m, clk, b := solo(t, &l)
@@ -51,6 +52,11 @@ func TestMayDispatchEndsAtRenewDeadline(t *testing.T) {
 	clk.Step(time.Nanosecond)
 	if m.MayDispatch(0) {
 		t.Error("MayDispatch(0) = true at the renew deadline after renewals failed")
+	}
+	// Fenced, not released: the slot is still this member's until a
+	// round releases it, and a renewal may yet open the fence again.
+	if !m.Holds(0) {
+		t.Error("Holds(0) = false at the renew deadline, before any round released it")
 	}
 	if m.MayDispatch(-1) || m.MayDispatch(slots) {
 		t.Error("MayDispatch is true for a slot outside 0..Slots-1")

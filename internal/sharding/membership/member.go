@@ -23,7 +23,7 @@ var ErrRunning = errors.New("member already ran")
 // claims it, and hands slots over when membership changes. See the package
 // doc for the protocol and its guarantee.
 //
-// MayDispatch, Held, Stats and Identity are safe for concurrent use.
+// MayDispatch, Holds, Held, Stats and Identity are safe for concurrent use.
 type Member struct {
 	opts   Options
 	leases coordinationclient.LeaseInterface
@@ -114,10 +114,17 @@ func (m *Member) Identity() string { return m.opts.Identity }
 // before any other member may take the slot. A slot outside 0..Slots-1 is
 // never dispatchable.
 func (m *Member) MayDispatch(slot int) bool {
-	if slot < 0 || slot >= len(m.held) || !m.held[slot].Load() {
-		return false
-	}
-	return m.fresh()
+	return m.Holds(slot) && m.fresh()
+}
+
+// Holds reports whether slot is held, whether or not the renew deadline
+// has passed: from the round that gained it (before Handler.Held) until
+// its release begins (before Handler.Release). While renewals are late
+// MayDispatch is false for a held slot; the next successful renewal makes
+// it true again, with no Handler.Held, unless the gap went beyond
+// RenewDeadline when the next round began, which releases every slot.
+func (m *Member) Holds(slot int) bool {
+	return slot >= 0 && slot < len(m.held) && m.held[slot].Load()
 }
 
 // fresh reports whether the last successful renewal is within the
