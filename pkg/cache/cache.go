@@ -210,6 +210,16 @@ type TypeStatus struct {
 	// SetSlots changes them, the old set until the new one has synced.
 	// Empty for a type not sharded, or holding no slot.
 	Slots []int
+	// Deleted is when the cache found the type's CRD deleted after it had
+	// cached the type: zero unless the CRD is deleted now. Err then wraps
+	// ErrDeleted. Installed and Synced are false until it is installed
+	// again, when fresh informers list it.
+	Deleted time.Time
+	// AfterStart reports a type registered after Start (a kind a
+	// controller added at run time watches): it reports its failures here
+	// and through its Lister's Status only, not through the manager's
+	// readiness check.
+	AfterStart bool
 }
 
 func (s TypeStatus) describe() string {
@@ -251,6 +261,7 @@ func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registrati
 	}
 	r := newReg()
 	r.slots = c.slots
+	r.afterStart = c.run != nil
 	c.regs = append(c.regs, r)
 	c.metrics.registered(r)
 	if c.run != nil {

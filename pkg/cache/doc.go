@@ -39,9 +39,19 @@
 //   - Patient with missing types: a type whose CRD is not installed is
 //     reported as ErrNotInstalled and synced once it appears, without a
 //     restart (looked up every Options.CRDPollInterval).
+//   - Kinds that come and go: a CRD deleted while its type is cached is
+//     noticed from the informers' 404s and confirmed by discovery (at most
+//     once per CRDPollInterval). The informers stop asking the API server
+//     and hand their handlers, after every earlier event, one delete per
+//     object they still held; reads fail with ErrDeleted (which wraps
+//     ErrNotInstalled) and TypeStatus.Deleted says when. Once the CRD is
+//     installed again, fresh informers list and watch the type.
 //   - Clear about failures: Status and WaitForSync name each type not
 //     synced and why; a list or watch refused by RBAC names the verb,
-//     resource and namespace to grant.
+//     resource and namespace to grant. Lister.Status reports one type,
+//     for its owner's own status; a type registered after Start
+//     (TypeStatus.AfterStart) does not count toward the manager's
+//     readiness.
 //   - Efficient on the wire: built-in types are decoded from protobuf,
 //     custom resources from JSON; watches ask for bookmarks, and the
 //     initial sync is one streaming list where the API server supports it.
@@ -69,7 +79,9 @@
 //   - Results are sorted; the peers' come in map order.
 //   - Types are registered explicitly; controller-runtime starts an
 //     informer for any type a Get or List asks for.
-//   - A type whose CRD is missing does not fail Start.
+//   - A type whose CRD is missing does not fail Start; one whose CRD is
+//     deleted stops its informers, where client-go's keep listing a
+//     resource that is gone, with backoff, and still report it synced.
 //   - A modified cached object is reported by opkit's mutation detector,
 //     naming the object, the changed fields and the reader, instead of
 //     client-go's detector panicking from an informer goroutine.

@@ -212,10 +212,13 @@ func (l *LazyLister[T]) finish(k lazyKey, f *lazyFetch[T]) {
 func (l *LazyLister[T]) fetch(ctx context.Context, k lazyKey) (T, error) {
 	var zero T
 	r := l.meta.reg
-	v := r.view.Load() // not nil: the metadata store held k
+	v, err := r.readable() // the metadata store held k, unless its CRD was deleted since
+	if err != nil {
+		return zero, err
+	}
 	r.c.metrics.lazyFetch(r)
 	obj := l.newObject()
-	err := l.client.Get().NamespaceIfScoped(k.namespace, v.namespaced).Resource(v.resource.Resource).Name(k.name).
+	err = l.client.Get().NamespaceIfScoped(k.namespace, v.namespaced).Resource(v.resource.Resource).Name(k.name).
 		VersionedParams(&metav1.GetOptions{}, r.c.paramCodec).Do(ctx).Into(obj)
 	if err != nil {
 		return zero, l.fetchError(v, k, err)

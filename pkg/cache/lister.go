@@ -166,7 +166,9 @@ func (l *Lister[T]) GroupVersionKind() schema.GroupVersionKind { return l.reg.ke
 func (l *Lister[T]) HasSynced() bool { return l.reg.synced.Load() }
 
 // Informers returns the type's informers (one per cached namespace, or one
-// for all), or nil before the API server has been found to serve the type.
+// for all), or nil while the API server does not serve the type: before its
+// CRD is installed, and from its deletion (ErrDeleted) until it is
+// installed again, when fresh informers are made.
 // A sharded type's informers are replaced by each Cache.SetSlots: add
 // handlers with AddEventHandler, which follows them, not to these.
 func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {

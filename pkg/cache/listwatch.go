@@ -240,10 +240,18 @@ func (r *registration) recordListWatch(verb, ns string, err error) {
 			verb, what, where, verb, what, where, err)
 	case apierrors.IsNotFound(err):
 		err = fmt.Errorf("%s %s%s: not found: is the type's CRD still installed? %w", verb, what, where, err)
+		select {
+		case r.notFound <- struct{}{}:
+		default:
+		}
 	default:
 		err = fmt.Errorf("%s %s%s: %w", verb, what, where, err)
 	}
 	r.mu.Lock()
+	if r.err == crdDeleted {
+		r.mu.Unlock()
+		return // the informers that failed are being stopped
+	}
 	r.err, r.lastErr = listWatchError, err
 	repeated := r.logged[ns] == err.Error()
 	if r.logged == nil {

@@ -57,8 +57,12 @@ type registration struct {
 	ownTransform bool
 	newObject    func() runtime.Object // the informer's example object
 
-	syncedCh  chan struct{} // closed once every informer has synced
+	syncedCh  chan struct{} // closed once every informer has first synced
+	firstSync sync.Once     // closes syncedCh
 	removedCh chan struct{} // closed by remove
+	// notFound receives a token when a list or watch is answered 404:
+	// the type's CRD may have been deleted (see untilDeleted).
+	notFound chan struct{}
 
 	mu       sync.Mutex
 	indexers toolscache.Indexers
@@ -67,6 +71,15 @@ type registration struct {
 	removed  bool
 	lastErr  error
 	err      errorKind
+	// gen counts the views newView made; a view's sync counts only while
+	// it is the latest.
+	gen uint64
+	// deleted is when the type's CRD was found deleted; zero while it is
+	// installed (or before it first was).
+	deleted time.Time
+	// afterStart: registered after the cache started (see
+	// TypeStatus.AfterStart).
+	afterStart bool
 	// logged holds, per namespace informer, the last list or watch error
 	// logged at V(0), so that retries failing the same way are logged at
 	// V(1) only.
@@ -114,6 +127,7 @@ const (
 	notInstalled
 	unreachable // the API server cannot be reached to look the type up
 	listWatchError
+	crdDeleted // the CRD was deleted after the type was cached
 )
 
 func newRegistration(c *Cache, key regKey, opts TypeOptions, newObject func() runtime.Object) *registration {
@@ -125,6 +139,7 @@ func newRegistration(c *Cache, key regKey, opts TypeOptions, newObject func() ru
 		newObject:  newObject,
 		syncedCh:   make(chan struct{}),
 		removedCh:  make(chan struct{}),
+		notFound:   make(chan struct{}, 1),
 		indexers:   toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 	}
 	r.ownTransform = opts.Transform != nil
@@ -132,8 +147,10 @@ func newRegistration(c *Cache, key regKey, opts TypeOptions, newObject func() ru
 }
 
 // run looks the type up until the API server serves it, then starts its
-// informers and waits for them to sync. It returns when they have synced or
-// ctx ends; the informers run until ctx ends or the type is removed.
+// informers and keeps them in step with the type's CRD: while the CRD is
+// installed they list, watch and serve reads; once it is deleted they stop
+// (see markDeleted), and fresh ones start when it is installed again. It
+// returns when ctx ends or the type is removed.
 func (r *registration) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	if !r.setCancel(cancel) {
@@ -142,30 +159,77 @@ func (r *registration) run(ctx context.Context) {
 	}
 	start := time.Now()
 	mapping, err := r.waitForMapping(ctx)
-	if err != nil {
-		return
+	stopRetired := func() {}
+	for err == nil {
+		// One generation per installation of the CRD: its informers,
+		// and those SetSlots makes for it, stop with genCtx.
+		genCtx, cancelGen := context.WithCancel(ctx)
+		stopRetired()
+		if err = r.serve(genCtx, mapping, start); err != nil {
+			cancelGen()
+			return
+		}
+		if err = r.untilDeleted(ctx); err != nil {
+			cancelGen()
+			return
+		}
+		retired := r.markDeleted()
+		stopRetired = func() {
+			if retired != nil {
+				r.detachHandlers(retired)
+			}
+			cancelGen()
+		}
+		mapping, err = r.waitForReinstall(ctx)
 	}
+	stopRetired()
+}
+
+// serve makes and starts the type's informers for mapping, and marks the
+// type synced once they have synced, unless their generation ends first.
+func (r *registration) serve(ctx context.Context, mapping *meta.RESTMapping, start time.Time) error {
 	if r.key.sharded {
 		// Probe shard selector support (once per cache) before newView
 		// takes r.mu.
 		r.c.serverFilters(ctx, r, mapping)
 	}
-	v, err := r.newView(ctx, mapping)
+	select {
+	case <-r.notFound: // a 404 of the informers a deleted CRD stopped
+	default:
+	}
+	v, gen, err := r.newView(ctx, mapping)
 	if err != nil {
 		if !r.isRemoved() {
 			r.setErr(lookupError, err)
 			r.c.log.Error(err, "Cannot cache type", "gvk", r.key.gvk.String())
 		}
-		return
+		return err
 	}
+	go r.awaitSync(ctx, v, gen, start)
+	return nil
+}
+
+// awaitSync marks the type synced once v's informers have synced, if v is
+// still the view of generation gen. The first sync closes syncedCh.
+func (r *registration) awaitSync(ctx context.Context, v *view, gen uint64, start time.Time) {
 	// WaitFor wakes as the informers sync; WaitForCacheSync would poll,
 	// adding up to 100ms to every type's time to sync.
 	if !toolscache.WaitFor(ctx, "", v.syncedCheckers()...) {
 		return
 	}
-	r.synced.Store(true)
-	close(r.syncedCh)
-	r.c.metrics.synced(r, time.Since(start))
+	r.mu.Lock()
+	current := r.gen == gen && !r.removed
+	if current {
+		r.synced.Store(true)
+	}
+	r.mu.Unlock()
+	if !current {
+		return
+	}
+	r.firstSync.Do(func() {
+		close(r.syncedCh)
+		r.c.metrics.synced(r, time.Since(start))
+	})
 	r.c.log.V(1).Info("Cache synced", "gvk", r.key.gvk.String(), "form", r.key.form.String(), "seconds", time.Since(start).Seconds())
 }
 
@@ -231,20 +295,20 @@ func (r *registration) logLookupFailure(kind errorKind, err error) {
 // newView makes the informers, one per namespace the type is cached in, or
 // one for every namespace or a cluster-scoped type, starts them and stores
 // them in r.view unless the type has been removed.
-func (r *registration) newView(ctx context.Context, mapping *meta.RESTMapping) (*view, error) {
+func (r *registration) newView(ctx context.Context, mapping *meta.RESTMapping) (*view, uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mapping = mapping
 	v, err := r.buildView(ctx, mapping, r.slots)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if r.removed {
-		return nil, ErrRemoved
+		return nil, 0, ErrRemoved
 	}
 	for _, h := range r.handlers {
 		if err := h.attachTo(v, nil); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	r.spawn = func(v *view) context.CancelFunc {
@@ -258,8 +322,9 @@ func (r *registration) newView(ctx context.Context, mapping *meta.RESTMapping) (
 	}
 	v.stop = r.spawn(v)
 	r.started = true
+	r.gen++
 	r.view.Store(v)
-	return v, nil
+	return v, r.gen, nil
 }
 
 // buildView makes the informers of a view, not started. slots matter only
@@ -270,6 +335,7 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 		namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
 		indexes:    map[string]bool{},
 		stop:       func() {},
+		retired:    new(atomic.Bool),
 	}
 	for name := range r.indexers {
 		if name != toolscache.NamespaceIndex {
@@ -293,7 +359,7 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 		v.held = slices.Clone(slots)
 	}
 	for _, ns := range namespaces {
-		i, err := r.newInformer(lwf, ns, v.namespaced, shard)
+		i, err := r.newInformer(lwf, ns, v.namespaced, shard, v.retired)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +373,7 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 }
 
 // newInformer makes the informer of namespace ns, not started.
-func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns string, namespaced bool, shard *shardFilter) (*nsInformer, error) {
+func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns string, namespaced bool, shard *shardFilter, retired *atomic.Bool) (*nsInformer, error) {
 	transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
 	var sz *sizes
 	if r.c.metrics != nil {
@@ -327,7 +393,7 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 	if shard != nil {
 		lw = shard.wrap(lw)
 	}
-	lw = r.instrument(lw, ns)
+	lw = r.retirable(r.instrument(lw, ns), retired)
 	snaps := newSnapshots()
 	indexers := maps.Clone(r.indexers)
 	indexers[versionIndex] = snaps.indexFunc
@@ -421,6 +487,8 @@ func (r *registration) status() TypeStatus {
 		Synced:     r.synced.Load(),
 		Err:        r.lastErr,
 		Unwatched:  r.earliestUnwatched(),
+		Deleted:    r.deleted,
+		AfterStart: r.afterStart,
 	}
 }
 
@@ -461,7 +529,7 @@ func (r *registration) readable() (*view, error) {
 	switch {
 	case r.removed:
 		return nil, fmt.Errorf("cache: read %s: %w", r.key.gvk, ErrRemoved)
-	case r.err == notInstalled, r.err == unreachable:
+	case r.err == notInstalled, r.err == unreachable, r.err == crdDeleted:
 		return nil, fmt.Errorf("cache: read %s: %w", r.key.gvk, r.lastErr)
 	default:
 		return nil, fmt.Errorf("cache: read %s: not started: call Start and WaitForSync before reading: %w", r.key.gvk, ErrNotSynced)
@@ -479,6 +547,9 @@ type view struct {
 	stop context.CancelFunc
 	// held is the slots a sharded type's view holds, sorted.
 	held []int
+	// retired is set once the type's CRD is deleted: the informers then
+	// ask the API server nothing more (see retirable).
+	retired *atomic.Bool
 }
 
 type nsInformer struct {

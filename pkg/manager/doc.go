@@ -26,7 +26,9 @@
 //     one. See docs/reliability.md.
 //   - Probes: /healthz passes while the process serves, an outage
 //     included; /readyz fails until the cache has synced, while any
-//     type's list or watch fails and, with leader election, once the
+//     type registered before Start fails to list or watch (its CRD
+//     deleted included; a type registered later reports through its
+//     Lister's Status only) and, with leader election, once the
 //     Lease has not been read or renewed for RenewDeadline ("waiting for
 //     the API server"), and
 //     lists each failing check and why. A standby is ready, so that a

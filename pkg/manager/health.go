@@ -97,11 +97,15 @@ func (c *checks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // than Options.Health.UnwatchedGrace; it names each type that is not ready
 // and why. A watch that fails (forbidden by RBAC) or cannot be reopened
 // (the API server out of reach) leaves the cache stale even after it
-// synced, so it makes the process unready.
+// synced, so it makes the process unready. Only the types registered
+// before the cache started count: a kind a controller watches from run
+// time on (its CRD not installed, deleted, forbidden) must not make the
+// whole operator unready; its owner reads its Lister's Status.
 func (m *Manager) cacheSynced(*http.Request) error {
 	var bad []string
 	for _, st := range m.cache.Status() {
 		switch {
+		case st.AfterStart:
 		case !st.Synced && st.Err != nil:
 			bad = append(bad, fmt.Sprintf("%s not synced: %v", st.GVK, st.Err))
 		case !st.Synced:
