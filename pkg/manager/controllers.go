@@ -213,8 +213,8 @@ func (m *Manager) controllerNames() []string {
 	return names
 }
 
-// reserve takes name for a controller being built, so that two
-// NewControllers of one name do not both build.
+// reserve takes name for a controller being built, so that two calls of
+// NewController with one name do not both build.
 func (m *Manager) reserve(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
