@@ -1,7 +1,6 @@
 package cache_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -69,11 +68,10 @@ func TestHoldsSoak(t *testing.T) {
 	before := heapInUse()
 	g0 := runtime.NumGoroutine()
 
-	writeCtx, stopWriting := context.WithCancel(t.Context())
-	writing := make(chan struct{})
+	stopWriting, writing := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(writing)
-		w.run(writeCtx)
+		w.run(stopWriting)
 	}()
 	const owners = 4
 	soakers := make([]*soaker, owners)
@@ -89,7 +87,7 @@ func TestHoldsSoak(t *testing.T) {
 		wg.Go(func() { s.cycle(n) })
 	}
 	wg.Wait()
-	stopWriting()
+	close(stopWriting)
 	<-writing
 	if t.Failed() {
 		return
@@ -174,7 +172,8 @@ func installSoakKinds(t *testing.T, n int) []schema.GroupVersionKind {
 }
 
 // soakWriter creates soakObjects objects of each kind, then updates them
-// round and round, remembering the resourceVersion of each last write.
+// round and round, soakWriters at a time, remembering the resourceVersion
+// of each last write.
 type soakWriter struct {
 	t    *testing.T
 	cl   client.Client
@@ -204,13 +203,33 @@ func newSoakWriter(t *testing.T, ns string, gvks []schema.GroupVersionKind) *soa
 	return w
 }
 
-// run updates the objects until ctx ends.
-func (w *soakWriter) run(ctx context.Context) {
+// soakWriters is how many goroutines write at once, each to its share of
+// the kinds.
+const soakWriters = 4
+
+// run updates the objects until stop is closed. A write in flight then
+// completes, so that the last write of each object is known.
+func (w *soakWriter) run(stop <-chan struct{}) {
+	var wg sync.WaitGroup
+	for i := range soakWriters {
+		var mine []schema.GroupVersionKind
+		for k := i; k < len(w.gvks); k += soakWriters {
+			mine = append(mine, w.gvks[k])
+		}
+		wg.Go(func() { w.write(stop, mine) })
+	}
+	wg.Wait()
+}
+
+func (w *soakWriter) write(stop <-chan struct{}, gvks []schema.GroupVersionKind) {
+	ctx := w.t.Context()
 	for round := 0; ; round++ {
-		for _, gvk := range w.gvks {
+		for _, gvk := range gvks {
 			for i := range soakObjects {
-				if ctx.Err() != nil {
+				select {
+				case <-stop:
 					return
+				default:
 				}
 				u := &unstructured.Unstructured{}
 				u.SetGroupVersionKind(gvk)
@@ -218,9 +237,7 @@ func (w *soakWriter) run(ctx context.Context) {
 				u.SetName(fmt.Sprintf("o%d", i))
 				patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"round":%d}}`, round))
 				if err := w.cl.Patch(ctx, u, patch); err != nil {
-					if ctx.Err() == nil {
-						w.t.Errorf("update %s %s: %v", gvk.Kind, u.GetName(), err)
-					}
+					w.t.Errorf("update %s %s: %v", gvk.Kind, u.GetName(), err)
 					return
 				}
 				w.mu.Lock()
