@@ -137,6 +137,16 @@ test: lint verify-api verify-manifests test-alerts envtest ## Lint, check the AP
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 	for m in $(MODULES); do (cd $$m && $(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
+# make test-soak runs the run-time watch soak tests at full size: 50
+# custom resource kinds acquired and released 1,000 times by several owners
+# under a write load (make test runs them with 5 kinds and 60 cycles).
+SOAK_KINDS  ?= 50
+SOAK_CYCLES ?= 1000
+
+.PHONY: test-soak
+test-soak: envtest ## Run the run-time watch soak tests at full size: SOAK_KINDS=50 kinds, SOAK_CYCLES=1000 acquires and releases.
+	OPKIT_SOAK_KINDS=$(SOAK_KINDS) OPKIT_SOAK_CYCLES=$(SOAK_CYCLES) $(TEST_ENV) $(GO) test $(TEST_FLAGS) -run 'Soak' -v ./pkg/cache/
+
 # make test-flakes runs every integration package's tests RUNS times (3),
 # PARALLEL packages at once (2), as make test runs them, and prints a table
 # of the failures (hack/flakehunt.sh; logs in bin/flakehunt). About three

@@ -186,6 +186,11 @@ const (
 	// reader, labelled by type ("v1/Node") and form. A series appears with
 	// the first such read: the kinds are not known before.
 	CacheUnregisteredReads = "opkit_cache_unregistered_reads_total"
+	// CacheHolds is the number of Listers each named owner
+	// (cache.TypeOptions.Owner) holds on a cached type, labelled like
+	// CacheObjects and by owner. A type registered without an owner is
+	// held for the cache's life and has no series.
+	CacheHolds = "opkit_cache_holds"
 )
 
 // The classes of CacheSyncErrors.

@@ -246,8 +246,10 @@ func (c *Cache) Status() []TypeStatus {
 }
 
 // register returns the registration for key, creating it with newReg if
-// there is none. A registration made after Start is started at once.
-func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registration) (*registration, error) {
+// there is none, and the hold of opts.Owner on it (nil for no owner). A
+// registration made after Start is started at once. A registration being
+// dropped is no longer in c.regs: a new one is made beside it.
+func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registration) (*registration, *hold, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.regs {
@@ -255,25 +257,20 @@ func (c *Cache) register(key regKey, opts TypeOptions, newReg func() *registrati
 			continue
 		}
 		if opts.Transform != nil || r.ownTransform {
-			return nil, fmt.Errorf("cache: %s is already registered with these namespaces and selectors, and one of the two registrations has its own Transform: reuse the Lister the first returned", key.gvk)
+			return nil, nil, fmt.Errorf("cache: %s is already registered with these namespaces and selectors, and one of the two registrations has its own Transform: reuse the Lister the first returned", key.gvk)
 		}
-		return r, nil
+		return r, r.acquire(opts.Owner), nil
 	}
 	r := newReg()
 	r.slots = c.slots
 	r.afterStart = c.run != nil
 	c.regs = append(c.regs, r)
 	c.metrics.registered(r)
+	h := r.acquire(opts.Owner)
 	if c.run != nil {
 		c.run(r)
 	}
-	return r, nil
-}
-
-func (c *Cache) unregister(r *registration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.regs = slices.DeleteFunc(c.regs, func(x *registration) bool { return x == r })
+	return r, h, nil
 }
 
 func (c *Cache) registered(key func(regKey) bool) []*registration {

@@ -20,11 +20,18 @@
 //   - Explicit: a type is cached only once registered (Register, Metadata,
 //     Unstructured or Lazy); reading any other is an error wrapping
 //     ErrNotRegistered, never a silently started informer, and is logged
-//     and counted (Options.UnregisteredReads). Indexes are added before
-//     the type's informers start.
+//     and counted (Options.UnregisteredReads). Indexes may be added to a
+//     running type: they cover what it holds already.
 //   - One informer per type and scope: registering a type again with the
 //     same namespaces, selectors and stripping shares its informers; a
 //     type cached in several namespaces has one informer per namespace.
+//   - Held by owners: a type registered with TypeOptions.Owner is cached
+//     while some owner's Lister holds it. Lister.Release drops one hold;
+//     the last stops the informers and frees what they cached, unless a
+//     registration without an owner holds the type for the cache's life.
+//     A registration made as the last hold goes gets fresh informers,
+//     never the stopping ones, and its metric series are its own.
+//     Cache.Holds and opkit_cache_holds say who holds what.
 //   - Lazy for the many, full for the few read: Lazy caches a kind as
 //     metadata only and fetches a full object when first read, holding it
 //     until it changes; a Get never returns an object older than the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,8 @@ type LazyLister[T Object] struct {
 	newObject func() T
 	client    rest.Interface
 	detector  *detector // nil unless MutationOptions.Detect
+	// handler keeps held up to date; Release removes it.
+	handler *HandlerRegistration
 
 	mu sync.Mutex
 	// held are the fetched objects. An entry is valid while the metadata
@@ -101,12 +104,15 @@ func Lazy[T Object](c *Cache, opts TypeOptions) (*LazyLister[T], error) {
 		meta: m, opts: opts, newObject: newObject, client: client,
 		held: map[lazyKey]heldObject[T]{}, inflight: map[lazyKey]*lazyFetch[T]{},
 	}
-	if _, err := m.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	h, err := m.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { l.changed(obj, false) },
 		DeleteFunc: func(obj any) { l.changed(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
+		m.Release()
 		return nil, err
 	}
+	l.handler = h
 	c.metrics.lazyRegistered(m.reg)
 	if c.opts.Mutations.Detect {
 		l.detector = newDetector(gvk, c.mutationFound)
@@ -115,6 +121,25 @@ func Lazy[T Object](c *Cache, opts TypeOptions) (*LazyLister[T], error) {
 		c.mu.Unlock()
 	}
 	return l, nil
+}
+
+// Release drops the hold of the LazyLister's metadata Lister (see
+// Lister.Release) and stops keeping its fetched objects up to date: drop
+// the LazyLister after releasing it. It does nothing for a LazyLister
+// registered without TypeOptions.Owner.
+func (l *LazyLister[T]) Release() {
+	if l.meta.hold == nil {
+		return
+	}
+	// An error means the type is removed already, handlers and all.
+	_ = l.handler.Remove()
+	if l.detector != nil {
+		c := l.meta.reg.c
+		c.mu.Lock()
+		c.lazyDetectors = slices.DeleteFunc(c.lazyDetectors, func(d *detector) bool { return d == l.detector })
+		c.mu.Unlock()
+	}
+	l.meta.Release()
 }
 
 // Metadata returns the Lister of the metadata objects: for event sources,

@@ -38,6 +38,9 @@ type Object interface {
 // see whatever has been listed so far; wait with Cache.WaitForSync.
 type Lister[T Object] struct {
 	reg *registration
+	// hold is this Lister's claim on reg, released by Release; nil for a
+	// Lister registered without TypeOptions.Owner, or from Lookup.
+	hold *hold
 }
 
 // Register registers the Go type T (a pointer type in the cache's scheme, such as
@@ -114,7 +117,7 @@ func register[T Object](c *Cache, gvk schema.GroupVersionKind, f form, opts Type
 	if !opts.Sharded && opts.ShardKey != sharding.ByUID {
 		return nil, fmt.Errorf("cache: register %s: TypeOptions.ShardKey is %v but Sharded is false: set Sharded too", gvk, opts.ShardKey)
 	}
-	r, err := c.register(key, opts, func() *registration {
+	r, h, err := c.register(key, opts, func() *registration {
 		r := newRegistration(c, key, opts, newObject)
 		r.ownTransform = own
 		return r
@@ -122,7 +125,7 @@ func register[T Object](c *Cache, gvk schema.GroupVersionKind, f form, opts Type
 	if err != nil {
 		return nil, err
 	}
-	return &Lister[T]{reg: r}, nil
+	return &Lister[T]{reg: r, hold: h}, nil
 }
 
 func selectorString(opts TypeOptions) string {
@@ -398,7 +401,7 @@ func (l *Lister[T]) ByIndexInNamespace(namespace, index, value string) ([]T, err
 }
 
 func (l *Lister[T]) noIndex(index string) error {
-	return fmt.Errorf("cache: %s has no index %q: add it with AddIndex before Start", l.reg.key.gvk, index)
+	return fmt.Errorf("cache: %s has no index %q: add it with AddIndex", l.reg.key.gvk, index)
 }
 
 func filter[T Object](items []any, selector labels.Selector) []T {
@@ -414,8 +417,10 @@ func filter[T Object](items []any, selector labels.Selector) []T {
 }
 
 // AddIndex registers an index named name: fn returns the values an object is
-// found under with ByIndex. Indexes must be added before the type's
-// informers start; afterwards AddIndex returns an error.
+// found under with ByIndex. Added once the type's informers run (a type
+// registered after Start, by a controller added at run time, say), the
+// index covers what they hold already; AddIndex returns an error only
+// while Cache.SetSlots replaces a sharded type's informers.
 func (l *Lister[T]) AddIndex(name string, fn func(T) []string) error {
 	if name == "" || name == toolscache.NamespaceIndex || strings.HasPrefix(name, "opkit.dev/") {
 		return fmt.Errorf("cache: add index %q: choose another name: empty, %q and opkit.dev/ are the cache's", name, toolscache.NamespaceIndex)
@@ -429,6 +434,17 @@ func (l *Lister[T]) AddIndex(name string, fn func(T) []string) error {
 	})
 }
 
-// Remove stops the type's informers and drops what they cached. Reads
-// through any Lister of the registration then fail with ErrRemoved.
+// Remove stops the type's informers and drops what they cached, whoever
+// holds them. Reads through any Lister of the registration then fail with
+// ErrRemoved. To let go of a type others may still read, use Release.
 func (l *Lister[T]) Remove() { l.reg.remove() }
+
+// Release drops the hold of this Lister, registered with
+// TypeOptions.Owner: when no Lister holds the type any longer and none
+// registered it without an owner, its informers stop and what they cached
+// is dropped, as by Remove. Reads through a released Lister fail with
+// ErrRemoved once the type has stopped, and read the other holders' cache
+// until then: drop the Lister after releasing it. Release is idempotent,
+// and does nothing for a Lister registered without an owner, or from
+// Lookup. It does not wait for the informers to return.
+func (l *Lister[T]) Release() { l.reg.release(l.hold) }

@@ -229,6 +229,9 @@ func (r *registration) recordListWatch(verb, ns string, err error) {
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return // the reflector relists; nothing for a person to do
 	}
+	if r.isRemoved() {
+		return // released or removed: its lists and watches end canceled
+	}
 	what := r.resourceName()
 	where := ""
 	if ns != "" {

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,7 @@ type metrics struct {
 	objects       *prometheus.Desc
 	objectBytes   *prometheus.Desc
 	slots         *prometheus.Desc
+	holds         *prometheus.Desc // by type and owner
 	relists       *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
 	firstSync     *prometheus.GaugeVec
@@ -43,6 +46,8 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 		objectBytes: prometheus.NewDesc(imetrics.CacheObjectBytes,
 			"Estimated encoded bytes of the objects in the cache, by type: the objects times their mean size, sampled at ingest (protobuf, else JSON).", metricLabels, nil),
 		slots: prometheus.NewDesc(imetrics.CacheSlots, "Slots a sharded type holds, by type.", metricLabels, nil),
+		holds: prometheus.NewDesc(imetrics.CacheHolds, "Listers each named owner holds on a type (TypeOptions.Owner), by type and owner.",
+			append(slices.Clone(metricLabels), "owner"), nil),
 		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: imetrics.CacheRelists, Help: "Full lists after the first, by type.",
 		}, metricLabels),
@@ -111,7 +116,19 @@ func typeLabel(gvk schema.GroupVersionKind) string {
 
 func (m *metrics) syncError(r *registration, class string) {
 	if m != nil {
-		m.syncErrors.WithLabelValues(r.typeLabel(), class).Inc()
+		r.ifLive(func() { m.syncErrors.WithLabelValues(r.typeLabel(), class).Inc() })
+	}
+}
+
+// ifLive calls f unless r is removed, with r.mu held: a series f makes
+// or changes is made before dropLocked forgets r's series, or not at all,
+// so that a removed registration's informers, still stopping, leave
+// none behind. f must not take r.mu or c.mu.
+func (r *registration) ifLive(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.removed {
+		f()
 	}
 }
 
@@ -135,13 +152,13 @@ func (m *metrics) lazyRegistered(r *registration) {
 
 func (m *metrics) lazyFetch(r *registration) {
 	if m != nil {
-		m.lazyFetches.WithLabelValues(r.labels()...).Inc()
+		r.ifLive(func() { m.lazyFetches.WithLabelValues(r.labels()...).Inc() })
 	}
 }
 
 func (m *metrics) lazyHeld(r *registration, delta float64) {
 	if m != nil {
-		m.lazyObjects.WithLabelValues(r.labels()...).Add(delta)
+		r.ifLive(func() { m.lazyObjects.WithLabelValues(r.labels()...).Add(delta) })
 	}
 }
 
@@ -153,31 +170,75 @@ func (m *metrics) unregisteredRead(gvk schema.GroupVersionKind, f Form) {
 
 func (m *metrics) relist(r *registration) {
 	if m != nil {
-		m.relists.WithLabelValues(r.labels()...).Inc()
+		r.ifLive(func() { m.relists.WithLabelValues(r.labels()...).Inc() })
 	}
 }
 
 func (m *metrics) watchRestart(r *registration) {
 	if m != nil {
-		m.watchRestarts.WithLabelValues(r.labels()...).Inc()
+		r.ifLive(func() { m.watchRestarts.WithLabelValues(r.labels()...).Inc() })
 	}
 }
 
 func (m *metrics) synced(r *registration, d time.Duration) {
 	if m != nil {
-		m.firstSync.WithLabelValues(r.labels()...).Set(d.Seconds())
+		r.ifLive(func() { m.firstSync.WithLabelValues(r.labels()...).Set(d.Seconds()) })
 	}
 }
 
-func (m *metrics) forget(r *registration) {
+// forgetLocked deletes the series of r, removed, that no registration of
+// live (the cache's others) shares: registrations that differ only in
+// stripping or sharding share their labels, and registrations of one kind
+// share the type label. The caller holds c.mu, so no registration of the
+// same key is made meanwhile.
+func (m *metrics) forgetLocked(r *registration, live []*registration) {
 	if m == nil {
 		return
 	}
-	m.relists.DeleteLabelValues(r.labels()...)
-	m.watchRestarts.DeleteLabelValues(r.labels()...)
-	m.firstSync.DeleteLabelValues(r.labels()...)
-	m.lazyFetches.DeleteLabelValues(r.labels()...)
-	m.lazyObjects.DeleteLabelValues(r.labels()...)
+	labels, sameLabels, sameKind := r.labels(), false, false
+	for _, o := range live {
+		sameKind = sameKind || o.key.gvk == r.key.gvk
+		sameLabels = sameLabels || slices.Equal(o.labels(), labels)
+	}
+	if !sameLabels {
+		m.relists.DeleteLabelValues(labels...)
+		m.watchRestarts.DeleteLabelValues(labels...)
+		m.firstSync.DeleteLabelValues(labels...)
+		m.lazyFetches.DeleteLabelValues(labels...)
+		m.lazyObjects.DeleteLabelValues(labels...)
+	}
+	if !sameKind {
+		typ := prometheus.Labels{"type": r.typeLabel()}
+		m.lag.DeletePartialMatch(typ)
+		m.syncErrors.DeletePartialMatch(typ)
+	}
+}
+
+// holdsLocked returns the opkit_cache_holds series of regs, summed over
+// registrations that share their labels. The caller holds c.mu.
+func (m *metrics) holdsLocked(regs []*registration) []prometheus.Metric {
+	type series struct {
+		labels []string
+		n      int
+	}
+	sum := map[string]*series{}
+	var order []string
+	for _, r := range regs {
+		for owner, n := range r.holds {
+			labels := append(r.labels(), owner)
+			k := strings.Join(labels, "\x00")
+			if sum[k] == nil {
+				sum[k] = &series{labels: labels}
+				order = append(order, k)
+			}
+			sum[k].n += n
+		}
+	}
+	out := make([]prometheus.Metric, 0, len(order))
+	for _, k := range order {
+		out = append(out, prometheus.MustNewConstMetric(m.holds, prometheus.GaugeValue, float64(sum[k].n), sum[k].labels...))
+	}
+	return out
 }
 
 // objectsCollector counts cached objects when scraped, so that the cache
@@ -189,12 +250,17 @@ func (o objectsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.m.objects
 	ch <- o.m.objectBytes
 	ch <- o.m.slots
+	ch <- o.m.holds
 }
 
 func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	o.m.cache.mu.Lock()
 	regs := append([]*registration(nil), o.m.cache.regs...)
+	holds := o.m.holdsLocked(regs)
 	o.m.cache.mu.Unlock()
+	for _, h := range holds {
+		ch <- h
+	}
 	for _, r := range regs {
 		v := r.view.Load()
 		if v == nil {

@@ -128,6 +128,16 @@ type TypeOptions struct {
 	// ShardKey decides an object's slot when Sharded. Defaults to
 	// sharding.ByUID.
 	ShardKey sharding.Key
+
+	// Owner names who holds the returned Lister, such as a controller:
+	// the type's informers run while any owner's Lister holds them and
+	// stop once the last is released (Lister.Release), so that watches
+	// can come and go while the cache runs. Owners share a registration
+	// like any two registrations of equal options; Cache.Holds and
+	// opkit_cache_holds say who holds what. Defaults to none: the type is
+	// held for the cache's life, as by every registration without an
+	// owner, and Release does nothing.
+	Owner string
 }
 
 // LastAppliedAnnotation is the annotation that kubectl's client-side apply

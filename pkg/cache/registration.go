@@ -114,8 +114,17 @@ type registration struct {
 	mapping *meta.RESTMapping
 	spawn   func(*view) context.CancelFunc
 	// next is the view SetSlots is making, while it syncs: handlers added
-	// meanwhile are attached to it too.
-	next *view
+	// meanwhile are attached to it too. slotting counts the SetSlots
+	// calls between their first look at the view and their end.
+	next     *view
+	slotting int
+
+	// holds counts, per TypeOptions.Owner, the Listers not yet released;
+	// pinned is whether a registration without an owner shares r, which
+	// then runs for the cache's life. r stops when its last hold is
+	// released unless pinned. Guarded by c.mu.
+	holds  map[string]int
+	pinned bool
 }
 
 // errorKind says what lastErr is about, for Status.
@@ -442,23 +451,12 @@ func (r *registration) isRemoved() bool {
 	return r.removed
 }
 
-// remove stops the informers and forgets the type.
+// remove stops the informers and forgets the type, whoever holds it.
 func (r *registration) remove() {
-	r.mu.Lock()
-	if r.removed {
-		r.mu.Unlock()
-		return
-	}
-	r.removed = true
-	r.view.Store(nil)
-	cancel := r.cancel
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	close(r.removedCh)
-	r.c.unregister(r)
-	r.c.metrics.forget(r)
+	r.c.mu.Lock()
+	stop := r.c.dropLocked(r)
+	r.c.mu.Unlock()
+	stop()
 }
 
 func (r *registration) addIndex(name string, fn toolscache.IndexFunc) error {

@@ -117,6 +117,16 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 	old := r.view.Load()
 	r.slots = slots
 	spawn, mapping := r.spawn, r.mapping
+	if old != nil && spawn != nil {
+		// buildView reads r.indexers without r.mu: no index may be added
+		// meanwhile (see addLiveIndex).
+		r.slotting++
+		defer func() {
+			r.mu.Lock()
+			r.slotting--
+			r.mu.Unlock()
+		}()
+	}
 	r.mu.Unlock()
 	if old == nil || spawn == nil {
 		return nil // run makes the informers with r.slots

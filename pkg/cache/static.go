@@ -254,7 +254,7 @@ func (r *registration) addIndexLocked(name string, fn toolscache.IndexFunc) erro
 			return err
 		}
 	case r.started:
-		return fmt.Errorf("cache: add index %q to %s: its informers have started; add indexes before Start", name, r.key.gvk)
+		return r.addLiveIndex(name, fn)
 	}
 	r.indexers[name] = fn
 	return nil

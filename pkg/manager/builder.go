@@ -42,7 +42,7 @@ type builder struct {
 	shardBy sharding.Key
 	// gate makes the controller's dispatch gate over the primary type, in
 	// sharded mode; For sets it.
-	gate func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error)
+	gate func(b *builder) (shardGate, error)
 	// register registers the primary type with the cache once every
 	// watch is known (ShardBy may come after For); For sets it.
 	register func(b *builder) error
@@ -53,6 +53,20 @@ type builder struct {
 	// finalize wraps the reconciler in the finalizer protocol, once
 	// register has run; Finalizer sets it.
 	finalize func(b *builder, r reconcile.Reconciler[reconcile.Request]) (reconcile.Reconciler[reconcile.Request], error)
+	// release drops the cache holds bind took, owned by the controller.
+	release []func()
+	// series is the Registerer of the controller's metrics, which
+	// remembers what to delete when it is removed.
+	series *series
+}
+
+// shardGate is a controller's dispatch gate in sharded mode.
+type shardGate interface {
+	controller.Gate[reconcile.Request]
+	// Attach gives the gate the controller's queue; Detach takes the gate
+	// off the dispatcher once the controller is removed.
+	Attach(q *queue.Queue[reconcile.Request])
+	Detach()
 }
 
 type optionFunc func(b *builder) error
@@ -91,16 +105,16 @@ func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Cont
 			return nil
 		}
 		var g *dispatch.Gate[T]
-		b.gate = func(b *builder) (controller.Gate[reconcile.Request], func(*queue.Queue[reconcile.Request]), error) {
+		b.gate = func(b *builder) (shardGate, error) {
 			var err error
 			g, err = dispatch.NewGate(b.m.shard.dispatcher, lister, dispatch.GateOptions{
 				Controller: b.name, Slots: b.m.shard.slots, Key: b.shardBy,
-				Registerer: b.m.registry, Logger: b.m.log.WithName("sharding"),
+				Registerer: b.series, Logger: b.m.log.WithName("sharding"),
 			})
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			return g, g.Attach, nil
+			return g, nil
 		}
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
 			h := source.EnqueueObject[T]()
@@ -282,25 +296,105 @@ func WithOptions(opts controller.Options[reconcile.Request]) ControllerOption {
 // this replica's slots of them (see ShardingOptions);
 // a Lister set before NewController to another registration of the type
 // stays as it is, caching the type whole.
+//
+// A controller's name is unique among the manager's controllers. Added to
+// a manager that runs already, the controller starts at once: on the
+// leader only (once elected, behind the same fence), or on every replica
+// in sharded mode, as a controller added before Start. Each type a watch
+// registers itself is held by the controller (cache.TypeOptions.Owner is
+// its name) until RemoveController, which stops the controller and
+// releases them; a Lister you set before NewController stays yours.
 func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Request], options ...ControllerOption) (*controller.Controller[reconcile.Request], error) {
+	if err := m.reserve(name); err != nil {
+		return nil, err
+	}
 	b := &builder{m: m, name: name}
+	mc, err := b.controller(r, options)
+	if err != nil {
+		for _, release := range b.release {
+			release()
+		}
+		if mc != nil {
+			if mc.ctl != nil {
+				mc.ctl.Queue().ShutDown()
+			}
+			if mc.detach != nil {
+				mc.detach()
+			}
+			mc.series.forget(name)
+		}
+		m.unreserve(name)
+		return nil, err
+	}
+	m.addController(mc)
+	return mc.ctl, nil
+}
+
+// controller builds the controller NewController adds, and returns it
+// (with what the builder took so far, for the caller to undo, on an
+// error).
+func (b *builder) controller(r reconcile.Reconciler[reconcile.Request], options []ControllerOption) (*managedController, error) {
+	name := b.name
+	r, err := b.watches(r, options)
+	if err != nil {
+		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+	}
+	opts := b.options()
+	// In sharded mode a controller runs on every replica, leader or not:
+	// its gate decides which keys it reconciles.
+	mc := &managedController{name: name, leader: b.m.shard == nil, series: b.series, done: make(chan struct{})}
+	attach, err := b.shard(&opts, mc)
+	if err != nil {
+		return mc, fmt.Errorf("manager: controller %q: %w", name, err)
+	}
+	c, err := controller.New(name, r, opts)
+	if err != nil {
+		return mc, fmt.Errorf("manager: %w", err)
+	}
+	mc.ctl = c
+	if attach != nil {
+		attach(c.Queue())
+	}
+	for _, build := range b.build {
+		src, err := build(b)
+		if err != nil {
+			return mc, fmt.Errorf("manager: controller %q: %w", name, err)
+		}
+		if src == nil {
+			continue // a source only sharded mode needs
+		}
+		if err := c.Watch(src); err != nil {
+			return mc, fmt.Errorf("manager: %w", err)
+		}
+	}
+	mc.release = b.release
+	return mc, nil
+}
+
+// watches takes the options, registers the primary type and wraps r in
+// the finalizer protocol if asked.
+func (b *builder) watches(r reconcile.Reconciler[reconcile.Request], options []ControllerOption) (reconcile.Reconciler[reconcile.Request], error) {
 	for _, o := range options {
 		if err := o.add(b); err != nil {
-			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+			return nil, err
 		}
 	}
 	if b.primary == nil {
-		return nil, fmt.Errorf("manager: controller %q: no For watch: name the primary type with manager.For", name)
+		return nil, errors.New("no For watch: name the primary type with manager.For")
 	}
 	if err := b.register(b); err != nil {
-		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
+		return nil, err
 	}
-	if b.finalize != nil {
-		var err error
-		if r, err = b.finalize(b, r); err != nil {
-			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
-		}
+	if b.finalize == nil {
+		return r, nil
 	}
+	return b.finalize(b, r)
+}
+
+// options returns the controller's options, the manager's defaults filled
+// in, with a Registerer that remembers the controller's series (b.series).
+func (b *builder) options() controller.Options[reconcile.Request] {
+	m := b.m
 	opts := controller.Options[reconcile.Request]{}
 	if b.opts != nil {
 		opts = *b.opts
@@ -311,65 +405,39 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 	if opts.Registerer == nil {
 		opts.Registerer = m.registry
 	}
+	b.series = &series{Registerer: opts.Registerer}
+	opts.Registerer = b.series
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = m.opts.ShutdownTimeout
 	}
 	m.traceReconciles(&opts)
-	attach, err := b.shard(&opts)
-	if err != nil {
-		return nil, fmt.Errorf("manager: controller %q: %w", name, err)
-	}
-	c, err := controller.New(name, r, opts)
-	if err != nil {
-		return nil, fmt.Errorf("manager: %w", err)
-	}
-	if attach != nil {
-		attach(c.Queue())
-	}
-	for _, build := range b.build {
-		src, err := build(b)
-		if err != nil {
-			return nil, fmt.Errorf("manager: controller %q: %w", name, err)
-		}
-		if src == nil {
-			continue // a source only sharded mode needs
-		}
-		if err := c.Watch(src); err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
-		}
-	}
-	var rn Runnable = c
-	if m.shard != nil {
-		rn = shardedController{c}
-	}
-	if err := m.Add(rn); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return opts
 }
 
-// shard sets the controller's dispatch gate in sharded mode, and returns
-// the function that gives the gate the controller's queue; nil otherwise.
-func (b *builder) shard(opts *controller.Options[reconcile.Request]) (func(*queue.Queue[reconcile.Request]), error) {
+// shard sets the controller's dispatch gate in sharded mode, and mc's
+// detach, and returns the function that gives the gate the controller's
+// queue; nil otherwise.
+func (b *builder) shard(opts *controller.Options[reconcile.Request], mc *managedController) (func(*queue.Queue[reconcile.Request]), error) {
 	if b.m.shard == nil {
 		return nil, nil
 	}
 	if opts.Gate != nil {
 		return nil, errors.New("controller.Options.Gate is set, and the manager is sharded (Options.Sharding), which sets the gate: leave controller.Options.Gate nil")
 	}
-	g, attach, err := b.gate(b)
+	g, err := b.gate(b)
 	if err != nil {
 		return nil, err
 	}
 	opts.Gate = g
-	return attach, nil
+	mc.detach = g.Detach
+	return g.Attach, nil
 }
 
 // bind returns the Lister a watch of T reads, and sets *l to it if l is
 // not nil and *l is: in sharded mode, for a sharded watch, T registered
 // with TypeOptions{Sharded: true, ShardKey: key} (shared by every watch
 // sharding T by key); otherwise *l if set, or else T registered with the
-// default TypeOptions.
+// default TypeOptions. What it registers is held by the controller.
 func bind[T cache.Object](b *builder, l **cache.Lister[T], key sharding.Key, sharded bool) (*cache.Lister[T], error) {
 	have := deref(l)
 	var opts cache.TypeOptions
@@ -379,10 +447,13 @@ func bind[T cache.Object](b *builder, l **cache.Lister[T], key sharding.Key, sha
 	case have != nil:
 		return have, nil
 	}
+	// The controller holds what it registers itself, until removed.
+	opts.Owner = b.name
 	got, err := cache.Register[T](b.m.cache, opts)
 	if err != nil {
 		return nil, err
 	}
+	b.release = append(b.release, got.Release)
 	if l != nil && *l == nil {
 		*l = got
 	}

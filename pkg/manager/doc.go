@@ -58,6 +58,13 @@
 //     Watches, WatchSource, Finalizer); each watch names its type once, in
 //     the reconciler's Lister field. Writer(name) is the controller's
 //     client, writing as its field owner.
+//   - Controllers come and go: NewController on a running manager starts
+//     the controller at once, as if added before Start (leader-only,
+//     fenced, or on every replica in sharded mode); RemoveController
+//     stops it, dropping or draining its queue (Removal), releases the
+//     cache types its watches hold and deletes its metric series, and
+//     frees its name. /debug/holds, beside /metrics and behind the same
+//     authorization, lists who holds which cached type (cache.Cache.Holds).
 //   - Finding the cluster: Config looks where kubectl and in-cluster pods
 //     look, and names every place it looked when none works.
 //

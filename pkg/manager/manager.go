@@ -88,6 +88,14 @@ type Manager struct {
 	started   bool
 	servers   []*server
 	writers   map[string]client.Client // by controller name, made by Writer
+	// launch starts a runnable added once the runnables have started, as
+	// they were (leader-only ones once elected); nil until then. Called
+	// with mu held.
+	launch func(Runnable)
+	// controllers are NewController's, by name, from the moment
+	// NewController reserves the name (nil until built) until
+	// RemoveController has stopped the controller and cleaned up.
+	controllers map[string]*managedController
 }
 
 // New returns a manager for the cluster cfg points at (see Config to find
@@ -267,7 +275,8 @@ func (m *Manager) Logger() logr.Logger { return m.log }
 // leader_election_master_status say whether this process may act now.
 func (m *Manager) Elected() <-chan struct{} { return m.elected }
 
-// Add adds a runnable, which Start starts. It must be called before Start.
+// Add adds a runnable, which Start starts. It must be called before Start;
+// NewController, unlike Add, also adds controllers to a running manager.
 func (m *Manager) Add(r Runnable) error {
 	if r == nil {
 		return errors.New("manager: Add: the runnable is nil")

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/util/cert"
 
 	"github.com/opkit-dev/opkit/internal/metricsauth"
+	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
 // server is one HTTP server the manager runs, listening from Start.
@@ -61,6 +63,7 @@ func (m *Manager) listen() ([]*server, error) {
 func (m *Manager) metricsServer(addr string) (*server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.gatherer(), promhttp.HandlerOpts{ErrorLog: nil}))
+	mux.HandleFunc("/debug/holds", m.serveHolds)
 	if m.opts.Metrics.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -91,6 +94,23 @@ func (m *Manager) metricsServer(addr string) (*server, error) {
 		ln = tls.NewListener(ln, tlsConfig)
 	}
 	return &server{name: "metrics", listener: ln, srv: newHTTPServer(handler)}, nil
+}
+
+// serveHolds answers with cache.Cache.Holds as JSON: who holds which cached
+// type. It is served beside /metrics, behind the same authentication and
+// authorization when Options.Metrics.Secure.
+func (m *Manager) serveHolds(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	holds := m.cache.Holds()
+	if holds == nil {
+		holds = []cache.Hold{}
+	}
+	_ = json.NewEncoder(w).Encode(holds)
 }
 
 func newHTTPServer(h http.Handler) *http.Server {

@@ -12,8 +12,6 @@ import (
 	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
 	"github.com/opkit-dev/opkit/pkg/cache"
-	"github.com/opkit-dev/opkit/pkg/controller"
-	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
@@ -256,16 +254,6 @@ func (s *sharded) run(ctx context.Context, m *Manager) {
 		m.log.Error(err, "Leaving the shard group")
 	}
 }
-
-// shardedController is a controller of the sharded mode: it runs on every
-// replica, leader or not, since its gate decides which keys it reconciles.
-type shardedController struct {
-	*controller.Controller[reconcile.Request]
-}
-
-var _ LeaderElectionRunnable = shardedController{}
-
-func (shardedController) NeedLeaderElection() bool { return false }
 
 // ShardedTypeOptions returns the TypeOptions that register a sharded
 // controller's For type, sharded by key (its ShardBy, sharding.ByUID by

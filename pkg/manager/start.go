@@ -31,8 +31,7 @@ import (
 // leader-only work is canceled without waiting, since another process may
 // hold the lease already. Start may be called once.
 func (m *Manager) Start(ctx context.Context) error {
-	runnables, err := m.markStarted()
-	if err != nil {
+	if err := m.markStarted(); err != nil {
 		return err
 	}
 	m.setMemoryLimit()
@@ -55,7 +54,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		// says where to connect.
 		m.log.Info("Serving", "server", s.name, "address", s.Addr().String())
 	}
-	return m.run(ctx, servers, runnables)
+	return m.run(ctx, servers)
 }
 
 // reachTimeout bounds how long Start waits for the API server to answer
@@ -79,26 +78,26 @@ func (m *Manager) reachable(ctx context.Context) error {
 		m.config.Host, ErrUnreachable, err)
 }
 
-func (m *Manager) markStarted() ([]Runnable, error) {
+func (m *Manager) markStarted() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started {
-		return nil, errors.New("manager: Start called twice")
+		return errors.New("manager: Start called twice")
 	}
 	m.started = true
-	return m.runnables, nil
+	return nil
 }
 
 // run serves, runs the cache and the runnables until ctx ends or one of
 // them fails, then stops them all in order within
 // Options.ShutdownTimeout. It returns the first failure joined with what
 // did not stop in time.
-func (m *Manager) run(ctx context.Context, servers []*server, runnables []Runnable) error {
+func (m *Manager) run(ctx context.Context, servers []*server) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	fail, closeFailures := firstFailure(stop)
 	stopServers := m.serve(ctx, servers, fail)
-	stopWork := m.work(ctx, runnables, fail)
+	stopWork := m.work(ctx, fail)
 	<-ctx.Done()
 
 	timeout := m.opts.ShutdownTimeout
@@ -169,14 +168,14 @@ type workStop func(ctx context.Context, cause error, closeFailures func() error)
 // work starts the event recorder and the cache, waits for the cache to
 // sync, then starts the runnables, in order; a step that fails fails the
 // run, and no step after it starts.
-func (m *Manager) work(ctx context.Context, runnables []Runnable, fail func(error)) workStop {
+func (m *Manager) work(ctx context.Context, fail func(error)) workStop {
 	stopCache, synced := m.startCache(ctx, fail)
 	stopRunnables := workStop(func(_ context.Context, _ error, closeFailures func() error) error {
 		return closeFailures()
 	})
 	if synced {
 		// Detached from ctx, so that the stop ends each part in its turn.
-		stopRunnables = m.startRunnables(context.WithoutCancel(ctx), runnables, fail)
+		stopRunnables = m.startRunnables(context.WithoutCancel(ctx), fail)
 	}
 	return func(ctx context.Context, cause error, closeFailures func() error) error {
 		err := stopRunnables(ctx, cause, closeFailures)
@@ -227,21 +226,43 @@ func (m *Manager) waitForSync(ctx context.Context, fail func(error)) bool {
 // startRunnables starts the runnables that need no lease, joins the shard
 // group, and starts the leader-only runnables at once or once first
 // elected: a lease lost later does not stop them (a Runnable need not
-// support a second Start), the fence in their context does. Each
-// runs on a context of its own derived from ctx, which the returned stop
-// ends in order: the member leaves, the runnables stop, then the election
-// ends, so that the lease is released (if asked) only once leader-only
-// work has stopped and two processes never reconcile at once.
-func (m *Manager) startRunnables(ctx context.Context, runnables []Runnable, fail func(error)) workStop {
+// support a second Start), the fence in their context does. A controller
+// added from now on (NewController) is started the same way, at once or
+// once elected. Each runs on a context of its own derived from ctx, which
+// the returned stop ends in order: the member leaves, the runnables stop,
+// then the election ends, so that the lease is released (if asked) only
+// once leader-only work has stopped and two processes never reconcile at
+// once.
+func (m *Manager) startRunnables(ctx context.Context, fail func(error)) workStop {
 	workCtx, stopWorkers := context.WithCancel(ctx)
 	leaderCtx, stopLeaders := context.WithCancelCause(m.fenced(ctx))
-	workers, leaders := byLease(runnables)
 	var g group
+	// elected and waiting (the leader-only runnables added before the
+	// election was won) are guarded by m.mu.
+	var elected bool
+	m.mu.Lock()
+	workers, waiting := byLease(m.runnables)
+	m.launch = func(rn Runnable) {
+		switch {
+		case !needsLeader(rn):
+			g.start(workCtx, rn, fail)
+		case elected:
+			g.start(leaderCtx, rn, fail)
+		default:
+			waiting = append(waiting, rn)
+		}
+	}
+	m.mu.Unlock()
 	for _, rn := range workers {
 		g.start(workCtx, rn, fail)
 	}
 	leave := m.join(ctx)
 	resign := m.campaign(ctx, func() {
+		m.mu.Lock()
+		elected = true
+		leaders := waiting
+		waiting = nil
+		m.mu.Unlock()
 		close(m.elected)
 		for _, rn := range leaders {
 			g.start(leaderCtx, rn, fail)

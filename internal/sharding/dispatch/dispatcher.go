@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -252,4 +253,10 @@ func (d *Dispatcher) addOwner(o owner) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.owners = append(d.owners, o)
+}
+
+func (d *Dispatcher) removeOwner(o owner) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.owners = slices.DeleteFunc(d.owners, func(x owner) bool { return x == o })
 }

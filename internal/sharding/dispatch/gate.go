@@ -138,6 +138,10 @@ func (g *Gate[T]) Attach(q *queue.Queue[reconcile.Request]) {
 	g.d.addOwner(g)
 }
 
+// Detach takes the gate off the Dispatcher, once its controller has
+// stopped for good: slots gained no longer queue its keys.
+func (g *Gate[T]) Detach() { g.d.removeOwner(g) }
+
 // Admit implements controller.Gate.
 func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict, func(requeued bool)) {
 	slot, ok := g.slotOfKey(key)
