@@ -52,6 +52,9 @@ type Cache struct {
 	// listWatchClient carries the informers' lists and watches:
 	// opts.HTTPClient, reporting failed watch streams with metrics on.
 	listWatchClient *http.Client
+	// reach holds the informers' lists and watches while the API server
+	// is out of reach, so that they go on as soon as it is back.
+	reach *reach
 
 	mu   sync.Mutex
 	regs []*registration // in registration order
@@ -124,6 +127,9 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: register metrics: %w", err)
 	}
 	c.metrics = m
+	if c.reach, err = newReach(cfg, opts.HTTPClient, c.codecs); err != nil {
+		return nil, fmt.Errorf("cache: build the API server probe: %w", err)
+	}
 	c.listWatchClient = opts.HTTPClient
 	if m != nil {
 		c.listWatchClient = withStreamErrors(opts.HTTPClient)

@@ -151,15 +151,22 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			r.applySelectors(&opts)
+			if err := r.c.reach.wait(ctx); err != nil {
+				return nil, err
+			}
 			if lists.Add(1) > 1 || r.synced.Load() {
 				r.c.metrics.relist(r)
 			}
 			obj, err := list(ctx, opts)
+			r.c.reach.failed(ctx, err)
 			r.recordListWatch("list", ns, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			r.applySelectors(&opts)
+			if err := r.c.reach.wait(ctx); err != nil {
+				return nil, err
+			}
 			// A REST client's Watch does not set watch=true itself; without
 			// it the API server answers with a list.
 			opts.Watch = true
@@ -176,6 +183,7 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 				})
 			}
 			w, err := watchFn(ctx, opts)
+			r.c.reach.failed(ctx, err)
 			r.recordListWatch("watch", ns, err)
 			if err != nil {
 				return w, err
