@@ -52,7 +52,7 @@ type compareResult struct {
 const notMeasured = -2
 
 // compareRow is one scenario on one operator; a nil result is a scenario
-// that could not run.
+// that was not run (-run) or stopped before its end.
 type compareRow struct {
 	scenario, operator string
 	res                *compareResult
@@ -134,7 +134,7 @@ func compareTable(rows []compareRow) string {
 	}
 	for _, r := range rows {
 		if r.res == nil {
-			fmt.Fprintf(tw, "%s\t%s\tcould not run\t\t\t\t\t\n", r.scenario, r.operator)
+			fmt.Fprintf(tw, "%s\t%s\tnot run or failed\t\t\t\t\t\n", r.scenario, r.operator)
 			continue
 		}
 		exits := "none"
