@@ -238,6 +238,21 @@ LEADER_FREEZE_RUNS ?= 10
 test-leader-freeze: envtest ## Freeze the leader of two replicas past its lease on opkit and on controller-runtime, LEADER_FREEZE_RUNS (10) times each, and compare how long each old leader still acts.
 	OPKIT_LEADER_FREEZE_RUNS=$(LEADER_FREEZE_RUNS) $(TEST_ENV) $(GO) test -count=1 -timeout=60m -v -run '^TestFrozenLeaderStopsActing$$' ./test/sharding/
 
+# make test-outage-compare runs the sample operator and controller-runtime's
+# Mirror (hack/bench/crmirror), each as two processes with leader election
+# at their default lease timings, through four faults: kube-apiserver
+# stopped for 60 s and etcd frozen for 30 s after a load, a minute of load
+# that saturates clients limited to 5 requests a second, and SIGTERM of the
+# leader under load. It prints a table: processes that exited, the time to
+# the first reconcile or write and to convergence, relists, and whether
+# the leader lost its Lease (test/faults' TestOutageCompare;
+# OPKIT_OUTAGE_COMPARE turns it on). opkit breaking a promise fails it;
+# controller-runtime's figures are only reported.
+
+.PHONY: test-outage-compare
+test-outage-compare: envtest ## Run opkit and controller-runtime through an API server outage, an etcd freeze, a saturated client and a SIGTERM of the leader, and print a table of both (about ten minutes).
+	OPKIT_OUTAGE_COMPARE=1 $(TEST_ENV) $(GO) test -count=1 -timeout=60m -v -run '^TestOutageCompare$$' ./test/faults/
+
 # make image builds the operator's OCI image without Docker (hack/image):
 # an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,
 # for docker load, kind load image-archive or ctr import. IMAGE_PUSH=

@@ -87,6 +87,7 @@ type flags struct {
 	webhook        webhookFlags
 	shard          shardFlags
 	tenancy        tenancyFlags
+	client         clientFlags
 	recordFile     string
 }
 
@@ -107,6 +108,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	f.webhook.register(fs)
 	f.shard.register(fs)
 	f.tenancy.register(fs)
+	f.client.register(fs)
 	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends and when each write request is sent (package internal/actlog); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -120,7 +122,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	} else if err := f.webhook.check(set); err != nil {
 		return f, err
 	}
-	if err := f.tenancy.check(); err != nil {
+	if err := errors.Join(f.tenancy.check(), f.client.check()); err != nil {
 		return f, err
 	}
 	switch {
@@ -185,6 +187,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if cfg, err = manager.Config(f.kubeconfig); err != nil {
 		return err
 	}
+	cfg = rest.CopyConfig(cfg)
+	f.client.apply(cfg)
 	return operate(ctx, cfg, f, log)
 }
 

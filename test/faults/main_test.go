@@ -1,6 +1,9 @@
 // Package faults runs the Mirror sample operator against a real control
 // plane while things go wrong: bad input, concurrent writers, leader
-// failover, SIGTERM under load, dropped connections and expired watches.
+// failover, SIGTERM under load, dropped connections, expired watches,
+// control-plane outages and a client saturated by its own load. With
+// OPKIT_OUTAGE_COMPARE=1 it also runs the outages as processes, on opkit
+// and on controller-runtime side by side (compare_test.go).
 // docs/reliability.md says what each test shows.
 package faults
 

@@ -136,12 +136,12 @@ func (w *world) converged(ctx context.Context) error {
 func settled(live ...*replica) error {
 	sum := 0
 	for _, r := range live {
-		s, err := r.stats()
+		s, err := stats(r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r.name, err)
+			return fmt.Errorf("%s: %w", r.Name, err)
 		}
 		if s.members != len(live) || s.held < slots/len(live) {
-			return fmt.Errorf("%s sees %d members and holds %d slots; want %d members", r.name, s.members, s.held, len(live))
+			return fmt.Errorf("%s sees %d members and holds %d slots; want %d members", r.Name, s.members, s.held, len(live))
 		}
 		sum += s.held
 	}
@@ -157,9 +157,9 @@ func holdAll(rs ...*replica) func() error {
 	return func() error {
 		sum := 0
 		for _, r := range rs {
-			s, err := r.stats()
+			s, err := stats(r)
 			if err != nil {
-				return fmt.Errorf("%s: %w", r.name, err)
+				return fmt.Errorf("%s: %w", r.Name, err)
 			}
 			sum += s.held
 		}
@@ -175,19 +175,19 @@ func holdAll(rs ...*replica) func() error {
 // bound, and logs both times.
 func (g group) takeover(t *testing.T, step string, from *replica, since, at time.Time, bound time.Duration, others ...*replica) {
 	t.Helper()
-	handed, n, err := handedOver(g.records, from.cmd.Process.Pid, since.UnixNano(), at.UnixNano())
+	handed, n, err := handedOver(g.records, from.Cmd.Process.Pid, since.UnixNano(), at.UnixNano())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 {
-		t.Fatalf("%s: %s reconciled nothing under load before the signal", step, from.name)
+		t.Fatalf("%s: %s reconciled nothing under load before the signal", step, from.Name)
 	}
-	eventually(t, 30*time.Second, step+": "+from.name+"'s slots move", holdAll(others...))
+	eventually(t, 30*time.Second, step+": "+from.Name+"'s slots move", holdAll(others...))
 	held := time.Since(at)
-	eventually(t, 30*time.Second, step+": "+from.name+"'s keys are reconciled by the others", handed)
+	eventually(t, 30*time.Second, step+": "+from.Name+"'s keys are reconciled by the others", handed)
 	reconciled := time.Since(at)
 	t.Logf("%s: %s's slots held by the others %v after the signal, its %d keys reconciled by them after %v (bound %v)",
-		step, from.name, held.Round(time.Millisecond), n, reconciled.Round(time.Millisecond), bound)
+		step, from.Name, held.Round(time.Millisecond), n, reconciled.Round(time.Millisecond), bound)
 	if held > bound || reconciled > bound {
 		// A bound on time holds on a quiet machine; in make test, beside
 		// other packages on shared cores, a late tick is load, not a
@@ -206,13 +206,13 @@ func (g group) takeover(t *testing.T, step string, from *replica, since, at time
 // with the time the last one took.
 func joined(t *testing.T, r *replica) {
 	t.Helper()
-	s, err := r.stats()
+	s, err := stats(r)
 	if err != nil {
-		t.Fatalf("%s: %v", r.name, err)
+		t.Fatalf("%s: %v", r.Name, err)
 	}
-	t.Logf("%s holds %d slots after %d handovers, the last taking %.3fs", r.name, s.held, s.handovers, s.lastTakeover)
+	t.Logf("%s holds %d slots after %d handovers, the last taking %.3fs", r.Name, s.held, s.handovers, s.lastTakeover)
 	if s.handovers == 0 || s.lastTakeover <= 0 {
-		t.Errorf("%s joined and holds %d slots the others held, but reports %d handovers and a last takeover of %vs; want its slots counted and timed", r.name, s.held, s.handovers, s.lastTakeover)
+		t.Errorf("%s joined and holds %d slots the others held, but reports %d handovers and a last takeover of %vs; want its slots counted and timed", r.Name, s.held, s.handovers, s.lastTakeover)
 	}
 }
 
@@ -265,9 +265,9 @@ func TestChurn(t *testing.T) {
 	stop = w.load(t)
 	since := time.Now()
 	loadWindow(t)
-	at := r1.signal(t, syscall.SIGTERM)
+	at := r1.Signal(t, syscall.SIGTERM)
 	g.takeover(t, "leave", r1, since, at, 2*time.Second+allowance, r2, r3, r4)
-	if err := r1.wait(t, 30*time.Second); err != nil {
+	if err := r1.Wait(t, 30*time.Second); err != nil {
 		t.Errorf("r1 exited with %v after SIGTERM", err)
 	}
 	eventually(t, 30*time.Second, "three replicas share the slots", func() error { return settled(r2, r3, r4) })
@@ -277,8 +277,8 @@ func TestChurn(t *testing.T) {
 	stop = w.load(t)
 	since = time.Now()
 	loadWindow(t)
-	at = r2.signal(t, syscall.SIGKILL)
-	ends[r2.cmd.Process.Pid] = at.UnixNano()
+	at = r2.Signal(t, syscall.SIGKILL)
+	ends[r2.Cmd.Process.Pid] = at.UnixNano()
 	g.takeover(t, "crash", r2, since, at, leaseDuration+2*time.Second+allowance, r3, r4)
 	r5 := g.start(t, "r5") // as a Deployment would replace it
 	eventually(t, 30*time.Second, "r5 replaces r2", func() error { return settled(r3, r4, r5) })
@@ -287,16 +287,16 @@ func TestChurn(t *testing.T) {
 	converge("crash")
 
 	stop = w.load(t)
-	at = r3.signal(t, syscall.SIGSTOP)
+	at = r3.Signal(t, syscall.SIGSTOP)
 	frozeAt := at.UnixNano()
 	// No lower bound on when the slots move is asserted: r3's last
 	// renewal may precede the SIGSTOP by up to a RetryPeriod, and the
 	// overlap check below is what says whether they moved too early.
 	d = eventually(t, 30*time.Second, "r3's slots move while it is stopped", holdAll(r4, r5))
 	t.Logf("freeze: r3's slots held by the others %v after SIGSTOP", d.Round(time.Millisecond))
-	thawedAt := r3.signal(t, syscall.SIGCONT).UnixNano()
+	thawedAt := r3.Signal(t, syscall.SIGCONT).UnixNano()
 	eventually(t, 30*time.Second, "r3 fences itself and rejoins", func() error {
-		if !r3.logHas("Renewal gap beyond the renew deadline; dropping all claims and rejoining") {
+		if !r3.LogHas("Renewal gap beyond the renew deadline; dropping all claims and rejoining") {
 			return errors.New("r3 has not logged its renewal gap")
 		}
 		return settled(r3, r4, r5)
@@ -305,14 +305,14 @@ func TestChurn(t *testing.T) {
 	converge("freeze")
 
 	for _, r := range []*replica{r3, r4, r5} {
-		r.signal(t, syscall.SIGTERM)
+		r.Signal(t, syscall.SIGTERM)
 	}
 	for _, r := range []*replica{r3, r4, r5} {
-		if err := r.wait(t, 30*time.Second); err != nil {
-			t.Errorf("%s exited with %v after SIGTERM", r.name, err)
+		if err := r.Wait(t, 30*time.Second); err != nil {
+			t.Errorf("%s exited with %v after SIGTERM", r.Name, err)
 		}
 	}
-	checkRecords(t, g.records, ends, r3.cmd.Process.Pid, frozeAt, thawedAt)
+	checkRecords(t, g.records, ends, r3.Cmd.Process.Pid, frozeAt, thawedAt)
 }
 
 // checkRecords checks that no key's reconciles overlap across processes.

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/test/internal/operators"
 )
 
 // Lease timings of the frozen leader test: test/faults' failover timings,
@@ -64,15 +64,13 @@ const freezeRunsEnv = "OPKIT_LEADER_FREEZE_RUNS"
 func TestFrozenLeaderStopsActing(t *testing.T) {
 	runs, compare := freezeRuns(t)
 	dir := t.TempDir()
-	opkit := &implementation{name: "opkit", module: ".", pkg: "github.com/opkit-dev/opkit/cmd/sample-operator", dir: dir, args: []string{"--webhook-port", "0"}}
-	// The peer lives in the benchmarks' module, which is not the SDK's.
-	peer := &implementation{name: "controller-runtime", module: "../../hack/bench", pkg: "github.com/opkit-dev/opkit/hack/bench/crmirror", dir: dir}
+	opkit, peer := operators.Implementations(dir)
 	var rows []freezeRow
 	for i := 1; i <= runs; i++ {
 		row := freezeRow{run: i}
-		row.opkitOK = t.Run(fmt.Sprintf("run%d/%s", i, opkit.name), func(t *testing.T) { row.opkit = opkitFrozenLeader(t, opkit) })
+		row.opkitOK = t.Run(fmt.Sprintf("run%d/%s", i, opkit.Name), func(t *testing.T) { row.opkit = opkitFrozenLeader(t, opkit) })
 		if compare {
-			row.peerOK = t.Run(fmt.Sprintf("run%d/%s", i, peer.name), func(t *testing.T) { row.peer = peerFrozenLeader(t, peer) })
+			row.peerOK = t.Run(fmt.Sprintf("run%d/%s", i, peer.Name), func(t *testing.T) { row.peer = peerFrozenLeader(t, peer) })
 		}
 		rows = append(rows, row)
 	}
@@ -97,7 +95,7 @@ func freezeRuns(t *testing.T) (int, bool) {
 
 // opkitFrozenLeader runs the scenario on the sample operator: any overlap
 // fails it.
-func opkitFrozenLeader(t *testing.T, impl *implementation) *freezeResult {
+func opkitFrozenLeader(t *testing.T, impl *operators.Implementation) *freezeResult {
 	res := frozenLeader(t, impl)
 	if res.overlaps() > 0 {
 		t.Errorf("the old leader acted after the new one began: %d reconcile starts and %d writes over %v; the new one acted %d times before the old one's last act",
@@ -108,37 +106,16 @@ func opkitFrozenLeader(t *testing.T, impl *implementation) *freezeResult {
 
 // peerFrozenLeader runs the scenario on controller-runtime, for the
 // comparison: overlaps are expected there, and only logged.
-func peerFrozenLeader(t *testing.T, impl *implementation) *freezeResult {
+func peerFrozenLeader(t *testing.T, impl *operators.Implementation) *freezeResult {
 	res := frozenLeader(t, impl)
 	return &res
 }
 
-// implementation is an operator binary the scenario runs.
-type implementation struct {
-	name   string
-	module string   // the directory of the module that holds pkg
-	pkg    string   // its command's package
-	dir    string   // where to build it
-	args   []string // flags the common ones leave out
-	bin    string   // once built
-}
-
-// binary builds the implementation the first time it is asked for.
-func (impl *implementation) binary(t *testing.T) string {
-	t.Helper()
-	if impl.bin == "" {
-		bin := filepath.Join(impl.dir, impl.name)
-		goBuild(t, bin, impl.module, impl.pkg)
-		impl.bin = bin
-	}
-	return impl.bin
-}
-
 // frozenLeader runs the scenario once on impl and returns what the record
 // file says of it; only a scenario that could not run fails t.
-func frozenLeader(t *testing.T, impl *implementation) freezeResult {
+func frozenLeader(t *testing.T, impl *operators.Implementation) freezeResult {
 	began := time.Now()
-	bin := impl.binary(t)
+	bin := impl.Binary(t)
 	w := newWorld(t, freezeMirrors)
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -149,43 +126,43 @@ func frozenLeader(t *testing.T, impl *implementation) freezeResult {
 	args := append([]string{"--kubeconfig", kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4", "--record-reconciles", records,
 		"--leader-elect", "--leader-election-namespace", w.home, "--leader-election-id", freezeLeaseID,
 		"--leader-elect-lease-duration", freezeLease.String(), "--leader-elect-renew-deadline", freezeRenew.String(),
-		"--leader-elect-retry-period", freezeRetry.String()}, impl.args...)
-	a := startProcess(t, "a", bin, args...)
+		"--leader-elect-retry-period", freezeRetry.String()}, impl.Args...)
+	a := operators.Start(t, "a", bin, args...)
 	eventually(t, 30*time.Second, "a leads", leading(a, true))
-	b := startProcess(t, "b", bin, args...)
+	b := operators.Start(t, "b", bin, args...)
 	eventually(t, 30*time.Second, "b stands by", leading(b, false))
 	eventually(t, 30*time.Second, "a copies every Mirror", func() error { return w.converged(ctx) })
-	pidA, pidB := a.cmd.Process.Pid, b.cmd.Process.Pid
+	pidA, pidB := a.Cmd.Process.Pid, b.Cmd.Process.Pid
 
 	stop := w.load(t)
 	t.Cleanup(stop)
 	hold(t, time.Second) // a reconciles and writes under the load
-	frozeAt := a.signal(t, syscall.SIGSTOP)
+	frozeAt := a.Signal(t, syscall.SIGSTOP)
 	eventually(t, 30*time.Second, "b takes over", leading(b, true))
 	elected := time.Since(frozeAt)
 	eventually(t, 30*time.Second, "b acts", func() error { return hasActed(records, pidB) })
 	acted := time.Now()
 	// Frozen past its lease, and until b has worked for a second.
 	hold(t, max(time.Until(frozeAt.Add(freezeLease+beyondLease)), time.Until(acted.Add(time.Second))))
-	thawedAt := a.signal(t, syscall.SIGCONT)
+	thawedAt := a.Signal(t, syscall.SIGCONT)
 	hold(t, afterThaw)
 	stop()
 	d := eventually(t, 30*time.Second, "every copy converges", func() error { return w.converged(ctx) })
 
 	termAt := time.Now()
 	for _, r := range []*replica{a, b} {
-		_ = r.cmd.Process.Signal(syscall.SIGTERM) // a may have exited already
+		_ = r.Cmd.Process.Signal(syscall.SIGTERM) // a may have exited already
 	}
-	errA, errB := a.wait(t, 60*time.Second), b.wait(t, 60*time.Second)
+	errA, errB := a.Wait(t, 60*time.Second), b.Wait(t, 60*time.Second)
 	if errB != nil {
 		t.Errorf("b exited with %v after SIGTERM", errB)
 	}
 	exitA := "at SIGTERM"
-	if a.exitedAt.Before(termAt) {
-		exitA = fmt.Sprintf("on its own %v after SIGCONT", a.exitedAt.Sub(thawedAt).Round(time.Millisecond))
+	if a.ExitedAt.Before(termAt) {
+		exitA = fmt.Sprintf("on its own %v after SIGCONT", a.ExitedAt.Sub(thawedAt).Round(time.Millisecond))
 	}
 
-	acts, err := readActs(records)
+	acts, err := operators.ReadActs(records)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,51 +172,34 @@ func frozenLeader(t *testing.T, impl *implementation) freezeResult {
 	}
 	res.took = time.Since(began)
 	t.Logf("%s: b elected %v after SIGSTOP, acted %v after it; a thawed %v after it; copies converged %v after the load stopped; a exited %s (%v); the scenario took %v",
-		impl.name, elected.Round(time.Millisecond), acted.Sub(frozeAt).Round(time.Millisecond), thawedAt.Sub(frozeAt).Round(time.Millisecond),
+		impl.Name, elected.Round(time.Millisecond), acted.Sub(frozeAt).Round(time.Millisecond), thawedAt.Sub(frozeAt).Round(time.Millisecond),
 		d.Round(time.Millisecond), exitA, errA, res.took.Round(time.Second))
-	res.log(t, impl.name, thawedAt.UnixNano())
+	res.log(t, impl.Name, thawedAt.UnixNano())
 	return res
 }
 
 // leading checks that r holds the Lease, or stands by, as want says.
 func leading(r *replica, want bool) func() error {
 	return func() error {
-		got, err := r.leads(freezeLeaseID)
+		got, err := r.Leads(freezeLeaseID)
 		if err != nil {
 			return err
 		}
 		if got != want {
-			return fmt.Errorf("%s leads: %v", r.name, got)
+			return fmt.Errorf("%s leads: %v", r.Name, got)
 		}
 		return nil
 	}
 }
 
-// leads reports whether r holds the Lease named lease, by its
-// leader_election_master_status gauge (imetrics.Leader; client-go's
-// through controller-runtime), which a standby serves at 0.
-func (r *replica) leads(lease string) (bool, error) {
-	lines, err := r.scrape()
-	if err != nil {
-		return false, err
-	}
-	series := fmt.Sprintf("%s{name=%q} ", imetrics.Leader, lease)
-	for _, line := range lines {
-		if v, ok := strings.CutPrefix(line, series); ok {
-			return v == "1", nil
-		}
-	}
-	return false, fmt.Errorf("%s serves no %s", r.name, strings.TrimSpace(series))
-}
-
 // hasActed checks that pid has started a reconcile or sent a write.
 func hasActed(records string, pid int) error {
-	acts, err := liveActs(records)
+	acts, err := operators.LiveActs(records)
 	if err != nil {
 		return err
 	}
 	for _, a := range acts {
-		if a.pid == pid && a.kind != "end" {
+		if a.PID == pid && a.Kind != "end" {
 			return nil
 		}
 	}
@@ -283,15 +243,15 @@ func (r freezeResult) acting() time.Duration {
 // last one before frozeAt. Both must have acted: a before the freeze, b at
 // all.
 func judge(acts []act, a, b int, frozeAt int64) (freezeResult, error) {
-	acts = slices.DeleteFunc(slices.Clone(acts), func(x act) bool { return x.kind == "end" })
-	slices.SortStableFunc(acts, func(x, y act) int { return cmp.Compare(x.at, y.at) })
+	acts = slices.DeleteFunc(slices.Clone(acts), func(x act) bool { return x.Kind == "end" })
+	slices.SortStableFunc(acts, func(x, y act) int { return cmp.Compare(x.At, y.At) })
 	r := freezeResult{bFirst: math.MaxInt64}
 	for _, x := range acts {
 		switch {
-		case x.pid == a && x.at < frozeAt:
-			r.aBefore = x.at
-		case x.pid == b:
-			r.bFirst = min(r.bFirst, x.at)
+		case x.PID == a && x.At < frozeAt:
+			r.aBefore = x.At
+		case x.PID == b:
+			r.bFirst = min(r.bFirst, x.At)
 		}
 	}
 	switch {
@@ -302,17 +262,17 @@ func judge(acts []act, a, b int, frozeAt int64) (freezeResult, error) {
 	}
 	for _, x := range acts {
 		switch {
-		case x.pid == a && x.at > r.bFirst:
-			if x.kind == "start" {
+		case x.PID == a && x.At > r.bFirst:
+			if x.Kind == "start" {
 				r.aStarts++
 			} else {
 				r.aWrites++
 			}
 			if r.aFirst == 0 {
-				r.aFirst = x.at
+				r.aFirst = x.At
 			}
-			r.aLast = x.at
-		case x.pid == b && x.at < r.aBefore:
+			r.aLast = x.At
+		case x.PID == b && x.At < r.aBefore:
 			r.bEarly++
 		default:
 			continue
@@ -338,7 +298,7 @@ func (r freezeResult) log(t *testing.T, name string, thawedAt int64) {
 		t.Logf("%s: b started reconciles or sent writes %d times before a's last act before the freeze", name, r.bEarly)
 	}
 	for _, x := range r.examples {
-		t.Logf("%s:   e.g. pid %d %s %s %v after SIGCONT", name, x.pid, x.kind, x.what, rel(x.at))
+		t.Logf("%s:   e.g. pid %d %s %s %v after SIGCONT", name, x.PID, x.Kind, x.What, rel(x.At))
 	}
 }
 

@@ -45,17 +45,17 @@ func TestOverlaps(t *testing.T) {
 func TestJudgeFrozenLeader(t *testing.T) {
 	const a, b, frozeAt = 1, 2, 100
 	acts := []act{
-		{"start", 10, "ns/x", a}, {"write", 20, "PATCH /p", a}, {"end", 30, "ns/x", a},
-		{"start", 90, "ns/y", a}, // in flight at the freeze
-		{"start", 150, "ns/x", b}, {"write", 160, "PATCH /p", b}, {"end", 170, "ns/x", b},
-		{"write", 200, "PATCH /q", a}, {"end", 210, "ns/y", a}, {"start", 220, "ns/z", a}, // a wakes and acts
+		{Kind: "start", At: 10, What: "ns/x", PID: a}, {Kind: "write", At: 20, What: "PATCH /p", PID: a}, {Kind: "end", At: 30, What: "ns/x", PID: a},
+		{Kind: "start", At: 90, What: "ns/y", PID: a}, // in flight at the freeze
+		{Kind: "start", At: 150, What: "ns/x", PID: b}, {Kind: "write", At: 160, What: "PATCH /p", PID: b}, {Kind: "end", At: 170, What: "ns/x", PID: b},
+		{Kind: "write", At: 200, What: "PATCH /q", PID: a}, {Kind: "end", At: 210, What: "ns/y", PID: a}, {Kind: "start", At: 220, What: "ns/z", PID: a}, // a wakes and acts
 	}
 	got, err := judge(acts, a, b, frozeAt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := freezeResult{aStarts: 1, aWrites: 1, aFirst: 200, aLast: 220, bFirst: 150, aBefore: 90,
-		examples: []act{{"write", 200, "PATCH /q", a}, {"start", 220, "ns/z", a}}}
+		examples: []act{{Kind: "write", At: 200, What: "PATCH /q", PID: a}, {Kind: "start", At: 220, What: "ns/z", PID: a}}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(freezeResult{}, act{})); diff != "" {
 		t.Errorf("judge (-want +got):\n%s", diff)
 	}
@@ -65,14 +65,14 @@ func TestJudgeFrozenLeader(t *testing.T) {
 
 	// b acting before a's last act before the freeze: an overlap seen
 	// from both sides.
-	acts = []act{{"start", 10, "ns/x", a}, {"write", 20, "PATCH /p", b}, {"write", 30, "PATCH /p", a}, {"start", 150, "ns/x", b}}
+	acts = []act{{Kind: "start", At: 10, What: "ns/x", PID: a}, {Kind: "write", At: 20, What: "PATCH /p", PID: b}, {Kind: "write", At: 30, What: "PATCH /p", PID: a}, {Kind: "start", At: 150, What: "ns/x", PID: b}}
 	if got, err := judge(acts, a, b, frozeAt); err != nil || got.bEarly != 1 || got.aWrites != 1 || got.aStarts != 0 {
 		t.Errorf("judge = %+v, %v; want b early once, a late once", got, err)
 	}
 	for _, acts := range [][]act{
-		{{"start", 150, "ns/x", b}},                            // a never acted
-		{{"start", 10, "ns/x", a}},                             // b never acted
-		{{"start", 110, "ns/x", a}, {"start", 150, "ns/x", b}}, // a only after the freeze
+		{{Kind: "start", At: 150, What: "ns/x", PID: b}},                                                 // a never acted
+		{{Kind: "start", At: 10, What: "ns/x", PID: a}},                                                  // b never acted
+		{{Kind: "start", At: 110, What: "ns/x", PID: a}, {Kind: "start", At: 150, What: "ns/x", PID: b}}, // a only after the freeze
 	} {
 		if _, err := judge(acts, a, b, frozeAt); err == nil {
 			t.Errorf("judge(%v) accepted a scenario that shows nothing", acts)

@@ -43,8 +43,8 @@ func TestShardedRBAC(t *testing.T) {
 	a, b := g.start(t, "a"), g.start(t, "b")
 	eventually(t, 30*time.Second, "two replicas share the slots", func() error { return settled(a, b) })
 	eventually(t, 30*time.Second, "every Mirror converges", func() error { return w.converged(t.Context()) })
-	b.signal(t, syscall.SIGTERM)
-	if err := b.wait(t, 30*time.Second); err != nil {
+	b.Signal(t, syscall.SIGTERM)
+	if err := b.Wait(t, 30*time.Second); err != nil {
 		t.Errorf("b exited with %v after SIGTERM", err)
 	}
 	eventually(t, 10*time.Second, "a holds every slot", holdAll(a))
@@ -52,13 +52,13 @@ func TestShardedRBAC(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("b's Lease after it left: %v, want NotFound (b deletes it)", err)
 	}
-	a.signal(t, syscall.SIGTERM)
-	if err := a.wait(t, 30*time.Second); err != nil {
+	a.Signal(t, syscall.SIGTERM)
+	if err := a.Wait(t, 30*time.Second); err != nil {
 		t.Errorf("a exited with %v after SIGTERM", err)
 	}
 	for _, r := range []*replica{a, b} {
-		if r.logHas("forbidden") {
-			t.Errorf("%s logged a forbidden request (log %s)", r.name, r.log)
+		if r.LogHas("forbidden") {
+			t.Errorf("%s logged a forbidden request (log %s)", r.Name, r.Log)
 		}
 	}
 }

@@ -1,65 +1,14 @@
 package sharding
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/opkit-dev/opkit/test/internal/operators"
 )
 
-// act is one line of a --record-reconciles file (package internal/actlog).
-type act struct {
-	kind string // "start" or "end" of a reconcile, or "write"
-	at   int64  // unix nanoseconds
-	what string // the key (namespace/name) of a start or end; "METHOD path" of a write
-	pid  int
-}
-
-// parseAct parses one line: start|end <unix-nanos> <key> <pid>, or
-// write <unix-nanos> <METHOD> <path> <pid>.
-func parseAct(line string) (act, error) {
-	fs := strings.Fields(line)
-	want := 4
-	if len(fs) > 0 && fs[0] == "write" {
-		want = 5
-	}
-	switch {
-	case len(fs) == 0:
-		return act{}, fmt.Errorf("record line %q: empty", line)
-	case fs[0] != "start" && fs[0] != "end" && fs[0] != "write":
-		return act{}, fmt.Errorf("record line %q: want start, end or write", line)
-	case len(fs) != want:
-		return act{}, fmt.Errorf("record line %q: want %d fields", line, want)
-	}
-	at, err1 := strconv.ParseInt(fs[1], 10, 64)
-	pid, err2 := strconv.Atoi(fs[want-1])
-	if err1 != nil || err2 != nil {
-		return act{}, fmt.Errorf("record line %q: bad number", line)
-	}
-	return act{kind: fs[0], at: at, what: strings.Join(fs[2:want-1], " "), pid: pid}, nil
-}
-
-// readActs reads every line of a record file whose writers have exited;
-// a line it cannot parse is an error.
-func readActs(path string) ([]act, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []act
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		a, err := parseAct(sc.Text())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, sc.Err()
-}
+// act is one line of a --record-reconciles file.
+type act = operators.Act
 
 // interval is one reconcile of key by process pid, from the
 // --record-reconciles lines, in unix nanoseconds.
@@ -75,7 +24,7 @@ type interval struct {
 // was killed) ends at ends[pid], or never when that is missing. Write
 // lines are not reconciles: it skips them.
 func readIntervals(path string, ends map[int]int64) ([]interval, error) {
-	acts, err := readActs(path)
+	acts, err := operators.ReadActs(path)
 	if err != nil {
 		return nil, err
 	}
@@ -86,20 +35,20 @@ func readIntervals(path string, ends map[int]int64) ([]interval, error) {
 	open := map[pk]int64{}
 	var out []interval
 	for _, a := range acts {
-		k := pk{a.pid, a.what}
-		switch a.kind {
+		k := pk{a.PID, a.What}
+		switch a.Kind {
 		case "start":
 			if _, ok := open[k]; ok {
-				return nil, fmt.Errorf("process %d started %s twice without an end", a.pid, a.what)
+				return nil, fmt.Errorf("process %d started %s twice without an end", a.PID, a.What)
 			}
-			open[k] = a.at
+			open[k] = a.At
 		case "end":
 			s, ok := open[k]
 			if !ok {
-				return nil, fmt.Errorf("process %d ended %s without a start", a.pid, a.what)
+				return nil, fmt.Errorf("process %d ended %s without a start", a.PID, a.What)
 			}
 			delete(open, k)
-			out = append(out, interval{a.what, a.pid, s, a.at})
+			out = append(out, interval{a.What, a.PID, s, a.At})
 		}
 	}
 	for k, s := range open {
@@ -136,38 +85,22 @@ func overlaps(all []interval) [][2]interval {
 	return out
 }
 
-// liveActs reads a record file that replicas may still be writing: a line
-// it cannot parse (the last, half written) is skipped.
-func liveActs(path string) ([]act, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []act
-	for _, line := range strings.Split(string(b), "\n") {
-		if a, err := parseAct(line); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out, nil
-}
-
 // starts returns, per key, the pids that started reconciling it within
 // [from, to) (unix nanoseconds).
 func starts(path string, from, to int64) (map[string]map[int]bool, error) {
-	acts, err := liveActs(path)
+	acts, err := operators.LiveActs(path)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]map[int]bool{}
 	for _, a := range acts {
-		if a.kind != "start" || a.at < from || a.at >= to {
+		if a.Kind != "start" || a.At < from || a.At >= to {
 			continue
 		}
-		if out[a.what] == nil {
-			out[a.what] = map[int]bool{}
+		if out[a.What] == nil {
+			out[a.What] = map[int]bool{}
 		}
-		out[a.what][a.pid] = true
+		out[a.What][a.PID] = true
 	}
 	return out, nil
 }

@@ -9,13 +9,19 @@
 //	         [--max-concurrent-reconciles N] [--pprof-bind-address ADDR]
 //	         [--leader-elect [--leader-election-namespace NS] [--leader-election-id NAME]
 //	          [--leader-elect-lease-duration D] [--leader-elect-renew-deadline D] [--leader-elect-retry-period D]]
-//	         [--record-reconciles FILE]
+//	         [--record-reconciles FILE] [--kube-api-qps N [--kube-api-burst N]]
 //
 // With --leader-elect one replica works and the others stand by, as with
 // the sample's flag of that name; test/sharding freezes the leader of two
 // to compare what each does after a standby took over. --record-reconciles
 // records reconciles and writes in the sample's format (package
-// internal/actlog).
+// internal/actlog). --kube-api-qps and --kube-api-burst limit the requests
+// of all its clients together with one token bucket, as the sample's
+// flags of those names do; controller-runtime's leader election renews
+// through clients built from the same config, so through that bucket too. It counts, in
+// crmirror_list_requests_total by resource, the requests that fetch a
+// resource's whole state (lists, and watches that send initial events),
+// so that a test can count its informers' relists.
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"time"
@@ -33,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +49,7 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -67,6 +76,8 @@ type flags struct {
 	verbosity   int
 	leader      leaderFlags
 	recordFile  string
+	qps         float64
+	burst       int
 }
 
 // leaderFlags are the sample's leader election flags, for
@@ -116,6 +127,8 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity: 0 or 1")
 	f.leader.register(fs)
 	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends and when each write request is sent (package internal/actlog); empty: none")
+	fs.Float64Var(&f.qps, "kube-api-qps", 0, "requests a second the client may send to the API server; 0: no client-side limit")
+	fs.IntVar(&f.burst, "kube-api-burst", 0, "with --kube-api-qps: requests the client may send at once above that rate; 0: --kube-api-qps rounded up")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -124,6 +137,9 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	}
 	if f.workers < 1 {
 		return f, fmt.Errorf("--max-concurrent-reconciles is %d: it must be at least 1", f.workers)
+	}
+	if f.qps < 0 || math.IsNaN(f.qps) || math.IsInf(f.qps, 0) || f.burst < 0 || (f.burst > 0 && f.qps == 0) {
+		return f, errors.New("--kube-api-qps must be 0 (no limit) or positive, and --kube-api-burst 0 or positive, with --kube-api-qps")
 	}
 	if l := f.leader; l.leaseDuration < 0 || l.renewDeadline < 0 || l.retryPeriod < 0 {
 		return f, errors.New("the --leader-elect-* durations must be 0 (the default) or positive")
@@ -152,6 +168,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// limiting off when the kubeconfig sets no QPS; say so here, so that the
 	// benchmark's two operators visibly share the setting.
 	cfg.QPS, cfg.Burst = -1, 0
+	if f.qps > 0 {
+		// One bucket for every client built from cfg, as the sample's
+		// flags give; controller-runtime's leader election builds its
+		// clients from cfg too, so its renewals spend it as well.
+		cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+		if cfg.Burst == 0 {
+			cfg.Burst = int(math.Ceil(f.qps))
+		}
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
 
 	var acts *actlog.File
 	if f.recordFile != "" {
@@ -162,6 +188,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		// The first wrapper, closest to the wire, as in the sample.
 		cfg.Wrap(acts.Transport)
 	}
+	lists, err := newListCounter(ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	cfg.Wrap(lists.wrap)
 	mgr, err := newManager(cfg, f, acts, log)
 	if err != nil {
 		return err
