@@ -131,7 +131,7 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.memory.objects, "memory-objects", memoryObjects, "memory: ConfigMaps (two thirds) and Secrets (one third) in the cluster (BENCH_QUICK=1: 6000)")
 	memoryMax := fs.Int64("memory-max", 4096, "memory: the measured run's cgroup limit, in `MiB`")
 	precision := fs.Int64("memory-precision", 4, "memory: the bisection of the smallest limit survived stops at this interval, in `MiB`")
-	fs.IntVar(&o.memory.steps, "memory-steps", 8, "memory: the bisection tries at most this many limits per implementation")
+	fs.IntVar(&o.memory.steps, "memory-steps", 10, "memory: the bisection tries at most this many limits per implementation")
 	fs.DurationVar(&o.memory.settle, "memory-settle", 10*time.Second, "memory: from ready to the steady-state reading")
 	fs.BoolVar(&o.memory.peerLimit, "memory-peer-gomemlimit", false, "memory: run controller-runtime's Mirror with GOMEMLIMIT at 90% of its cgroup's limit, as opkit sets its own (default: none, as controller-runtime operators run)")
 	implList := fs.String("impls", strings.Join(impls, ","), "implementations to run, in this order every round")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,7 +168,9 @@ func runMemory(ctx context.Context, o options, bins map[string]string, kubeconfi
 // does not (0 if none was tried), to within m.precision, trying at most
 // m.steps limits: first first (the measured peak, likely to survive),
 // then halving the interval between the largest failure and the smallest
-// success. limit, which the measured run survived, bounds it from above.
+// success, or, until a limit below limit has survived, growing the
+// largest failure by a quarter. limit, which the measured run survived,
+// bounds it from above.
 func bisect(ctx context.Context, m memoryOptions, first, limit int64, survives func(context.Context, int64) (bool, error)) (ok, failed int64, err error) {
 	ok = limit
 	next := min(first, limit)
@@ -188,6 +191,11 @@ func bisect(ctx context.Context, m memoryOptions, first, limit int64, survives f
 			break
 		}
 		next = roundUp(failed+(ok-failed)/2, 1<<20)
+		if ok == limit {
+			// Nothing below the limit survived yet: grow by a quarter
+			// rather than halve towards a limit far above the peak.
+			next = min(next, roundUp(failed+failed/4, 1<<20))
+		}
 	}
 	return ok, failed, nil
 }
@@ -308,6 +316,9 @@ func goMemLimit(ctx context.Context, p *process) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read the Go memory limit of %s: %w", p.cmd.Path, err)
 	}
+	if v >= math.MaxInt64 { // none: the runtime's default, which float64 rounds up
+		return math.MaxInt64, nil
+	}
 	return int64(v), nil
 }
 
@@ -327,7 +338,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // lack of memory. Only errors of the benchmark itself are returned.
 func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, readyTimeout time.Duration) (t memoryTrial, err error) {
 	t.LimitBytes = limit
-	name := fmt.Sprintf("memory-%s-%dMiB", impl, limit>>20)
+	name := fmt.Sprintf("memory-%s-%dmi", impl, limit>>20) // a namespace's name: lower case
 	log, err := r.logFile(name)
 	if err != nil {
 		return t, err
@@ -341,8 +352,9 @@ func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, read
 	o := r.o
 	o.phaseTimeout = memoryPhaseTimeout
 	var res runResult
-	runErr := p.waitReady(ctx, readyTimeout)
-	if runErr == nil {
+	var runErr error
+	readyErr := p.waitReady(ctx, readyTimeout)
+	if readyErr == nil {
 		t.ReadySeconds = p.ready.Sub(p.started).Seconds()
 		runErr = phases(ctx, o, p, w, &res)
 	}
@@ -350,14 +362,25 @@ func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, read
 	if err == nil {
 		t.OOMKills, err = c.oomKills()
 	}
+	exited := false
+	select {
+	case <-p.exited:
+		exited = true
+	default:
+	}
 	_, stopErr := stopIn(p, c)
 	switch {
 	case ctx.Err() != nil:
 		err = errors.Join(context.Cause(ctx), err)
-	case runErr != nil:
-		t.Why = runErr.Error()
+	case err != nil:
 	case t.OOMKills > 0:
 		t.Why = fmt.Sprintf("%d OOM kills", t.OOMKills)
+	case readyErr != nil:
+		t.Why = readyErr.Error()
+	case runErr != nil && (exited || errors.Is(runErr, errNotConverged)):
+		t.Why = runErr.Error()
+	case runErr != nil:
+		err = runErr // the benchmark's own failure, not the operator's
 	case stopErr != nil:
 		t.Why = stopErr.Error()
 	default:

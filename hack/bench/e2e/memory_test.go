@@ -25,8 +25,8 @@ func TestBisect(t *testing.T) {
 	}{
 		// The first try survives: down from there.
 		{name: "first survives", need: 37 * mi, first: 100 * mi, limit: 1024 * mi, steps: 10, wantOK: 38 * mi, wantFailed: 35 * mi, wantTried: 6},
-		// The first try fails: up between it and the limit.
-		{name: "first fails", need: 300 * mi, first: 100 * mi, limit: 1024 * mi, steps: 10, wantOK: 300 * mi, wantFailed: 296 * mi, wantTried: 9},
+		// The first try fails: up by a quarter until one survives, then halving.
+		{name: "first fails", need: 300 * mi, first: 100 * mi, limit: 1024 * mi, steps: 10, wantOK: 302 * mi, wantFailed: 298 * mi, wantTried: 10},
 		// Out of steps: the interval is wider than the precision.
 		{name: "out of steps", need: 37 * mi, first: 100 * mi, limit: 1024 * mi, steps: 3, wantOK: 50 * mi, wantFailed: 25 * mi, wantTried: 3},
 		// A first try at the limit itself is not tried again.
@@ -151,7 +151,7 @@ func TestParseMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := memoryOptions{objects: 100000, max: 2048 << 20, precision: 4 << 20, steps: 8, settle: time.Second}
+	want := memoryOptions{objects: 100000, max: 2048 << 20, precision: 4 << 20, steps: 10, settle: time.Second}
 	if diff := cmp.Diff(want, o.memory, cmp.AllowUnexported(memoryOptions{})); diff != "" || !cmp.Equal(o.scenarios, []string{scenarioMemory}) {
 		t.Errorf("memory options (-want +got):\n%s; scenarios %v", diff, o.scenarios)
 	}
