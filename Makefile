@@ -201,6 +201,18 @@ E2E_FLAGS ?=
 # it flags, such as -rounds 5 or -objects 1200.
 SCALEOUT_FLAGS ?=
 
+# The memory benchmark (make bench-memory, also run by make bench) fills a
+# control plane with OBJECTS ConfigMaps and Secrets shaped like the fill's,
+# then runs opkit's Mirror operator and controller-runtime's, each inside a
+# memory cgroup of its own: peak during the initial sync, steady state,
+# time to ready, OOM kills, and the smallest limit each survives, bisected
+# (hack/bench/e2e's memory scenario). It needs root, to make the cgroups.
+# No warm-up run: the fill warms the control plane up. MEMORY_FLAGS passes
+# it flags, such as -memory-max 2048, -memory-steps 6 or
+# -memory-peer-gomemlimit.
+OBJECTS      ?= $(if $(BENCH_QUICK_DEFAULT),6000,60000)
+MEMORY_FLAGS ?=
+
 # Where make bench writes its tables (and the end-to-end chart).
 RESULTS := $(CURDIR)/bench/results
 
@@ -221,8 +233,14 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	done | tee $(BIN)/bench/source.txt | $(BENCHTABLE) | tee $(RESULTS)/source.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
+	$(MAKE) --no-print-directory bench-memory
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
-	  for t in queue cache source e2e scaleout; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+	  for t in queue cache source e2e scaleout memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+
+.PHONY: bench-memory
+bench-memory: envtest ## Run opkit's and controller-runtime's Mirror under a real memory limit among OBJECTS (60000) objects; bisect the smallest limit each survives (root).
+	mkdir -p $(RESULTS)/memory
+	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./e2e -out $(RESULTS)/memory -scenarios memory -warmup=false -memory-objects $(OBJECTS) $(MEMORY_FLAGS) | tee $(RESULTS)/memory.txt
 
 # make test-leader-freeze freezes the leader of two replicas past its lease
 # and thaws it, LEADER_FREEZE_RUNS times on opkit and as many on

@@ -53,6 +53,8 @@ var panels = []panel{
 	{scenarioNoisy, "NOISY: QUIET P99, FLOOD (S)", noisyValue(func(n *noisyResult) float64 { return percentile(n.QuietFlood, 99) })},
 	{scenarioNoisy, "NOISY: QUIET P99, NO FLOOD (S)", noisyValue(func(n *noisyResult) float64 { return percentile(n.QuietFloor, 99) })},
 	{scenarioNoisy, "NOISY: FLOOD TOTAL (S)", noisyValue(func(n *noisyResult) float64 { return n.FloodCreateSeconds + n.FloodBurstSeconds })},
+	{scenarioMemory, "MEMORY: PEAK (MIB)", memoryMiB((*memoryResult).peakBytes)},
+	{scenarioMemory, "MEMORY: SMALLEST LIMIT (MIB)", memoryMiB(func(m *memoryResult) int64 { return m.SmallestLimitBytes })},
 }
 
 // writeChart draws the panels of the scenarios runs ran, each over the

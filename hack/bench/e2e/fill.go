@@ -57,6 +57,10 @@ var shapes = []string{shapeRealistic, shapeSmall}
 type fillOptions struct {
 	configMaps, secrets, namespaces int
 	shape                           string // shapeRealistic or shapeSmall
+	// prefix, if set, names the namespaces prefix-NN instead of the
+	// shape's names, so that two fills of one control plane never share a
+	// namespace that the first left Terminating.
+	prefix string
 }
 
 // describe says what the fill's objects are, for the table's title.
@@ -77,6 +81,9 @@ func smallFillNamespace(i int) string { return fmt.Sprintf("fill-small-%02d", i)
 
 // namespace returns the name of f's namespace i.
 func (f fillOptions) namespace(i int) string {
+	if f.prefix != "" {
+		return fmt.Sprintf("%s-%02d", f.prefix, i)
+	}
 	if f.shape == shapeSmall {
 		return smallFillNamespace(i)
 	}
@@ -205,11 +212,12 @@ func smallFillObject(kind string, i int, namespaces int) (obj any, meta *metav1.
 	return s, &s.ObjectMeta
 }
 
-// createFillObject creates the fill's object i of kind in the API server,
-// of the given shape.
-func createFillObject(ctx context.Context, cs kubernetes.Interface, shape, kind string, i, namespaces int) error {
-	if shape == shapeSmall {
-		obj, meta := smallFillObject(kind, i, namespaces)
+// createFillObject creates f's object i of kind in the API server, in
+// f.namespace(i % f.namespaces).
+func createFillObject(ctx context.Context, cs kubernetes.Interface, f fillOptions, kind string, i int) error {
+	if f.shape == shapeSmall {
+		obj, meta := smallFillObject(kind, i, f.namespaces)
+		meta.Namespace = f.namespace(i % f.namespaces)
 		var err error
 		if cm, ok := obj.(*corev1.ConfigMap); ok {
 			_, err = cs.CoreV1().ConfigMaps(meta.Namespace).Create(ctx, cm, metav1.CreateOptions{})
@@ -218,7 +226,8 @@ func createFillObject(ctx context.Context, cs kubernetes.Interface, shape, kind 
 		}
 		return err
 	}
-	obj, meta, ssa := fillObject(kind, i, namespaces)
+	obj, meta, ssa := fillObject(kind, i, f.namespaces)
+	meta.Namespace = f.namespace(i % f.namespaces)
 	if ssa {
 		body, err := json.Marshal(obj)
 		if err != nil {
@@ -267,7 +276,7 @@ func fillCluster(ctx context.Context, cs kubernetes.Interface, f fillOptions) er
 	for range fillGoroutines {
 		wg.Go(func() {
 			for it := range items {
-				if err := createFillObject(ctx, cs, f.shape, it.kind, it.i, f.namespaces); err != nil {
+				if err := createFillObject(ctx, cs, f, it.kind, it.i); err != nil {
 					cancel(fmt.Errorf("fill %s %d: %w", it.kind, it.i, err))
 				}
 			}

@@ -23,6 +23,14 @@
 //     (noisy.go, quiet.go). Figures: the quiet changes' latencies, the quiet
 //     load offered during the flood and the flood's time. The bare client
 //     does not run it.
+//   - memory (not run unless named; needs root): in a cluster filled with
+//     -memory-objects ConfigMaps and Secrets of fill's realistic shape,
+//     opkit's operator and controller-runtime's, each started inside a
+//     memory cgroup of its own (cgroup v2, or v1's memory hierarchy):
+//     first under -memory-max, measuring the cgroup's peak until ready,
+//     its usage once settled and its peak through a small workload; then
+//     under smaller limits, bisecting the smallest each survives
+//     (memory.go, cgroup.go). The cgroups go when the benchmark ends.
 //
 // It prints each scenario's medians and opkit's ratios to its peers against
 // their targets as a table, and writes the tables as markdown, every run as
@@ -75,6 +83,7 @@ type options struct {
 	// serverCPU reads the API server's CPU seconds so far, if set.
 	serverCPU func(context.Context) (float64, error)
 	noisy     noisyOptions
+	memory    memoryOptions
 }
 
 func main() {
@@ -88,6 +97,10 @@ func main() {
 
 func parse(args []string, root string) (options, error) {
 	quick := os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0"
+	memoryObjects := 60000
+	if quick {
+		memoryObjects = 6000
+	}
 	o := options{namespaces: 50, sources: 40, rounds: 5,
 		fill:  fillOptions{configMaps: 20000, secrets: 10000, namespaces: 40, shape: shapeRealistic},
 		noisy: noisyOptions{quiet: 20, quietNamespaces: 3, quietEvery: 500 * time.Millisecond, floorWaves: 10, flood: 1000, floodNamespaces: 20, burstUpdates: 2}}
@@ -102,7 +115,7 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "runs of each implementation, in alternation (BENCH_QUICK=1: 1)")
 	fs.IntVar(&o.workers, "workers", 4, "--max-concurrent-reconciles of every implementation")
 	fs.IntVar(&o.payload, "payload", 1024, "bytes of payload in every source")
-	scenarioList := fs.String("scenarios", strings.Join(scenarios, ","), "scenarios to run, in this order: original, fill (a cluster full of objects), noisy (a noisy neighbour)")
+	scenarioList := fs.String("scenarios", strings.Join(defaultScenarios, ","), "scenarios to run, in this order: original, fill (a cluster full of objects), noisy (a noisy neighbour), memory (under a cgroup memory limit, as root)")
 	fs.IntVar(&o.fill.configMaps, "fill-configmaps", o.fill.configMaps, "fill: ConfigMaps in the cluster (BENCH_QUICK=1: 2000)")
 	fs.IntVar(&o.fill.secrets, "fill-secrets", o.fill.secrets, "fill: Secrets in the cluster (BENCH_QUICK=1: 1000)")
 	fs.IntVar(&o.fill.namespaces, "fill-namespaces", o.fill.namespaces, "fill: namespaces they are in (BENCH_QUICK=1: 10)")
@@ -115,6 +128,12 @@ func parse(args []string, root string) (options, error) {
 	fs.IntVar(&o.noisy.flood, "flood", o.noisy.flood, "noisy: the flooding tenant's sources and Mirrors (BENCH_QUICK=1: 100)")
 	fs.IntVar(&o.noisy.floodNamespaces, "flood-namespaces", o.noisy.floodNamespaces, "noisy: namespaces each flood Mirror copies into (BENCH_QUICK=1: 5)")
 	fs.IntVar(&o.noisy.burstUpdates, "burst-updates", o.noisy.burstUpdates, "noisy: updates of every flood source in the burst")
+	fs.IntVar(&o.memory.objects, "memory-objects", memoryObjects, "memory: ConfigMaps (two thirds) and Secrets (one third) in the cluster (BENCH_QUICK=1: 6000)")
+	memoryMax := fs.Int64("memory-max", 4096, "memory: the measured run's cgroup limit, in `MiB`")
+	precision := fs.Int64("memory-precision", 4, "memory: the bisection of the smallest limit survived stops at this interval, in `MiB`")
+	fs.IntVar(&o.memory.steps, "memory-steps", 10, "memory: the bisection tries at most this many limits per implementation")
+	fs.DurationVar(&o.memory.settle, "memory-settle", 10*time.Second, "memory: from ready to the steady-state reading")
+	fs.BoolVar(&o.memory.peerLimit, "memory-peer-gomemlimit", false, "memory: run controller-runtime's Mirror with GOMEMLIMIT at 90% of its cgroup's limit, as opkit sets its own (default: none, as controller-runtime operators run)")
 	implList := fs.String("impls", strings.Join(impls, ","), "implementations to run, in this order every round")
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table, the runs' JSON and the chart")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the binaries, the kubeconfig and the processes' logs")
@@ -132,6 +151,10 @@ func parse(args []string, root string) (options, error) {
 	if o.scenarios, err = parseScenarios(*scenarioList); err != nil {
 		return o, err
 	}
+	if o.memory.objects < 1 || *memoryMax < 1 || *precision < 1 || o.memory.steps < 1 || o.memory.settle < 0 {
+		return o, fmt.Errorf("-memory-objects, -memory-max, -memory-precision and -memory-steps must be at least 1, -memory-settle not negative")
+	}
+	o.memory.max, o.memory.precision = *memoryMax<<20, *precision<<20
 	if !slices.Contains(shapes, o.fill.shape) {
 		return o, fmt.Errorf("-fill-shape: unknown shape %q (known: %s)", o.fill.shape, strings.Join(shapes, ", "))
 	}
@@ -213,6 +236,16 @@ func run(ctx context.Context, args []string) error {
 	var runs []runResult
 	var runErr error
 	for _, sc := range o.scenarios {
+		if sc == scenarioMemory {
+			scRuns, err := memoryScenario(ctx, o, cs, bins, kubeconfig, func(run string) *workload {
+				return &workload{cs: cs, dyn: dyn, run: run, namespaces: memoryNamespaces, sources: memorySources, payload: strings.Repeat("x", o.payload)}
+			})
+			runs, runErr = append(runs, scRuns...), err
+			if runErr != nil {
+				break
+			}
+			continue
+		}
 		var newJob func(run string) job = func(run string) job { return newWorkload(run) }
 		switch sc {
 		case scenarioFill:

@@ -31,6 +31,10 @@ type process struct {
 	metricsCopy string    // where requests writes what it scraped, if set
 	started     time.Time // just before the process started
 	ready       time.Time // when its /readyz first passed
+	// exited is closed when the process has exited, waitErr then holding
+	// what cmd.Wait returned.
+	exited  chan struct{}
+	waitErr error
 
 	// The bare client's command channel and its last answer.
 	stdin    io.WriteCloser
@@ -43,6 +47,15 @@ type process struct {
 // With pprof, crmirror serves /debug/pprof on an address of its own, and
 // any other operator is assumed to serve it beside /metrics.
 func startOperator(bin, kubeconfig string, workers int, args []string, log io.Writer, pprof bool) (*process, error) {
+	p, err := newOperator(bin, kubeconfig, workers, args, log, pprof)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.start(p.cmd.Start)
+}
+
+// newOperator returns the process of startOperator, not started.
+func newOperator(bin, kubeconfig string, workers int, args []string, log io.Writer, pprof bool) (*process, error) {
 	m, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -65,11 +78,22 @@ func startOperator(bin, kubeconfig string, workers int, args []string, log io.Wr
 		}
 	}
 	cmd.Stdout, cmd.Stderr = log, log
-	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
 	return p, nil
+}
+
+// start starts p's command by calling start (cmd.Start, or a wrapper of
+// it), and waits for its exit in the background.
+func (p *process) start(start func() error) error {
+	p.started = time.Now()
+	if err := start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.cmd.Path, err)
+	}
+	p.exited = make(chan struct{})
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return nil
 }
 
 // startBare starts the bare client, which writes the copies of w when told.
@@ -85,10 +109,8 @@ func startBare(bin, kubeconfig string, workers int, w *workload, log io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	return &process{cmd: cmd, stdin: in, stdout: bufio.NewScanner(out), bareReqs: map[string]int64{}}, nil
+	p := &process{cmd: cmd, stdin: in, stdout: bufio.NewScanner(out), bareReqs: map[string]int64{}}
+	return p, p.start(cmd.Start)
 }
 
 func freeAddr() (string, error) {
@@ -99,6 +121,9 @@ func freeAddr() (string, error) {
 	defer l.Close()
 	return l.Addr().String(), nil
 }
+
+// errExited is the error of a process that exited while it was waited on.
+var errExited = errors.New("the process exited")
 
 // waitReady waits until the operator's /readyz passes: its informers have
 // synced. The bare client is ready at once.
@@ -126,6 +151,8 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it was ready: %w", p.cmd.Path, errors.Join(p.waitErr, errExited))
 		case <-time.After(20 * time.Millisecond): // the resolution of the time to ready
 		}
 	}
@@ -304,13 +331,13 @@ func (p *process) stop() (cpu float64, maxRSS int64, err error) {
 		p.stdin.Close()
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err = <-done:
+	case <-p.exited:
+		err = p.waitErr
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		err = errors.Join(errors.New("did not stop within 30s of SIGTERM"), <-done)
+		<-p.exited
+		err = errors.Join(errors.New("did not stop within 30s of SIGTERM"), p.waitErr)
 	}
 	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {

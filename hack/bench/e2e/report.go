@@ -59,6 +59,8 @@ type runResult struct {
 	APIServerCPUSeconds float64 `json:"apiServerCPUSeconds,omitempty"`
 	// Noisy holds the noisy-neighbour scenario's figures.
 	Noisy *noisyResult `json:"noisy,omitempty"`
+	// Memory holds the memory scenario's figures.
+	Memory *memoryResult `json:"memory,omitempty"`
 }
 
 // scenario returns the scenario r ran.
@@ -306,6 +308,10 @@ func writeRuns(w io.Writer, runs []runResult) {
 	fmt.Fprintf(w, "Every run, in the order they ran:\n\n")
 	if len(runs) > 0 && runs[0].scenario() == scenarioNoisy {
 		writeNoisyRuns(w, runs)
+		return
+	}
+	if len(runs) > 0 && runs[0].scenario() == scenarioMemory {
+		writeMemoryRuns(w, runs)
 		return
 	}
 	fmt.Fprintf(w, "| round | implementation | create (s) | update (s) | CPU (s) | peak RSS (MiB) | ready (s) | heap after sync (MiB) | API requests |\n|---|---|---|---|---|---|---|---|---|\n")

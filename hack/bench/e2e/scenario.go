@@ -18,9 +18,16 @@ const (
 	// scenarioNoisy is quiet tenants changing their sources on a fixed
 	// schedule while another tenant floods the operator (see noisy.go).
 	scenarioNoisy = "noisy"
+	// scenarioMemory is each operator under a real memory limit in a
+	// cluster filled with many objects (see memory.go). It needs root.
+	scenarioMemory = "memory"
 )
 
-var scenarios = []string{scenarioOriginal, scenarioFill, scenarioNoisy}
+var scenarios = []string{scenarioOriginal, scenarioFill, scenarioNoisy, scenarioMemory}
+
+// defaultScenarios run when -scenarios is not given: all but the memory
+// scenario, which needs root and makes cgroups.
+var defaultScenarios = []string{scenarioOriginal, scenarioFill, scenarioNoisy}
 
 // parseScenarios parses -scenarios: a comma-separated list of scenarios,
 // which run in the order of scenarios whatever the order given.
@@ -41,11 +48,16 @@ func parseScenarios(list string) ([]string, error) {
 
 // scenarioImpls returns the implementations of impls that run in scenario
 // s: the bare client is not an operator with tenants, so not in noisy.
+// The memory scenario compares opkit's operator with controller-runtime's
+// alone.
 func scenarioImpls(s string, impls []string) []string {
-	if s != scenarioNoisy {
-		return impls
+	switch s {
+	case scenarioNoisy:
+		return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i == bare })
+	case scenarioMemory:
+		return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i != opkit && i != cr })
 	}
-	return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i == bare })
+	return impls
 }
 
 // ofScenario returns the runs of scenario s.
@@ -213,6 +225,8 @@ func scenarioDoc(s, title string, runs []runResult) doc {
 		figs, foot = fillFigures(runs), fillFooter
 	case scenarioNoisy:
 		figs, foot = noisyFigures(runs), noisyFooter
+	case scenarioMemory:
+		figs, foot = memoryFigures(), memoryFooter
 	default:
 		figs = figures(runs)
 	}
@@ -226,8 +240,11 @@ func (o options) titles(date time.Time) map[string]string {
 	day := date.UTC().Format("2006-01-02")
 	orig := fmt.Sprintf("%d namespaces × %d sources = %d copies, then %d updates; %d workers; %d round(s)",
 		o.namespaces, o.sources, o.namespaces*o.sources, o.namespaces*o.sources, o.workers, o.rounds)
-	f := o.fill
+	f, mf := o.fill, o.memory.fill()
 	return map[string]string{
+		scenarioMemory: fmt.Sprintf("Memory under a cgroup limit: %d ConfigMaps and %d Secrets in %d namespaces (%s); measured under %d MiB, "+
+			"then the smallest limit survived, bisected to %d MiB in at most %d trials; settle %v; controller-runtime's Go memory limit: %s; %s",
+			mf.configMaps, mf.secrets, mf.namespaces, mf.describe(), o.memory.max>>20, o.memory.precision>>20, o.memory.steps, o.memory.settle, peerLimitText(o.memory.peerLimit), day),
 		scenarioOriginal: "Mirror end to end: " + orig + "; " + day,
 		scenarioFill: fmt.Sprintf("Mirror in a filled cluster: %d ConfigMaps and %d Secrets in %d namespaces (%s), then %s; %s",
 			f.configMaps, f.secrets, f.namespaces, f.describe(), orig, day),

@@ -65,10 +65,10 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(scenarios, o.scenarios); diff != "" {
+	if diff := cmp.Diff([]string{scenarioOriginal, scenarioFill, scenarioNoisy}, o.scenarios); diff != "" {
 		t.Errorf("default scenarios (-want +got):\n%s", diff)
 	}
-	if o.fill.configMaps < 20000 || o.fill.secrets < 10000 || o.noisy.flood < 1000 || o.rounds < 5 {
+	if o.fill.configMaps < 20000 || o.fill.secrets < 10000 || o.noisy.flood < 1000 || o.rounds < 5 || o.memory.objects < 60000 {
 		t.Errorf("defaults %+v are below the issue's workload", o)
 	}
 	t.Setenv("BENCH_QUICK", "1")
@@ -123,6 +123,9 @@ func TestScenarioImpls(t *testing.T) {
 	}
 	if diff := cmp.Diff(impls, scenarioImpls(scenarioFill, impls)); diff != "" {
 		t.Errorf("fill runs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{opkit, cr}, scenarioImpls(scenarioMemory, impls)); diff != "" {
+		t.Errorf("memory runs (-want +got):\n%s", diff)
 	}
 }
 
@@ -248,13 +251,16 @@ func TestReportEveryScenario(t *testing.T) {
 		{Impl: opkit, Round: 1, CreateSeconds: 1}, // written before scenarios: the original
 		{Impl: opkit, Scenario: scenarioFill, Round: 1, ReadySeconds: 2, HeapAfterSyncBytes: 1 << 20},
 		{Impl: cr, Scenario: scenarioNoisy, Round: 1, Noisy: &noisyResult{QuietFlood: []float64{0.25}, QuietFloor: []float64{0.125}}},
+		{Impl: opkit, Scenario: scenarioMemory, Round: 1, Memory: &memoryResult{LimitBytes: 1 << 30, SmallestLimitBytes: 64 << 20,
+			Trials: []memoryTrial{{LimitBytes: 64 << 20, Survived: true}, {LimitBytes: 32 << 20, Why: "1 OOM kills", OOMKills: 1}}}},
 	}
-	titles := map[string]string{scenarioOriginal: "T-original", scenarioFill: "T-fill", scenarioNoisy: "T-noisy"}
+	titles := map[string]string{scenarioOriginal: "T-original", scenarioFill: "T-fill", scenarioNoisy: "T-noisy", scenarioMemory: "T-memory"}
 	if err := report(dir, titles, runs); err != nil {
 		t.Fatal(err)
 	}
 	md := string(mustRead(t, dir+"/e2e.md"))
-	for _, want := range []string{"### T-original\n", "### T-fill\n", "### T-noisy\n", "| time to ready (s) | 2 |", "| 1 | ctrlruntime | 0.125 / 0.125 / 0.125, 1 | 0.250 / 0.250 / 0.250, 1 |"} {
+	for _, want := range []string{"### T-original\n", "### T-fill\n", "### T-noisy\n", "| time to ready (s) | 2 |", "| 1 | ctrlruntime | 0.125 / 0.125 / 0.125, 1 | 0.250 / 0.250 / 0.250, 1 |",
+		"### T-memory\n", "| smallest limit survived (MiB) | 64 |", "| opkit | 32 | false | 0.00 | 0.0 | 1 | 1 OOM kills |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("e2e.md lacks %q:\n%s", want, md)
 		}

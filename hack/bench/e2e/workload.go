@@ -169,12 +169,16 @@ func count(ok map[string]bool) int {
 	return n
 }
 
+// errNotConverged is the error of a phase whose copies did not converge
+// in time.
+var errNotConverged = errors.New("copies not converged")
+
 // waitConverged waits until every copy holds version v, as a list from the
 // API server shows. Between lists it follows a watch of the copies rather
 // than polling: lists of thousands of copies would load the API server the
 // implementations share.
 func (w *workload) waitConverged(ctx context.Context, v int, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("copies not converged to version %d within %v", v, timeout))
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%w to version %d within %v", errNotConverged, v, timeout))
 	defer cancel()
 	opts := metav1.ListOptions{LabelSelector: mirror.LabelMirrorNamespace + "=" + w.home()}
 	last := 0

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// bisect finds the smallest limit that survives to within the precision,
+// or says how far it got in the steps it had.
+func TestBisect(t *testing.T) {
+	const mi = 1 << 20
+	for _, tc := range []struct {
+		name               string
+		need, first, limit int64 // survives if limit >= need
+		steps              int
+		wantOK, wantFailed int64
+		wantTried          int
+	}{
+		// The first try survives: down from there.
+		{name: "first survives", need: 37 * mi, first: 100 * mi, limit: 1024 * mi, steps: 10, wantOK: 38 * mi, wantFailed: 35 * mi, wantTried: 6},
+		// The first try fails: up by a quarter until one survives, then halving.
+		{name: "first fails", need: 300 * mi, first: 100 * mi, limit: 1024 * mi, steps: 10, wantOK: 302 * mi, wantFailed: 298 * mi, wantTried: 10},
+		// Out of steps: the interval is wider than the precision.
+		{name: "out of steps", need: 37 * mi, first: 100 * mi, limit: 1024 * mi, steps: 3, wantOK: 50 * mi, wantFailed: 25 * mi, wantTried: 3},
+		// A first try at the limit itself is not tried again.
+		{name: "first at the limit", need: 37 * mi, first: 2048 * mi, limit: 1024 * mi, steps: 3, wantOK: 1024 * mi, wantTried: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tried []int64
+			ok, failed, err := bisect(t.Context(), memoryOptions{precision: 4 * mi, steps: tc.steps}, tc.first, tc.limit,
+				func(_ context.Context, limit int64) (bool, error) {
+					tried = append(tried, limit)
+					return limit >= tc.need, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tc.wantOK || failed != tc.wantFailed || len(tried) != tc.wantTried {
+				t.Errorf("bisect = %d, %d MiB after trying %v MiB; want %d, %d MiB after %d tries",
+					ok/mi, failed/mi, mib64(tried), tc.wantOK/mi, tc.wantFailed/mi, tc.wantTried)
+			}
+			if len(tried) > 0 && tried[0] != min(tc.first, tc.limit) {
+				t.Errorf("first try %d MiB, want %d", tried[0]/mi, tc.first/mi)
+			}
+		})
+	}
+}
+
+func mib64(bs []int64) []int64 {
+	out := make([]int64, len(bs))
+	for i, b := range bs {
+		out[i] = b >> 20
+	}
+	return out
+}
+
+// The memory scenario's fill is the realistic shape in namespaces of its
+// own, two thirds ConfigMaps.
+func TestMemoryFill(t *testing.T) {
+	got := memoryOptions{objects: 60000}.fill()
+	want := fillOptions{configMaps: 40000, secrets: 20000, namespaces: 80, shape: shapeRealistic, prefix: "memfill"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(fillOptions{})); diff != "" {
+		t.Errorf("fill (-want +got):\n%s", diff)
+	}
+	if ns := got.namespace(3); ns != "memfill-03" {
+		t.Errorf("namespace 3 is %q, want memfill-03", ns)
+	}
+}
+
+// A prefixed fill's objects, and the configuration kubectl would have
+// applied, are in its own namespaces.
+func TestPrefixedFillInAPIServer(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fillOptions{configMaps: 4, secrets: 2, namespaces: 2, shape: shapeRealistic, prefix: "memtest"}
+	if err := fillCluster(t.Context(), cs, f); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := unfill(t.Context(), cs, f); err != nil {
+			t.Error(err)
+		}
+	}()
+	cms, err := cs.CoreV1().ConfigMaps("").List(t.Context(), metav1.ListOptions{LabelSelector: fillLabel + "=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cms.Items {
+		if !strings.HasPrefix(c.Namespace, "memtest-") {
+			continue
+		}
+		n++
+		if a, ok := c.Annotations[lastApplied]; ok {
+			var applied struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			}
+			if err := json.Unmarshal([]byte(a), &applied); err != nil {
+				t.Fatal(err)
+			}
+			if applied.Metadata.Namespace != c.Namespace {
+				t.Errorf("ConfigMap %s/%s: last applied in namespace %q", c.Namespace, c.Name, applied.Metadata.Namespace)
+			}
+		}
+	}
+	if n != f.configMaps {
+		t.Errorf("%d ConfigMaps in memtest-NN namespaces, want %d", n, f.configMaps)
+	}
+}
+
+func TestMemoryTable(t *testing.T) {
+	const mi = 1 << 20
+	runs := []runResult{
+		{Impl: opkit, Scenario: scenarioMemory, ReadySeconds: 2, Memory: &memoryResult{LimitBytes: 1024 * mi, GoMemLimitBytes: 900 * mi,
+			SyncPeakBytes: 120 * mi, SteadyPeakBytes: 100 * mi, SmallestLimitBytes: 80 * mi}},
+		{Impl: cr, Scenario: scenarioMemory, ReadySeconds: 4, Memory: &memoryResult{LimitBytes: 1024 * mi, GoMemLimitBytes: 1<<63 - 1,
+			SyncPeakBytes: 500 * mi, SteadyPeakBytes: 400 * mi, SmallestLimitBytes: 400 * mi}},
+	}
+	d := scenarioDoc(scenarioMemory, "t", runs)
+	rows := map[string][]string{}
+	for _, r := range d.rows[1:] {
+		rows[r[0]] = r[1:4]
+	}
+	for name, want := range map[string][]string{
+		"Go memory limit (MiB, 0: none)": {"900", "0", "-"},
+		"sync peak / steady peak (x)":    {"1.20 (≤1.2 pass)", "1.25", "0.96x"},
+		"peak, cgroup (MiB)":             {"120", "500", "0.24x (≤0.2x MISS)"},
+		"smallest limit survived (MiB)":  {"80", "400", "0.20x (≤0.25x pass)"},
+	} {
+		if diff := cmp.Diff(want, rows[name]); diff != "" {
+			t.Errorf("row %q (-want +got):\n%s", name, diff)
+		}
+	}
+	if d.met != 2 || d.total != 3 {
+		t.Errorf("targets met %d of %d, want 2 of 3", d.met, d.total)
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	t.Setenv("BENCH_QUICK", "")
+	o, err := parse([]string{"-scenarios", "memory", "-memory-objects", "100000", "-memory-max", "2048", "-memory-settle", "1s"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memoryOptions{objects: 100000, max: 2048 << 20, precision: 4 << 20, steps: 10, settle: time.Second}
+	if diff := cmp.Diff(want, o.memory, cmp.AllowUnexported(memoryOptions{})); diff != "" || !cmp.Equal(o.scenarios, []string{scenarioMemory}) {
+		t.Errorf("memory options (-want +got):\n%s; scenarios %v", diff, o.scenarios)
+	}
+	if _, err := parse([]string{"-memory-precision", "0"}, t.TempDir()); err == nil {
+		t.Error("-memory-precision 0 accepted: the bisection would never stop on its interval")
+	}
+}
