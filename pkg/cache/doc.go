@@ -53,6 +53,10 @@
 //     object they still held; reads fail with ErrDeleted (which wraps
 //     ErrNotInstalled) and TypeStatus.Deleted says when. Once the CRD is
 //     installed again, fresh informers list and watch the type.
+//   - Back with the API server: once a list or watch cannot connect, the
+//     informers' next lists and watches wait while one of them asks the
+//     API server's /readyz every half second, and all go on at its first
+//     answer, instead of client-go's backoff of up to 30 s.
 //   - Clear about failures: Status and WaitForSync name each type not
 //     synced and why; a list or watch refused by RBAC names the verb,
 //     resource and namespace to grant. Lister.Status reports one type,
