@@ -90,7 +90,7 @@ func For[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Cont
 		if b.primary != nil {
 			return fmt.Errorf("two For watches (%v and %v): a controller has one primary type", *b.primary, reflect.TypeFor[T]())
 		}
-		gvk, err := gvkFor[T](b.m)
+		gvk, err := primaryGVK(b.m, l)
 		if err != nil {
 			return err
 		}
@@ -481,6 +481,17 @@ func ownedKey(primary sharding.Key) (sharding.Key, bool) {
 		return sharding.ByNamespace, true
 	}
 	return 0, false
+}
+
+// primaryGVK is the kind of a For watch: the bound Lister's, when set, so
+// that a metadata or unstructured Lister of a kind known only at run time
+// (cache.Metadata, cache.Unstructured) can be a controller's primary type;
+// else T's, from the scheme.
+func primaryGVK[T cache.Object](m *Manager, l **cache.Lister[T]) (schema.GroupVersionKind, error) {
+	if l != nil && *l != nil {
+		return (*l).GroupVersionKind(), nil
+	}
+	return gvkFor[T](m)
 }
 
 func gvkFor[T cache.Object](m *Manager) (schema.GroupVersionKind, error) {
