@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,26 @@ func TestSecureMetrics(t *testing.T) {
 	} {
 		if got := s.scrape(t, tt.token); got.StatusCode != tt.want {
 			t.Errorf("scrape with %s = %d, want %d", tt.who, got.StatusCode, tt.want)
+		}
+	}
+}
+
+// /debug/holds, beside /metrics, is authorized for its own path: a token
+// allowed to get /metrics is refused it, as are no token and a stranger.
+func TestSecureDebugHolds(t *testing.T) {
+	s := newSecureMetrics(t)
+	url := strings.TrimSuffix(s.url, "/metrics") + "/debug/holds"
+	for _, tt := range []struct {
+		who   string
+		token string
+		want  int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a service account without RBAC", s.stranger, http.StatusForbidden},
+		{"a service account allowed to get /metrics only", s.reader, http.StatusForbidden},
+	} {
+		if got := s.get(t, url, tt.token); got.StatusCode != tt.want {
+			t.Errorf("GET /debug/holds with %s = %d, want %d", tt.who, got.StatusCode, tt.want)
 		}
 	}
 }
@@ -143,7 +164,12 @@ func newSecureMetrics(t *testing.T) *secureMetrics {
 // its body read.
 func (s *secureMetrics) scrape(t *testing.T, token string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url, nil)
+	return s.get(t, s.url, token)
+}
+
+func (s *secureMetrics) get(t *testing.T, url, token string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
