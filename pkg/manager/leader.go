@@ -101,6 +101,17 @@ func (l renewals) Create(ctx context.Context, rec resourcelock.LeaderElectionRec
 }
 
 func (l renewals) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	if rec.HolderIdentity == "" {
+		// A release (ReleaseOnCancel). client-go's elector releases the
+		// Lease it has just read after judging, by the record it last
+		// observed itself, that it holds it: after a renewal stuck past
+		// RenewDeadline that record is stale, and the release would clear
+		// the Lease of the process that took it meanwhile, which this one,
+		// campaigning again, would then take at once.
+		if holder, _, _ := l.seen.get(); holder != l.Identity() {
+			return fmt.Errorf("lease %s is held by %q, not by %q: not releasing it", l.Describe(), holder, l.Identity())
+		}
+	}
 	sent := time.Now()
 	err := l.Interface.Update(ctx, rec)
 	l.renewed(err, rec, sent)

@@ -114,7 +114,10 @@ type LeaderElectionOptions struct {
 	RetryPeriod time.Duration
 	// ReleaseOnCancel gives the lease up when Start's context ends, after
 	// the leader-only runnables have stopped, so that a standby takes over
-	// at once instead of after LeaseDuration. Defaults to false.
+	// at once instead of after LeaseDuration; client-go's elector also
+	// gives it up when renewals fail. Only a Lease that, as last read,
+	// names this process as its holder is released: never one another
+	// process took meanwhile. Defaults to false.
 	ReleaseOnCancel bool
 	// ExitOnLoss makes Start return an error wrapping ErrLeaderLost when
 	// the lease is lost (renewals failed for RenewDeadline, or another

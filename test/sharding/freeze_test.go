@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -175,7 +176,36 @@ func frozenLeader(t *testing.T, impl *operators.Implementation) freezeResult {
 		impl.Name, elected.Round(time.Millisecond), acted.Sub(frozeAt).Round(time.Millisecond), thawedAt.Sub(frozeAt).Round(time.Millisecond),
 		d.Round(time.Millisecond), exitA, errA, res.took.Round(time.Second))
 	res.log(t, impl.Name, thawedAt.UnixNano())
+	if res.overlaps() > 0 {
+		for _, r := range []*replica{a, b} {
+			logLeadership(t, r)
+		}
+	}
 	return res
+}
+
+// logLeadership logs the lines of r's log (JSON, one object a line)
+// whose message speaks of its lease, its leadership or its fence, to tell
+// an overlap's cause.
+func logLeadership(t *testing.T, r *replica) {
+	t.Helper()
+	b, err := os.ReadFile(r.Log)
+	if err != nil {
+		t.Logf("%s's log: %v", r.Name, err)
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var entry struct {
+			Msg string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &entry) != nil {
+			continue
+		}
+		msg := strings.ToLower(entry.Msg)
+		if strings.Contains(msg, "lease") || strings.Contains(msg, "leader") || strings.Contains(msg, "leads") {
+			t.Logf("%s: %s", r.Name, line)
+		}
+	}
 }
 
 // leading checks that r holds the Lease, or stands by, as want says.
