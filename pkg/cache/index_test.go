@@ -53,7 +53,11 @@ func TestByIndexInNamespace(t *testing.T) {
 	if b < a {
 		a, b = b, a
 	}
-	createOwned(t, "web", []string{"web-1", "web-0"}, a, b)
+	// An owner of this run's own: the cluster-wide index also finds the
+	// objects of earlier runs (go test -count), whose namespaces the test
+	// control plane never finishes deleting.
+	web := "web-" + a
+	createOwned(t, web, []string{"web-1", "web-0"}, a, b)
 	for _, scoped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("scoped=%v", scoped), func(t *testing.T) {
 			opts := cache.Options{}
@@ -70,28 +74,28 @@ func TestByIndexInNamespace(t *testing.T) {
 			}
 			start(t, c)
 
-			everywhere, err := cms.ByIndex("owner", "web")
+			everywhere, err := cms.ByIndex("owner", web)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := []string{a + "/web-0", a + "/web-1", b + "/web-0", b + "/web-1"}
 			if diff := cmp.Diff(want, keys(everywhere)); diff != "" {
-				t.Errorf("ByIndex(owner, web): every namespace, sorted (-want +got):\n%s", diff)
+				t.Errorf("ByIndex(owner, %s): every namespace, sorted (-want +got):\n%s", web, diff)
 			}
-			inB, err := cms.ByIndexInNamespace(b, "owner", "web")
+			inB, err := cms.ByIndexInNamespace(b, "owner", web)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want[2:], keys(inB)); diff != "" {
-				t.Errorf("ByIndexInNamespace(%s, owner, web) (-want +got):\n%s", b, diff)
+				t.Errorf("ByIndexInNamespace(%s, owner, %s) (-want +got):\n%s", b, web, diff)
 			}
 			if got, err := cms.ByIndexInNamespace(a, "owner", "nobody"); err != nil || len(got) != 0 {
 				t.Errorf("ByIndexInNamespace of a value nobody holds = %v, %v; want nothing", keys(got), err)
 			}
-			if _, err := cms.ByIndexInNamespace("", "owner", "web"); err == nil || !strings.Contains(err.Error(), "use ByIndex") {
+			if _, err := cms.ByIndexInNamespace("", "owner", web); err == nil || !strings.Contains(err.Error(), "use ByIndex") {
 				t.Errorf("ByIndexInNamespace without a namespace = %v, want an error pointing at ByIndex", err)
 			}
-			if _, err := cms.ByIndexInNamespace(a, "nonesuch", "web"); err == nil || !strings.Contains(err.Error(), "AddIndex") {
+			if _, err := cms.ByIndexInNamespace(a, "nonesuch", web); err == nil || !strings.Contains(err.Error(), "AddIndex") {
 				t.Errorf("ByIndexInNamespace of an index never added = %v, want an error naming AddIndex", err)
 			}
 		})
@@ -121,7 +125,8 @@ func TestByIndexInNamespaceOfAClusterScopedType(t *testing.T) {
 func TestListAndByIndexAreSorted(t *testing.T) {
 	a, b := env.Namespace(t), env.Namespace(t)
 	created := []string{"m", "z", "a", "q", "b", "y", "c"}
-	createOwned(t, "o", created, b, a)
+	owner := "o-" + a // this run's own (see TestByIndexInNamespace)
+	createOwned(t, owner, created, b, a)
 	sorted := slices.Sorted(slices.Values(created))
 	for _, scoped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("scoped=%v", scoped), func(t *testing.T) {
@@ -154,12 +159,12 @@ func TestListAndByIndexAreSorted(t *testing.T) {
 				if !slices.IsSortedFunc(all, byKey) {
 					t.Fatalf("List(every namespace) not sorted by namespace, then name: %v", allKeys)
 				}
-				owned, err := cms.ByIndex("owner", "o")
+				owned, err := cms.ByIndex("owner", owner)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !slices.IsSortedFunc(owned, byKey) || len(owned) != 2*len(created) {
-					t.Fatalf("ByIndex(owner, o) = %v, want %d objects sorted by namespace, then name", keys(owned), 2*len(created))
+					t.Fatalf("ByIndex(owner, %s) = %v, want %d objects sorted by namespace, then name", owner, keys(owned), 2*len(created))
 				}
 			}
 		})
