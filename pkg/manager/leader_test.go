@@ -192,18 +192,8 @@ func TestLeaderLostExits(t *testing.T) {
 	}
 	eventually(t, "a to reconcile", func() bool { return s.count("a") > 3 })
 
-	cs := kubernetes.NewForConfigOrDie(env.Config())
-	lease, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Another process takes the lease, as after a partition.
-	lease.Spec.HolderIdentity = ptrTo("thief")
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	lease.Spec.LeaseDurationSeconds = ptrTo(int32(60))
-	if _, err := cs.CoordinationV1().Leases(ns).Update(t.Context(), lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, ns, "thief", 60)
 	taken := time.Now()
 	var startErr error
 	select {
@@ -224,6 +214,36 @@ func TestLeaderLostExits(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// takeLease makes holder the holder of the test Lease in ns, renewed now
+// for seconds, as another process taking it over would.
+func takeLease(t *testing.T, ns, holder string, seconds int32) {
+	t.Helper()
+	leases := kubernetes.NewForConfigOrDie(env.Config()).CoordinationV1().Leases(ns)
+	lease, err := leases.Get(t.Context(), "test-lease", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptrTo(holder)
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	lease.Spec.LeaseDurationSeconds = ptrTo(seconds)
+	if _, err := leases.Update(t.Context(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseHolder returns the holder of the test Lease in ns, "" if none.
+func leaseHolder(t *testing.T, ns string) string {
+	t.Helper()
+	lease, err := kubernetes.NewForConfigOrDie(env.Config()).CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
 
 // lease returns the test's Lease.
 func lease(t *testing.T, ns string) *coordinationv1.Lease {

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
@@ -32,19 +31,9 @@ func TestLeaderLostCampaignsAgain(t *testing.T) {
 	}
 	eventually(t, "a to reconcile", func() bool { return st.spans.count("a") > 3 })
 
-	cs := kubernetes.NewForConfigOrDie(env.Config())
-	lease, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Another process takes the lease, as after a partition, and stops
 	// renewing it: it expires 4s on.
-	lease.Spec.HolderIdentity = ptrTo("thief")
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	lease.Spec.LeaseDurationSeconds = ptrTo(int32(4))
-	if _, err := cs.CoordinationV1().Leases(ns).Update(t.Context(), lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, ns, "thief", 4)
 	eventually(t, "a to be fenced", func() bool { return manager.CheckLeadership(leaderCtx) != nil })
 	fenced := time.Now()
 	eventually(t, "/readyz to say a is a standby", func() bool {

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
@@ -91,33 +90,14 @@ func TestLeaderReleasesOnlyItsOwnLease(t *testing.T) {
 		t.Fatal("a sent no renewal within 30s")
 	}
 	// b takes the Lease while a's renewal hangs, and holds it.
-	cs := kubernetes.NewForConfigOrDie(env.Config())
-	lease, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease.Spec.HolderIdentity = ptrTo("b")
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	lease.Spec.LeaseDurationSeconds = ptrTo(int32(60))
-	if _, err := cs.CoordinationV1().Leases(ns).Update(t.Context(), lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, ns, "b", 60)
 	eventually(t, "a to be fenced", func() bool { return gauge(t, m.Registry(), imetrics.Leader) == 0 })
 	fenced := time.Now()
 	<-s.returned
 	// a gives the Lease up and campaigns again: its candidate reads the
 	// Lease every RetryPeriod while another holds it, and stops reading it
 	// once it leads.
-	holder := func() string {
-		l, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	holder := func() string { return leaseHolder(t, ns) }
 	eventually(t, "a to campaign again, or to take the Lease", func() bool { return s.reads.Load() >= 4 || holder() != "b" })
 	if h := holder(); h != "b" {
 		t.Errorf("after a's renewal failed, the Lease b took is held by %q, want b still", h)
