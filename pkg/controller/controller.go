@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,7 +48,7 @@ type Controller[K comparable] struct {
 	metrics    imetrics.Reconciles
 	panics     *prometheus.CounterVec // handler panics, by controller and type
 	writes     *pendingWrites[K]      // nil when read-your-writes is off
-	lag        *eventLag[K]           // nil without Options.Registerer and Options.TracerProvider
+	lag        *eventLag              // nil without Options.Registerer and Options.TracerProvider
 	tracer     *reconcileTracer[K]    // nil without Options.TracerProvider
 	log        logr.Logger
 	waiting    atomic.Int32 // workers holding a key at a closed leadership fence
@@ -100,7 +101,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		}
 		qopts.Metrics = qm
 	}
-	lag, err := newEventLag[K](opts.Registerer, name, opts.TracerProvider != nil)
+	lag, err := newEventLag(opts.Registerer, name, opts.TracerProvider != nil)
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
@@ -215,16 +216,16 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopWork(ErrShutdown)
 	var wg sync.WaitGroup
-	work := func(get func() (K, int, bool)) {
+	work := func(get func() (K, int, time.Time, bool)) {
 		for c.processNext(workCtx, ctx, get) {
 		}
 	}
 	for range c.opts.MaxConcurrentReconciles {
-		wg.Go(func() { work(c.queue.Get) })
+		wg.Go(func() { work(c.queue.GetChanged) })
 	}
 	// A spare serves only while every regular worker is busy. The queue's
 	// drain waits for the spares' keys like any others.
-	spare := func() (K, int, bool) { return c.queue.GetSpare(c.opts.MaxConcurrentReconciles) }
+	spare := func() (K, int, time.Time, bool) { return c.queue.GetSpareChanged(c.opts.MaxConcurrentReconciles) }
 	for range c.opts.SpareWorkers {
 		wg.Go(func() { work(spare) })
 	}

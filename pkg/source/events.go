@@ -25,11 +25,11 @@ type eventHandler[T cache.Object, K comparable] struct {
 	preds   []Predicate[T]
 	stopped atomic.Bool // set when the source's context ends
 
-	// queued observes the seconds from delivery to the handler's return;
-	// changes records the keys' change times. Both nil unless the source
-	// was started under WithLag.
+	// queued observes the seconds from delivery to the handler's return,
+	// nil unless the source was started under WithLag; changes is
+	// Lag.Changes.
 	queued  func(seconds float64)
-	changes *ChangeTimes[K]
+	changes bool
 	// epoch is when the source started: the handler times an event by
 	// time.Since(epoch), which reads only the monotonic clock, half the
 	// cost of time.Now.
@@ -102,9 +102,7 @@ func (h *eventHandler[T, K]) handle(e Event[T]) {
 	var delivered time.Duration
 	if h.queued != nil {
 		delivered = time.Since(h.epoch)
-		if h.changes != nil {
-			e.changes = h.changes
-		}
+		e.changes = h.changes
 	}
 	defer h.recover(&e)
 	for _, p := range h.preds {

@@ -52,19 +52,18 @@ func (l laggedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (tool
 
 // opkitLagSink is opkitSink with the lag metrics on, as a manager keeps
 // them, over a laggedInformer: the cache observes each event's lag; the
-// source times each event into opkit_source_event_lag_seconds and records
-// each key's change time, which the worker takes at Get and observes into
-// opkit_controller_event_lag_seconds.
+// source times each event into opkit_source_event_lag_seconds and queues
+// each key with its change time, which the worker gets with the key and
+// observes into opkit_controller_event_lag_seconds.
 func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
 	lag, err := imetrics.NewEventLag(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
-	changes := source.NewChangeTimes[reconcile.Request]()
 	e2e := lag.Controller.WithLabelValues("bench")
-	ctx = source.WithLag(ctx, source.Lag[reconcile.Request]{
+	ctx = source.WithLag(ctx, source.Lag{
 		Queued:  func(typ string) func(float64) { return lag.Source.WithLabelValues("bench", typ).Observe },
-		Changes: changes,
+		Changes: true,
 	})
 	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
 	src := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]())
@@ -78,12 +77,12 @@ func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexI
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
-			k, _, shutdown := q.Get()
+			k, _, changed, shutdown := q.GetChanged()
 			if shutdown {
 				return
 			}
-			if t, ok := changes.Take(k); ok {
-				e2e.Observe(time.Since(t).Seconds())
+			if !changed.IsZero() {
+				e2e.Observe(time.Since(changed).Seconds())
 			}
 			if k == sentinel {
 				seen <- struct{}{}
