@@ -24,6 +24,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/internal/wallclock"
 )
 
 // TimedEventHandler is a handler that takes each event with changed, the
@@ -38,7 +40,8 @@ type TimedEventHandler interface {
 // Observers receive the lag, in seconds, of the events of each kind.
 type Observers struct {
 	Add, Update, Delete func(seconds float64)
-	// Now defaults to time.Now.
+	// Now defaults to a wallclock.Clock's Now: the wall-clock time for one
+	// monotonic reading, where time.Now takes two.
 	Now func() time.Time
 }
 
@@ -108,7 +111,7 @@ type Tracker struct {
 // New returns an empty Tracker that observes into obs.
 func New(obs Observers) *Tracker {
 	if obs.Now == nil {
-		obs.Now = time.Now
+		obs.Now = new(wallclock.Clock).Now
 	}
 	return &Tracker{obs: obs}
 }

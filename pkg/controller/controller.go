@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/internal/wallclock"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -51,7 +52,8 @@ type Controller[K comparable] struct {
 	lag        *eventLag              // nil without Options.Registerer and Options.TracerProvider
 	tracer     *reconcileTracer[K]    // nil without Options.TracerProvider
 	log        logr.Logger
-	waiting    atomic.Int32 // workers holding a key at a closed leadership fence
+	waiting    atomic.Int32    // workers holding a key at a closed leadership fence
+	clock      wallclock.Clock // times reconciles and dates their starts
 
 	mu      sync.Mutex
 	sources []source.Source[K]

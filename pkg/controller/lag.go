@@ -19,7 +19,6 @@ type eventLag struct {
 	name   string
 	source *prometheus.HistogramVec
 	e2e    prometheus.Observer
-	now    func() time.Time
 }
 
 // newEventLag returns the controller's lag metrics, or, when reg is nil,
@@ -29,7 +28,7 @@ func newEventLag(reg prometheus.Registerer, name string, traced bool) (*eventLag
 		if !traced {
 			return nil, nil
 		}
-		return &eventLag{name: name, now: time.Now}, nil
+		return &eventLag{name: name}, nil
 	}
 	m, err := imetrics.NewEventLag(reg)
 	if err != nil {
@@ -39,7 +38,6 @@ func newEventLag(reg prometheus.Registerer, name string, traced bool) (*eventLag
 		name:   name,
 		source: m.Source,
 		e2e:    m.Controller.WithLabelValues(name),
-		now:    time.Now,
 	}, nil
 }
 
@@ -53,10 +51,10 @@ func (l *eventLag) sourceLag() source.Lag {
 }
 
 // reconcileStarts observes the lag of changed, the time of the change that
-// queued the key about to be reconciled, if it is known. A nil l measures
-// nothing.
-func (l *eventLag) reconcileStarts(changed time.Time) {
+// queued the key whose reconcile starts at now, if it is known. A nil l
+// measures nothing.
+func (l *eventLag) reconcileStarts(changed, now time.Time) {
 	if l != nil && l.e2e != nil && !changed.IsZero() {
-		l.e2e.Observe(l.now().Sub(changed).Seconds())
+		l.e2e.Observe(now.Sub(changed).Seconds())
 	}
 }

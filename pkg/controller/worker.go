@@ -42,7 +42,6 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 		done(true)
 		return true
 	}
-	c.lag.reconcileStarts(changed)
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
 	done(c.handle(ctx, key, priority, changed))
@@ -66,7 +65,10 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 		ctx, span = c.tracer.start(ctx, key, rc.id, changed)
 	}
 
-	start := time.Now()
+	// One clock reading times the reconcile and dates its start for the
+	// lag.
+	start := c.clock.Now()
+	c.lag.reconcileStarts(changed, start)
 	res, err := c.reconcile(ctx, key)
 	took := time.Since(start)
 	c.metrics.Time.Observe(took.Seconds())
