@@ -47,10 +47,11 @@ func TestLagQueuesChangeTimes(t *testing.T) {
 		return cm
 	}
 	first := time.Unix(1_700_000_000, 0)
-	h.OnAddAt(kept("a", 1), false, first.Add(time.Second))
-	h.OnUpdateAt(kept("a", 1), kept("a", 2), first) // earlier: it wins
-	h.OnAddAt(configMap("ns", "dropped", 1), false, first)
-	h.OnAddAt(kept("unknown", 1), false, time.Time{})
+	now := time.Now()
+	h.OnAddAt(kept("a", 1), false, first.Add(time.Second), now)
+	h.OnUpdateAt(kept("a", 1), kept("a", 2), first, now) // earlier: it wins
+	h.OnAddAt(configMap("ns", "dropped", 1), false, first, now)
+	h.OnAddAt(kept("unknown", 1), false, time.Time{}, now)
 
 	if len(timed) != 3 {
 		t.Errorf("%d events timed, want the 3 the predicate kept", len(timed))
@@ -77,8 +78,30 @@ func TestLagWithoutChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := inf.events().(cache.TimedEventHandler)
-	h.OnAddAt(configMap("ns", "a", 1), false, time.Unix(1_700_000_000, 0))
+	h.OnAddAt(configMap("ns", "a", 1), false, time.Unix(1_700_000_000, 0), time.Now())
 	if k, _, changed, _ := q.GetChanged(); !changed.IsZero() {
 		t.Errorf("change time of %v: %v, want none", k, changed)
+	}
+}
+
+// The source times an event from its delivery as the cache dates it,
+// without a clock reading of its own for the start, and from its own
+// reading when the cache does not say.
+func TestLagTimesFromDelivery(t *testing.T) {
+	inf := newFakeInformer()
+	q := newQueue[reconcile.Request](t)
+	var queued []float64
+	ctx := source.WithLag(t.Context(), source.Lag{Queued: func(string) func(float64) {
+		return func(s float64) { queued = append(queued, s) }
+	}})
+	src := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]())
+	if err := src.Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	h := inf.events().(cache.TimedEventHandler)
+	h.OnAddAt(configMap("ns", "a", 1), false, time.Time{}, time.Now().Add(-time.Hour))
+	h.OnAddAt(configMap("ns", "b", 1), false, time.Time{}, time.Time{})
+	if len(queued) != 2 || queued[0] < time.Hour.Seconds() || queued[1] < 0 || queued[1] >= time.Hour.Seconds() {
+		t.Errorf("queued %v, want an hour or more, then less", queued)
 	}
 }
