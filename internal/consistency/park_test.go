@@ -11,6 +11,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
@@ -70,5 +71,72 @@ func TestWaitHoldsNoWorker(t *testing.T) {
 			t.Fatal("q was not reconciled while p waited for the cache: the wait holds the only worker")
 		}
 		c.Queue().Add(p0)
+	}
+}
+
+// A key parked while the cache catches up keeps the time of the change
+// that queued it: the reconcile it gets after the wait observes the lag
+// from that change in opkit_controller_event_lag_seconds.
+func TestParkKeepsChangeTime(t *testing.T) {
+	ns := env.Namespace(t)
+	mgr := newManager(t, ns)
+	if _, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
+	if err := mgr.Client().Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	never := neverSeen(t, p)
+	seen := make(chan int, 16)
+	n := 0
+	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		n++
+		if n == 1 {
+			controller.RecordWrite(ctx, mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+		}
+		seen <- n
+		return reconcile.Done(), nil
+	})
+	c, err := manager.NewController(mgr, "parked", r,
+		manager.For[*corev1.ConfigMap](nil),
+		manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: 1, ReadYourWritesTimeout: 100 * time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, mgr)
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-seen:
+		case <-time.After(30 * time.Second): // a bound on failure, not a measurement
+			t.Fatalf("%s was not reconciled", what)
+		}
+	}
+	wait("the create")
+	lagSum := func() float64 {
+		mfs, err := mgr.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "opkit_controller_event_lag_seconds" {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "controller" && l.GetValue() == "parked" {
+							return m.GetHistogram().GetSampleSum()
+						}
+					}
+				}
+			}
+		}
+		return 0
+	}
+	before := lagSum()
+	// Parked until the wait for a write the cache never sees times out.
+	c.Queue().AddWithOpts(queue.AddOpts{Changed: time.Now().Add(-time.Hour)}, reconcile.Request{Namespace: ns, Name: "p"})
+	wait("the parked key")
+	if got := lagSum() - before; got < time.Hour.Seconds() {
+		t.Errorf("the parked key's reconcile observed %vs of lag, want at least an hour", got)
 	}
 }

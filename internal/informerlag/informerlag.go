@@ -9,7 +9,10 @@
 //     it, on its own delivery goroutine; the others only look its change
 //     time up. An informer without handlers needs Tracker.Listener, whose
 //     delivery is the only one.
-//   - One clock reading per event, taken by the observing handler.
+//   - One clock reading per event and handler at most: the observing
+//     handler's, which it also hands a TimedEventHandler as the delivery
+//     time; another timed handler takes one for its delivery time; a
+//     plain handler or a listener that does not observe, none.
 //   - Bounded: a Tracker remembers up to maxStamps ingested objects,
 //     replacing the oldest of the few entries an object may take.
 //   - Safe for concurrent use: the reflector records under a lock of its
@@ -24,21 +27,26 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/internal/wallclock"
 )
 
 // TimedEventHandler is a handler that takes each event with changed, the
 // estimated time of the change at the API server, or the zero time when
-// no timestamp of the object is usable: pkg/cache's TimedEventHandler.
+// no timestamp of the object is usable, and delivered, a reading of the
+// clock at its delivery (Observers.Now's), so that it need not read the
+// clock itself to time its work: pkg/cache's TimedEventHandler.
 type TimedEventHandler interface {
-	OnAddAt(obj any, isInInitialList bool, changed time.Time)
-	OnUpdateAt(oldObj, newObj any, changed time.Time)
-	OnDeleteAt(obj any, changed time.Time)
+	OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time)
+	OnUpdateAt(oldObj, newObj any, changed, delivered time.Time)
+	OnDeleteAt(obj any, changed, delivered time.Time)
 }
 
 // Observers receive the lag, in seconds, of the events of each kind.
 type Observers struct {
 	Add, Update, Delete func(seconds float64)
-	// Now defaults to time.Now.
+	// Now defaults to a wallclock.Clock's Now: the wall-clock time for one
+	// monotonic reading, where time.Now takes two.
 	Now func() time.Time
 }
 
@@ -108,7 +116,7 @@ type Tracker struct {
 // New returns an empty Tracker that observes into obs.
 func New(obs Observers) *Tracker {
 	if obs.Now == nil {
-		obs.Now = time.Now
+		obs.Now = new(wallclock.Clock).Now
 	}
 	return &Tracker{obs: obs}
 }
@@ -334,11 +342,24 @@ func resync(oldObj, newObj any) bool {
 }
 
 // observe observes the lag of a change at at, if the caller claimed the
-// event and at is known.
-func (t *Tracker) observe(at time.Time, first bool, o func(float64)) {
-	if first && !at.IsZero() {
-		o(t.obs.Now().Sub(at).Seconds())
+// event and at is known, and returns the clock reading it took, else the
+// zero time.
+func (t *Tracker) observe(at time.Time, first bool, o func(float64)) time.Time {
+	if !first || at.IsZero() {
+		return time.Time{}
 	}
+	now := t.obs.Now()
+	o(now.Sub(at).Seconds())
+	return now
+}
+
+// delivered returns now, the reading observe took, or one taken now: the
+// time a TimedEventHandler is handed an event.
+func (t *Tracker) delivered(now time.Time) time.Time {
+	if now.IsZero() {
+		return t.obs.Now()
+	}
+	return now
 }
 
 // Handler returns h wrapped to observe the lag of the events it is
@@ -362,16 +383,16 @@ type handler struct {
 }
 
 func (w handler) OnAdd(obj any, initial bool) {
-	var at time.Time
+	var at, now time.Time
 	// The initial list's objects were created whenever: their age is not
 	// lag.
 	if !initial {
 		var first bool
 		at, first = w.t.addTime(obj, true)
-		w.t.observe(at, first, w.t.obs.Add)
+		now = w.t.observe(at, first, w.t.obs.Add)
 	}
 	if w.timed != nil {
-		w.timed.OnAddAt(obj, initial, at)
+		w.timed.OnAddAt(obj, initial, at, w.t.delivered(now))
 		return
 	}
 	w.h.OnAdd(obj, initial)
@@ -379,9 +400,9 @@ func (w handler) OnAdd(obj any, initial bool) {
 
 func (w handler) OnUpdate(oldObj, newObj any) {
 	at, first := w.t.updateTime(oldObj, newObj, true)
-	w.t.observe(at, first, w.t.obs.Update)
+	now := w.t.observe(at, first, w.t.obs.Update)
 	if w.timed != nil {
-		w.timed.OnUpdateAt(oldObj, newObj, at)
+		w.timed.OnUpdateAt(oldObj, newObj, at, w.t.delivered(now))
 		return
 	}
 	w.h.OnUpdate(oldObj, newObj)
@@ -389,9 +410,9 @@ func (w handler) OnUpdate(oldObj, newObj any) {
 
 func (w handler) OnDelete(obj any) {
 	at, first := w.t.deleteTime(obj, true)
-	w.t.observe(at, first, w.t.obs.Delete)
+	now := w.t.observe(at, first, w.t.obs.Delete)
 	if w.timed != nil {
-		w.timed.OnDeleteAt(obj, at)
+		w.timed.OnDeleteAt(obj, at, w.t.delivered(now))
 		return
 	}
 	w.h.OnDelete(obj)

@@ -1,6 +1,7 @@
 package informerlag
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,20 +27,31 @@ func stamped(name, rv string, write time.Time, del *metav1.Time) *corev1.ConfigM
 
 func identity(obj any) (any, error) { return obj, nil }
 
-// recorder is a TimedEventHandler that keeps the change times it is handed.
+// recorder is a TimedEventHandler that keeps the change times it is
+// handed, and the delivery times in delivered, if set.
 type recorder struct {
 	toolscache.ResourceEventHandlerFuncs // never called
 	got                                  *[]string
+	delivered                            *[]time.Time
 }
 
-func (r recorder) OnAddAt(_ any, initial bool, at time.Time) {
+func (r recorder) OnAddAt(_ any, initial bool, at, delivered time.Time) {
 	*r.got = append(*r.got, "add "+strconv.FormatBool(initial)+" "+strconv.FormatInt(unixOf(at), 10))
+	r.deliver(delivered)
 }
-func (r recorder) OnUpdateAt(_, _ any, at time.Time) {
+func (r recorder) OnUpdateAt(_, _ any, at, delivered time.Time) {
 	*r.got = append(*r.got, "update "+strconv.FormatInt(unixOf(at), 10))
+	r.deliver(delivered)
 }
-func (r recorder) OnDeleteAt(_ any, at time.Time) {
+func (r recorder) OnDeleteAt(_ any, at, delivered time.Time) {
 	*r.got = append(*r.got, "delete "+strconv.FormatInt(unixOf(at), 10))
+	r.deliver(delivered)
+}
+
+func (r recorder) deliver(at time.Time) {
+	if r.delivered != nil {
+		*r.delivered = append(*r.delivered, at)
+	}
 }
 
 func unixOf(t time.Time) int64 {
@@ -50,10 +62,12 @@ func unixOf(t time.Time) int64 {
 }
 
 // Every kind of event is observed once, by whichever handler is delivered
-// it first, with one clock reading, however many handlers and listeners
-// the informer has; the initial list, resyncs and inferred deletes are not
-// observed; a timed handler is handed each event's change time whether or
-// not it observed it, and a plain handler gets its events unchanged.
+// it first, however many handlers and listeners the informer has; the
+// initial list, resyncs and inferred deletes are not observed; a timed
+// handler is handed each event's change time whether or not it observed
+// it, and the time of its delivery: the observation's clock reading, or
+// one of its own; a plain handler gets its events unchanged, and neither
+// it nor a listener reads the clock unless it observes.
 func TestOneObservationPerEvent(t *testing.T) {
 	write := time.Unix(1_700_000_000, 0)
 	deleted := metav1.NewTime(write.Add(2 * time.Second))
@@ -73,16 +87,17 @@ func TestOneObservationPerEvent(t *testing.T) {
 		return out
 	}
 	var timed1, timed2 []string
+	var delivered []time.Time
 	plain := 0
 	handlers := []toolscache.ResourceEventHandler{
-		tr.Handler(recorder{got: &timed1}),
+		tr.Handler(recorder{got: &timed1, delivered: &delivered}),
 		tr.Handler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { plain++ },
 			UpdateFunc: func(any, any) { plain++ },
 			DeleteFunc: func(any) { plain++ },
 		}),
 		tr.Listener(),
-		tr.Handler(recorder{got: &timed2}),
+		tr.Handler(recorder{got: &timed2, delivered: &delivered}),
 	}
 	listed := in(stamped("listed", "1", write, nil))
 	created := in(stamped("created", "2", write, nil))
@@ -102,8 +117,13 @@ func TestOneObservationPerEvent(t *testing.T) {
 	if diff := cmp.Diff(want, observed); diff != "" {
 		t.Errorf("observations (-want +got):\n%s", diff)
 	}
-	if clock != 4 {
-		t.Errorf("%d clock readings, want 4: one per observed event", clock)
+	// The first handler observes 4 events and reads the clock for the 3
+	// others; the last reads it for its 7.
+	if clock != 14 {
+		t.Errorf("%d clock readings, want 14: one per event for each timed handler", clock)
+	}
+	if diff := cmp.Diff(slices.Repeat([]time.Time{now}, 14), delivered, cmp.Comparer(time.Time.Equal)); diff != "" {
+		t.Errorf("delivery times (-want +got):\n%s", diff)
 	}
 	w, d := strconv.FormatInt(write.Unix(), 10), strconv.FormatInt(deleted.Unix(), 10)
 	w1 := strconv.FormatInt(write.Unix()+1, 10)

@@ -114,9 +114,9 @@ type updateTimes struct {
 	got *[]time.Time
 }
 
-func (u updateTimes) OnUpdateAt(_, _ any, at time.Time) { *u.got = append(*u.got, at) }
-func (updateTimes) OnAddAt(any, bool, time.Time)        {}
-func (updateTimes) OnDeleteAt(any, time.Time)           {}
+func (u updateTimes) OnUpdateAt(_, _ any, at, _ time.Time)  { *u.got = append(*u.got, at) }
+func (updateTimes) OnAddAt(any, bool, time.Time, time.Time) {}
+func (updateTimes) OnDeleteAt(any, time.Time, time.Time)    {}
 
 // A TimedEventHandler gets the change times on the informers of a view
 // that replaces another (SetSlots), where the cache also drops the adds

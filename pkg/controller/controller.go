@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/internal/wallclock"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -47,10 +49,11 @@ type Controller[K comparable] struct {
 	metrics    imetrics.Reconciles
 	panics     *prometheus.CounterVec // handler panics, by controller and type
 	writes     *pendingWrites[K]      // nil when read-your-writes is off
-	lag        *eventLag[K]           // nil without Options.Registerer and Options.TracerProvider
+	lag        *eventLag              // nil without Options.Registerer and Options.TracerProvider
 	tracer     *reconcileTracer[K]    // nil without Options.TracerProvider
 	log        logr.Logger
-	waiting    atomic.Int32 // workers holding a key at a closed leadership fence
+	waiting    atomic.Int32    // workers holding a key at a closed leadership fence
+	clock      wallclock.Clock // times reconciles and dates their starts
 
 	mu      sync.Mutex
 	sources []source.Source[K]
@@ -100,7 +103,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		}
 		qopts.Metrics = qm
 	}
-	lag, err := newEventLag[K](opts.Registerer, name, opts.TracerProvider != nil)
+	lag, err := newEventLag(opts.Registerer, name, opts.TracerProvider != nil)
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
@@ -215,16 +218,16 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopWork(ErrShutdown)
 	var wg sync.WaitGroup
-	work := func(get func() (K, int, bool)) {
+	work := func(get func() (K, int, time.Time, bool)) {
 		for c.processNext(workCtx, ctx, get) {
 		}
 	}
 	for range c.opts.MaxConcurrentReconciles {
-		wg.Go(func() { work(c.queue.Get) })
+		wg.Go(func() { work(c.queue.GetChanged) })
 	}
 	// A spare serves only while every regular worker is busy. The queue's
 	// drain waits for the spares' keys like any others.
-	spare := func() (K, int, bool) { return c.queue.GetSpare(c.opts.MaxConcurrentReconciles) }
+	spare := func() (K, int, time.Time, bool) { return c.queue.GetSpareChanged(c.opts.MaxConcurrentReconciles) }
 	for range c.opts.SpareWorkers {
 		wg.Go(func() { work(spare) })
 	}

@@ -21,15 +21,17 @@ import (
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
-// keys is a source that queues a fixed set of keys at Start, and is synced
-// once synced is closed (at once when it is nil).
+// keys is a source that queues a fixed set of keys at Start, with the
+// change time changed (none if zero), and is synced once synced is closed
+// (at once when it is nil).
 type keys struct {
-	keys   []reconcile.Request
-	synced chan struct{}
+	keys    []reconcile.Request
+	changed time.Time
+	synced  chan struct{}
 }
 
 func (k *keys) Start(_ context.Context, q *queue.Queue[reconcile.Request]) error {
-	q.AddWithOpts(queue.AddOpts{}, k.keys...)
+	q.AddWithOpts(queue.AddOpts{Changed: k.changed}, k.keys...)
 	return nil
 }
 

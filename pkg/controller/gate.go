@@ -1,5 +1,11 @@
 package controller
 
+import (
+	"time"
+
+	"github.com/opkit-dev/opkit/pkg/queue"
+)
+
 // Verdict is a Gate's answer for a key a worker just got.
 type Verdict int
 
@@ -37,8 +43,9 @@ type Gate[K comparable] interface {
 }
 
 // admit asks the gate, if any, whether key may be reconciled; when it may
-// not, the key has been forgotten or queued again and admit returns false.
-func (c *Controller[K]) admit(key K) (done func(requeued bool), ok bool) {
+// not, the key has been forgotten or queued again, with changed, its
+// change time, and admit returns false.
+func (c *Controller[K]) admit(key K, changed time.Time) (done func(requeued bool), ok bool) {
 	if c.opts.Gate == nil {
 		return settled, true
 	}
@@ -50,7 +57,7 @@ func (c *Controller[K]) admit(key K) (done func(requeued bool), ok bool) {
 		}
 		return done, true
 	case Retry:
-		c.queue.AddRateLimited(key)
+		c.queue.AddWithOpts(queue.AddOpts{RateLimited: true, Changed: changed}, key)
 	default:
 		c.queue.Forget(key)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -80,6 +81,23 @@ func TestGate(t *testing.T) {
 		}
 		if diff := cmp.Diff(map[string][]bool{"late": {false}, "now": {false}}, g.done); diff != "" {
 			t.Errorf("done calls (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// A key the gate sends back to be retried keeps the time of its change:
+// the reconcile it gets in the end observes the lag from that change,
+// retries included.
+func TestGateRetryKeepsChangeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &verdicts{asks: map[string][]int{}, done: map[string][]bool{}}
+		src := &keys{keys: []reconcile.Request{req("late"), req("now")}, changed: time.Now().Add(-time.Hour)}
+		_, reg := run(t, time.Second, controller.Options[reconcile.Request]{Gate: g, ReadYourWritesTimeout: -1}, src,
+			func(context.Context, reconcile.Request, int) (reconcile.Result, error) { return reconcile.Done(), nil })
+		h := histogram(t, reg, imetrics.ControllerEventLag, map[string]string{"controller": "test"})
+		if h.GetSampleCount() != 2 || h.GetSampleSum() < 2*time.Hour.Seconds() {
+			t.Errorf("%d lags observed, summing %vs; want 2 (late and now), each at least an hour",
+				h.GetSampleCount(), h.GetSampleSum())
 		}
 	})
 }

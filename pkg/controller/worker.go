@@ -16,12 +16,14 @@ import (
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
-// processNext reconciles the next key that get (the queue's Get, or
-// GetSpare for a spare worker) hands out, and reports false once the queue
-// has shut down. ctx is the reconciles' context; stop ends when the
-// controller stops handing out keys.
-func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, int, bool)) bool {
-	key, priority, shutdown := get()
+// processNext reconciles the next key that get (the queue's GetChanged, or
+// GetSpareChanged for a spare worker) hands out, and reports false once the
+// queue has shut down. ctx is the reconciles' context; stop ends when the
+// controller stops handing out keys. A key let go unreconciled, to be
+// queued again, keeps the time of its change, so that its reconcile's lag
+// counts the wait.
+func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, int, time.Time, bool)) bool {
+	key, priority, changed, shutdown := get()
 	if shutdown {
 		return false
 	}
@@ -32,15 +34,14 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 	}
 	// The gate comes first: a key of a slot this replica does not hold
 	// must neither wait for the cache nor be reconciled.
-	done, ok := c.admit(key)
+	done, ok := c.admit(key, changed)
 	if !ok {
 		return true
 	}
-	if c.writes != nil && c.writes.park(ctx, c.log, c.queue, key, priority) {
+	if c.writes != nil && c.writes.park(ctx, c.log, c.queue, key, priority, changed) {
 		done(true)
 		return true
 	}
-	changed := c.lag.reconcileStarts(key)
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
 	done(c.handle(ctx, key, priority, changed))
@@ -64,7 +65,10 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 		ctx, span = c.tracer.start(ctx, key, rc.id, changed)
 	}
 
-	start := time.Now()
+	// One clock reading times the reconcile and dates its start for the
+	// lag.
+	start := c.clock.Now()
+	c.lag.reconcileStarts(changed, start)
 	res, err := c.reconcile(ctx, key)
 	took := time.Since(start)
 	c.metrics.Time.Observe(took.Seconds())

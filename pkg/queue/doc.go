@@ -26,6 +26,10 @@
 //   - Shutdown: after ShutDown adds are ignored and Get returns shutdown;
 //     ShutDownWithDrain also waits, bounded by its context, until every key
 //     handed out has been passed to Done.
+//   - Change times: GetChanged hands a key out with the earliest
+//     AddOpts.Changed of its adds since it was last handed out, for
+//     measuring how long changes wait; a queue whose adds carry none keeps
+//     none.
 //   - Observable: client-go's workqueue metrics, through Options.Metrics;
 //     no global state, and none kept when it is nil.
 //   - Safe for concurrent use, and cheap: no goroutine per key.

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
@@ -57,4 +58,29 @@ func ExampleQueue_AddRateLimited() {
 		break
 	}
 	// Output: flaky succeeded after 2 retries
+}
+
+// When several changes of one key wait for one hand-out, the earliest
+// counts: the worker's wait is that of the oldest change it handles. A
+// key added again without a change time, such as a retry, comes out with
+// none.
+func ExampleQueue_GetChanged() {
+	q := queue.New(queue.Options[string]{})
+	defer q.ShutDown()
+
+	first := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	q.AddWithOpts(queue.AddOpts{Changed: first.Add(2 * time.Second)}, "shop/web-config")
+	q.AddWithOpts(queue.AddOpts{Changed: first}, "shop/web-config")
+	q.AddWithOpts(queue.AddOpts{Changed: first.Add(time.Second)}, "shop/web-config")
+
+	key, _, changed, _ := q.GetChanged()
+	fmt.Println(key, changed.UTC().Format(time.TimeOnly))
+	q.AddRateLimited(key) // a retry: no change behind it
+	q.Done(key)
+	key, _, changed, _ = q.GetChanged()
+	fmt.Println(key, changed.IsZero())
+	q.Done(key)
+	// Output:
+	// shop/web-config 12:00:00
+	// shop/web-config true
 }

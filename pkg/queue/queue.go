@@ -93,6 +93,12 @@ type AddOpts struct {
 	// Priority of the key; higher is handed out first. A key queued at a
 	// lower priority is raised to this one; one queued higher stays higher.
 	Priority int
+	// Changed is when the change behind the add happened, for measuring
+	// how long changes wait: the queue keeps, per key, the earliest
+	// Changed of the adds since the key was last handed out, and
+	// GetChanged hands it out with the key. Zero means unknown, and adds
+	// nothing. Kept as Unix nanoseconds, so without a monotonic reading.
+	Changed time.Time
 }
 
 // Queue is a de-duplicating, rate-limited, priority work queue with aging and
@@ -119,6 +125,13 @@ type Queue[K comparable] struct {
 	waited     uint64       // nodes pushed onto waiting so far: their order
 	processing []*node[K]   // nodes handed out and not yet Done
 	free       freeNodes[K] // recycled nodes: see freeNodes
+	// changed holds, as Unix nanoseconds, the earliest AddOpts.Changed of
+	// each key added with one since it was last handed out. A node is in
+	// changed if and only if its timed is set. A map beside the nodes
+	// rather than a field in them: a field would take a node for a
+	// reconcile.Request past one cache line (see node), and it is touched
+	// only by queues whose adds say when their changes happened.
+	changed map[*node[K]]int64
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
 	// stamp is a recent reading of the clock, for aging. While ticking, the
@@ -180,42 +193,47 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 
 // Add queues key now at NormalPriority.
 func (q *Queue[K]) Add(key K) {
-	q.add(key, NormalPriority, 0, false)
+	q.add(key, NormalPriority, 0, false, 0)
 }
 
 // AddAfter queues key at NormalPriority once d has passed. Of two delayed
 // adds of one key, the earlier wins.
 func (q *Queue[K]) AddAfter(key K, d time.Duration) {
-	q.add(key, NormalPriority, d, true)
+	q.add(key, NormalPriority, d, true, 0)
 }
 
 // AddRateLimited queues key at NormalPriority after the rate limiter's delay
 // for it.
 func (q *Queue[K]) AddRateLimited(key K) {
-	q.add(key, NormalPriority, q.opts.RateLimiter.When(key), true)
+	q.add(key, NormalPriority, q.opts.RateLimiter.When(key), true, 0)
 }
 
 // AddWithOpts queues keys as opts say.
 func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
+	var changed int64
+	if !opts.Changed.IsZero() {
+		changed = opts.Changed.UnixNano()
+	}
 	for _, key := range keys {
 		d := opts.After
 		if opts.RateLimited {
 			d = max(d, q.opts.RateLimiter.When(key))
 		}
-		q.add(key, opts.Priority, d, opts.RateLimited || opts.After != 0)
+		q.add(key, opts.Priority, d, opts.RateLimited || opts.After != 0, changed)
 	}
 }
 
 // add adds key; retry says whether the add counts in workqueue_retries_total,
 // as every AddAfter and AddRateLimited does in client-go, whatever the delay.
-func (q *Queue[K]) add(key K, priority int, after time.Duration, retry bool) {
+// changed is AddOpts.Changed in Unix nanoseconds, 0 if unknown.
+func (q *Queue[K]) add(key K, priority int, after time.Duration, retry bool, changed int64) {
 	early := noReading
 	if after > 0 || q.metrics.on {
 		early = q.now()
 	}
 	q.mu.Lock()
 	retry = retry && !q.shuttingDown
-	counted := q.addLocked(key, priority, after, early)
+	counted := q.addLocked(key, priority, after, early, changed)
 	q.unlock()
 	// Metrics are updated outside the lock: their atomics contend across
 	// cores, and the lock should be held for the queue's own work only.
@@ -233,14 +251,17 @@ func (q *Queue[K]) add(key K, priority int, after time.Duration, retry bool) {
 // workqueue_adds_total: whether it made the key due now, so that it joins
 // workqueue_depth (see Options.Metrics). early is a reading of the clock
 // taken before the lock if the add needs one (see readClock), else
-// noReading.
-func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early int64) (counted bool) {
+// noReading. changed is as for add.
+func (q *Queue[K]) addLocked(key K, priority int, after time.Duration, early, changed int64) (counted bool) {
 	if q.shuttingDown {
 		return false
 	}
 	n := q.items[key]
 	if n == nil {
-		return q.addNew(key, priority, after, early)
+		return q.addNew(key, priority, after, early, changed)
+	}
+	if changed != 0 {
+		q.noteChanged(n, changed)
 	}
 	switch n.state {
 	case stateReady:
@@ -311,8 +332,11 @@ func (q *Queue[K]) raiseDirty(n *node[K], priority int) {
 
 // addNew adds a key the queue does not hold and reports whether it is ready
 // now.
-func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64) bool {
+func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early, changed int64) bool {
 	n := q.newNode(key)
+	if changed != 0 {
+		q.noteChanged(n, changed)
+	}
 	var tenant string
 	if q.opts.Tenant != nil {
 		tenant = q.opts.Tenant(key)
@@ -326,6 +350,31 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early int64)
 	}
 	q.makeReady(n, q.readyTime(0, early))
 	return true
+}
+
+// noteChanged keeps changed as n's change time unless n has an earlier one.
+func (q *Queue[K]) noteChanged(n *node[K], changed int64) {
+	if !n.timed {
+		if q.changed == nil {
+			q.changed = map[*node[K]]int64{}
+		}
+		q.changed[n], n.timed = changed, true
+		return
+	}
+	if changed < q.changed[n] {
+		q.changed[n] = changed
+	}
+}
+
+// takeChanged returns and forgets n's change time, 0 if it has none.
+func (q *Queue[K]) takeChanged(n *node[K]) int64 {
+	if !n.timed {
+		return 0
+	}
+	changed := q.changed[n]
+	delete(q.changed, n)
+	n.timed = false
+	return changed
 }
 
 // wait puts n, whose at is set, in the waiting heap, behind every node due
@@ -451,7 +500,34 @@ func (q *Queue[K]) unlock() {
 // so that a controller stops promptly; its sources queue everything again
 // after a restart.
 func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
-	early := noReading
+	n, early := q.next()
+	if n == nil {
+		return key, 0, true
+	}
+	key, priority, _ = q.handOut(n, early)
+	return key, priority, false
+}
+
+// GetChanged is Get that also hands out the earliest AddOpts.Changed of
+// the key's adds since it was last handed out, or the zero time if none
+// said when its change happened (a retry, a timer). Get forgets it.
+func (q *Queue[K]) GetChanged() (key K, priority int, changed time.Time, shutdown bool) {
+	n, early := q.next()
+	if n == nil {
+		return key, 0, changed, true
+	}
+	key, priority, ns := q.handOut(n, early)
+	if ns != 0 {
+		changed = time.Unix(0, ns)
+	}
+	return key, priority, changed, false
+}
+
+// next waits for a ready node and takes it out of the ready set, holding
+// the lock, which handOut releases; or, once the queue shuts down,
+// releases the lock and returns nil. early is as for readClock.
+func (q *Queue[K]) next() (n *node[K], early int64) {
+	early = noReading
 	if q.metrics.on {
 		early = q.now()
 	}
@@ -462,17 +538,19 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 	}
 	if q.shuttingDown {
 		q.mu.Unlock()
-		return key, 0, true
+		return nil, early
 	}
-	n := q.pick()
+	n = q.pick()
 	q.ready.remove(n)
-	return q.handOut(n, early)
+	return n, early
 }
 
 // handOut moves n, just taken out of the ready set, to the processing
-// slice, releases the lock and returns n's key and priority as Get does.
-func (q *Queue[K]) handOut(n *node[K], early int64) (key K, priority int, shutdown bool) {
+// slice, releases the lock and returns n's key, priority and change time
+// (Unix nanoseconds, 0 if none) as GetChanged does.
+func (q *Queue[K]) handOut(n *node[K], early int64) (key K, priority int, changed int64) {
 	n.state = stateProcessing
+	changed = q.takeChanged(n)
 	wakeSpares := q.linkProcessing(n)
 	var waited time.Duration
 	if q.metrics.on {
@@ -488,7 +566,7 @@ func (q *Queue[K]) handOut(n *node[K], early int64) (key K, priority int, shutdo
 	if q.metrics.on {
 		q.metrics.latency.Observe(waited.Seconds())
 	}
-	return key, priority, false
+	return key, priority, changed
 }
 
 // pick chooses the node Get hands out: by priority and fairness, except that
@@ -623,6 +701,7 @@ func (q *Queue[K]) newNode(key K) *node[K] {
 
 // freeNode clears n, whose key the queue no longer holds, for reuse.
 func (q *Queue[K]) freeNode(n *node[K]) {
+	q.takeChanged(n)
 	*n = node[K]{}
 	q.free.push(n)
 }

@@ -43,6 +43,8 @@ type node[K comparable] struct {
 	// spare is set while GetSpare's key is being processed, so that the
 	// keys Get handed out are counted apart (see spareGets.regular).
 	spare bool
+	// timed is set while Queue.changed holds the node's change time.
+	timed bool
 }
 
 // dirtiness tells whether a key being processed was added again, and if so

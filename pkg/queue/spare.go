@@ -1,6 +1,9 @@
 package queue
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // spareGets is the state GetSpare needs. The queue counts the keys in flight
 // per tenant only once GetSpare has been called, so that a queue whose
@@ -53,7 +56,31 @@ type spareGets[K comparable] struct {
 // at each tenant with ready keys ahead of the one it serves: at most one
 // per key in flight.
 func (q *Queue[K]) GetSpare(workers int) (key K, priority int, shutdown bool) {
-	early := noReading
+	n, early := q.nextSpare(workers)
+	if n == nil {
+		return key, 0, true
+	}
+	key, priority, _ = q.handOut(n, early)
+	return key, priority, false
+}
+
+// GetSpareChanged is GetSpare that also hands out the key's change time,
+// as GetChanged does.
+func (q *Queue[K]) GetSpareChanged(workers int) (key K, priority int, changed time.Time, shutdown bool) {
+	n, early := q.nextSpare(workers)
+	if n == nil {
+		return key, 0, changed, true
+	}
+	key, priority, ns := q.handOut(n, early)
+	if ns != 0 {
+		changed = time.Unix(0, ns)
+	}
+	return key, priority, changed, false
+}
+
+// nextSpare is next for GetSpare.
+func (q *Queue[K]) nextSpare(workers int) (n *node[K], early int64) {
+	early = noReading
 	if q.metrics.on {
 		early = q.now()
 	}
@@ -62,7 +89,6 @@ func (q *Queue[K]) GetSpare(workers int) (key K, priority int, shutdown bool) {
 		q.countInFlight()
 	}
 	q.spares.workers = workers
-	var n *node[K]
 	for !q.shuttingDown {
 		if q.spares.regular >= workers {
 			if n = q.pickSpare(); n != nil {
@@ -76,11 +102,11 @@ func (q *Queue[K]) GetSpare(workers int) (key K, priority int, shutdown bool) {
 	}
 	if q.shuttingDown {
 		q.mu.Unlock()
-		return key, 0, true
+		return nil, early
 	}
 	q.ready.removeOutOfTurn(n)
 	n.spare = true
-	return q.handOut(n, early)
+	return n, early
 }
 
 // countInFlight starts counting the keys in flight per tenant.

@@ -58,7 +58,7 @@ type Event[T cache.Object] struct {
 	// without a deletionTimestamp, and whenever the cache keeps no metrics.
 	Changed time.Time
 
-	changes any // the *ChangeTimes[K] of the controller measuring lag, or nil
+	changes bool // Enqueue adds keys with Changed (Lag.Changes)
 }
 
 // Resync reports whether e is an update in which the object did not change:

@@ -25,14 +25,14 @@ type eventHandler[T cache.Object, K comparable] struct {
 	preds   []Predicate[T]
 	stopped atomic.Bool // set when the source's context ends
 
-	// queued observes the seconds from delivery to the handler's return;
-	// changes records the keys' change times. Both nil unless the source
-	// was started under WithLag.
+	// queued observes the seconds from delivery to the handler's return,
+	// nil unless the source was started under WithLag; changes is
+	// Lag.Changes.
 	queued  func(seconds float64)
-	changes *ChangeTimes[K]
-	// epoch is when the source started: the handler times an event by
-	// time.Since(epoch), which reads only the monotonic clock, half the
-	// cost of time.Now.
+	changes bool
+	// epoch is when the source started: the handler dates an event's
+	// delivery, when the cache has not, by epoch plus time.Since(epoch),
+	// which reads only the monotonic clock, half the cost of time.Now.
 	epoch time.Time
 }
 
@@ -42,26 +42,28 @@ var (
 )
 
 func (h *eventHandler[T, K]) OnAdd(obj any, isInInitialList bool) {
-	h.OnAddAt(obj, isInInitialList, time.Time{})
+	h.OnAddAt(obj, isInInitialList, time.Time{}, time.Time{})
 }
 
-func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) { h.OnUpdateAt(oldObj, newObj, time.Time{}) }
+func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) {
+	h.OnUpdateAt(oldObj, newObj, time.Time{}, time.Time{})
+}
 
-func (h *eventHandler[T, K]) OnDelete(obj any) { h.OnDeleteAt(obj, time.Time{}) }
+func (h *eventHandler[T, K]) OnDelete(obj any) { h.OnDeleteAt(obj, time.Time{}, time.Time{}) }
 
-// OnAddAt is OnAdd with the change's time, which pkg/cache passes when it
-// keeps metrics.
-func (h *eventHandler[T, K]) OnAddAt(obj any, isInInitialList bool, changed time.Time) {
+// OnAddAt is OnAdd with the change's time and the delivery's, which
+// pkg/cache passes when it keeps metrics.
+func (h *eventHandler[T, K]) OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time) {
 	o, ok := obj.(T)
 	if !ok {
 		h.unexpected("add", obj)
 		return
 	}
-	h.handle(Event[T]{Type: Create, Object: o, InInitialList: isInInitialList, Changed: changed})
+	h.handle(Event[T]{Type: Create, Object: o, InInitialList: isInInitialList, Changed: changed}, delivered)
 }
 
-// OnUpdateAt is OnUpdate with the change's time.
-func (h *eventHandler[T, K]) OnUpdateAt(oldObj, newObj any, changed time.Time) {
+// OnUpdateAt is OnUpdate with the change's time and the delivery's.
+func (h *eventHandler[T, K]) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) {
 	o, ok := newObj.(T)
 	if !ok {
 		h.unexpected("update", newObj)
@@ -72,11 +74,11 @@ func (h *eventHandler[T, K]) OnUpdateAt(oldObj, newObj any, changed time.Time) {
 		h.unexpected("update", oldObj)
 		return
 	}
-	h.handle(Event[T]{Type: Update, Object: o, Old: old, Changed: changed})
+	h.handle(Event[T]{Type: Update, Object: o, Old: old, Changed: changed}, delivered)
 }
 
-// OnDeleteAt is OnDelete with the change's time.
-func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed time.Time) {
+// OnDeleteAt is OnDelete with the change's time and the delivery's.
+func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed, delivered time.Time) {
 	e := Event[T]{Type: Delete, Changed: changed}
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		e.StateUnknown = true
@@ -88,23 +90,23 @@ func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed time.Time) {
 		return
 	}
 	e.Object = o
-	h.handle(e)
+	h.handle(e, delivered)
 }
 
 // handle runs the predicates and the handler. A panic in either is
 // recovered and reported, and the event is dropped: it must not end the
 // informer's delivery goroutine, which would crash the process and every
-// controller in it.
-func (h *eventHandler[T, K]) handle(e Event[T]) {
+// controller in it. delivered is when the cache delivered e, or zero if
+// it did not say.
+func (h *eventHandler[T, K]) handle(e Event[T], delivered time.Time) {
 	if h.stopped.Load() {
 		return
 	}
-	var delivered time.Duration
 	if h.queued != nil {
-		delivered = time.Since(h.epoch)
-		if h.changes != nil {
-			e.changes = h.changes
+		if delivered.IsZero() {
+			delivered = h.epoch.Add(time.Since(h.epoch))
 		}
+		e.changes = h.changes
 	}
 	defer h.recover(&e)
 	for _, p := range h.preds {
@@ -114,7 +116,7 @@ func (h *eventHandler[T, K]) handle(e Event[T]) {
 	}
 	h.handler.Handle(e, h.q)
 	if h.queued != nil {
-		h.queued((time.Since(h.epoch) - delivered).Seconds())
+		h.queued(time.Since(delivered).Seconds())
 	}
 }
 

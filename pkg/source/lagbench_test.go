@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/opkit-dev/opkit/internal/informerlag"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/internal/wallclock"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -52,19 +52,18 @@ func (l laggedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (tool
 
 // opkitLagSink is opkitSink with the lag metrics on, as a manager keeps
 // them, over a laggedInformer: the cache observes each event's lag; the
-// source times each event into opkit_source_event_lag_seconds and records
-// each key's change time, which the worker takes at Get and observes into
-// opkit_controller_event_lag_seconds.
+// source times each event into opkit_source_event_lag_seconds and queues
+// each key with its change time, which the worker gets with the key and
+// observes into opkit_controller_event_lag_seconds.
 func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
 	lag, err := imetrics.NewEventLag(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
-	changes := source.NewChangeTimes[reconcile.Request]()
 	e2e := lag.Controller.WithLabelValues("bench")
-	ctx = source.WithLag(ctx, source.Lag[reconcile.Request]{
+	ctx = source.WithLag(ctx, source.Lag{
 		Queued:  func(typ string) func(float64) { return lag.Source.WithLabelValues("bench", typ).Observe },
-		Changes: changes,
+		Changes: true,
 	})
 	q := queue.New[reconcile.Request](queue.Options[reconcile.Request]{})
 	src := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]())
@@ -75,15 +74,16 @@ func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexI
 		b.Fatal(err)
 	}
 	sentinel := reconcile.Request{Namespace: sentinelNS, Name: sentinelName}
+	var clock wallclock.Clock // as a controller dates its reconciles
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
-			k, _, shutdown := q.Get()
+			k, _, changed, shutdown := q.GetChanged()
 			if shutdown {
 				return
 			}
-			if t, ok := changes.Take(k); ok {
-				e2e.Observe(time.Since(t).Seconds())
+			if !changed.IsZero() {
+				e2e.Observe(clock.Now().Sub(changed).Seconds())
 			}
 			if k == sentinel {
 				seen <- struct{}{}

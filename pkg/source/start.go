@@ -66,7 +66,7 @@ func (s *eventSource[T, K]) start(ctx context.Context, q *queue.Queue[K]) error 
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
 	h := &eventHandler[T, K]{name: s.name, typ: s.typ, q: q, handler: s.handler, preds: s.preds, onPanic: panicObserver(ctx)}
-	if l := lagFrom[K](ctx); l.Queued != nil || l.Changes != nil {
+	if l := lagFrom(ctx); l.Queued != nil || l.Changes {
 		h.queued, h.changes, h.epoch = func(float64) {}, l.Changes, time.Now()
 		if l.Queued != nil {
 			h.queued = l.Queued(s.typ)
