@@ -57,6 +57,8 @@ func printSourceTable(w io.Writer, r results) {
 			ns, okA := r.median(wl, row.a, "ns/event")
 			peerNS, okB := r.median(wl, row.b, "ns/event")
 			if !okA || !okB || ns <= 0 {
+				// A row renamed or not run: say so rather than drop it.
+				fmt.Fprintf(tw, "%s\t%s: %s\tevents/s\t-\t-\t-\tno figures %s\t\n", wl, label, row.config, check(false))
 				continue
 			}
 			target := "-"
