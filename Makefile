@@ -185,9 +185,10 @@ CACHE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,3)
 # fixed number of ops gives every row the same work. Each row runs in a
 # process of its own, and the rows take turns, SOURCE_BENCH_COUNT rounds,
 # so that a change in the machine's load during the run falls on both
-# implementations alike. One process for all rows made each row's figures
-# depend on the rows before it (their heap, their garbage): their
-# run-to-run spread was three to four times as wide.
+# implementations alike. With one process for all rows, a row's figures
+# depended on the rows before it (their heap, their garbage): in five runs
+# on a quiet machine two rows had a run 70% slower than their others; in
+# a process each, no row's runs spread more than 12%.
 SOURCE_BENCH_TIME  ?= 3x
 SOURCE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,7)
 SOURCE_ROWS := opkitlag opkit ctrlruntime default ctrlruntimedefault controller controllertraced
