@@ -513,6 +513,12 @@ func (q *Queue[K]) Get() (key K, priority int, shutdown bool) {
 // said when its change happened (a retry, a timer). Get forgets it.
 func (q *Queue[K]) GetChanged() (key K, priority int, changed time.Time, shutdown bool) {
 	n, early := q.next()
+	return q.handOutChanged(n, early)
+}
+
+// handOutChanged is handOut for GetChanged and GetSpareChanged: n is nil
+// once the queue has shut down.
+func (q *Queue[K]) handOutChanged(n *node[K], early int64) (key K, priority int, changed time.Time, shutdown bool) {
 	if n == nil {
 		return key, 0, changed, true
 	}

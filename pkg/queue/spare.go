@@ -68,14 +68,7 @@ func (q *Queue[K]) GetSpare(workers int) (key K, priority int, shutdown bool) {
 // as GetChanged does.
 func (q *Queue[K]) GetSpareChanged(workers int) (key K, priority int, changed time.Time, shutdown bool) {
 	n, early := q.nextSpare(workers)
-	if n == nil {
-		return key, 0, changed, true
-	}
-	key, priority, ns := q.handOut(n, early)
-	if ns != 0 {
-		changed = time.Unix(0, ns)
-	}
-	return key, priority, changed, false
+	return q.handOutChanged(n, early)
 }
 
 // nextSpare is next for GetSpare.
