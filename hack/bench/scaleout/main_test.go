@@ -49,9 +49,13 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("round of %d replicas: got %+v, want a rate, a dependency call per object at least and a heap per replica", r.Replicas, r)
 		}
 	}
+	// The replicas' CPU comes from process_cpu_seconds_total, which counts
+	// in clock ticks of 10 ms: a replica of this smoke round may spend less
+	// than one between the samples, so zero is a reading, a negative
+	// figure a bug.
 	for _, r := range runs {
-		if r.BusiestShare < 1/float64(r.Replicas) || r.BusiestShare > 1 || r.CPU.MachineBusy <= 0 || r.CPU.APIServerSeconds <= 0 || r.CPU.ReplicaSeconds <= 0 {
-			t.Errorf("round of %d replicas: busiest share %v, CPU %+v; want a share in [1/%d, 1] and CPU spent", r.Replicas, r.BusiestShare, r.CPU, r.Replicas)
+		if r.BusiestShare < 1/float64(r.Replicas) || r.BusiestShare > 1 || r.CPU.MachineBusy <= 0 || r.CPU.APIServerSeconds <= 0 || r.CPU.ReplicaSeconds < 0 {
+			t.Errorf("round of %d replicas: busiest share %v, CPU %+v; want a share in [1/%d, 1], machine and API server CPU spent, replica CPU not negative", r.Replicas, r.BusiestShare, r.CPU, r.Replicas)
 		}
 	}
 	if runs[1].KillSeconds <= 0 || runs[1].TakeoverSeconds <= 0 {
