@@ -349,7 +349,9 @@ func (t *Tracker) observe(at time.Time, first bool, o func(float64)) time.Time {
 		return time.Time{}
 	}
 	now := t.obs.Now()
-	o(now.Sub(at).Seconds())
+	// A change dated after now (the API server's clock ahead of ours, or
+	// a managedFields time a client wrote) is no lag, not a negative one.
+	o(max(now.Sub(at), 0).Seconds())
 	return now
 }
 

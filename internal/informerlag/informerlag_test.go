@@ -295,3 +295,22 @@ func BenchmarkTracker(b *testing.B) {
 		h.OnUpdate(old, obj)
 	}
 }
+
+// A change dated after the delivery (the API server's clock ahead of
+// ours, or a managedFields time a client wrote) is observed as no lag,
+// not as a negative one, which would pull the histogram's sum down.
+func TestFutureChangeIsNoLag(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	var got []float64
+	tr := New(Observers{Update: func(s float64) { got = append(got, s) }, Now: func() time.Time { return now }})
+	ingest := tr.Transform(identity)
+	old := stamped("a", "1", now.Add(-time.Hour), nil)
+	newObj, err := ingest(stamped("a", "2", now.Add(time.Hour), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Handler(toolscache.ResourceEventHandlerFuncs{}).OnUpdate(old, newObj)
+	if diff := cmp.Diff([]float64{0}, got); diff != "" {
+		t.Errorf("observed lags (-want +got):\n%s", diff)
+	}
+}

@@ -52,7 +52,7 @@ func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, change
 	attrs := append(keyAttributes(key), t.name, tracing.ReconcileID.String(id))
 	if !changed.IsZero() {
 		attrs = append(attrs, tracing.EventChanged.String(changed.UTC().Format(time.RFC3339)),
-			tracing.EventLag.Float64(time.Since(changed).Seconds()))
+			tracing.EventLag.Float64(max(time.Since(changed), 0).Seconds()))
 	}
 	opts := []trace.SpanStartOption{trace.WithAttributes(attrs...)}
 	t.mu.Lock()
