@@ -118,3 +118,23 @@ func TestGetChanged(t *testing.T) {
 		})
 	}
 }
+
+// A change time the queue cannot hold in Unix nanoseconds (before 1678 or
+// after 2262: a managedFields time a client wrote) is kept as unknown, not
+// wrapped around into some other date, which the lag metrics would
+// observe as centuries of lag.
+func TestChangedOutOfRangeIsUnknown(t *testing.T) {
+	for _, changed := range []time.Time{
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		q := New(Options[string]{})
+		q.AddWithOpts(AddOpts{Changed: changed}, "a")
+		_, _, got, _ := q.GetChanged()
+		if !got.IsZero() {
+			t.Errorf("added with Changed %v: GetChanged handed out %v; want the zero time", changed, got)
+		}
+		q.ShutDown()
+	}
+}

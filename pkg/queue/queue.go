@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -97,7 +98,8 @@ type AddOpts struct {
 	// how long changes wait: the queue keeps, per key, the earliest
 	// Changed of the adds since the key was last handed out, and
 	// GetChanged hands it out with the key. Zero means unknown, and adds
-	// nothing. Kept as Unix nanoseconds, so without a monotonic reading.
+	// nothing. Kept as Unix nanoseconds, so without a monotonic reading;
+	// a time they cannot hold (before 1678, after 2262) counts as unknown.
 	Changed time.Time
 }
 
@@ -210,10 +212,7 @@ func (q *Queue[K]) AddRateLimited(key K) {
 
 // AddWithOpts queues keys as opts say.
 func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
-	var changed int64
-	if !opts.Changed.IsZero() {
-		changed = opts.Changed.UnixNano()
-	}
+	changed := unixNano(opts.Changed)
 	for _, key := range keys {
 		d := opts.After
 		if opts.RateLimited {
@@ -221,6 +220,20 @@ func (q *Queue[K]) AddWithOpts(opts AddOpts, keys ...K) {
 		}
 		q.add(key, opts.Priority, d, opts.RateLimited || opts.After != 0, changed)
 	}
+}
+
+// Unix nanoseconds hold the times from 1678 to 2262.
+var minNano, maxNano = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// unixNano returns t as Unix nanoseconds, or 0 (unknown) for the zero time
+// and for a time they cannot hold, which UnixNano would wrap around into
+// another date: a change time comes from the objects' managedFields,
+// which a client may write.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() || t.Before(minNano) || t.After(maxNano) {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // add adds key; retry says whether the add counts in workqueue_retries_total,
