@@ -11,7 +11,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -219,7 +218,7 @@ func ptrTo[T any](v T) *T { return &v }
 // for seconds, as another process taking it over would.
 func takeLease(t *testing.T, ns, holder string, seconds int32) {
 	t.Helper()
-	leases := kubernetes.NewForConfigOrDie(env.Config()).CoordinationV1().Leases(ns)
+	leases := env.Client().CoordinationV1().Leases(ns)
 	lease, err := leases.Get(t.Context(), "test-lease", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +234,7 @@ func takeLease(t *testing.T, ns, holder string, seconds int32) {
 // leaseHolder returns the holder of the test Lease in ns, "" if none.
 func leaseHolder(t *testing.T, ns string) string {
 	t.Helper()
-	lease, err := kubernetes.NewForConfigOrDie(env.Config()).CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
+	lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), "test-lease", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
