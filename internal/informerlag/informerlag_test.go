@@ -139,59 +139,82 @@ func TestOneObservationPerEvent(t *testing.T) {
 }
 
 // addressesAt returns n distinct addresses whose entries start at the same
-// home, so that they compete for the same probes.
+// home in a table of minEntries, so that they compete for the same probes.
 func addressesAt(n int) []uintptr {
 	var out []uintptr
 	for a := uintptr(0x1000); len(out) < n; a += 8 {
-		if home(a) == home(0x1000) {
+		if home(a, minEntries) == home(0x1000, minEntries) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// An object recorded again keeps its one entry; once the entries an object
-// may take are full, a new object replaces the oldest of them, not one
-// recorded since; and the table never holds more than maxStamps objects.
-func TestReplacesTheOldest(t *testing.T) {
+// An object recorded again keeps its one entry. With a handler, a record
+// that finds its probes taken by undelivered objects doubles the table
+// rather than replace one, and once they are delivered the table shrinks
+// back. Without handlers, the table keeps its size and the newest records.
+func TestTableFollowsTheBacklog(t *testing.T) {
 	tr := New(Observers{})
+	c := tr.Handler(toolscache.ResourceEventHandlerFuncs{}).c
 	as := addressesAt(probes + 1)
 	for i, a := range as[:probes] {
 		tr.record(a, stamp{write: int64(i + 1)})
 	}
-	tr.record(as[0], stamp{write: 10}) // recorded again: now the newest
+	tr.record(as[0], stamp{write: 10}) // recorded again
 	if n := tr.Len(); n != probes {
 		t.Fatalf("%d entries after %d objects, one recorded twice; want %d", n, probes, probes)
 	}
 	tr.record(as[probes], stamp{write: 20})
+	if got := tr.size(); got != 2*minEntries {
+		t.Fatalf("table of %d after %d undelivered objects at one home, want %d", got, probes+1, 2*minEntries)
+	}
 	got := map[uintptr]int64{}
 	for _, a := range as {
-		if st, _ := lookupAddr(tr, a); st.write != 0 {
-			got[a] = st.write
-		}
+		st, _ := tr.lookupAt(c, a, true)
+		got[a] = st.write
 	}
-	want := map[uintptr]int64{as[0]: 10, as[2]: 3, as[3]: 4, as[4]: 20}
+	want := map[uintptr]int64{as[0]: 10, as[probes]: 20}
+	for i, a := range as[1:probes] {
+		want[a] = int64(i + 2)
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("entries after a fifth object (-want +got): the oldest, as[1], should have gone:\n%s", diff)
+		t.Errorf("change times after the table grew (-want +got):\n%s", diff)
 	}
-	write := time.Unix(1_700_000_000, 0)
-	ingest := tr.Transform(identity)
-	for i := range 3 * maxStamps {
-		_, _ = ingest(stamped(strconv.Itoa(i), "1", write, nil))
+	// Everything is delivered: the next shrink check halves the table.
+	for i := range minEntries {
+		tr.record(uintptr(0x100000+8*i), stamp{})
+		tr.lookupAt(c, uintptr(0x100000+8*i), true)
 	}
-	if n := tr.Len(); n > maxStamps {
-		t.Errorf("%d entries, want at most %d", n, maxStamps)
+	if got := tr.size(); got != minEntries {
+		t.Errorf("table of %d once all is delivered, want %d", got, minEntries)
+	}
+
+	alone := New(Observers{})
+	ingest := alone.Transform(identity)
+	for i := range 3 * minEntries {
+		_, _ = ingest(stamped(strconv.Itoa(i), "1", time.Unix(1_700_000_000, 0), nil))
+	}
+	if got := alone.size(); got != minEntries {
+		t.Errorf("table of %d without handlers, want %d", got, minEntries)
 	}
 }
 
-func lookupAddr(tr *Tracker, a uintptr) (stamp, bool) {
-	tab := tr.table.Load()
-	for i := range probes {
-		if st, first, ok := read(&tab[(home(a)+i)%maxStamps], a, false); ok {
-			return st, first
-		}
+// A handler that is released holds no record back: the table does not
+// grow for the events it will never be delivered.
+func TestReleasedHandlerHoldsNothing(t *testing.T) {
+	tr := New(Observers{})
+	gone, kept := tr.Handler(toolscache.ResourceEventHandlerFuncs{}), tr.Handler(toolscache.ResourceEventHandlerFuncs{})
+	gone.Release()
+	gone.Release() // idempotent
+	for i := range 5 * minEntries {
+		a := uintptr(0x100000 + 8*i)
+		tr.record(a, stamp{write: 1})
+		tr.lookupAt(kept.c, a, true)
 	}
-	return stamp{}, false
+	if got := tr.size(); got != minEntries {
+		t.Errorf("table of %d, want %d: the released handler held records back", got, minEntries)
+	}
 }
 
 // A record is claimed once, by the first claiming lookup; recording the
@@ -204,29 +227,31 @@ func TestClaimOncePerRecord(t *testing.T) {
 	tr.record(a, stamp{write: 1})
 	var got []bool
 	for _, claim := range []bool{false, true, true} {
-		_, first := tr.lookup(obj, claim)
+		_, first := tr.lookup(nil, obj, claim)
 		got = append(got, first)
 	}
 	tr.record(a, stamp{write: 2})
-	_, first := tr.lookup(obj, true)
+	_, first := tr.lookup(nil, obj, true)
 	got = append(got, first)
 	if diff := cmp.Diff([]bool{false, true, false, true}, got); diff != "" {
 		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 }
 
-// While one goroutine records objects again and again, handlers on other
-// goroutines read consistent stamps (both fields of one record), and each
-// record is claimed by at most one of them.
+// While one goroutine records objects again and again, and the table
+// grows and shrinks, handlers on other goroutines read consistent stamps
+// (both fields of one record), and each record is claimed by at most one
+// of them.
 func TestConcurrentClaims(t *testing.T) {
 	tr := New(Observers{})
-	as := addressesAt(probes + 2) // more objects than entries: replacements too
+	as := addressesAt(4 * probes) // more objects than probes: the table grows
 	const records = 100_000
 	claims := make([]map[int64]int, 3)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for h := range claims {
 		claims[h] = map[int64]int{}
+		c := tr.Handler(toolscache.ResourceEventHandlerFuncs{}).c
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				select {
@@ -234,23 +259,12 @@ func TestConcurrentClaims(t *testing.T) {
 					return
 				default:
 				}
-				a := as[i%len(as)]
-				tab := tr.table.Load()
-				if tab == nil {
-					continue
+				st, first := tr.lookupAt(c, as[i%len(as)], true)
+				if st.del != st.write+1 && st.write != 0 {
+					t.Errorf("torn read: write %d, del %d", st.write, st.del)
 				}
-				for p := range probes {
-					st, first, ok := read(&tab[(home(a)+p)%maxStamps], a, true)
-					if !ok {
-						continue
-					}
-					if st.del != st.write+1 {
-						t.Errorf("torn read: write %d, del %d", st.write, st.del)
-					}
-					if first {
-						claims[h][st.write]++
-					}
-					break
+				if first {
+					claims[h][st.write]++
 				}
 			}
 		})
@@ -258,6 +272,13 @@ func TestConcurrentClaims(t *testing.T) {
 	for i := range records {
 		w := int64(i + 1)
 		tr.record(as[i%len(as)], stamp{write: w, del: w + 1})
+		if i%(records/10) == 0 {
+			// Everything delivered: the table shrinks at the next check.
+			tr.mu.Lock()
+			tr.floor = tr.n
+			tr.shrink(*tr.table.Load())
+			tr.mu.Unlock()
+		}
 	}
 	close(done)
 	wg.Wait()
@@ -312,5 +333,45 @@ func TestFutureChangeIsNoLag(t *testing.T) {
 	tr.Handler(toolscache.ResourceEventHandlerFuncs{}).OnUpdate(old, newObj)
 	if diff := cmp.Diff([]float64{0}, got); diff != "" {
 		t.Errorf("observed lags (-want +got):\n%s", diff)
+	}
+}
+
+// However many objects are ingested before their events are delivered (a
+// backlog: a burst of writes, a slow handler), every event is observed
+// once and every handler is handed its change time. A table of fixed size
+// lost the change times of all but its last few thousand objects, so the
+// lag metrics went blind exactly when the lag was highest.
+func TestBacklogLosesNoChangeTime(t *testing.T) {
+	const backlog = 5 * minEntries
+	write := time.Unix(1_700_000_000, 0)
+	now := write.Add(10 * time.Second)
+	observed := 0
+	tr := New(Observers{Update: func(float64) { observed++ }, Now: func() time.Time { return now }})
+	ingest := tr.Transform(identity)
+	var got1, got2 []string
+	h1, h2 := tr.Handler(recorder{got: &got1}), tr.Handler(recorder{got: &got2})
+	old := stamped("old", "1", write, nil)
+	objs := make([]any, backlog)
+	for i := range objs {
+		objs[i], _ = ingest(stamped(strconv.Itoa(i), "2", write, nil))
+	}
+	// h1 runs ahead of h2, as listeners of one informer do.
+	for i, obj := range objs {
+		h1.OnUpdate(old, obj)
+		if i >= backlog/2 {
+			h2.OnUpdate(old, objs[i-backlog/2])
+		}
+	}
+	for _, obj := range objs[backlog/2:] {
+		h2.OnUpdate(old, obj)
+	}
+	if observed != backlog {
+		t.Errorf("%d of %d events observed", observed, backlog)
+	}
+	want := slices.Repeat([]string{"update " + strconv.FormatInt(write.Unix(), 10)}, backlog)
+	for i, got := range [][]string{got1, got2} {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("change times handed to handler %d (-want +got):\n%s", i+1, diff)
+		}
 	}
 }

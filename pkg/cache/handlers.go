@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/internal/informerlag"
 )
 
 // HandlerRegistration is an event handler added with Lister.AddEventHandler.
@@ -105,14 +107,16 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 	var done []*nsInformer
 	for _, i := range v.informers {
 		handler := h.handler
+		var lh *informerlag.Handler
 		if i.lag != nil {
 			// Before unseenAdds, which would hide a TimedEventHandler.
-			handler = i.lag.Handler(handler)
+			lh = i.lag.Handler(handler)
+			handler = lh
 		}
 		if old != nil {
 			handler = unseenAdds{ResourceEventHandler: handler, old: old}
 		}
-		reg, err := i.addHandler(handler)
+		reg, err := i.addHandler(handler, lh)
 		if err != nil {
 			for _, j := range done {
 				_ = j.removeHandler(h.regs[j])

@@ -27,34 +27,54 @@ type TimedEventHandler interface {
 // informerlag's handlers hand the change times to a TimedEventHandler.
 var _ informerlag.TimedEventHandler = TimedEventHandler(nil)
 
-// addHandler adds h, which the caller wrapped with i.lag.Handler when
-// i.lag is set, to the informer. With metrics on, h observes opkit_cache_event_lag_seconds for
-// the events delivered to it first, so the informer's own lag listener,
-// which observes it while no handler does, is removed: each listener
-// costs the informer a goroutine pair and a hand-off per event. The
-// caller holds the registration's mu.
-func (i *nsInformer) addHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+// addHandler adds h to the informer. With metrics on, the caller wrapped
+// it with i.lag.Handler, as lh, which observes opkit_cache_event_lag_seconds
+// for the events delivered to it first, so the informer's own lag
+// listener, which observes it while no handler does, is removed: each
+// listener costs the informer a goroutine pair and a hand-off per event.
+// lh is released if h is not added. The caller holds the registration's
+// mu.
+func (i *nsInformer) addHandler(h toolscache.ResourceEventHandler, lh *informerlag.Handler) (toolscache.ResourceEventHandlerRegistration, error) {
 	reg, err := i.informer.AddEventHandler(h)
-	if err != nil || i.lag == nil {
+	if err != nil {
+		if lh != nil {
+			lh.Release()
+		}
 		return reg, err
+	}
+	if i.lag == nil {
+		return reg, nil
+	}
+	if lh != nil {
+		if i.lagHandlers == nil {
+			i.lagHandlers = map[toolscache.ResourceEventHandlerRegistration]*informerlag.Handler{}
+		}
+		i.lagHandlers[reg] = lh
 	}
 	i.handlers++
 	if i.lagListener != nil {
 		_ = i.informer.RemoveEventHandler(i.lagListener)
+		i.lagHandlers[i.lagListener].Release()
+		delete(i.lagHandlers, i.lagListener)
 		i.lagListener = nil
 	}
 	return reg, nil
 }
 
-// removeHandler removes a handler added with addHandler; the last one's
-// removal brings the lag listener back. The caller holds the
-// registration's mu.
+// removeHandler removes a handler added with addHandler, and releases its
+// lag handler, which would otherwise keep the change times of every
+// object ingested since; the last one's removal brings the lag listener
+// back. The caller holds the registration's mu.
 func (i *nsInformer) removeHandler(reg toolscache.ResourceEventHandlerRegistration) error {
 	if err := i.informer.RemoveEventHandler(reg); err != nil {
 		return err
 	}
 	if i.lag == nil {
 		return nil
+	}
+	if lh := i.lagHandlers[reg]; lh != nil {
+		lh.Release()
+		delete(i.lagHandlers, reg)
 	}
 	i.handlers--
 	return i.listenIfUnheard()
@@ -66,10 +86,16 @@ func (i *nsInformer) listenIfUnheard() error {
 	if i.lag == nil || i.handlers > 0 || i.lagListener != nil {
 		return nil
 	}
-	reg, err := i.informer.AddEventHandler(i.lag.Listener())
+	lh := i.lag.Listener()
+	reg, err := i.informer.AddEventHandler(lh)
 	if err != nil {
+		lh.Release()
 		return err
 	}
+	if i.lagHandlers == nil {
+		i.lagHandlers = map[toolscache.ResourceEventHandlerRegistration]*informerlag.Handler{}
+	}
+	i.lagHandlers[reg] = lh
 	i.lagListener = reg
 	return nil
 }

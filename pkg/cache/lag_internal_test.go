@@ -63,38 +63,45 @@ func TestStampsReadBeforeStripping(t *testing.T) {
 
 // With metrics, an informer keeps its own lag listener only while no
 // handler is added through the cache, which observes the lag instead: one
-// listener fewer for the informer to feed.
+// listener fewer for the informer to feed. A removed handler's lag
+// handler, and the listener's, are released, so that the tracker keeps no
+// change times for them.
 func TestLagListenerOnlyWithoutHandlers(t *testing.T) {
 	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
 	i := &nsInformer{informer: inf, lag: informerlag.New(informerlag.Observers{})}
 	if err := i.listenIfUnheard(); err != nil {
 		t.Fatal(err)
 	}
-	listening := func(want bool, when string) {
+	listening := func(want bool, handlers int, when string) {
 		t.Helper()
 		if got := i.lagListener != nil; got != want {
 			t.Errorf("%s: lag listener %v, want %v", when, got, want)
 		}
+		if got := i.lag.Handlers(); got != handlers {
+			t.Errorf("%s: %d lag handlers not released, want %d", when, got, handlers)
+		}
 	}
-	listening(true, "no handler")
-	h := toolscache.ResourceEventHandlerFuncs{}
-	a, err := i.addHandler(h)
-	if err != nil {
-		t.Fatal(err)
+	listening(true, 1, "no handler")
+	add := func() toolscache.ResourceEventHandlerRegistration {
+		lh := i.lag.Handler(toolscache.ResourceEventHandlerFuncs{})
+		reg, err := i.addHandler(lh, lh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
 	}
-	listening(false, "one handler")
-	b, err := i.addHandler(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := add()
+	listening(false, 1, "one handler")
+	b := add()
+	listening(false, 2, "two handlers")
 	if err := i.removeHandler(a); err != nil {
 		t.Fatal(err)
 	}
-	listening(false, "one handler left")
+	listening(false, 1, "one handler left")
 	if err := i.removeHandler(b); err != nil {
 		t.Fatal(err)
 	}
-	listening(true, "every handler removed")
+	listening(true, 1, "every handler removed")
 }
 
 // capturingInformer keeps the handlers added to it.

@@ -564,6 +564,10 @@ type nsInformer struct {
 	lag         *informerlag.Tracker
 	handlers    int
 	lagListener toolscache.ResourceEventHandlerRegistration
+	// lagHandlers are the lag handlers of the informer's registrations,
+	// the lag listener's among them, to release when they are removed.
+	// Guarded as handlers.
+	lagHandlers map[toolscache.ResourceEventHandlerRegistration]*informerlag.Handler
 	// idle: a sharded type holding no slot; the informer never runs, and
 	// its store stays empty.
 	idle bool

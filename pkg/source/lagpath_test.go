@@ -58,7 +58,8 @@ func benchLagPath(b *testing.B, on bool) {
 		})
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: imetrics.CacheEventLag, Buckets: imetrics.LagBuckets}, []string{"type", "event"})
 		tr := informerlag.New(informerlag.Observers{Update: h.WithLabelValues("v1/ConfigMap", "update").Observe})
-		ingest, wrap = tr.Transform(ingest), tr.Handler
+		ingest = tr.Transform(ingest)
+		wrap = func(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler { return tr.Handler(h) }
 	}
 	inf := newFakeInformer()
 	if err := source.NewInformer(inf, source.EnqueueObject[*corev1.ConfigMap]()).Start(ctx, q); err != nil {
