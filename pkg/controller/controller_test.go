@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -350,6 +353,36 @@ func TestReconcileContext(t *testing.T) {
 	})
 	if controller.ReconcileID(t.Context()) != "" {
 		t.Error("ReconcileID outside a reconcile is not empty")
+	}
+}
+
+// The reconcile's logger prints its key and ID as strings through every
+// kind of sink: slog's text and JSON handlers, and controller-runtime's
+// log.FromContext finds it too.
+func TestReconcileLoggerSinks(t *testing.T) {
+	var text, jsonOut bytes.Buffer
+	sinks := []struct {
+		name string
+		log  logr.Logger
+		buf  *bytes.Buffer
+		want string
+	}{
+		{"slog text", logr.FromSlogHandler(slog.NewTextHandler(&text, nil)), &text, `msg=Hello controller=test namespace=ns name=a reconcileID=%s`},
+		{"slog JSON", logr.FromSlogHandler(slog.NewJSONHandler(&jsonOut, nil)), &jsonOut, `"msg":"Hello","controller":"test","namespace":"ns","name":"a","reconcileID":"%s"`},
+	}
+	for _, sink := range sinks {
+		synctest.Test(t, func(t *testing.T) {
+			var id string
+			run(t, time.Second, controller.Options[reconcile.Request]{Logger: sink.log}, &keys{keys: []reconcile.Request{req("a")}},
+				func(ctx context.Context, _ reconcile.Request, n int) (reconcile.Result, error) {
+					id = controller.ReconcileID(ctx)
+					ctrllog.FromContext(ctx).Info("Hello")
+					return reconcile.Done(), nil
+				})
+			if want := fmt.Sprintf(sink.want, id); !strings.Contains(sink.buf.String(), want) {
+				t.Errorf("%s: log lacks %s:\n%s", sink.name, want, sink.buf.String())
+			}
+		})
 	}
 }
 

@@ -53,16 +53,19 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 // out with unless the Result sets one. changed is when the change that
 // queued key happened, if known. It reports whether key was queued again.
 func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) bool {
-	rc := &reconcileContext{id: newReconcileID(), recording: c.writes != nil}
+	rc := &reconcileContext{Context: ctx, id: newReconcileID(), recording: c.writes != nil}
 	log := c.log.WithValues(values(rc, key)...)
-	rc.Context = logr.NewContext(ctx, log)
+	rc.logger = log
+	if logrContextKey == nil { // a logr that looks loggers up otherwise
+		rc.Context = logr.NewContext(ctx, log)
+	}
 	if rc.recording {
 		defer c.writes.after(key, &rc.writes)
 	}
 	ctx = rc
 	var span trace.Span
 	if c.tracer != nil {
-		ctx, span = c.tracer.start(ctx, key, rc.id, changed)
+		ctx, span = c.tracer.start(ctx, key, rc.id.String(), changed)
 	}
 
 	// One clock reading times the reconcile and dates its start for the
