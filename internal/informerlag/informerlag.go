@@ -125,9 +125,9 @@ const (
 // informer delivers objects to each handler in the order it ingested
 // them, so each handler (a consumer) notes the number of the last record
 // it looked up, and every record up to the least of those numbers, the
-// floor, is delivered to all of them. A record that finds no entry free
-// among its probes doubles the table; the table halves once few of its
-// entries are undelivered.
+// floor, is delivered to all of them. Once the informer delivers, a
+// record that finds no entry free among its probes doubles the table; the
+// table halves once few of its entries are undelivered.
 type Tracker struct {
 	obs Observers
 
@@ -140,7 +140,8 @@ type Tracker struct {
 
 // consumer is one handler's progress through the records.
 type consumer struct {
-	seen atomic.Uint64 // the number of the newest record it looked up
+	seen   atomic.Uint64 // the number of the newest record it looked up
+	joined uint64        // seen when it joined
 }
 
 // New returns an empty Tracker that observes into obs.
@@ -218,13 +219,13 @@ func (t *Tracker) record(a uintptr, st stamp) {
 	if j < 0 {
 		t.raiseFloor()
 		j = t.slot(*tab, a)
-		for j < 0 && len(t.consumers) > 0 && len(*tab) < maxEntries {
+		for j < 0 && t.delivering() && len(*tab) < maxEntries {
 			tab = t.resize(*tab, 2*len(*tab))
 			j = t.slot(*tab, a)
 		}
 		if j < 0 {
-			// Without consumers, or at maxEntries: the oldest record
-			// among the probes makes way.
+			// Before delivery starts, or at maxEntries: the oldest
+			// record among the probes makes way.
 			j = t.oldest(*tab, a)
 		}
 	}
@@ -272,6 +273,20 @@ func (t *Tracker) oldest(tab []entry, a uintptr) int {
 		}
 	}
 	return j
+}
+
+// delivering reports whether the informer has delivered any consumer an
+// object since it joined: until then the table does not grow. An
+// informer ingests its initial list, all at once, before it delivers any
+// of it, and no add of the initial list is observed: a table that grew to
+// hold the list would cost 80 bytes an object at every start for nothing.
+func (t *Tracker) delivering() bool {
+	for c := range t.consumers {
+		if c.seen.Load() > c.joined {
+			return true
+		}
+	}
+	return false
 }
 
 // raiseFloor sets the floor to the least record number the consumers have
@@ -461,7 +476,7 @@ func (t *Tracker) join() *consumer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.raiseFloor()
-	c := &consumer{}
+	c := &consumer{joined: t.floor}
 	c.seen.Store(t.floor)
 	t.consumers[c] = struct{}{}
 	return c

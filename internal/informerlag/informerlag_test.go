@@ -157,13 +157,15 @@ func addressesAt(n int) []uintptr {
 func TestTableFollowsTheBacklog(t *testing.T) {
 	tr := New(Observers{})
 	c := tr.Handler(toolscache.ResourceEventHandlerFuncs{}).c
+	tr.record(0x8, stamp{}) // delivered: the informer delivers
+	tr.lookupAt(c, 0x8, true)
 	as := addressesAt(probes + 1)
 	for i, a := range as[:probes] {
 		tr.record(a, stamp{write: int64(i + 1)})
 	}
 	tr.record(as[0], stamp{write: 10}) // recorded again
-	if n := tr.Len(); n != probes {
-		t.Fatalf("%d entries after %d objects, one recorded twice; want %d", n, probes, probes)
+	if n := tr.Len(); n != probes+1 {
+		t.Fatalf("%d entries after %d objects, one recorded twice; want %d", n, probes+1, probes+1)
 	}
 	tr.record(as[probes], stamp{write: 20})
 	if got := tr.size(); got != 2*minEntries {
@@ -190,8 +192,20 @@ func TestTableFollowsTheBacklog(t *testing.T) {
 		t.Errorf("table of %d once all is delivered, want %d", got, minEntries)
 	}
 
+	// An initial list, ingested before any delivery, does not grow the
+	// table: its adds are not observed.
+	listing := New(Observers{})
+	listing.Handler(toolscache.ResourceEventHandlerFuncs{})
+	ingest := listing.Transform(identity)
+	for i := range 3 * minEntries {
+		_, _ = ingest(stamped(strconv.Itoa(i), "1", time.Unix(1_700_000_000, 0), nil))
+	}
+	if got := listing.size(); got != minEntries {
+		t.Errorf("table of %d after an initial list, want %d", got, minEntries)
+	}
+
 	alone := New(Observers{})
-	ingest := alone.Transform(identity)
+	ingest = alone.Transform(identity)
 	for i := range 3 * minEntries {
 		_, _ = ingest(stamped(strconv.Itoa(i), "1", time.Unix(1_700_000_000, 0), nil))
 	}
@@ -351,6 +365,11 @@ func TestBacklogLosesNoChangeTime(t *testing.T) {
 	var got1, got2 []string
 	h1, h2 := tr.Handler(recorder{got: &got1}), tr.Handler(recorder{got: &got2})
 	old := stamped("old", "1", write, nil)
+	// Delivery has started: the informer has handed the handlers their
+	// initial list.
+	listed, _ := ingest(stamped("listed", "1", write, nil))
+	h1.OnAdd(listed, true)
+	h2.OnAdd(listed, true)
 	objs := make([]any, backlog)
 	for i := range objs {
 		objs[i], _ = ingest(stamped(strconv.Itoa(i), "2", write, nil))
@@ -368,7 +387,7 @@ func TestBacklogLosesNoChangeTime(t *testing.T) {
 	if observed != backlog {
 		t.Errorf("%d of %d events observed", observed, backlog)
 	}
-	want := slices.Repeat([]string{"update " + strconv.FormatInt(write.Unix(), 10)}, backlog)
+	want := append([]string{"add true 0"}, slices.Repeat([]string{"update " + strconv.FormatInt(write.Unix(), 10)}, backlog)...)
 	for i, got := range [][]string{got1, got2} {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("change times handed to handler %d (-want +got):\n%s", i+1, diff)
