@@ -608,8 +608,13 @@ func (t *Tracker) Listener() *Handler {
 	return t.Handler(toolscache.ResourceEventHandlerFuncs{})
 }
 
-// Release tells the Tracker that w gets no more events. It is idempotent.
-func (w *Handler) Release() { w.t.leave(w.c) }
+// Release tells the Tracker that w gets no more events. It is idempotent,
+// and does nothing on a nil Handler.
+func (w *Handler) Release() {
+	if w != nil {
+		w.t.leave(w.c)
+	}
+}
 
 func (w *Handler) OnAdd(obj any, initial bool) {
 	var at, now time.Time

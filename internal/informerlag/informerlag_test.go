@@ -221,6 +221,7 @@ func TestReleasedHandlerHoldsNothing(t *testing.T) {
 	gone, kept := tr.Handler(toolscache.ResourceEventHandlerFuncs{}), tr.Handler(toolscache.ResourceEventHandlerFuncs{})
 	gone.Release()
 	gone.Release() // idempotent
+	(*Handler)(nil).Release()
 	for i := range 5 * minEntries {
 		a := uintptr(0x100000 + 8*i)
 		tr.record(a, stamp{write: 1})

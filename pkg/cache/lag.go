@@ -37,9 +37,7 @@ var _ informerlag.TimedEventHandler = TimedEventHandler(nil)
 func (i *nsInformer) addHandler(h toolscache.ResourceEventHandler, lh *informerlag.Handler) (toolscache.ResourceEventHandlerRegistration, error) {
 	reg, err := i.informer.AddEventHandler(h)
 	if err != nil {
-		if lh != nil {
-			lh.Release()
-		}
+		lh.Release()
 		return reg, err
 	}
 	if i.lag == nil {
@@ -72,10 +70,8 @@ func (i *nsInformer) removeHandler(reg toolscache.ResourceEventHandlerRegistrati
 	if i.lag == nil {
 		return nil
 	}
-	if lh := i.lagHandlers[reg]; lh != nil {
-		lh.Release()
-		delete(i.lagHandlers, reg)
-	}
+	i.lagHandlers[reg].Release()
+	delete(i.lagHandlers, reg)
 	i.handlers--
 	return i.listenIfUnheard()
 }
