@@ -84,7 +84,7 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			if err := configMaps.WaitFor(ctx, live); err != nil {
+			if err := configMaps.waitForBoth(ctx, live); err != nil {
 				t.Fatal(err)
 			}
 
@@ -142,7 +142,10 @@ func (k kubectl) apply(t *testing.T, ns, name, data string) {
 
 // startManager starts a manager that caches the ConfigMaps of ns, typed
 // and unstructured, as they are cached by default, and returns it once synced.
-func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*corev1.ConfigMap]) {
+// startManager starts a manager whose cache holds the ConfigMaps of ns in
+// typed and unstructured form: two informers, each of which has to catch
+// up with a write on its own (see waitForBoth).
+func startManager(t *testing.T, ns string) (*manager.Manager, configMapListers) {
 	t.Helper()
 	mgr, err := manager.New(env.Config(), manager.Options{
 		Metrics: manager.MetricsOptions{BindAddress: "127.0.0.1:0"},
@@ -159,7 +162,8 @@ func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*cor
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.Unstructured(mgr.Cache(), configMapGVK, cache.TypeOptions{}); err != nil {
+	unstructuredConfigMaps, err := cache.Unstructured(mgr.Cache(), configMapGVK, cache.TypeOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,7 +180,27 @@ func startManager(t *testing.T, ns string) (*manager.Manager, *cache.Lister[*cor
 	if err := mgr.Cache().WaitForSync(syncCtx); err != nil {
 		t.Fatal(err)
 	}
-	return mgr, configMaps
+	return mgr, configMapListers{typed: configMaps, unstructured: unstructuredConfigMaps}
+}
+
+type configMapListers struct {
+	typed        *cache.Lister[*corev1.ConfigMap]
+	unstructured *cache.Lister[*unstructured.Unstructured]
+}
+
+// waitForBoth waits until both forms' informers hold live or a later
+// version: a test that waited for one form only and read the other failed
+// now and then with NotFound.
+func (l configMapListers) waitForBoth(ctx context.Context, live *corev1.ConfigMap) error {
+	if err := l.typed.WaitFor(ctx, live); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(configMapGVK)
+	u.SetNamespace(live.Namespace)
+	u.SetName(live.Name)
+	u.SetResourceVersion(live.ResourceVersion)
+	return l.unstructured.WaitFor(ctx, u)
 }
 
 // An Update sent as a merge patch keeps an update's meaning: what the
@@ -198,7 +222,7 @@ func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if err := configMaps.WaitFor(ctx, cm); err != nil {
+	if err := configMaps.typed.WaitFor(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	read := &corev1.ConfigMap{}
@@ -230,7 +254,7 @@ func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
 		t.Errorf("field managers %v, want web/Update among them", managers)
 	}
 
-	if err := configMaps.WaitFor(ctx, live); err != nil {
+	if err := configMaps.typed.WaitFor(ctx, live); err != nil {
 		t.Fatal(err)
 	}
 	stale.Data["late"] = "1"
