@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2/textlogger"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
@@ -360,7 +361,7 @@ func TestReconcileContext(t *testing.T) {
 // kind of sink: slog's text and JSON handlers, and controller-runtime's
 // log.FromContext finds it too.
 func TestReconcileLoggerSinks(t *testing.T) {
-	var text, jsonOut bytes.Buffer
+	var text, jsonOut, klogOut bytes.Buffer
 	sinks := []struct {
 		name string
 		log  logr.Logger
@@ -369,6 +370,8 @@ func TestReconcileLoggerSinks(t *testing.T) {
 	}{
 		{"slog text", logr.FromSlogHandler(slog.NewTextHandler(&text, nil)), &text, `msg=Hello controller=test namespace=ns name=a reconcileID=%s`},
 		{"slog JSON", logr.FromSlogHandler(slog.NewJSONHandler(&jsonOut, nil)), &jsonOut, `"msg":"Hello","controller":"test","namespace":"ns","name":"a","reconcileID":"%s"`},
+		// klog's text format: the manager's default logger.
+		{"klog text", textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&klogOut))), &klogOut, `"Hello" controller="test" namespace="ns" name="a" reconcileID="%s"`},
 	}
 	for _, sink := range sinks {
 		synctest.Test(t, func(t *testing.T) {
