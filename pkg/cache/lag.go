@@ -43,12 +43,7 @@ func (i *nsInformer) addHandler(h toolscache.ResourceEventHandler, lh *informerl
 	if i.lag == nil {
 		return reg, nil
 	}
-	if lh != nil {
-		if i.lagHandlers == nil {
-			i.lagHandlers = map[toolscache.ResourceEventHandlerRegistration]*informerlag.Handler{}
-		}
-		i.lagHandlers[reg] = lh
-	}
+	i.keepLagHandler(reg, lh)
 	i.handlers++
 	if i.lagListener != nil {
 		_ = i.informer.RemoveEventHandler(i.lagListener)
@@ -88,10 +83,15 @@ func (i *nsInformer) listenIfUnheard() error {
 		lh.Release()
 		return err
 	}
+	i.keepLagHandler(reg, lh)
+	i.lagListener = reg
+	return nil
+}
+
+// keepLagHandler remembers reg's lag handler, for removeHandler to release.
+func (i *nsInformer) keepLagHandler(reg toolscache.ResourceEventHandlerRegistration, lh *informerlag.Handler) {
 	if i.lagHandlers == nil {
 		i.lagHandlers = map[toolscache.ResourceEventHandlerRegistration]*informerlag.Handler{}
 	}
 	i.lagHandlers[reg] = lh
-	i.lagListener = reg
-	return nil
 }
