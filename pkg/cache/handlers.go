@@ -8,6 +8,7 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/internal/informerlag"
 )
 
@@ -28,9 +29,13 @@ type HandlerRegistration struct {
 // yet gets its handlers as soon as its informers are made, so a handler
 // added before Start, or before a CRD is installed, misses nothing.
 //
-// h is called from the informer's delivery goroutine, one event at a time
-// per informer: it must not block. A type cached in several namespaces has
-// one informer per namespace, and h is called from each.
+// h is called one event at a time per informer, from a goroutine that
+// hands it the informer's events in order, as client-go's informers do:
+// a slow h delays only itself, but it must not block. A type cached in
+// several namespaces has one informer per namespace, and h is called from
+// each. pkg/source's handlers, which only queue keys, are called on the
+// informer's own delivery goroutine instead, which saves each event two
+// hand-offs between goroutines.
 func (l *Lister[T]) AddEventHandler(h toolscache.ResourceEventHandler) (*HandlerRegistration, error) {
 	return l.reg.addHandler(h)
 }
@@ -116,6 +121,7 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 		if old != nil {
 			handler = unseenAdds{ResourceEventHandler: handler, old: old}
 		}
+		handler = informer.Wrap(handler, h.handler)
 		reg, err := i.addHandler(handler, lh)
 		if err != nil {
 			for _, j := range done {

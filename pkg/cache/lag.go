@@ -5,6 +5,7 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/internal/informerlag"
 )
 
@@ -78,7 +79,7 @@ func (i *nsInformer) listenIfUnheard() error {
 		return nil
 	}
 	lh := i.lag.Listener()
-	reg, err := i.informer.AddEventHandler(lh)
+	reg, err := i.informer.AddEventHandler(informer.AsDirect(lh)) // observes, never blocks
 	if err != nil {
 		lh.Release()
 		return err

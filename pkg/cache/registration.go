@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/internal/informerlag"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
@@ -413,7 +414,7 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 	} else {
 		addNamespacedIndexes(indexers, r.indexers)
 	}
-	inf := toolscache.NewSharedIndexInformerWithOptions(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
+	inf := informer.New(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
 		ResyncPeriod:      r.c.opts.ResyncPeriod,
 		Indexers:          indexers,
 		ObjectDescription: r.key.gvk.String(),

@@ -19,9 +19,12 @@ package source_test
 //     without metrics or read-your-writes, tracing off and on (see
 //     controllerSink).
 //
-// Both listen to the same kind of client-go SharedIndexInformer, fed by an
-// in-memory ListerWatcher, and both queues are drained by one worker (Get,
-// Done). Every row reports ns/event (wall), cpu-ns/event and allocs/event,
+// Each listens to the informer its cache would give it, fed by an
+// in-memory ListerWatcher: opkit's rows to pkg/cache's (internal/informer,
+// which calls a source's handler on its delivery goroutine), with the
+// cache's lag metrics where the row has them, controller-runtime's to
+// client-go's SharedIndexInformer. Every queue is drained by one worker
+// (Get, Done). Every row reports ns/event (wall), cpu-ns/event and allocs/event,
 // the informer's own work included; 'make bench' runs them and hack/benchtable prints the
 // ratios.
 
@@ -42,6 +45,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
@@ -63,15 +67,15 @@ type sink func(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInfo
 func BenchmarkInformerUpdates(b *testing.B) {
 	// opkit with the lag metrics on, as a controller with a Registerer
 	// keeps them, and off: the cost of measuring lag is their difference.
-	b.Run("opkitlag", func(b *testing.B) { benchInformer(b, opkitLagSink, cacheLagOn) })
-	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink, cacheLagOff) })
-	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink, cacheLagOff) })
-	b.Run("default", func(b *testing.B) { benchInformer(b, defaultSink, cacheLagOn) })
-	b.Run("ctrlruntimedefault", func(b *testing.B) { benchInformer(b, ctrlRuntimeDefaultSink, cacheLagOff) })
+	b.Run("opkitlag", func(b *testing.B) { benchInformer(b, opkitLagSink, opkitInformerLag) })
+	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink, opkitInformer) })
+	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink, clientGoInformer) })
+	b.Run("default", func(b *testing.B) { benchInformer(b, defaultSink, opkitInformerLag) })
+	b.Run("ctrlruntimedefault", func(b *testing.B) { benchInformer(b, ctrlRuntimeDefaultSink, clientGoInformer) })
 	// Through a controller, with tracing off (the default) and on: the
 	// cost of tracing is their difference (see controllerSink).
-	b.Run("controller", func(b *testing.B) { benchInformer(b, controllerSink(tracingOff), cacheLagOff) })
-	b.Run("controllertraced", func(b *testing.B) { benchInformer(b, controllerSink(tracingOn), cacheLagOff) })
+	b.Run("controller", func(b *testing.B) { benchInformer(b, controllerSink(tracingOff), opkitInformer) })
+	b.Run("controllertraced", func(b *testing.B) { benchInformer(b, controllerSink(tracingOn), opkitInformer) })
 }
 
 func opkitSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
@@ -127,16 +131,20 @@ func ctrlRuntimeSink(b *testing.B, ctx context.Context, inf toolscache.SharedInd
 	return func() { q.ShutDown(); wg.Wait() }
 }
 
-// cacheLag says whether the informer is kept as pkg/cache keeps it with
-// metrics on (see laggedInformer).
-type cacheLag bool
+// informerKind is the informer a row's sink listens to.
+type informerKind int
 
 const (
-	cacheLagOn  cacheLag = true
-	cacheLagOff cacheLag = false
+	// clientGoInformer is client-go's SharedIndexInformer, controller-runtime's.
+	clientGoInformer informerKind = iota
+	// opkitInformer is pkg/cache's (internal/informer), lag metrics off.
+	opkitInformer
+	// opkitInformerLag is pkg/cache's with the lag metrics on, as the
+	// cache keeps it with a Registerer (see laggedInformer).
+	opkitInformerLag
 )
 
-func benchInformer(b *testing.B, start sink, lag cacheLag) {
+func benchInformer(b *testing.B, start sink, kind informerKind) {
 	ns := make([]string, benchNamespaces)
 	for i := range ns {
 		ns[i] = "ns-" + strconv.Itoa(i)
@@ -151,9 +159,14 @@ func benchInformer(b *testing.B, start sink, lag cacheLag) {
 	lw := newFakeLW(initial, 1)
 
 	ctx, cancel := context.WithCancel(b.Context())
-	var inf toolscache.SharedIndexInformer = toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
-	if lag {
-		inf = withCacheLag(b, inf)
+	var inf toolscache.SharedIndexInformer
+	switch kind {
+	case clientGoInformer:
+		inf = toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	case opkitInformer:
+		inf = informer.New(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+	case opkitInformerLag:
+		inf = withCacheLag(b, informer.New(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}))
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })

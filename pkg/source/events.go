@@ -8,6 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/queue"
 )
@@ -39,7 +40,14 @@ type eventHandler[T cache.Object, K comparable] struct {
 var (
 	_ toolscache.ResourceEventHandler = (*eventHandler[cache.Object, int])(nil)
 	_ cache.TimedEventHandler         = (*eventHandler[cache.Object, int])(nil)
+	_ informer.Direct                 = (*eventHandler[cache.Object, int])(nil)
 )
+
+// DeliverDirectly asks pkg/cache to call the handler on the informer's
+// delivery goroutine, right after it stores each event, rather than
+// through a buffer and a goroutine of its own: a Handler must not block
+// (see Handler), and the hand-offs saved are most of an event's cost.
+func (h *eventHandler[T, K]) DeliverDirectly() {}
 
 func (h *eventHandler[T, K]) OnAdd(obj any, isInInitialList bool) {
 	h.OnAddAt(obj, isInInitialList, time.Time{}, time.Time{})

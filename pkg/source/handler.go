@@ -9,7 +9,9 @@ import (
 // Handler turns an event into keys on a queue.
 //
 // Handle is called on the informer's delivery goroutine, one event at a
-// time per informer: it must not block, and it must not modify e's objects,
+// time per informer, right after the cache stores the event: it must not
+// block, for while it runs the informer's store and its other handlers
+// wait, and it must not modify e's objects,
 // which the cache shares with every reader. It should add keys at
 // e.Priority(); queue.Queue's adds never block.
 type Handler[T cache.Object, K comparable] interface {

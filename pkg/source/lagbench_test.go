@@ -14,6 +14,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/internal/informerlag"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/internal/wallclock"
@@ -47,7 +48,7 @@ func withCacheLag(b *testing.B, inf toolscache.SharedIndexInformer) toolscache.S
 }
 
 func (l laggedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return l.SharedIndexInformer.AddEventHandler(l.lag.Handler(h))
+	return l.SharedIndexInformer.AddEventHandler(informer.Wrap(l.lag.Handler(h), h))
 }
 
 // opkitLagSink is opkitSink with the lag metrics on, as a manager keeps

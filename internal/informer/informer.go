@@ -1,0 +1,430 @@
+// Package informer is the informer behind pkg/cache: a client-go
+// SharedIndexInformer in every method, with one difference in how it
+// delivers. client-go hands each event to each handler through a
+// processorListener, two goroutines and a growing buffer of its own, which
+// costs every event two hand-offs between goroutines. This informer calls
+// a handler that promises not to block (Direct) on the goroutine that
+// stores the event, right after storing it; any other handler gets the
+// buffer and goroutine client-go would give it, so that a slow handler
+// delays only itself.
+//
+// A Direct handler that blocks holds back the store, and with it every
+// reader and every other handler of the informer: that is the price of
+// the hand-offs it saves. pkg/source's handlers, which only queue keys,
+// are Direct.
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgofeatures "k8s.io/client-go/features"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Direct is implemented by a handler that never blocks, to be called on
+// the informer's delivery goroutine.
+type Direct interface {
+	toolscache.ResourceEventHandler
+	// DeliverDirectly is a marker; it is never called.
+	DeliverDirectly()
+}
+
+// ErrStopped is returned for a handler added to an informer that has
+// stopped.
+var ErrStopped = errors.New("the informer has stopped")
+
+// Informer is a toolscache.SharedIndexInformer; see the package doc. Make
+// it with New.
+type Informer struct {
+	indexer    toolscache.Indexer
+	controller toolscache.Controller
+	fifo       *toolscache.RealFIFO
+
+	// mu is held while an event is stored and delivered, while a handler
+	// is added (and handed the store's objects) or removed, and for the
+	// fields below.
+	mu        sync.Mutex
+	handlers  []*Registration
+	transform toolscache.TransformFunc
+	watchErr  toolscache.WatchErrorHandlerWithContext
+	started   bool
+	stopped   bool
+}
+
+var _ toolscache.SharedIndexInformer = (*Informer)(nil)
+
+// New returns an informer of the objects lw lists and watches, like
+// toolscache.NewSharedIndexInformerWithOptions. Handlers are resynced
+// every opts.ResyncPeriod, if not 0.
+func New(lw toolscache.ListerWatcher, example runtime.Object, opts toolscache.SharedIndexInformerOptions) *Informer {
+	i := &Informer{
+		indexer: toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers),
+	}
+	description := opts.ObjectDescription
+	if description == "" {
+		description = fmt.Sprintf("%T", example)
+	}
+	// The queue client-go's informers use, as they configure it.
+	fifo := toolscache.RealFIFOOptions{
+		Name:        "RealFIFO " + description,
+		KeyFunction: toolscache.MetaNamespaceKeyFunc,
+		Transformer: i.transformObject,
+	}
+	if clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
+		// A relist is one ReplacedAll, a resync one SyncAll.
+		fifo.AtomicEvents = true
+		fifo.UnlockWhileProcessing = clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
+		fifo.EmitDeltaTypeBookmark = true
+	} else {
+		// A relist is a delete for each object gone and a replace for
+		// each listed, a resync a sync for each object held.
+		fifo.KnownObjects = i.indexer
+	}
+	i.fifo = toolscache.NewRealFIFOWithOptions(fifo)
+	i.controller = toolscache.New(&toolscache.Config{
+		Queue:             i.fifo,
+		ListerWatcher:     lw,
+		ObjectType:        example,
+		ObjectDescription: description,
+		FullResyncPeriod:  opts.ResyncPeriod,
+		Process: func(obj any, isInInitialList bool) error {
+			deltas, ok := obj.(toolscache.Deltas)
+			if !ok {
+				return fmt.Errorf("informer: process %T, not Deltas", obj)
+			}
+			return i.process(deltas, isInInitialList)
+		},
+		ProcessBatch:                 i.process,
+		WatchErrorHandlerWithContext: i.watchError,
+	})
+	return i
+}
+
+func (i *Informer) transformObject(obj any) (any, error) {
+	if i.transform == nil { // set only before Run
+		return obj, nil
+	}
+	return i.transform(obj)
+}
+
+func (i *Informer) watchError(ctx context.Context, r *toolscache.Reflector, err error) {
+	if i.watchErr == nil { // set only before Run
+		toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		return
+	}
+	i.watchErr(ctx, r, err)
+}
+
+// process stores deltas, oldest first, and hands each to the handlers.
+func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	var errs []error
+	for _, d := range deltas {
+		if err := i.store(d, isInInitialList); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// store applies d to the store and delivers it. The caller holds mu.
+func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
+	switch d.Type {
+	case toolscache.Sync, toolscache.Replaced, toolscache.Added, toolscache.Updated:
+		if old, ok, err := i.indexer.Get(d.Object); err == nil && ok {
+			if err := i.indexer.Update(d.Object); err != nil {
+				return err
+			}
+			for _, h := range i.handlers {
+				h.handler.OnUpdate(old, d.Object)
+			}
+			return nil
+		}
+		if err := i.indexer.Add(d.Object); err != nil {
+			return err
+		}
+		for _, h := range i.handlers {
+			h.handler.OnAdd(d.Object, isInInitialList)
+		}
+	case toolscache.Deleted:
+		if err := i.indexer.Delete(d.Object); err != nil {
+			return err
+		}
+		for _, h := range i.handlers {
+			h.handler.OnDelete(d.Object)
+		}
+	case toolscache.ReplacedAll:
+		info, ok := d.Object.(toolscache.ReplacedAllInfo)
+		if !ok {
+			return fmt.Errorf("informer: ReplacedAll delta holds %T", d.Object)
+		}
+		return i.replaceAll(info, isInInitialList)
+	case toolscache.SyncAll:
+		for _, obj := range i.indexer.List() {
+			for _, h := range i.handlers {
+				h.handler.OnUpdate(obj, obj)
+			}
+		}
+	case toolscache.Bookmark:
+		if info, ok := d.Object.(toolscache.BookmarkInfo); ok {
+			i.indexer.Bookmark(info.ResourceVersion)
+		}
+	}
+	return nil
+}
+
+// replaceAll replaces the store's objects with a relist's and delivers
+// the difference as client-go does: a delete, with the last state held,
+// for each object gone, then an update or add for each listed, in the
+// list's order. The caller holds mu.
+func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList bool) error {
+	listed := make(map[string]struct{}, len(info.Objects))
+	for _, obj := range info.Objects {
+		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return toolscache.KeyError{Obj: obj, Err: err}
+		}
+		listed[key] = struct{}{}
+	}
+	var gone []toolscache.DeletedFinalStateUnknown
+	for _, key := range i.indexer.ListKeys() {
+		if _, ok := listed[key]; ok {
+			continue
+		}
+		old, _, _ := i.indexer.GetByKey(key)
+		gone = append(gone, toolscache.DeletedFinalStateUnknown{Key: key, Obj: old})
+	}
+	olds := make([]any, len(info.Objects))
+	for j, obj := range info.Objects {
+		olds[j], _, _ = i.indexer.Get(obj)
+	}
+	if err := i.indexer.Replace(info.Objects, info.ResourceVersion); err != nil {
+		return err
+	}
+	for _, tomb := range gone {
+		for _, h := range i.handlers {
+			h.handler.OnDelete(tomb)
+		}
+	}
+	for j, obj := range info.Objects {
+		for _, h := range i.handlers {
+			if olds[j] != nil {
+				h.handler.OnUpdate(olds[j], obj)
+			} else {
+				h.handler.OnAdd(obj, isInInitialList)
+			}
+		}
+	}
+	return nil
+}
+
+// AddEventHandler adds h: an add for every object the store holds, with
+// isInInitialList true, then every event. A Direct h is called on the
+// delivery goroutine (and, for the store's objects, on the caller's),
+// any other on a goroutine of its own.
+func (i *Informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.stopped {
+		return nil, fmt.Errorf("informer: add event handler %T: %w", h, ErrStopped)
+	}
+	r := &Registration{informer: i}
+	if _, ok := h.(Direct); ok {
+		r.handler = h
+	} else {
+		r.buffer = newBuffer(h, i.controller.HasSyncedChecker())
+		r.handler = r.buffer
+		if i.started { // else Run starts it
+			go r.buffer.run()
+		}
+	}
+	for _, obj := range i.indexer.List() {
+		r.handler.OnAdd(obj, true)
+	}
+	i.handlers = append(i.handlers, r)
+	return r, nil
+}
+
+// AddEventHandlerWithResyncPeriod is AddEventHandler: the handler is
+// resynced at the informer's period.
+func (i *Informer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, _ time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandler(h)
+}
+
+// AddEventHandlerWithOptions is AddEventHandler: the handler is resynced
+// at the informer's period, and a buffered one's panics are reported as
+// client-go reports them.
+func (i *Informer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, _ toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandler(h)
+}
+
+// RemoveEventHandler stops events reaching a handler; a buffered one is
+// handed no more of its buffer. Removing it twice is no error.
+func (i *Informer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
+	r, ok := reg.(*Registration)
+	if !ok || r.informer != i {
+		return fmt.Errorf("informer: remove event handler: %T is not a registration of this informer", reg)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for j, x := range i.handlers {
+		if x == r {
+			// A new slice: the handlers are not read outside mu, but a
+			// shared backing array would outlive the removal.
+			i.handlers = append(i.handlers[:j:j], i.handlers[j+1:]...)
+			if r.buffer != nil {
+				r.buffer.stop()
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// Run runs the informer until stopCh is closed.
+func (i *Informer) Run(stopCh <-chan struct{}) { i.RunWithContext(wait.ContextForChannel(stopCh)) }
+
+// RunWithContext lists and watches, stores and delivers, until ctx ends.
+// An informer runs once.
+func (i *Informer) RunWithContext(ctx context.Context) {
+	i.mu.Lock()
+	if i.started {
+		i.mu.Unlock()
+		return
+	}
+	i.started = true
+	for _, r := range i.handlers {
+		if r.buffer != nil {
+			go r.buffer.run()
+		}
+	}
+	i.mu.Unlock()
+	defer func() {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		i.stopped = true
+		for _, r := range i.handlers {
+			if r.buffer != nil {
+				r.buffer.stop()
+			}
+		}
+	}()
+	i.controller.RunWithContext(ctx)
+}
+
+// GetStore returns the informer's store, its indexer.
+func (i *Informer) GetStore() toolscache.Store { return i.indexer }
+
+// GetIndexer returns the informer's indexer.
+func (i *Informer) GetIndexer() toolscache.Indexer { return i.indexer }
+
+// GetController returns the informer's controller. Run the informer, not
+// the controller.
+func (i *Informer) GetController() toolscache.Controller { return i.controller }
+
+// HasSynced reports whether the informer has stored and delivered its
+// initial list.
+func (i *Informer) HasSynced() bool { return i.controller.HasSynced() }
+
+// HasSyncedChecker is HasSynced as a channel.
+func (i *Informer) HasSyncedChecker() toolscache.DoneChecker { return i.controller.HasSyncedChecker() }
+
+// LastSyncResourceVersion is the resource version of the latest list or
+// watch event.
+func (i *Informer) LastSyncResourceVersion() string { return i.controller.LastSyncResourceVersion() }
+
+// SetWatchErrorHandler sets the handler of list and watch errors; before
+// Run only.
+func (i *Informer) SetWatchErrorHandler(h toolscache.WatchErrorHandler) error {
+	return i.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) { h(r, err) })
+}
+
+// SetWatchErrorHandlerWithContext sets the handler of list and watch
+// errors; before Run only.
+func (i *Informer) SetWatchErrorHandlerWithContext(h toolscache.WatchErrorHandlerWithContext) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.started {
+		return errors.New("informer: set watch error handler: the informer has started")
+	}
+	i.watchErr = h
+	return nil
+}
+
+// SetTransform sets the function applied to every object before it is
+// stored; before Run only.
+func (i *Informer) SetTransform(t toolscache.TransformFunc) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.started {
+		return errors.New("informer: set transform: the informer has started")
+	}
+	i.transform = t
+	return nil
+}
+
+// IsStopped reports whether the informer has stopped.
+func (i *Informer) IsStopped() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.stopped
+}
+
+// AddIndexers adds indexers to the store, indexing the objects it holds.
+func (i *Informer) AddIndexers(indexers toolscache.Indexers) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.stopped {
+		return fmt.Errorf("informer: add indexers: %w", ErrStopped)
+	}
+	return i.indexer.AddIndexers(indexers)
+}
+
+// Registration is a handler added to an Informer.
+type Registration struct {
+	informer *Informer
+	handler  toolscache.ResourceEventHandler // what the informer calls
+	buffer   *buffer                         // nil for a Direct handler
+}
+
+// HasSynced reports whether the handler has been handed every object of
+// the informer's initial list.
+func (r *Registration) HasSynced() bool {
+	if r.buffer != nil {
+		return r.buffer.hasSynced()
+	}
+	return r.informer.HasSynced()
+}
+
+// HasSyncedChecker is HasSynced as a channel.
+func (r *Registration) HasSyncedChecker() toolscache.DoneChecker {
+	if r.buffer != nil {
+		return r.buffer
+	}
+	return r.informer.HasSyncedChecker()
+}
+
+// Wrap returns wrapper, which hands wrapped its events, as a Direct
+// handler if wrapped is one.
+func Wrap(wrapper, wrapped toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	if _, ok := wrapped.(Direct); ok {
+		return direct{wrapper}
+	}
+	return wrapper
+}
+
+// AsDirect returns h as a Direct handler: h must never block.
+func AsDirect(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler { return direct{h} }
+
+type direct struct {
+	toolscache.ResourceEventHandler
+}
+
+func (direct) DeliverDirectly() {}
