@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgofeatures "k8s.io/client-go/features"
@@ -77,7 +78,11 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, opts toolscache.Sh
 		Transformer: i.transformObject,
 	}
 	if clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
-		// A relist is one ReplacedAll, a resync one SyncAll.
+		// A relist is one ReplacedAll, a resync one SyncAll. The queue
+		// keys objects only to check them and to batch distinct ones,
+		// so the object's UID serves, which it holds already, where
+		// namespace/name would be a new string every time.
+		fifo.KeyFunction = fifoKey
 		fifo.AtomicEvents = true
 		fifo.UnlockWhileProcessing = clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
 		fifo.EmitDeltaTypeBookmark = true
@@ -104,6 +109,16 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, opts toolscache.Sh
 		WatchErrorHandlerWithContext: i.watchError,
 	})
 	return i
+}
+
+// fifoKey is an object's UID, or its namespace/name if it has none.
+func fifoKey(obj any) (string, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		if uid := o.GetUID(); uid != "" {
+			return string(uid), nil
+		}
+	}
+	return toolscache.MetaNamespaceKeyFunc(obj)
 }
 
 func (i *Informer) transformObject(obj any) (any, error) {

@@ -38,6 +38,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -154,8 +155,10 @@ func benchInformer(b *testing.B, start sink, kind informerKind) {
 	for i := range benchObjects {
 		names[i] = "obj-" + strconv.Itoa(i)
 		initial[i] = *configMap(ns[i%benchNamespaces], names[i], 1)
+		initial[i].UID = types.UID("uid-" + names[i]) // as the API server's objects have
 	}
 	initial[benchObjects] = *configMap(sentinelNS, sentinelName, 1)
+	initial[benchObjects].UID = "uid-" + sentinelName
 	lw := newFakeLW(initial, 1)
 
 	ctx, cancel := context.WithCancel(b.Context())
@@ -188,9 +191,9 @@ func benchInformer(b *testing.B, start sink, kind informerKind) {
 	for _, slab := range slabs {
 		for i := range benchUpdates {
 			j := i % benchObjects
-			slab[i].Namespace, slab[i].Name = ns[j%benchNamespaces], names[j]
+			slab[i].Namespace, slab[i].Name, slab[i].UID = ns[j%benchNamespaces], names[j], initial[j].UID
 		}
-		slab[benchUpdates].Namespace, slab[benchUpdates].Name = sentinelNS, sentinelName
+		slab[benchUpdates].Namespace, slab[benchUpdates].Name, slab[benchUpdates].UID = sentinelNS, sentinelName, initial[benchObjects].UID
 		for i := range slab {
 			slab[i].ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, Time: &written}}
 		}
