@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -11,14 +12,16 @@ import (
 // buffer hands a handler that may block its events on a goroutine of its
 // own, from a queue that grows as far as the handler falls behind, as
 // client-go's processorListener does. Its push side is the
-// ResourceEventHandler the informer calls; it is the handler's
-// DoneChecker too.
+// ResourceEventHandler, and TimedEventHandler, the informer calls; it is
+// the handler's DoneChecker too.
 type buffer struct {
 	handler  toolscache.ResourceEventHandler
+	timed    TimedEventHandler      // handler, if it is one
+	lag      *Lag                   // the informer's
 	upstream toolscache.DoneChecker // the informer's sync
 
 	mu      sync.Mutex
-	queue   []notification // queue[head:] is pending
+	queue   []event // queue[head:] is pending
 	head    int
 	initial int // pending adds of an initial list, or of the store's objects
 	stopped bool
@@ -27,27 +30,40 @@ type buffer struct {
 	closed  bool          // synced is closed
 }
 
-type notification struct {
-	kind            byte // 'a', 'u', 'd'
-	obj, old        any
-	isInInitialList bool
-}
+var _ TimedEventHandler = (*buffer)(nil)
 
-func newBuffer(h toolscache.ResourceEventHandler, upstream toolscache.DoneChecker) *buffer {
-	return &buffer{handler: h, upstream: upstream, wake: make(chan struct{}, 1), synced: make(chan struct{})}
+func newBuffer(h toolscache.ResourceEventHandler, lag *Lag, upstream toolscache.DoneChecker) *buffer {
+	b := &buffer{handler: h, lag: lag, upstream: upstream, wake: make(chan struct{}, 1), synced: make(chan struct{})}
+	b.timed, _ = h.(TimedEventHandler)
+	return b
 }
 
 func (b *buffer) OnAdd(obj any, isInInitialList bool) {
-	b.push(notification{kind: 'a', obj: obj, isInInitialList: isInInitialList})
+	b.push(event{kind: 'a', obj: obj, isInInitialList: isInInitialList})
 }
 
 func (b *buffer) OnUpdate(oldObj, newObj any) {
-	b.push(notification{kind: 'u', obj: newObj, old: oldObj})
+	b.push(event{kind: 'u', obj: newObj, old: oldObj})
 }
 
-func (b *buffer) OnDelete(obj any) { b.push(notification{kind: 'd', obj: obj}) }
+func (b *buffer) OnDelete(obj any) { b.push(event{kind: 'd', obj: obj}) }
 
-func (b *buffer) push(n notification) {
+// The Timed methods keep an event's date; the handler is handed it with
+// the time of its own delivery.
+
+func (b *buffer) OnAddAt(obj any, isInInitialList bool, changed, _ time.Time) {
+	b.push(event{kind: 'a', obj: obj, isInInitialList: isInInitialList, changed: changed})
+}
+
+func (b *buffer) OnUpdateAt(oldObj, newObj any, changed, _ time.Time) {
+	b.push(event{kind: 'u', obj: newObj, old: oldObj, changed: changed})
+}
+
+func (b *buffer) OnDeleteAt(obj any, changed, _ time.Time) {
+	b.push(event{kind: 'd', obj: obj, changed: changed})
+}
+
+func (b *buffer) push(n event) {
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
@@ -101,14 +117,7 @@ func (b *buffer) run() {
 			}
 			continue
 		}
-		switch n.kind {
-		case 'a':
-			b.handler.OnAdd(n.obj, n.isInInitialList)
-		case 'u':
-			b.handler.OnUpdate(n.old, n.obj)
-		case 'd':
-			b.handler.OnDelete(n.obj)
-		}
+		b.lag.deliver(&n, b.handler, b.timed)
 		if n.isInInitialList {
 			b.mu.Lock()
 			b.initial--
@@ -119,7 +128,7 @@ func (b *buffer) run() {
 
 // next takes the oldest pending notification, and marks the handler
 // synced once it has been handed its initial list.
-func (b *buffer) next() (n notification, ok, stopped bool) {
+func (b *buffer) next() (n event, ok, stopped bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -133,7 +142,7 @@ func (b *buffer) next() (n notification, ok, stopped bool) {
 		return n, false, false
 	}
 	n = b.queue[b.head]
-	b.queue[b.head] = notification{} // let the objects go
+	b.queue[b.head] = event{} // let the objects go
 	b.head++
 	return n, true, false
 }

@@ -46,6 +46,7 @@ type Informer struct {
 	indexer    toolscache.Indexer
 	controller toolscache.Controller
 	fifo       *toolscache.RealFIFO
+	lag        *Lag // nil without Options.Lag
 
 	// mu is held while an event is stored and delivered, while a handler
 	// is added (and handed the store's objects) or removed, and for the
@@ -60,12 +61,23 @@ type Informer struct {
 
 var _ toolscache.SharedIndexInformer = (*Informer)(nil)
 
+// Options configure New.
+type Options struct {
+	// ResyncPeriod, Indexers and ObjectDescription are as client-go's.
+	// Handlers are resynced every ResyncPeriod, if not 0.
+	toolscache.SharedIndexInformerOptions
+	// Lag, if set, has the informer date its events and observe their
+	// lag (see Lag).
+	Lag *Lag
+}
+
 // New returns an informer of the objects lw lists and watches, like
-// toolscache.NewSharedIndexInformerWithOptions. Handlers are resynced
-// every opts.ResyncPeriod, if not 0.
-func New(lw toolscache.ListerWatcher, example runtime.Object, opts toolscache.SharedIndexInformerOptions) *Informer {
+// toolscache.NewSharedIndexInformerWithOptions.
+func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Informer {
+	opts := o.SharedIndexInformerOptions
 	i := &Informer{
 		indexer: toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers),
+		lag:     newLag(o.Lag),
 	}
 	description := opts.ObjectDescription
 	if description == "" {
@@ -74,7 +86,7 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, opts toolscache.Sh
 	// The queue client-go's informers use, as they configure it.
 	fifo := toolscache.RealFIFOOptions{
 		Name:        "RealFIFO " + description,
-		KeyFunction: toolscache.MetaNamespaceKeyFunc,
+		KeyFunction: storeKey,
 		Transformer: i.transformObject,
 	}
 	if clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
@@ -113,6 +125,7 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, opts toolscache.Sh
 
 // fifoKey is an object's UID, or its namespace/name if it has none.
 func fifoKey(obj any) (string, error) {
+	obj, _ = unwrap(obj)
 	if o, ok := obj.(metav1.Object); ok {
 		if uid := o.GetUID(); uid != "" {
 			return string(uid), nil
@@ -121,11 +134,34 @@ func fifoKey(obj any) (string, error) {
 	return toolscache.MetaNamespaceKeyFunc(obj)
 }
 
+// storeKey is an object's key in the store, namespace/name.
+func storeKey(obj any) (string, error) {
+	obj, _ = unwrap(obj)
+	return toolscache.MetaNamespaceKeyFunc(obj)
+}
+
+// transformObject is the queue's transform: the informer's, and with Lag,
+// the object's stamp, read before it. A streaming list's reflector
+// applies it twice, in a store of its own and again as it hands the list
+// to the queue: an object stamped already has been transformed.
 func (i *Informer) transformObject(obj any) (any, error) {
-	if i.transform == nil { // set only before Run
+	if _, ok := obj.(*stamped); ok {
 		return obj, nil
 	}
-	return i.transform(obj)
+	var st stamp
+	if i.lag != nil {
+		st = changeTimes(obj)
+	}
+	if i.transform != nil { // set only before Run
+		var err error
+		if obj, err = i.transform(obj); err != nil {
+			return obj, err
+		}
+	}
+	if i.lag != nil {
+		return &stamped{obj: obj, stamp: st}, nil
+	}
+	return obj, nil
 }
 
 func (i *Informer) watchError(ctx context.Context, r *toolscache.Reflector, err error) {
@@ -153,28 +189,24 @@ func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) erro
 func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 	switch d.Type {
 	case toolscache.Sync, toolscache.Replaced, toolscache.Added, toolscache.Updated:
-		if old, ok, err := i.indexer.Get(d.Object); err == nil && ok {
-			if err := i.indexer.Update(d.Object); err != nil {
+		obj, st := unwrap(d.Object)
+		if old, ok, err := i.indexer.Get(obj); err == nil && ok {
+			if err := i.indexer.Update(obj); err != nil {
 				return err
 			}
-			for _, h := range i.handlers {
-				h.handler.OnUpdate(old, d.Object)
-			}
+			i.deliver(&event{kind: 'u', obj: obj, old: old}, st)
 			return nil
 		}
-		if err := i.indexer.Add(d.Object); err != nil {
+		if err := i.indexer.Add(obj); err != nil {
 			return err
 		}
-		for _, h := range i.handlers {
-			h.handler.OnAdd(d.Object, isInInitialList)
-		}
+		i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList}, st)
 	case toolscache.Deleted:
-		if err := i.indexer.Delete(d.Object); err != nil {
+		obj, st := unwrap(d.Object)
+		if err := i.indexer.Delete(obj); err != nil {
 			return err
 		}
-		for _, h := range i.handlers {
-			h.handler.OnDelete(d.Object)
-		}
+		i.deliver(&event{kind: 'd', obj: obj}, st)
 	case toolscache.ReplacedAll:
 		info, ok := d.Object.(toolscache.ReplacedAllInfo)
 		if !ok {
@@ -183,9 +215,7 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 		return i.replaceAll(info, isInInitialList)
 	case toolscache.SyncAll:
 		for _, obj := range i.indexer.List() {
-			for _, h := range i.handlers {
-				h.handler.OnUpdate(obj, obj)
-			}
+			i.deliver(&event{kind: 'u', obj: obj, old: obj}, stamp{})
 		}
 	case toolscache.Bookmark:
 		if info, ok := d.Object.(toolscache.BookmarkInfo); ok {
@@ -195,16 +225,31 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 	return nil
 }
 
+// deliver dates e from st and observes its lag, with Lag, and hands it to
+// every handler. The caller holds mu.
+func (i *Informer) deliver(e *event, st stamp) {
+	if i.lag != nil {
+		e.date(st)
+		i.lag.observe(e)
+	}
+	for _, h := range i.handlers {
+		i.lag.deliver(e, h.handler, h.timed)
+	}
+}
+
 // replaceAll replaces the store's objects with a relist's and delivers
 // the difference as client-go does: a delete, with the last state held,
 // for each object gone, then an update or add for each listed, in the
 // list's order. The caller holds mu.
 func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList bool) error {
+	objs := make([]any, len(info.Objects))
+	stamps := make([]stamp, len(info.Objects))
 	listed := make(map[string]struct{}, len(info.Objects))
-	for _, obj := range info.Objects {
-		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	for j, obj := range info.Objects {
+		objs[j], stamps[j] = unwrap(obj)
+		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(objs[j])
 		if err != nil {
-			return toolscache.KeyError{Obj: obj, Err: err}
+			return toolscache.KeyError{Obj: objs[j], Err: err}
 		}
 		listed[key] = struct{}{}
 	}
@@ -216,25 +261,21 @@ func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList b
 		old, _, _ := i.indexer.GetByKey(key)
 		gone = append(gone, toolscache.DeletedFinalStateUnknown{Key: key, Obj: old})
 	}
-	olds := make([]any, len(info.Objects))
-	for j, obj := range info.Objects {
+	olds := make([]any, len(objs))
+	for j, obj := range objs {
 		olds[j], _, _ = i.indexer.Get(obj)
 	}
-	if err := i.indexer.Replace(info.Objects, info.ResourceVersion); err != nil {
+	if err := i.indexer.Replace(objs, info.ResourceVersion); err != nil {
 		return err
 	}
 	for _, tomb := range gone {
-		for _, h := range i.handlers {
-			h.handler.OnDelete(tomb)
-		}
+		i.deliver(&event{kind: 'd', obj: tomb}, stamp{})
 	}
-	for j, obj := range info.Objects {
-		for _, h := range i.handlers {
-			if olds[j] != nil {
-				h.handler.OnUpdate(olds[j], obj)
-			} else {
-				h.handler.OnAdd(obj, isInInitialList)
-			}
+	for j, obj := range objs {
+		if olds[j] != nil {
+			i.deliver(&event{kind: 'u', obj: obj, old: olds[j]}, stamps[j])
+		} else {
+			i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList}, stamps[j])
 		}
 	}
 	return nil
@@ -253,15 +294,18 @@ func (i *Informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscach
 	r := &Registration{informer: i}
 	if _, ok := h.(Direct); ok {
 		r.handler = h
+		if i.lag != nil {
+			r.timed, _ = h.(TimedEventHandler)
+		}
 	} else {
-		r.buffer = newBuffer(h, i.controller.HasSyncedChecker())
-		r.handler = r.buffer
+		r.buffer = newBuffer(h, i.lag, i.controller.HasSyncedChecker())
+		r.handler, r.timed = r.buffer, r.buffer
 		if i.started { // else Run starts it
 			go r.buffer.run()
 		}
 	}
 	for _, obj := range i.indexer.List() {
-		r.handler.OnAdd(obj, true)
+		i.lag.deliver(&event{kind: 'a', obj: obj, isInInitialList: true}, r.handler, r.timed)
 	}
 	i.handlers = append(i.handlers, r)
 	return r, nil
@@ -406,6 +450,7 @@ func (i *Informer) AddIndexers(indexers toolscache.Indexers) error {
 type Registration struct {
 	informer *Informer
 	handler  toolscache.ResourceEventHandler // what the informer calls
+	timed    TimedEventHandler               // handler, if timed and the informer has Lag
 	buffer   *buffer                         // nil for a Direct handler
 }
 
@@ -427,19 +472,33 @@ func (r *Registration) HasSyncedChecker() toolscache.DoneChecker {
 }
 
 // Wrap returns wrapper, which hands wrapped its events, as a Direct
-// handler if wrapped is one.
+// handler if wrapped is one. wrapper keeps its own TimedEventHandler
+// methods, if it has them.
 func Wrap(wrapper, wrapped toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
 	if _, ok := wrapped.(Direct); ok {
-		return direct{wrapper}
+		return AsDirect(wrapper)
 	}
 	return wrapper
 }
 
-// AsDirect returns h as a Direct handler: h must never block.
-func AsDirect(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler { return direct{h} }
+// AsDirect returns h as a Direct handler, and a TimedEventHandler if h is
+// one: h must never block.
+func AsDirect(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	if t, ok := h.(TimedEventHandler); ok {
+		return directTimed{h, t}
+	}
+	return direct{h}
+}
 
 type direct struct {
 	toolscache.ResourceEventHandler
 }
 
 func (direct) DeliverDirectly() {}
+
+type directTimed struct {
+	toolscache.ResourceEventHandler
+	TimedEventHandler
+}
+
+func (directTimed) DeliverDirectly() {}

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
@@ -135,7 +136,7 @@ func TestHandlersSeeEveryEventInOrder(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
 	src.Add(configMap("a", "1"))
 	src.Add(configMap("b", "1"))
-	inf := informer.New(src, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{})
 	d, b := newRecorder(), newRecorder()
 	if _, err := inf.AddEventHandler(directRecorder{d}); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestHandlersSeeEveryEventInOrder(t *testing.T) {
 func TestSlowHandlerDelaysOnlyItself(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
 	src.Add(configMap("a", "0"))
-	inf := informer.New(src, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{})
 	slow := newRecorder()
 	slow.block = make(chan struct{})
 	sreg, err := inf.AddEventHandler(slow)
@@ -209,7 +210,7 @@ func TestLateHandlersSeeAConsistentHistory(t *testing.T) {
 	for i := range 20 {
 		src.Add(configMap(fmt.Sprint("o", i), "0"))
 	}
-	inf := informer.New(src, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{})
 	run(t, inf)
 
 	stop := make(chan struct{})
@@ -275,7 +276,7 @@ func TestRelistAndRemove(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
 	src.Add(configMap("a", "1"))
 	src.Add(configMap("b", "1"))
-	inf := informer.New(src, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{})
 	kept, removed := newRecorder(), newRecorder()
 	if _, err := inf.AddEventHandler(directRecorder{kept}); err != nil {
 		t.Fatal(err)
@@ -313,12 +314,74 @@ func TestRelistAndRemove(t *testing.T) {
 
 func TestSetAfterStartFails(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
-	inf := informer.New(src, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{})
 	run(t, inf)
 	if err := inf.SetTransform(func(o any) (any, error) { return o, nil }); err == nil {
 		t.Error("SetTransform after Run: no error")
 	}
 	if err := inf.SetWatchErrorHandler(func(*toolscache.Reflector, error) {}); err == nil {
 		t.Error("SetWatchErrorHandler after Run: no error")
+	}
+}
+
+// timedCount counts the dated updates it is handed; while block is open
+// it holds the delivery goroutine at its first event.
+type timedCount struct {
+	directRecorder
+	block chan struct{}
+	mu    sync.Mutex
+	dated int
+}
+
+func (c *timedCount) OnAddAt(obj any, initial bool, _, _ time.Time) { c.OnAdd(obj, initial) }
+func (c *timedCount) OnDeleteAt(obj any, _, _ time.Time)            { c.OnDelete(obj) }
+func (c *timedCount) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) {
+	if c.block != nil {
+		<-c.block
+	}
+	c.mu.Lock()
+	if !changed.IsZero() && !delivered.IsZero() {
+		c.dated++
+	}
+	c.mu.Unlock()
+	c.OnUpdate(oldObj, newObj)
+}
+
+// However far the informer falls behind its watch, every update is dated
+// and observed once: the change time travels with the object through the
+// informer's queue.
+func TestBacklogLosesNoChangeTime(t *testing.T) {
+	const updates = 20_000
+	written := metav1.Now()
+	cm := func(v int) *corev1.ConfigMap {
+		c := configMap(fmt.Sprint("o", v%100), fmt.Sprint(v))
+		c.UID = types.UID(c.Name)
+		c.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "test", Time: &written}}
+		return c
+	}
+	src := fcache.NewFakeControllerSource()
+	for v := range 100 {
+		src.Add(cm(v))
+	}
+	var mu sync.Mutex
+	observed := 0
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{Lag: &informer.Lag{Update: func(float64) { mu.Lock(); observed++; mu.Unlock() }}})
+	c := &timedCount{directRecorder: directRecorder{newRecorder()}, block: make(chan struct{})}
+	if _, err := inf.AddEventHandler(c); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	for v := 100; v < 100+updates; v++ {
+		src.Modify(cm(v))
+	}
+	close(c.block)
+	eventually(t, "every update", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.dated == updates })
+	mu.Lock()
+	defer mu.Unlock()
+	if observed != updates {
+		t.Errorf("observed %d updates, want %d", observed, updates)
+	}
+	if _, errs, _ := c.snapshot(); len(errs) > 0 {
+		t.Errorf("%q", errs[:min(len(errs), 5)])
 	}
 }

@@ -1,6 +1,12 @@
-// Package cache is opkit's shared informer cache: one client-go
-// SharedIndexInformer per cached type and scope, read through typed Listers
-// that hand out the cached objects themselves.
+// Package cache is opkit's shared informer cache: one informer per cached
+// type and scope, read through typed Listers that hand out the cached
+// objects themselves. The informers are client-go SharedIndexInformers in
+// every method (Lister.Informers) and fill their stores with client-go's
+// reflector and queue; they differ in delivery: a pkg/source handler is
+// called on the informer's own goroutine right after each event is
+// stored, where client-go hands every event to every handler through a
+// buffer and two goroutines of the handler's own. Other handlers get
+// those, as with client-go.
 //
 // Its contract:
 //

@@ -3,13 +3,13 @@ package cache
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/internal/informer"
-	"github.com/opkit-dev/opkit/internal/informerlag"
 )
 
 // HandlerRegistration is an event handler added with Lister.AddEventHandler.
@@ -66,7 +66,7 @@ func (h *HandlerRegistration) Remove() error {
 	r.handlers = slices.DeleteFunc(r.handlers, func(x *HandlerRegistration) bool { return x == h })
 	var errs []error
 	for i, reg := range h.regs {
-		if err := i.removeHandler(reg); err != nil {
+		if err := i.informer.RemoveEventHandler(reg); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -112,20 +112,14 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 	var done []*nsInformer
 	for _, i := range v.informers {
 		handler := h.handler
-		var lh *informerlag.Handler
-		if i.lag != nil {
-			// Before unseenAdds, which would hide a TimedEventHandler.
-			lh = i.lag.Handler(handler)
-			handler = lh
-		}
 		if old != nil {
-			handler = unseenAdds{ResourceEventHandler: handler, old: old}
+			handler = newUnseenAdds(handler, old)
 		}
 		handler = informer.Wrap(handler, h.handler)
-		reg, err := i.addHandler(handler, lh)
+		reg, err := i.informer.AddEventHandler(handler)
 		if err != nil {
 			for _, j := range done {
-				_ = j.removeHandler(h.regs[j])
+				_ = j.informer.RemoveEventHandler(h.regs[j])
 				delete(h.regs, j)
 			}
 			return fmt.Errorf("cache: add event handler to %s: %w", h.reg.key.gvk, err)
@@ -141,7 +135,7 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 func (h *HandlerRegistration) detach(v *view) {
 	for _, i := range v.informers {
 		if reg, ok := h.regs[i]; ok {
-			_ = i.removeHandler(reg)
+			_ = i.informer.RemoveEventHandler(reg)
 			delete(h.regs, i)
 		}
 	}
@@ -155,11 +149,41 @@ type unseenAdds struct {
 	old *view
 }
 
+// newUnseenAdds returns h wrapped in unseenAdds, a TimedEventHandler
+// still if h is one.
+func newUnseenAdds(h toolscache.ResourceEventHandler, old *view) toolscache.ResourceEventHandler {
+	u := unseenAdds{ResourceEventHandler: h, old: old}
+	if t, ok := h.(TimedEventHandler); ok {
+		return timedUnseenAdds{unseenAdds: u, timed: t}
+	}
+	return u
+}
+
 func (u unseenAdds) OnAdd(obj any, initial bool) {
 	if initial && u.old.holdsVersion(obj) {
 		return
 	}
 	u.ResourceEventHandler.OnAdd(obj, initial)
+}
+
+type timedUnseenAdds struct {
+	unseenAdds
+	timed TimedEventHandler
+}
+
+func (u timedUnseenAdds) OnAddAt(obj any, initial bool, changed, delivered time.Time) {
+	if initial && u.old.holdsVersion(obj) {
+		return
+	}
+	u.timed.OnAddAt(obj, initial, changed, delivered)
+}
+
+func (u timedUnseenAdds) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) {
+	u.timed.OnUpdateAt(oldObj, newObj, changed, delivered)
+}
+
+func (u timedUnseenAdds) OnDeleteAt(obj any, changed, delivered time.Time) {
+	u.timed.OnDeleteAt(obj, changed, delivered)
 }
 
 // holdsVersion reports whether v holds obj at obj's resourceVersion.

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/opkit-dev/opkit/internal/informerlag"
+	"github.com/opkit-dev/opkit/internal/informer"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
@@ -132,14 +132,14 @@ func (r *registration) ifLive(f func()) {
 	}
 }
 
-// lagTracker returns the tracker of opkit_cache_event_lag_seconds for one
-// of r's informers, or nil without metrics.
-func (m *metrics) lagTracker(r *registration) *informerlag.Tracker {
+// informerLag returns what has one of r's informers observe
+// opkit_cache_event_lag_seconds, or nil without metrics.
+func (m *metrics) informerLag(r *registration) *informer.Lag {
 	if m == nil {
 		return nil
 	}
 	o := func(event string) func(float64) { return m.lag.WithLabelValues(r.typeLabel(), event).Observe }
-	return informerlag.New(informerlag.Observers{Add: o(lagEvents[0]), Update: o(lagEvents[1]), Delete: o(lagEvents[2])})
+	return &informer.Lag{Add: o(lagEvents[0]), Update: o(lagEvents[1]), Delete: o(lagEvents[2])}
 }
 
 // lazyRegistered starts r's LazyLister metrics at zero.

@@ -18,7 +18,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/internal/informer"
-	"github.com/opkit-dev/opkit/internal/informerlag"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
@@ -395,10 +394,6 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 		d = newDetector(r.key.gvk, r.c.mutationFound)
 		transform = d.wrap(transform)
 	}
-	lag := r.c.metrics.lagTracker(r)
-	if lag != nil {
-		transform = lag.Transform(transform)
-	}
 	lw := lwf(ns)
 	if shard != nil {
 		lw = shard.wrap(lw)
@@ -414,20 +409,19 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 	} else {
 		addNamespacedIndexes(indexers, r.indexers)
 	}
-	inf := informer.New(lw, r.newObject(), toolscache.SharedIndexInformerOptions{
-		ResyncPeriod:      r.c.opts.ResyncPeriod,
-		Indexers:          indexers,
-		ObjectDescription: r.key.gvk.String(),
+	inf := informer.New(lw, r.newObject(), informer.Options{
+		SharedIndexInformerOptions: toolscache.SharedIndexInformerOptions{
+			ResyncPeriod:      r.c.opts.ResyncPeriod,
+			Indexers:          indexers,
+			ObjectDescription: r.key.gvk.String(),
+		},
+		Lag: r.c.metrics.informerLag(r),
 	})
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)
 	}
 	snaps.store = inf.GetIndexer()
-	i := &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, lag: lag, sizes: sz}
-	if err := i.listenIfUnheard(); err != nil {
-		return nil, fmt.Errorf("add lag listener for %s: %w", r.key.gvk, err)
-	}
-	return i, nil
+	return &nsInformer{namespace: ns, informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d, sizes: sz}, nil
 }
 
 func (r *registration) setCancel(cancel context.CancelFunc) bool {
@@ -558,17 +552,6 @@ type nsInformer struct {
 	snapshots *snapshots // of namespace Lists
 	detector  *detector  // nil unless MutationOptions.Detect
 	sizes     *sizes     // nil without metrics
-	// lag measures opkit_cache_event_lag_seconds; nil without metrics.
-	// handlers counts the handlers added through it (see addHandler) and
-	// lagListener is its own listener while there are none. Guarded by
-	// the registration's mu.
-	lag         *informerlag.Tracker
-	handlers    int
-	lagListener toolscache.ResourceEventHandlerRegistration
-	// lagHandlers are the lag handlers of the informer's registrations,
-	// the lag listener's among them, to release when they are removed.
-	// Guarded as handlers.
-	lagHandlers map[toolscache.ResourceEventHandlerRegistration]*informerlag.Handler
 	// idle: a sharded type holding no slot; the informer never runs, and
 	// its store stays empty.
 	idle bool

@@ -55,7 +55,7 @@ func (l *eventLag) sourceLag() source.Lag {
 // measures nothing.
 func (l *eventLag) reconcileStarts(changed, now time.Time) {
 	if l != nil && l.e2e != nil && !changed.IsZero() {
-		// A change dated after now is no lag (see informerlag).
+		// A change dated after now is no lag (see internal/informer.Lag).
 		l.e2e.Observe(max(now.Sub(changed), 0).Seconds())
 	}
 }

@@ -141,7 +141,7 @@ const (
 	// opkitInformer is pkg/cache's (internal/informer), lag metrics off.
 	opkitInformer
 	// opkitInformerLag is pkg/cache's with the lag metrics on, as the
-	// cache keeps it with a Registerer (see laggedInformer).
+	// cache keeps it with a Registerer (see cacheLag).
 	opkitInformerLag
 )
 
@@ -167,9 +167,9 @@ func benchInformer(b *testing.B, start sink, kind informerKind) {
 	case clientGoInformer:
 		inf = toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
 	case opkitInformer:
-		inf = informer.New(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{})
+		inf = informer.New(lw, &corev1.ConfigMap{}, informer.Options{})
 	case opkitInformerLag:
-		inf = withCacheLag(b, informer.New(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}))
+		inf = informer.New(lw, &corev1.ConfigMap{}, informer.Options{Lag: cacheLag()})
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })

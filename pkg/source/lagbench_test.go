@@ -15,7 +15,6 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/opkit-dev/opkit/internal/informer"
-	"github.com/opkit-dev/opkit/internal/informerlag"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/internal/wallclock"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -24,35 +23,19 @@ import (
 	"github.com/opkit-dev/opkit/pkg/source"
 )
 
-// laggedInformer is an informer as pkg/cache keeps it with metrics on
+// cacheLag is what pkg/cache has its informers observe with metrics on
 // (Options.Registerer, which a manager always sets), through the cache's
-// own code: a transform remembers each object's change time at ingest,
-// and each handler is wrapped to observe opkit_cache_event_lag_seconds
-// for the events it is delivered first and to hand a
-// cache.TimedEventHandler each event's change time.
-type laggedInformer struct {
-	toolscache.SharedIndexInformer
-	lag *informerlag.Tracker
-}
-
-// withCacheLag sets inf up as laggedInformer describes; inf must not run
-// yet.
-func withCacheLag(b *testing.B, inf toolscache.SharedIndexInformer) toolscache.SharedIndexInformer {
+// own code: the informer dates each event from the object's timestamps
+// at ingest, observes opkit_cache_event_lag_seconds and hands a
+// cache.TimedEventHandler the event's change time.
+func cacheLag() *informer.Lag {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: imetrics.CacheEventLag, Buckets: imetrics.LagBuckets}, []string{"type", "event"})
 	o := func(event string) func(float64) { return h.WithLabelValues("v1/ConfigMap", event).Observe }
-	lag := informerlag.New(informerlag.Observers{Add: o("add"), Update: o("update"), Delete: o("delete")})
-	if err := inf.SetTransform(lag.Transform(func(obj any) (any, error) { return obj, nil })); err != nil {
-		b.Fatal(err)
-	}
-	return laggedInformer{SharedIndexInformer: inf, lag: lag}
-}
-
-func (l laggedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return l.SharedIndexInformer.AddEventHandler(informer.Wrap(l.lag.Handler(h), h))
+	return &informer.Lag{Add: o("add"), Update: o("update"), Delete: o("delete")}
 }
 
 // opkitLagSink is opkitSink with the lag metrics on, as a manager keeps
-// them, over a laggedInformer: the cache observes each event's lag; the
+// them, over an informer with cacheLag: the cache observes each event's lag; the
 // source times each event into opkit_source_event_lag_seconds and queues
 // each key with its change time, which the worker gets with the key and
 // observes into opkit_controller_event_lag_seconds.
@@ -96,7 +79,7 @@ func opkitLagSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexI
 }
 
 // defaultSink is opkit as a manager configures a controller by default,
-// over a laggedInformer: a controller.Controller with a Registerer (its
+// over an informer with cacheLag: a controller.Controller with a Registerer (its
 // reconcile, workqueue and lag metrics on), read-your-writes on, tracing
 // off, one worker and a Reconciler that does nothing.
 func defaultSink(b *testing.B, ctx context.Context, inf toolscache.SharedIndexInformer, seen chan<- struct{}) func() {
