@@ -18,7 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,11 +50,16 @@ type Informer struct {
 	fifo       *toolscache.RealFIFO
 	lag        *Lag // nil without Options.Lag
 
-	// mu is held while an event is stored and delivered, while a handler
-	// is added (and handed the store's objects) or removed, and for the
-	// fields below.
+	// delivering is held while an event is stored and delivered, and
+	// while a handler added is handed the store's objects: so it sees
+	// every later event, once.
+	delivering sync.Mutex
+	// handlers are read under delivering, and replaced (never modified)
+	// under mu, which no handler's code runs under.
+	handlers atomic.Pointer[[]*Registration]
+
+	// mu guards the fields below, and replacing handlers.
 	mu        sync.Mutex
-	handlers  []*Registration
 	transform toolscache.TransformFunc
 	watchErr  toolscache.WatchErrorHandlerWithContext
 	started   bool
@@ -174,8 +181,8 @@ func (i *Informer) watchError(ctx context.Context, r *toolscache.Reflector, err 
 
 // process stores deltas, oldest first, and hands each to the handlers.
 func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.delivering.Lock()
+	defer i.delivering.Unlock()
 	var errs []error
 	for _, d := range deltas {
 		if err := i.store(d, isInInitialList); err != nil {
@@ -185,7 +192,8 @@ func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) erro
 	return errors.Join(errs...)
 }
 
-// store applies d to the store and delivers it. The caller holds mu.
+// store applies d to the store and delivers it. The caller holds
+// delivering.
 func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 	switch d.Type {
 	case toolscache.Sync, toolscache.Replaced, toolscache.Added, toolscache.Updated:
@@ -226,13 +234,13 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 }
 
 // deliver dates e from st and observes its lag, with Lag, and hands it to
-// every handler. The caller holds mu.
+// every handler. The caller holds delivering.
 func (i *Informer) deliver(e *event, st stamp) {
 	if i.lag != nil {
 		e.date(st)
 		i.lag.observe(e)
 	}
-	for _, h := range i.handlers {
+	for _, h := range i.registrations() {
 		i.lag.deliver(e, h.handler, h.timed)
 	}
 }
@@ -240,7 +248,7 @@ func (i *Informer) deliver(e *event, st stamp) {
 // replaceAll replaces the store's objects with a relist's and delivers
 // the difference as client-go does: a delete, with the last state held,
 // for each object gone, then an update or add for each listed, in the
-// list's order. The caller holds mu.
+// list's order. The caller holds delivering.
 func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList bool) error {
 	objs := make([]any, len(info.Objects))
 	stamps := make([]stamp, len(info.Objects))
@@ -286,9 +294,11 @@ func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList b
 // delivery goroutine (and, for the store's objects, on the caller's),
 // any other on a goroutine of its own.
 func (i *Informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.delivering.Lock()
+	defer i.delivering.Unlock()
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	if i.stopped {
+		i.mu.Unlock()
 		return nil, fmt.Errorf("informer: add event handler %T: %w", h, ErrStopped)
 	}
 	r := &Registration{informer: i}
@@ -300,15 +310,33 @@ func (i *Informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscach
 	} else {
 		r.buffer = newBuffer(h, i.lag, i.controller.HasSyncedChecker())
 		r.handler, r.timed = r.buffer, r.buffer
-		if i.started { // else Run starts it
-			go r.buffer.run()
-		}
 	}
+	i.mu.Unlock()
 	for _, obj := range i.indexer.List() {
 		i.lag.deliver(&event{kind: 'a', obj: obj, isInInitialList: true}, r.handler, r.timed)
 	}
-	i.handlers = append(i.handlers, r)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlers.Store(ptr(append(slices.Clone(i.registrations()), r)))
+	if r.buffer != nil {
+		switch {
+		case i.stopped:
+			r.buffer.stop()
+		case i.started: // else Run starts it
+			go r.buffer.run()
+		}
+	}
 	return r, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// registrations returns the handlers.
+func (i *Informer) registrations() []*Registration {
+	if p := i.handlers.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // AddEventHandlerWithResyncPeriod is AddEventHandler: the handler is
@@ -331,17 +359,15 @@ func (i *Informer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistr
 	if !ok || r.informer != i {
 		return fmt.Errorf("informer: remove event handler: %T is not a registration of this informer", reg)
 	}
+	// Not under delivering: an event being delivered may still reach
+	// the handler, as with client-go, but its removal waits for nothing.
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	for j, x := range i.handlers {
-		if x == r {
-			// A new slice: the handlers are not read outside mu, but a
-			// shared backing array would outlive the removal.
-			i.handlers = append(i.handlers[:j:j], i.handlers[j+1:]...)
-			if r.buffer != nil {
-				r.buffer.stop()
-			}
-			break
+	hs := i.registrations()
+	if j := slices.Index(hs, r); j >= 0 {
+		i.handlers.Store(ptr(slices.Delete(slices.Clone(hs), j, j+1)))
+		if r.buffer != nil {
+			r.buffer.stop()
 		}
 	}
 	return nil
@@ -359,7 +385,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 		return
 	}
 	i.started = true
-	for _, r := range i.handlers {
+	for _, r := range i.registrations() {
 		if r.buffer != nil {
 			go r.buffer.run()
 		}
@@ -369,7 +395,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 		i.mu.Lock()
 		defer i.mu.Unlock()
 		i.stopped = true
-		for _, r := range i.handlers {
+		for _, r := range i.registrations() {
 			if r.buffer != nil {
 				r.buffer.stop()
 			}
@@ -389,8 +415,8 @@ func (i *Informer) GetIndexer() toolscache.Indexer { return i.indexer }
 func (i *Informer) GetController() toolscache.Controller { return i.controller }
 
 // HasSynced reports whether the informer has stored and delivered its
-// initial list.
-func (i *Informer) HasSynced() bool { return i.controller.HasSynced() }
+// initial list. It takes no lock, so a handler may call it.
+func (i *Informer) HasSynced() bool { return isDone(i.controller.HasSyncedChecker()) }
 
 // HasSyncedChecker is HasSynced as a channel.
 func (i *Informer) HasSyncedChecker() toolscache.DoneChecker { return i.controller.HasSyncedChecker() }

@@ -385,3 +385,36 @@ func TestBacklogLosesNoChangeTime(t *testing.T) {
 		t.Errorf("%q", errs[:min(len(errs), 5)])
 	}
 }
+
+// reentrant is a Direct handler that calls back into its informer.
+type reentrant struct {
+	directRecorder
+	inf    *informer.Informer
+	remove toolscache.ResourceEventHandlerRegistration
+}
+
+func (r reentrant) OnUpdate(oldObj, newObj any) {
+	r.inf.HasSynced()
+	_ = r.inf.RemoveEventHandler(r.remove)
+	r.directRecorder.OnUpdate(oldObj, newObj)
+}
+
+// A Direct handler runs on the delivery goroutine, yet may ask whether
+// its informer has synced and remove a handler: neither waits for the
+// delivery.
+func TestDirectHandlerMayCallItsInformer(t *testing.T) {
+	src := fcache.NewFakeControllerSource()
+	src.Add(configMap("a", "0"))
+	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{})
+	other, err := inf.AddEventHandler(newRecorder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reentrant{directRecorder: directRecorder{newRecorder()}, inf: inf, remove: other}
+	if _, err := inf.AddEventHandler(r); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	src.Modify(configMap("a", "1"))
+	eventually(t, "the update", func() bool { _, _, held := r.snapshot(); return held["a"] == "1" })
+}
