@@ -12,6 +12,11 @@
 // reader and every other handler of the informer: that is the price of
 // the hand-offs it saves. pkg/source's handlers, which only queue keys,
 // are Direct.
+//
+// With Options.Lag, the informer also dates each event by its object's
+// change at the API server, read as the object is ingested, and carries
+// the date with the object through its queue to the delivery, where it
+// observes the event's lag and hands the date to TimedEventHandlers.
 package informer
 
 import (
@@ -31,7 +36,9 @@ import (
 )
 
 // Direct is implemented by a handler that never blocks, to be called on
-// the informer's delivery goroutine.
+// the informer's delivery goroutine. It may call its informer's HasSynced
+// and RemoveEventHandler; adding a handler to its own informer would wait
+// for the delivery that runs it.
 type Direct interface {
 	toolscache.ResourceEventHandler
 	// DeliverDirectly is a marker; it is never called.
