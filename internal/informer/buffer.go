@@ -32,6 +32,9 @@ type buffer struct {
 
 var _ TimedEventHandler = (*buffer)(nil)
 
+// minBuffer is the room a drained buffer keeps, in events.
+const minBuffer = 64
+
 func newBuffer(h toolscache.ResourceEventHandler, lag *Lag, upstream toolscache.DoneChecker) *buffer {
 	b := &buffer{handler: h, lag: lag, upstream: upstream, wake: make(chan struct{}, 1), synced: make(chan struct{})}
 	b.timed, _ = h.(TimedEventHandler)
@@ -139,6 +142,11 @@ func (b *buffer) next() (n event, ok, stopped bool) {
 		close(b.synced)
 	}
 	if b.head == len(b.queue) {
+		if cap(b.queue) > minBuffer {
+			// Drained: let a backlog's room go, which would otherwise
+			// stay as large as the largest backlog, an initial list's.
+			b.queue, b.head = nil, 0
+		}
 		return n, false, false
 	}
 	n = b.queue[b.head]

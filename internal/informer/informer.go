@@ -259,26 +259,31 @@ func (i *Informer) deliver(e *event, st stamp) {
 func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList bool) error {
 	objs := make([]any, len(info.Objects))
 	stamps := make([]stamp, len(info.Objects))
-	listed := make(map[string]struct{}, len(info.Objects))
 	for j, obj := range info.Objects {
 		objs[j], stamps[j] = unwrap(obj)
-		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(objs[j])
-		if err != nil {
-			return toolscache.KeyError{Obj: objs[j], Err: err}
-		}
-		listed[key] = struct{}{}
-	}
-	var gone []toolscache.DeletedFinalStateUnknown
-	for _, key := range i.indexer.ListKeys() {
-		if _, ok := listed[key]; ok {
-			continue
-		}
-		old, _, _ := i.indexer.GetByKey(key)
-		gone = append(gone, toolscache.DeletedFinalStateUnknown{Key: key, Obj: old})
 	}
 	olds := make([]any, len(objs))
-	for j, obj := range objs {
-		olds[j], _, _ = i.indexer.Get(obj)
+	var gone []toolscache.DeletedFinalStateUnknown
+	// An empty store, as at the first list, has nothing to compare.
+	if held := i.indexer.ListKeys(); len(held) > 0 {
+		listed := make(map[string]struct{}, len(objs))
+		for _, obj := range objs {
+			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			if err != nil {
+				return toolscache.KeyError{Obj: obj, Err: err}
+			}
+			listed[key] = struct{}{}
+		}
+		for _, key := range held {
+			if _, ok := listed[key]; ok {
+				continue
+			}
+			old, _, _ := i.indexer.GetByKey(key)
+			gone = append(gone, toolscache.DeletedFinalStateUnknown{Key: key, Obj: old})
+		}
+		for j, obj := range objs {
+			olds[j], _, _ = i.indexer.Get(obj)
+		}
 	}
 	if err := i.indexer.Replace(objs, info.ResourceVersion); err != nil {
 		return err
