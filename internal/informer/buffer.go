@@ -137,7 +137,7 @@ func (b *buffer) next() (n event, ok, stopped bool) {
 	if b.stopped {
 		return n, false, true
 	}
-	if !b.closed && b.initial == 0 && isDone(b.upstream) {
+	if !b.closed && b.initial == 0 && toolscache.IsDone(b.upstream) {
 		b.closed = true
 		close(b.synced)
 	}
@@ -155,7 +155,7 @@ func (b *buffer) next() (n event, ok, stopped bool) {
 	return n, true, false
 }
 
-func (b *buffer) hasSynced() bool { return isDone(b) }
+func (b *buffer) hasSynced() bool { return toolscache.IsDone(b) }
 
 // Name is the handler's, for DoneChecker.
 func (b *buffer) Name() string { return fmt.Sprintf("event handler %T", b.handler) }
@@ -163,12 +163,3 @@ func (b *buffer) Name() string { return fmt.Sprintf("event handler %T", b.handle
 // Done is closed once the handler has been handed the informer's initial
 // list.
 func (b *buffer) Done() <-chan struct{} { return b.synced }
-
-func isDone(c toolscache.DoneChecker) bool {
-	select {
-	case <-c.Done():
-		return true
-	default:
-		return false
-	}
-}

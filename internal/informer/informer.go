@@ -428,7 +428,7 @@ func (i *Informer) GetController() toolscache.Controller { return i.controller }
 
 // HasSynced reports whether the informer has stored and delivered its
 // initial list. It takes no lock, so a handler may call it.
-func (i *Informer) HasSynced() bool { return isDone(i.controller.HasSyncedChecker()) }
+func (i *Informer) HasSynced() bool { return toolscache.IsDone(i.controller.HasSyncedChecker()) }
 
 // HasSyncedChecker is HasSynced as a channel.
 func (i *Informer) HasSyncedChecker() toolscache.DoneChecker { return i.controller.HasSyncedChecker() }
