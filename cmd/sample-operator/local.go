@@ -63,7 +63,7 @@ func startLocal(ctx context.Context, dir string, webhookPort int, out io.Writer)
 		err = env.WriteKubeconfig(kubeconfig)
 	}
 	if err == nil {
-		err = seed(ctx, env)
+		err = seed(ctx, env, root)
 	}
 	if err != nil {
 		return localPlane{}, "", errors.Join(err, env.Stop())
@@ -98,8 +98,10 @@ Press Ctrl-C to stop the operator and the control plane.
 	return lp, kubeconfig, nil
 }
 
-// seed creates the sample namespaces and source.
-func seed(ctx context.Context, env *testenv.Environment) error {
+// seed creates the sample namespaces and source, and what config/samples
+// grants: the Mirror's ServiceAccount, which may read the source and write
+// copies into team-a-web and team-a-api.
+func seed(ctx context.Context, env *testenv.Environment, root string) error {
 	cl, err := client.New(env.Config(), client.Options{})
 	if err != nil {
 		return err
@@ -120,6 +122,9 @@ func seed(ctx context.Context, env *testenv.Environment) error {
 		if err := cl.Create(ctx, o); err != nil {
 			return fmt.Errorf("create sample %T %s: %w", o, o.GetName(), err)
 		}
+	}
+	if _, err := env.ApplyRBAC(ctx, filepath.Join(root, "config", "samples")); err != nil {
+		return fmt.Errorf("grant what config/samples grants: %w", err)
 	}
 	return nil
 }

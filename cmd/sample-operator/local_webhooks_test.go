@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -84,7 +85,8 @@ spec:
 	t.Run("v1beta1 written, v1alpha1 read, round trip", func(t *testing.T) {
 		must("", "create", "secret", "generic", "token", "--from-literal=t=1")
 		written := map[string]any{
-			"from": map[string]any{"secret": map[string]any{"name": "token"}},
+			"from":               map[string]any{"secret": map[string]any{"name": "token"}},
+			"serviceAccountName": "reader",
 			"to": map[string]any{"namespaceSelector": map[string]any{
 				"matchLabels":      map[string]any{"team": "a"},
 				"matchExpressions": []any{map[string]any{"key": "tier", "operator": "NotIn", "values": []any{"test"}}},
@@ -96,8 +98,9 @@ spec:
 		}
 		must(string(b), "create", "-f", "-")
 		want := map[string]any{
-			"source":            map[string]any{"kind": "Secret", "name": "token"},
-			"namespaceSelector": written["to"].(map[string]any)["namespaceSelector"],
+			"source":             map[string]any{"kind": "Secret", "name": "token"},
+			"namespaceSelector":  written["to"].(map[string]any)["namespaceSelector"],
+			"serviceAccountName": "reader",
 		}
 		if diff := cmp.Diff(want, spec(alpha, "from-beta")); diff != "" {
 			t.Errorf("the v1beta1 Mirror read as v1alpha1 (-want +got):\n%s", diff)
@@ -108,7 +111,10 @@ spec:
 	})
 	t.Run("v1alpha1 written, v1beta1 read and written back, round trip", func(t *testing.T) {
 		before := spec(alpha, "ca-bundle")
-		want := map[string]any{"from": map[string]any{"configMap": map[string]any{"name": "ca-bundle"}}, "to": map[string]any{"namespaceSelector": before["namespaceSelector"]}}
+		want := map[string]any{
+			"from": map[string]any{"configMap": map[string]any{"name": "ca-bundle"}}, "to": map[string]any{"namespaceSelector": before["namespaceSelector"]},
+			"serviceAccountName": v1alpha1.DefaultServiceAccountName, // the CRD's default
+		}
 		if diff := cmp.Diff(want, spec(beta, "ca-bundle")); diff != "" {
 			t.Errorf("the sample Mirror read as v1beta1 (-want +got):\n%s", diff)
 		}

@@ -100,7 +100,9 @@ func TestLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	deadline := time.Now().Add(30 * time.Second)
+	// Sized for a busy machine: the operator's first reconciles race its
+	// caches' sync, and retry with backoff.
+	deadline := time.Now().Add(2 * time.Minute)
 	for _, ns := range []string{"team-a-web", "team-a-api"} {
 		for {
 			if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "ca-bundle", metav1.GetOptions{}); err == nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -177,6 +178,9 @@ func workload(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := env.Namespace(t)
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	team := map[string]string{"monitoring-test": home}
 	var targets []string
 	for i := range 2 {

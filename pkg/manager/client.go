@@ -3,8 +3,11 @@ package manager
 import (
 	"fmt"
 
+	"k8s.io/client-go/rest"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opkit-dev/opkit/internal/actas"
 	"github.com/opkit-dev/opkit/pkg/cachedclient"
 )
 
@@ -38,24 +41,65 @@ func (m *Manager) CachedClient() client.Client {
 // It panics if controller is empty: the name is a constant of the
 // program, and a write needs a field owner.
 func (m *Manager) Writer(controller string) client.Client {
+	return m.writer(&m.writers, controller, m.CachedClient())
+}
+
+// WriterAs returns the writer of the controller named controller acting
+// as user: the API server authorizes each of its requests as user, once it
+// has checked that the operator may impersonate user (the RBAC verb
+// impersonate on users, groups, or serviceaccounts for a ServiceAccount's
+// user). Use it wherever the operator acts for someone else, so that it
+// never does for them what they could not do themselves, whatever its own
+// permissions and whatever its webhooks saw (docs/security.md).
+//
+//   - It writes as Writer does: controller as the field owner, skipped
+//     applies and patches that would change nothing (a skipped write
+//     changes nothing, so it does nothing for user; nor does it ask
+//     whether user may still write), opkit_client_writes_total under
+//     controller, and read-your-writes.
+//   - It reads from the API server as user, never from the cache, which is
+//     the operator's and may hold what user may not read.
+//   - A refusal is the API server's 403 (apierrors.IsForbidden), which
+//     names the user, verb and resource refused; a user without a name is
+//     refused before anything is sent.
+//   - It holds nothing per user: every user shares the controller's one
+//     writer and the manager's HTTP connections, and the client returned
+//     is a few words. Make one per reconcile, or keep it.
+//
+// It panics if controller is empty, as Writer does.
+func (m *Manager) WriterAs(controller string, user rest.ImpersonationConfig) client.Client {
+	return actas.Client(m.writer(&m.actingWriters, controller, m.actingClient), user)
+}
+
+// ServiceAccount returns the user of the ServiceAccount namespace/name, for
+// WriterAs. Acting as it needs the RBAC verb impersonate on
+// serviceaccounts, by name, in namespace: a Role there that the
+// namespace's owner binds to the operator is their consent.
+func ServiceAccount(namespace, name string) rest.ImpersonationConfig {
+	return actas.ServiceAccount(namespace, name)
+}
+
+// writer returns the writer of controller over c from writers, making and
+// keeping it there the first time.
+func (m *Manager) writer(writers *map[string]client.Client, controller string, c client.Client) client.Client {
 	if controller == "" {
 		panic("manager: Writer needs the controller's name, which names the field owner of its writes and labels its metrics")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if w, ok := m.writers[controller]; ok {
+	if w, ok := (*writers)[controller]; ok {
 		return w
 	}
-	w, err := cachedclient.NewWriter(m.CachedClient(), cachedclient.WriterOptions{
+	w, err := cachedclient.NewWriter(c, cachedclient.WriterOptions{
 		Controller: controller, Cache: cachedclient.NewReader(m.cache), Registerer: m.registry,
 	})
 	if err != nil {
 		// New registered the metric already, so this cannot fail.
 		panic(fmt.Sprintf("manager: %v", err))
 	}
-	if m.writers == nil {
-		m.writers = map[string]client.Client{}
+	if *writers == nil {
+		*writers = map[string]client.Client{}
 	}
-	m.writers[controller] = w
+	(*writers)[controller] = w
 	return w
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/opkit-dev/opkit/internal/actas"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
@@ -63,13 +64,16 @@ type Manager struct {
 	mapper      meta.RESTMapper
 	cache       *cache.Cache
 	client      client.Client
-	clientset   kubernetes.Interface
-	registry    *prometheus.Registry
-	fence       *fence.Fence // with leader election: may this process act as the leader now?
-	identity    string       // with leader election: this candidate's
-	leaseSeen   leaseSeen    // with leader election: what the last request for the Lease found
-	log         logr.Logger
-	broadcast   events.EventBroadcaster
+	// actingClient sends each request as the user its context carries
+	// (package actas): the client under WriterAs.
+	actingClient client.Client
+	clientset    kubernetes.Interface
+	registry     *prometheus.Registry
+	fence        *fence.Fence // with leader election: may this process act as the leader now?
+	identity     string       // with leader election: this candidate's
+	leaseSeen    leaseSeen    // with leader election: what the last request for the Lease found
+	log          logr.Logger
+	broadcast    events.EventBroadcaster
 	// eventsRefused is opkit_events_refused_total, whose series each recorder
 	// starts at zero.
 	eventsRefused *prometheus.CounterVec
@@ -88,6 +92,9 @@ type Manager struct {
 	started   bool
 	servers   []*server
 	writers   map[string]client.Client // by controller name, made by Writer
+	// actingWriters are WriterAs's, by controller name, each shared by
+	// every user the controller acts as.
+	actingWriters map[string]client.Client
 	// launch starts a runnable added once the runnables have started, as
 	// they were (leader-only ones once elected); nil until then. Called
 	// with mu held.
@@ -207,6 +214,13 @@ func (m *Manager) buildClients() error {
 	}
 	// Writes inside a reconcile are recorded for read-your-writes.
 	m.client = consistency.NewClient(c, m.cache)
+	// The same HTTP client and connections, each request sent as the user
+	// its context names.
+	acting := &http.Client{Transport: actas.Transport(hc.Transport), Timeout: hc.Timeout}
+	if c, err = client.New(m.config, client.Options{HTTPClient: acting, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
+		return fmt.Errorf("manager: build client: %w", err)
+	}
+	m.actingClient = consistency.NewClient(c, m.cache)
 	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build clientset: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -45,6 +46,9 @@ func TestMirrorTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	home, target := env.Namespace(t), env.Namespace(t)
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	exp := tracetest.NewInMemoryExporter()
 	m, err := manager.New(env.Config(), manager.Options{
 		Scheme: scheme, Metrics: manager.MetricsOptions{BindAddress: "0"}, Health: manager.HealthOptions{BindAddress: "127.0.0.1:0"},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	"github.com/opkit-dev/opkit/hack/image/ociimage"
 )
 
@@ -63,6 +64,12 @@ func runOperator(t *testing.T) operator {
 	c := newClient(t)
 	d.applyIdentity(t, c)
 	d.applyWebhookTargets(t, c)
+	// Each test's home namespace would grant it by name
+	// (docs/mirror-tenancy.md); here the operator may act as any.
+	operatorUser := "system:serviceaccount:" + d.deploy.Namespace + ":" + d.deploy.Spec.Template.Spec.ServiceAccountName
+	if err := mirrortest.GrantImpersonation(t.Context(), env.Client(), operatorUser); err != nil {
+		t.Fatal(err)
+	}
 
 	img, err := ociimage.Build(t.Context(), ociimage.Options{})
 	if err != nil {
@@ -255,6 +262,9 @@ func checkMetrics(t *testing.T, pid int, c client.Client, d deployment, url stri
 
 func checkMirror(t *testing.T, pid int, c client.Client) {
 	src := env.Namespace(t)
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), src, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	label := map[string]string{"opkit.dev/container-test": src}
 	var targets []string
 	for range 2 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 )
 
 // Fan-out sizes of checkFanOut: a source near the API server's limit on an
@@ -34,6 +35,9 @@ func checkFanOut(t *testing.T, pid int, c client.Client, mgr corev1.Container) {
 		t.Fatal("the Deployment sets no memory limit")
 	}
 	home := env.Namespace(t)
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	sel := map[string]string{"opkit.dev/container-fan-out": home}
 	for range fanOutNamespaces {
 		labels := map[string]string{mirror.AcceptLabel(home): "true"}

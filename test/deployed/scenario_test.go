@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 )
 
 // The Mirror workload: every behaviour of the operator, each step an action
@@ -88,11 +90,40 @@ func newWorld(t testing.TB, lease leaseRef, scrapeToken string) *world {
 	w := &world{t: t, cl: cl, lease: lease, scrapeToken: scrapeToken}
 	w.home = env.Namespace(t)
 	w.label = map[string]string{"deployed-test": w.home}
+	w.consent()
 	// The control plane runs no namespace controller: what a run leaves
 	// would be seen by the next run's operator.
 	t.Cleanup(w.cleanUp)
 	return w
 }
+
+// consent grants what home's owner and the targets' owners grant in
+// production (docs/mirror-tenancy.md): the operator's ServiceAccounts may
+// act as home's ServiceAccount mirror, by name, and that one may read and
+// write ConfigMaps and Secrets.
+func (w *world) consent() {
+	w.t.Helper()
+	ctx := context.Background()
+	cs := env.Client()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.home, Name: "mirror-operator-acts-as-mirror"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{v1alpha1.DefaultServiceAccountName}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.home, Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + operatorNamespace}},
+	}
+	create(w.t, func() error { _, err := cs.RbacV1().Roles(w.home).Create(ctx, role, metav1.CreateOptions{}); return err })
+	create(w.t, func() error { _, err := cs.RbacV1().RoleBindings(w.home).Create(ctx, binding, metav1.CreateOptions{}); return err })
+	if err := mirrortest.GrantCopier(ctx, cs, w.home, v1alpha1.DefaultServiceAccountName); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// operatorNamespace is the namespace config/default deploys the operator
+// in (TestDeployedPermissionsSuffice checks).
+const operatorNamespace = "mirror-system"
 
 // run runs steps in order against op, waiting for each to be done.
 func (w *world) run(op *operator, steps []step) {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -119,6 +120,9 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	home := env.Namespace(t)
+	if err := mirrortest.GrantCopier(context.Background(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	return &world{t: t, cl: cl, home: home, label: map[string]string{"faults-test": home}}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 )
 
 const (
@@ -57,6 +58,9 @@ func newWorld(t *testing.T, n int) *world {
 	}
 	w := &world{cl: cl, home: env.Namespace(t), value: map[string]string{}, n: n}
 	ctx := t.Context()
+	if err := mirrortest.GrantCopier(ctx, env.Client(), w.home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	for range namespaces {
 		ns := env.Namespace(t)
 		patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{"sharding-test":%q,%q:"true"}}}`, w.home, mirror.AcceptLabel(w.home)))

@@ -22,21 +22,21 @@ type cacheStore struct {
 	namespaces *cache.Lister[*corev1.Namespace]
 	configMaps kindStore[*corev1.ConfigMap]
 	secrets    kindStore[*corev1.Secret]
-	// api reads copies in full (Fetch), uncached.
+	// api reads sources and copies in full (Object, Fetch), uncached, as
+	// the operator: only without Reconciler.ActAs.
 	api client.Reader
 }
 
 var _ Store = (*cacheStore)(nil)
 
-// kindStore caches the ConfigMaps or Secrets of the cluster in two parts,
-// which no object is in both of, and neither of which holds a copy's
-// data: the copies (labelled LabelMirrorName), as metadata only, since a
-// source copied into many namespaces would be held once per namespace;
-// and the rest, of which a few are sources, as metadata only, each fetched
-// in full when read as a source and held until it changes.
+// kindStore caches the metadata of the ConfigMaps or Secrets of the
+// cluster, in two parts, which no object is in both of: the copies
+// (labelled LabelMirrorName), indexed by Mirror, and the rest, of which a
+// few are sources. It holds no data: a source is read in full, as the
+// Mirror's ServiceAccount, at each reconcile, and dropped after it.
 type kindStore[T client.Object] struct {
 	copies *cache.Lister[*metav1.PartialObjectMetadata]
-	others *cache.LazyLister[T]
+	others *cache.Lister[*metav1.PartialObjectMetadata]
 	// newObject returns an empty T, for Fetch.
 	newObject func() T
 }
@@ -58,7 +58,7 @@ func newKindStore[T client.Object](c *cache.Cache, kind string, newObject func()
 	if err := k.copies.AddIndex(IndexCopyOf, func(obj *metav1.PartialObjectMetadata) []string { return CopyIndex(obj) }); err != nil {
 		return k, err
 	}
-	k.others, err = cache.Lazy[T](c, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*notCopy)})
+	k.others, err = cache.Metadata(c, gvk, cache.TypeOptions{LabelSelector: labels.NewSelector().Add(*notCopy)})
 	return k, err
 }
 
@@ -66,21 +66,8 @@ func newKindStore[T client.Object](c *cache.Cache, kind string, newObject func()
 func (k kindStore[T]) meta(namespace, name string) (client.Object, error) {
 	obj, err := k.copies.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		return k.others.Metadata().Get(namespace, name)
+		return k.others.Get(namespace, name)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
-}
-
-// object returns namespace/name in full, a copy or not: a copy (the source
-// of a Mirror may be another's copy) is fetched, uncached.
-func (k kindStore[T]) object(ctx context.Context, api client.Reader, namespace, name string) (client.Object, error) {
-	if _, err := k.copies.Get(namespace, name); err == nil {
-		return k.fetch(ctx, api, namespace, name)
-	}
-	obj, err := k.others.Get(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -134,9 +121,9 @@ func (s *cacheStore) Namespaces(selector labels.Selector) ([]*corev1.Namespace, 
 func (s *cacheStore) Object(ctx context.Context, kind, namespace, name string) (client.Object, error) {
 	switch kind {
 	case v1alpha1.KindConfigMap:
-		return s.configMaps.object(ctx, s.api, namespace, name)
+		return s.configMaps.fetch(ctx, s.api, namespace, name)
 	case v1alpha1.KindSecret:
-		return s.secrets.object(ctx, s.api, namespace, name)
+		return s.secrets.fetch(ctx, s.api, namespace, name)
 	}
 	return nil, unknownKind(kind)
 }

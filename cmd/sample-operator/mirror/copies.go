@@ -25,7 +25,7 @@ import (
 // the version this process last wrote or read: an edit changes the
 // resourceVersion. A copy this process has not seen in full since it
 // started is fetched once to compare.
-func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src client.Object, sum, ns string) (bool, error) {
+func (r *Reconciler) syncCopy(ctx context.Context, a actor, m *v1alpha1.Mirror, src client.Object, sum, ns string) (bool, error) {
 	kind := m.Spec.Source.Kind
 	key := copyKey{kind: kind, namespace: ns, name: src.GetName()}
 	cur, err := r.Store.Meta(kind, ns, src.GetName())
@@ -35,7 +35,7 @@ func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src clien
 		// creates; AlreadyExists here is someone else's create that the
 		// cache has not seen yet, and retries.
 		r.written.forget(key)
-		return true, r.create(ctx, m, src, sum, ns, "create")
+		return true, r.create(ctx, a, m, src, sum, ns, "create")
 	case err != nil:
 		return false, err
 	case !owned(cur, m):
@@ -46,25 +46,25 @@ func (r *Reconciler) syncCopy(ctx context.Context, m *v1alpha1.Mirror, src clien
 	}
 	var base metav1.Object = cur
 	if cur.GetAnnotations()[AnnotationContentHash] == sum {
-		full, same, err := r.compare(ctx, kind, cur, sum)
+		full, same, err := r.compare(ctx, a, kind, cur, sum)
 		if err != nil || same {
 			return err == nil, err
 		}
 		base = full
 	}
-	return true, r.patch(ctx, m, src, sum, base)
+	return true, r.patch(ctx, a, m, src, sum, base)
 }
 
 // compare reads the copy cur in full, unless the Store holds it so, and
 // reports whether it holds the content whose digest is sum, remembering it
 // if so. It returns the copy read, whose data the caller must drop soon.
-func (r *Reconciler) compare(ctx context.Context, kind string, cur client.Object, sum string) (client.Object, bool, error) {
+func (r *Reconciler) compare(ctx context.Context, a actor, kind string, cur client.Object, sum string) (client.Object, bool, error) {
 	full := cur
 	if _, ok := cur.(*metav1.PartialObjectMetadata); ok {
 		r.fetching.Lock()
 		defer r.fetching.Unlock()
 		var err error
-		if full, err = r.Store.Fetch(ctx, kind, cur.GetNamespace(), cur.GetName()); err != nil {
+		if full, err = a.fetch(ctx, kind, cur.GetNamespace(), cur.GetName()); err != nil {
 			return nil, false, fmt.Errorf("read %s %s/%s: %w", kind, cur.GetNamespace(), cur.GetName(), err)
 		}
 	}
@@ -81,12 +81,12 @@ func (r *Reconciler) compare(ctx context.Context, kind string, cur client.Object
 
 // create writes a new copy of src into ns. The copy, and the API server's
 // answer decoded into it, are dropped on return.
-func (r *Reconciler) create(ctx context.Context, m *v1alpha1.Mirror, src client.Object, sum, ns, verb string) error {
+func (r *Reconciler) create(ctx context.Context, a actor, m *v1alpha1.Mirror, src client.Object, sum, ns, verb string) error {
 	want, err := desired(src, ns, m, sum)
 	if err != nil {
 		return reconcile.Terminal(err)
 	}
-	if err := r.Client.Create(ctx, want); err != nil {
+	if err := a.writer.Create(ctx, want); err != nil {
 		return fmt.Errorf("%s %s %s/%s: %w", verb, m.Spec.Source.Kind, ns, want.GetName(), err)
 	}
 	r.written.remember(copyKey{kind: m.Spec.Source.Kind, namespace: ns, name: want.GetName()}, want)
@@ -98,7 +98,7 @@ func (r *Reconciler) create(ctx context.Context, m *v1alpha1.Mirror, src client.
 // for the answer as metadata only. A patch the API server finds invalid
 // (a Secret's type changed, or someone made the copy immutable) replaces
 // the copy.
-func (r *Reconciler) patch(ctx context.Context, m *v1alpha1.Mirror, src client.Object, sum string, base metav1.Object) error {
+func (r *Reconciler) patch(ctx context.Context, a actor, m *v1alpha1.Mirror, src client.Object, sum string, base metav1.Object) error {
 	kind := m.Spec.Source.Kind
 	body, err := contentPatch(base, src, sum)
 	if err != nil {
@@ -106,14 +106,14 @@ func (r *Reconciler) patch(ctx context.Context, m *v1alpha1.Mirror, src client.O
 	}
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: base.GetNamespace(), Name: base.GetName()}}
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-	err = r.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body))
+	err = a.writer.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body))
 	key := copyKey{kind: kind, namespace: base.GetNamespace(), name: base.GetName()}
 	switch {
 	case apierrors.IsInvalid(err):
 		if err := r.deleteCopy(ctx, kind, base); err != nil {
 			return err
 		}
-		return r.create(ctx, m, src, sum, base.GetNamespace(), "recreate")
+		return r.create(ctx, a, m, src, sum, base.GetNamespace(), "recreate")
 	case err != nil:
 		return fmt.Errorf("update %s %s/%s: %w", kind, base.GetNamespace(), base.GetName(), err)
 	}

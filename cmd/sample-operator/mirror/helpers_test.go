@@ -21,6 +21,7 @@ import (
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1beta1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -82,6 +83,11 @@ func operatorWith(t *testing.T, cfg *rest.Config, p mirror.Policy) *world {
 		t.Fatal(err)
 	}
 	home := env.Namespace(t)
+	// The Mirrors' ServiceAccount may copy anywhere: what limits them here
+	// is the operator's policy.
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	return &world{t: t, mgr: mgr, cl: cl, home: home, label: map[string]string{"mirror-test": home}}
 }
 

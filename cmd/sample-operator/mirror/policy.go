@@ -114,14 +114,17 @@ func (p Policy) maxTargets() int {
 	return p.MaxTargets
 }
 
-// CheckSource returns an error, saying which flag allows it, when src may
-// not be copied: a Secret whose type is neither Opaque, kubernetes.io/tls
+// CheckSource returns an error, saying what to do, when src may not be
+// copied: a Mirror's copy (chained copies can loop), or a Secret whose type is neither Opaque, kubernetes.io/tls
 // nor in SecretTypes. The cluster acts on other types
 // (bootstrap.kubernetes.io/token authenticates a node,
 // kubernetes.io/service-account-token a ServiceAccount,
 // kubernetes.io/dockerconfigjson pulls images), so they are refused by
 // default. A ConfigMap is always copyable.
 func (p Policy) CheckSource(src client.Object) error {
+	if m := CopyOf(src); m != "" {
+		return fmt.Errorf("source %s/%s is a copy of Mirror %s, and chained copies can loop: copy the original instead", src.GetNamespace(), src.GetName(), m)
+	}
 	s, ok := src.(*corev1.Secret)
 	if !ok {
 		return nil

@@ -28,9 +28,16 @@ import (
 // Mirrors at once.
 type Reconciler struct {
 	Store    Store
-	Client   client.Client        // writes
+	Client   client.Client        // writes status, finalizers, and deletes of copies
 	Recorder events.EventRecorder // Events about Mirrors and the objects they leave alone
 	Policy   Policy               // where copies may go, and of what
+	// ActAs returns the client that reads a Mirror's source and writes
+	// its copies as the Mirror's ServiceAccount (manager.WriterAs), so
+	// that the API server authorizes each of those requests as it: the
+	// operator never does for a Mirror what its ServiceAccount could not.
+	// Nil: sources are read through Store and copies written with Client,
+	// as the operator itself (the benchmarks' controller-runtime twin).
+	ActAs func(m *v1alpha1.Mirror) client.Client
 
 	// written remembers what this process last wrote or read of each copy.
 	written written
@@ -43,18 +50,25 @@ type Reconciler struct {
 
 var _ reconcile.Reconciler[reconcile.Request] = (*Reconciler)(nil)
 
-// What the Reconciler, its caches and its Events use, and no more:
-// test/deployed removes each verb in turn and shows what breaks
-// (docs/rbac.md). Reads come from caches (watch; list is the fallback of
-// the streaming list; get fetches a source, which the cache holds as
-// metadata only until read, and a copy this process has not seen in full),
-// writes are creates, patches and deletes, never updates; patch on events
-// is for client-go's Event series. Events go into any namespace: a
-// conflict is told to the namespace of the object left alone.
+// What the Reconciler, its caches and its Events use as the operator
+// itself, and no more: test/deployed removes each verb in turn and shows
+// what breaks (docs/rbac.md). Reads of Mirrors, namespaces and the
+// metadata of ConfigMaps and Secrets come from caches (watch; list is the
+// fallback of the streaming list); sources and copies are read and written
+// as each Mirror's ServiceAccount, with that ServiceAccount's
+// permissions, so the operator itself never gets or writes their data. It
+// deletes copies itself (a removal does nothing for anyone, and an
+// admission policy lets the operator touch only copies), so that a Mirror
+// whose ServiceAccount lost its permissions can still be deleted. The
+// right to act as a ServiceAccount (impersonate) is not here: each
+// namespace's owner grants it, for its ServiceAccount by name
+// (docs/mirror-tenancy.md). Patch on events is for client-go's Event
+// series; Events go into any namespace: a conflict is told to the
+// namespace of the object left alone.
 //
 // +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=samples.opkit.dev,resources=mirrors/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=list;watch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -79,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Done(), reconcile.Terminal(err)
 	}
-	src, err := r.Store.Object(ctx, m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
+	a := r.actor(m)
+	src, err := a.read(ctx, m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
 	if apierrors.IsNotFound(err) {
 		msg := fmt.Sprintf("%s %s/%s not found; its copies are removed until it exists", m.Spec.Source.Kind, m.Namespace, m.Spec.Source.Name)
 		return reconcile.Done(), errors.Join(r.deleteCopies(ctx, m.Namespace, m.Name, nil), r.report(ctx, m, outcome{reason: v1alpha1.ReasonSourceNotFound, message: msg}))
@@ -88,14 +103,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// The source is fetched on demand (a 403 without get on it, say):
 		// retried, and the status says why meanwhile.
 		err = fmt.Errorf("read source: %w", err)
-		return reconcile.Done(), errors.Join(err, r.report(ctx, m, outcome{reason: v1alpha1.ReasonSyncFailed, message: truncate(err.Error(), maxMessage)}))
+		return reconcile.Done(), errors.Join(err, r.report(ctx, m, outcome{reason: v1alpha1.ReasonSyncFailed, message: truncate(refusal(m, err), maxMessage)}))
 	}
 	if err := r.Policy.CheckSource(src); err != nil {
 		// Not retried: a change of the source or of the Mirror queues it
 		// again.
 		return reconcile.Done(), errors.Join(r.deleteCopies(ctx, m.Namespace, m.Name, nil), r.report(ctx, m, outcome{reason: v1alpha1.ReasonSourceRefused, message: err.Error()}))
 	}
-	out, syncErr := r.sync(ctx, m, src, selector)
+	out, syncErr := r.sync(ctx, a, m, src, selector)
 	return reconcile.Done(), errors.Join(syncErr, r.report(ctx, m, out))
 }
 
@@ -116,7 +131,7 @@ type outcome struct {
 
 // sync writes a copy of src into every target of m (Policy.Targets) and
 // deletes the copies in the other namespaces.
-func (r *Reconciler) sync(ctx context.Context, m *v1alpha1.Mirror, src client.Object, selector labels.Selector) (outcome, error) {
+func (r *Reconciler) sync(ctx context.Context, a actor, m *v1alpha1.Mirror, src client.Object, selector labels.Selector) (outcome, error) {
 	nss, err := r.Store.Namespaces(selector)
 	if err != nil {
 		return outcome{}, err
@@ -131,7 +146,7 @@ func (r *Reconciler) sync(ctx context.Context, m *v1alpha1.Mirror, src client.Ob
 	var errs []error
 	for _, ns := range targets {
 		keep[ns] = true
-		ok, err := r.syncCopy(ctx, m, src, sum, ns)
+		ok, err := r.syncCopy(ctx, a, m, src, sum, ns)
 		switch {
 		case err != nil:
 			errs = append(errs, err)

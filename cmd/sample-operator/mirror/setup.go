@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -22,7 +23,6 @@ import (
 // must hold v1alpha1.
 func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.Request]) (*controller.Controller[reconcile.Request], error) {
 	// The controller shards Mirrors by UID (manager.ShardBy's default).
-	// Copies are fetched, rarely, with the uncached client.
 	s, err := newCacheStore(m.Cache(), m.Client(), m.ShardedTypeOptions(sharding.ByUID))
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
@@ -36,7 +36,12 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 	// opkit_client_writes_total; the manager's client underneath records
 	// them for read-your-writes.
 	r := &Reconciler{Store: s, Client: m.Writer("mirror"), Recorder: rec, Policy: policy}
-	cmOthers, secretOthers := s.configMaps.others.Metadata(), s.secrets.others.Metadata()
+	// Sources are read, and copies written, as the Mirror's ServiceAccount:
+	// the API server decides each of those requests.
+	r.ActAs = func(mr *v1alpha1.Mirror) client.Client {
+		return m.WriterAs("mirror", manager.ServiceAccount(mr.Namespace, serviceAccount(mr)))
+	}
+	cmOthers, secretOthers := s.configMaps.others, s.secrets.others
 	return manager.NewController(m, "mirror", r,
 		// A new generation: a change of the spec, or the start of a
 		// deletion; not the controller's own status writes.

@@ -184,18 +184,21 @@ func readManifests(t *testing.T) []runtime.Object {
 
 // waitForHooks waits until the API server calls the hooks: it caches
 // webhook configurations, so a write just after installing them may
-// bypass them. A dry run of a Mirror with neither kind nor source is
-// refused by the Defaulter once it is called.
+// bypass them. A dry run of a Mirror whose selector does not parse is
+// refused by the Validator once it is called.
 func (h *hooked) waitForHooks() {
 	h.t.Helper()
 	probe := &v1alpha1.Mirror{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: h.ns},
-		Spec:       v1alpha1.MirrorSpec{Source: v1alpha1.SourceRef{Name: "no-such-source"}},
+		Spec: v1alpha1.MirrorSpec{
+			Source:            v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "no-such-source"},
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"k": "not a label value!"}},
+		},
 	}
 	var last error
 	err := wait.PollUntilContextTimeout(h.t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = h.cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return last != nil && strings.Contains(last.Error(), "neither a ConfigMap nor a Secret"), nil
+		return last != nil && strings.Contains(last.Error(), "spec.namespaceSelector"), nil
 	})
 	if err != nil {
 		h.t.Fatalf("waiting for the API server to call the webhooks: %v (last dry run: %v)", err, last)

@@ -24,11 +24,9 @@ const (
 
 // SourceRef names the object a Mirror copies, in the Mirror's namespace.
 type SourceRef struct {
-	// Kind of the source: ConfigMap or Secret. When omitted, the Mirror's
-	// defaulting webhook sets it from what exists in the namespace (see
-	// package mirror's SetupWebhooks); without that webhook the controller
-	// cannot read a source without a kind, and retries with backoff.
+	// Kind of the source: ConfigMap or Secret. Defaults to ConfigMap.
 	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	// +kubebuilder:default=ConfigMap
 	// +optional
 	Kind string `json:"kind,omitempty"`
 	// Name of the source, in the Mirror's namespace.
@@ -50,7 +48,24 @@ type MirrorSpec struct {
 	// that accepts the copies.
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operators must be In, NotIn, Exists or DoesNotExist"
 	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+	// ServiceAccountName names the ServiceAccount, in the Mirror's
+	// namespace, that the operator acts as: it reads the source and writes
+	// every copy as that ServiceAccount, so the API server lets a Mirror
+	// do only what the ServiceAccount's RBAC allows. Only a user who may
+	// impersonate the ServiceAccount may name it (the admission policy
+	// mirror-service-account), and the operator may act as it only where
+	// the namespace's owner allowed it (docs/mirror-tenancy.md). Defaults
+	// to mirror.
+	// +kubebuilder:default=mirror
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
+
+// DefaultServiceAccountName is the ServiceAccount a Mirror acts as when its
+// spec names none.
+const DefaultServiceAccountName = "mirror"
 
 // Condition types and reasons of a Mirror.
 const (

@@ -19,7 +19,7 @@ func (m *Mirror) ConvertTo(dst conversion.Hub) error {
 	m.ObjectMeta.DeepCopyInto(&hub.ObjectMeta)
 	hub.TypeMeta = m.TypeMeta
 	hub.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Mirror"))
-	hub.Spec = v1alpha1.MirrorSpec{Source: sourceOf(m)}
+	hub.Spec = v1alpha1.MirrorSpec{Source: sourceOf(m), ServiceAccountName: m.Spec.ServiceAccountName}
 	m.Spec.To.NamespaceSelector.DeepCopyInto(&hub.Spec.NamespaceSelector)
 	m.Status.DeepCopyInto(&hub.Status)
 	if !hasSource(m.Spec.From) {
@@ -41,7 +41,7 @@ func (m *Mirror) ConvertFrom(src conversion.Hub) error {
 	hub.ObjectMeta.DeepCopyInto(&m.ObjectMeta)
 	m.TypeMeta = hub.TypeMeta
 	m.SetGroupVersionKind(GroupVersion.WithKind("Mirror"))
-	m.Spec = MirrorSpec{}
+	m.Spec = MirrorSpec{ServiceAccountName: hub.Spec.ServiceAccountName}
 	hub.Spec.NamespaceSelector.DeepCopyInto(&m.Spec.To.NamespaceSelector)
 	hub.Status.DeepCopyInto(&m.Status)
 	name := &ObjectName{Name: hub.Spec.Source.Name}

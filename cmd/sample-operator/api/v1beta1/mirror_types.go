@@ -62,6 +62,14 @@ type MirrorSpec struct {
 	From From `json:"from"`
 	// To is where the copies go.
 	To To `json:"to"`
+	// ServiceAccountName names the ServiceAccount, in the Mirror's
+	// namespace, that the operator reads the source and writes the copies
+	// as. Defaults to mirror.
+	// +kubebuilder:default=mirror
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // MirrorStatus is v1alpha1's: what the operator last saw and did.
