@@ -262,7 +262,20 @@ func TestDefaultRBACGrantsWhatTheOperatorNeeds(t *testing.T) {
 	// test/deployed shows what each of these is for (docs/rbac.md).
 	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors"}, "list", "watch", "patch")
 	need(cluster, "cluster-wide", "samples.opkit.dev", []string{"mirrors/status"}, "patch")
-	need(cluster, "cluster-wide", "", []string{"configmaps", "secrets"}, "list", "watch", "create", "patch", "delete")
+	need(cluster, "cluster-wide", "", []string{"configmaps", "secrets"}, "list", "watch", "delete")
+	need(cluster, "cluster-wide", "admissionregistration.k8s.io", []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, "list", "watch")
+	// The operator reads and writes tenants' data as each Mirror's
+	// ServiceAccount, never as itself; and acts as one only where its
+	// namespace's owner allows it (docs/mirror-tenancy.md). (In its own
+	// namespace it keeps its webhook certificates' Secret.)
+	for _, r := range cluster {
+		switch {
+		case (r.resource == "configmaps" || r.resource == "secrets") && r.group == "" && r.verb != "list" && r.verb != "watch" && r.verb != "delete":
+			t.Errorf("the operator may %s %s itself: it reads and writes them as each Mirror's ServiceAccount", r.verb, r.resource)
+		case r.verb == "impersonate":
+			t.Errorf("the operator may impersonate %s by config/default: each namespace's owner grants it, by name", r.resource)
+		}
+	}
 	need(cluster, "cluster-wide", "", []string{"namespaces"}, "list", "watch")
 	need(anywhere, "in "+namespace, "events.k8s.io", []string{"events"}, "create", "patch")
 	need(anywhere, "in "+namespace, "coordination.k8s.io", []string{"leases"}, "get", "create", "update")
@@ -304,7 +317,7 @@ func TestDefaultDeployment(t *testing.T) {
 	}
 	wantCmd := []string{"/sample-operator"}
 	wantArgs := []string{"--leader-elect", fmt.Sprintf("--metrics-bind-address=:%d", metricsPort), "--metrics-secure", fmt.Sprintf("--health-probe-bind-address=:%d", healthPort),
-		fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-certs=self-managed"}
+		fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-certs=self-managed", "--identity-policy=mirror-service-account"}
 	if diff := cmp.Diff(wantCmd, c.Command); diff != "" {
 		t.Errorf("command (-want +got):\n%s", diff)
 	}

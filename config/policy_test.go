@@ -1,9 +1,11 @@
 package config_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -45,5 +47,27 @@ func TestDefaultPolicyNamesTheRenderedOperator(t *testing.T) {
 	}
 	if objs.find("ServiceAccount", namespace, serviceAccount) == nil {
 		t.Errorf("config/default renders no ServiceAccount %s/%s for the policy to name", namespace, serviceAccount)
+	}
+}
+
+// The operator's --identity-policy names the binding config/policy's
+// service-account policy renders as: a name that binds nothing would make
+// the operator act for no Mirror.
+func TestIdentityPolicyFlagNamesTheRenderedBinding(t *testing.T) {
+	objs := render(t, "default")
+	binding := objs.find("ValidatingAdmissionPolicyBinding", "", "mirror-service-account")
+	if binding == nil {
+		binding = objs.find("ValidatingAdmissionPolicyBinding", namespace, "mirror-service-account")
+	}
+	if binding == nil {
+		t.Fatal("kubectl kustomize config/default has no ValidatingAdmissionPolicyBinding mirror-service-account")
+	}
+	if got, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); got != "mirror-service-account" {
+		t.Errorf("the binding's policyName is %q, want mirror-service-account", got)
+	}
+	d := one[appsv1.Deployment](t, objs, "Deployment")
+	want := "--identity-policy=" + binding.GetName()
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, want) {
+		t.Errorf("the operator's args %q lack %s", args, want)
 	}
 }

@@ -19,12 +19,14 @@ type tenancyFlags struct {
 	secretTypes       string
 	maxTargets        int
 	operatorNamespace string
+	identityPolicy    string
 }
 
 func (t *tenancyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.allowNamespaces, "allow-target-namespaces", "", "comma-separated protected namespaces (kube-* and the operator's own) that may receive copies anyway, when they accept them like any other; empty: none")
 	fs.StringVar(&t.secretTypes, "allow-secret-types", "", "comma-separated Secret types copied besides Opaque and kubernetes.io/tls (e.g. kubernetes.io/dockerconfigjson); empty: none")
 	fs.IntVar(&t.maxTargets, "max-targets", mirror.DefaultMaxTargets, "namespaces one Mirror copies into at most; past it, the first by name, and the Mirror says so (reason TooManyTargets)")
+	fs.StringVar(&t.identityPolicy, "identity-policy", "", "the ValidatingAdmissionPolicyBinding that pins the ServiceAccount a Mirror may name (config/default: mirror-service-account); while it or its policy is missing, the operator acts for no Mirror (reason IdentityUnpinned); empty: not checked")
 	fs.StringVar(&t.operatorNamespace, "operator-namespace", "", "the operator's own namespace, which receives no copy unless --allow-target-namespaces lists it; defaults to the pod's, else none")
 }
 
@@ -38,6 +40,9 @@ func (t tenancyFlags) check() error {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("--allow-target-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
+	}
+	if errs := validation.IsDNS1123Subdomain(t.identityPolicy); t.identityPolicy != "" && len(errs) > 0 {
+		return fmt.Errorf("--identity-policy: %q is not the name of a ValidatingAdmissionPolicyBinding: %s", t.identityPolicy, strings.Join(errs, "; "))
 	}
 	for _, typ := range list(t.secretTypes) {
 		if strings.ContainsAny(typ, " \t=") {
@@ -55,7 +60,7 @@ func (t tenancyFlags) policy(podNamespace string) (mirror.Policy, error) {
 	if err := t.check(); err != nil {
 		return mirror.Policy{}, err
 	}
-	p := mirror.Policy{OperatorNamespace: t.operatorNamespace, AllowNamespaces: list(t.allowNamespaces), MaxTargets: t.maxTargets}
+	p := mirror.Policy{OperatorNamespace: t.operatorNamespace, AllowNamespaces: list(t.allowNamespaces), MaxTargets: t.maxTargets, IdentityPolicy: t.identityPolicy}
 	if p.OperatorNamespace == "" {
 		b, err := os.ReadFile(podNamespace)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -54,6 +54,16 @@ type Policy struct {
 	// MaxTargets bounds the namespaces one Mirror copies into. Defaults
 	// to DefaultMaxTargets when 0 (flag --max-targets).
 	MaxTargets int
+	// IdentityPolicy names the ValidatingAdmissionPolicyBinding that pins
+	// the ServiceAccount a Mirror may name (config/policy's
+	// service-account, rendered mirror-service-account). While it, or
+	// the policy it binds, is missing or does not deny, the controller
+	// acts for no Mirror (Ready False, reason IdentityUnpinned): any user
+	// who may write a Mirror could otherwise borrow any ServiceAccount of
+	// its namespace. Defaults to none: not checked, for clusters that pin
+	// identities otherwise (flag --identity-policy, which config/manager
+	// sets).
+	IdentityPolicy string
 }
 
 // Target reports whether namespace ns may receive copies of m, and when

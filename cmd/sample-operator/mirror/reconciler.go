@@ -43,6 +43,9 @@ type Reconciler struct {
 	written written
 	// told remembers the conflicts told to their namespace.
 	told told
+	// pin, when Policy.IdentityPolicy is set, tells whether the policy
+	// that pins a Mirror's ServiceAccount is in force.
+	pin *identityPin
 	// fetching lets one copy be fetched at a time: after a restart every
 	// copy is fetched once, and each may be as large as its source.
 	fetching sync.Mutex
@@ -84,6 +87,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Done(), r.deleteCopies(ctx, req.Namespace, req.Name, nil)
 	case err != nil:
 		return reconcile.Done(), err
+	}
+	if r.pin != nil {
+		if err := r.pin.check(); err != nil {
+			// A change of the binding or policy queues every Mirror.
+			return reconcile.Done(), r.report(ctx, m, outcome{reason: v1alpha1.ReasonIdentityUnpinned, message: err.Error()})
+		}
 	}
 	selector, err := metav1.LabelSelectorAsSelector(&m.Spec.NamespaceSelector)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,7 +43,16 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 		return m.WriterAs("mirror", manager.ServiceAccount(mr.Namespace, serviceAccount(mr)))
 	}
 	cmOthers, secretOthers := s.configMaps.others, s.secrets.others
-	return manager.NewController(m, "mirror", r,
+	var pinned []manager.ControllerOption
+	if policy.IdentityPolicy != "" {
+		if r.pin, err = newIdentityPin(m.Cache(), policy.IdentityPolicy); err != nil {
+			return nil, fmt.Errorf("set up the mirror controller: %w", err)
+		}
+		pinned = append(pinned,
+			manager.Watches(&r.pin.bindings, func(*admissionregistrationv1.ValidatingAdmissionPolicyBinding) []reconcile.Request { return s.everyMirror() }),
+			manager.Watches(&r.pin.policies, func(*admissionregistrationv1.ValidatingAdmissionPolicy) []reconcile.Request { return s.everyMirror() }))
+	}
+	return manager.NewController(m, "mirror", r, append(pinned,
 		// A new generation: a change of the spec, or the start of a
 		// deletion; not the controller's own status writes.
 		manager.For(&s.mirrors, source.GenerationChanged),
@@ -58,7 +68,7 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 		manager.Watches(&secretOthers, s.mirrorsOf(v1alpha1.KindSecret)),
 		manager.Watches(&s.namespaces, s.mirrorsSelecting),
 		manager.WithOptions(opts),
-	)
+	)...)
 }
 
 // mirrorsSelecting maps a namespace to the Mirrors that may copy into it:

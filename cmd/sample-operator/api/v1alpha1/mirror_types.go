@@ -85,6 +85,10 @@ const (
 	// the operator copies one Mirror into (its flag --max-targets); the
 	// first of them by name hold copies.
 	ReasonTooManyTargets = "TooManyTargets"
+	// ReasonIdentityUnpinned: the admission policy that pins the
+	// ServiceAccount a Mirror may name is missing (the operator's flag
+	// --identity-policy): the operator acts for no Mirror until it is back.
+	ReasonIdentityUnpinned = "IdentityUnpinned"
 )
 
 // MirrorStatus is what the operator last saw and did.
@@ -99,7 +103,8 @@ type MirrorStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready, with reason Synced, SourceNotFound, InvalidSpec,
-	// SourceRefused, TooManyTargets, Conflict or SyncFailed. Messages name
+	// SourceRefused, TooManyTargets, Conflict, SyncFailed or
+	// IdentityUnpinned. Messages name
 	// no namespace but the Mirror's own.
 	// +listType=map
 	// +listMapKey=type
