@@ -20,13 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/opkit-dev/opkit/internal/bodybudget"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"golang.org/x/sync/semaphore"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -80,7 +80,7 @@ type Manager struct {
 	webhook       crwebhook.Server // nil without Options.Webhook
 	// admissionBodies is GuardWebhook's budget of admission request
 	// bodies in flight; nil without Options.Webhook.
-	admissionBodies *semaphore.Weighted
+	admissionBodies *bodybudget.Budget
 	shard           *sharded // nil without Options.Sharding
 
 	mu        sync.Mutex
