@@ -134,7 +134,6 @@ func TestDefaultHasEveryObject(t *testing.T) {
 		{"Deployment", namespace, "mirror-controller-manager"},
 		{"Service", namespace, "mirror-controller-manager-metrics-service"},
 		{"Service", namespace, webhookService},
-		{"MutatingWebhookConfiguration", "", mutatingConfig},
 		{"ValidatingWebhookConfiguration", "", validatingConfig},
 		{"Role", namespace, "mirror-webhook-certs"},
 		{"ClusterRole", "", "mirror-webhook-certs"},

@@ -22,7 +22,6 @@ import (
 const (
 	webhookService   = "mirror-webhook-service"
 	webhookPort      = 9443
-	mutatingConfig   = "mirror-mutating-webhook-configuration"
 	validatingConfig = "mirror-validating-webhook-configuration"
 	crdName          = "mirrors.samples.opkit.dev"
 	caSecret         = "mirror-webhook-ca"
@@ -98,18 +97,15 @@ func TestWebhooksCallTheService(t *testing.T) {
 	for _, dir := range overlays {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
-			m := one[admissionv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration")
+			if objs.find("MutatingWebhookConfiguration", "", "mirror-mutating-webhook-configuration") != nil {
+				t.Errorf("a MutatingWebhookConfiguration is rendered: the CRD defaults, and nothing mutates Mirrors")
+			}
 			v := one[admissionv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration")
-			if m.Name != mutatingConfig || v.Name != validatingConfig {
-				t.Errorf("webhook configurations %s and %s, want %s and %s", m.Name, v.Name, mutatingConfig, validatingConfig)
+			if v.Name != validatingConfig {
+				t.Errorf("webhook configuration %s, want %s", v.Name, validatingConfig)
 			}
-			if len(m.Webhooks) == 0 || len(v.Webhooks) == 0 {
-				t.Fatalf("%d mutating and %d validating webhooks, want some of each", len(m.Webhooks), len(v.Webhooks))
-			}
-			for _, w := range m.Webhooks {
-				if diff := cmp.Diff(want("/mutate-samples-opkit-dev-v1alpha1-mirror"), w.ClientConfig.Service); diff != "" {
-					t.Errorf("mutating webhook %s calls (-want +got):\n%s", w.Name, diff)
-				}
+			if len(v.Webhooks) == 0 {
+				t.Fatalf("no validating webhooks")
 			}
 			for _, w := range v.Webhooks {
 				if diff := cmp.Diff(want("/validate-samples-opkit-dev-v1alpha1-mirror"), w.ClientConfig.Service); diff != "" {
@@ -183,7 +179,6 @@ func TestDefaultSelfManagedCertificates(t *testing.T) {
 		t.Errorf("Role mirror-webhook-certs (-want +got):\n%s", diff)
 	}
 	wantCluster := []rbacv1.PolicyRule{
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{mutatingConfig}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{validatingConfig}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{crdName}, Verbs: []string{"get", "patch"}},
 	}
@@ -191,7 +186,6 @@ func TestDefaultSelfManagedCertificates(t *testing.T) {
 		t.Errorf("ClusterRole mirror-webhook-certs (-want +got):\n%s", diff)
 	}
 	for _, w := range []struct{ kind, name string }{
-		{"MutatingWebhookConfiguration", mutatingConfig},
 		{"ValidatingWebhookConfiguration", validatingConfig},
 		{"CustomResourceDefinition", crdName},
 	} {
@@ -237,7 +231,6 @@ func TestCertManager(t *testing.T) {
 	}
 	want := namespace + "/" + cert.GetName()
 	for _, w := range []struct{ kind, name string }{
-		{"MutatingWebhookConfiguration", mutatingConfig},
 		{"ValidatingWebhookConfiguration", validatingConfig},
 		{"CustomResourceDefinition", crdName},
 	} {

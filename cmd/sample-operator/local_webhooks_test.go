@@ -14,7 +14,7 @@ import (
 )
 
 // testLocalWebhooks drives the webhooks 'make run' installs, with kubectl
-// as a user would: the Mirror's defaulter, validator and warnings, and
+// as a user would: the Mirror's validator and its warning, and
 // the conversion between v1alpha1 (stored) and v1beta1 both ways.
 func testLocalWebhooks(t *testing.T, kubeconfig string) {
 	bin, err := testenv.Kubectl()
@@ -52,34 +52,23 @@ func testLocalWebhooks(t *testing.T, kubeconfig string) {
 	}
 	const alpha, beta = "mirrors.v1alpha1.samples.opkit.dev", "mirrors.v1beta1.samples.opkit.dev"
 
-	t.Run("defaulted kind", func(t *testing.T) {
-		must(`apiVersion: samples.opkit.dev/v1alpha1
-kind: Mirror
-metadata: {name: no-kind}
-spec:
-  source: {name: ca-bundle}
-  namespaceSelector: {matchLabels: {team: a}}
-`, "create", "-f", "-")
-		if got := spec(alpha, "no-kind")["source"]; !cmp.Equal(got, map[string]any{"kind": "ConfigMap", "name": "ca-bundle"}) {
-			t.Errorf("spec.source = %v, want the kind defaulted to ConfigMap", got)
-		}
-	})
 	t.Run("update checked against the old object", func(t *testing.T) {
-		out, err := kubectl("", "patch", alpha, "no-kind", "--type=merge", "-p", `{"spec":{"source":{"kind":"Secret"}}}`)
-		if err == nil || !strings.Contains(out, `The Mirror "no-kind" is invalid: spec.source.kind: Forbidden: cannot change from ConfigMap to Secret`) {
+		out, err := kubectl("", "patch", alpha, "ca-bundle", "--type=merge", "-p", `{"spec":{"source":{"kind":"Secret"}}}`)
+		if err == nil || !strings.Contains(out, `The Mirror "ca-bundle" is invalid: spec.source.kind: Forbidden: cannot change from ConfigMap to Secret`) {
 			t.Errorf("kubectl patch of the kind: %v, want the validator's refusal with its field path", err)
 		}
 	})
 	t.Run("warning", func(t *testing.T) {
-		out := must(`apiVersion: samples.opkit.dev/v1alpha1
+		must(`apiVersion: samples.opkit.dev/v1alpha1
 kind: Mirror
-metadata: {name: nowhere}
+metadata: {name: renamed}
 spec:
   source: {kind: ConfigMap, name: ca-bundle}
   namespaceSelector: {matchLabels: {team: nobody}}
 `, "create", "-f", "-")
-		if !strings.Contains(out, "Warning: spec.namespaceSelector matches no namespace that accepts copies from namespace") {
-			t.Errorf("kubectl create printed no warning about the empty selector")
+		out := must("", "patch", alpha, "renamed", "--type=merge", "-p", `{"spec":{"source":{"name":"ca-bundle-v2"}}}`)
+		if !strings.Contains(out, `Warning: spec.source changed from ConfigMap "ca-bundle" to ConfigMap "ca-bundle-v2": every copy will be replaced`) {
+			t.Errorf("kubectl patch printed no warning about the changed source")
 		}
 	})
 	t.Run("v1beta1 written, v1alpha1 read, round trip", func(t *testing.T) {

@@ -48,6 +48,9 @@ import (
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=mirror-system
 // (--shard-group needs list and delete on leases too: config/sharded adds them.)
+// The secure /metrics (--metrics-secure) authenticates its callers with
+// TokenReviews and authorizes them with SubjectAccessReviews; nothing
+// else in the operator asks the API server about a caller.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -245,9 +248,7 @@ func operate(ctx context.Context, cfg *rest.Config, f flags, log logr.Logger) er
 	if err != nil {
 		return f.leader.inFlagWords(f.shard.inFlagWords(err))
 	}
-	// The webhooks check Mirrors against the same Policy as the controller.
-	setupWebhooks := func(m *manager.Manager) error { return mirror.SetupWebhooks(m, policy) }
-	if err := registerWebhooks(mgr, setupWebhooks); err != nil {
+	if err := registerWebhooks(mgr, mirror.SetupWebhooks); err != nil {
 		return err
 	}
 	if _, err := mirror.Setup(mgr, policy, ctrlOpts); err != nil {

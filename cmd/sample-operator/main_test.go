@@ -141,7 +141,6 @@ func TestWebhookFlagDefaults(t *testing.T) {
 		certs:      "self-managed",
 		service:    "mirror-webhook-service",
 		caSecret:   "mirror-webhook-ca",
-		mutating:   "mirror-mutating-webhook-configuration",
 		validating: "mirror-validating-webhook-configuration",
 		crd:        "mirrors.samples.opkit.dev",
 	}
@@ -183,7 +182,7 @@ func TestWebhookNamespaceOutsideAPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.CASecret.String() != "mirror-system/mirror-webhook-ca" || o.Service.String() != "mirror-system/mirror-webhook-service" ||
-		!slices.Equal(o.Targets.CRDs, []string{"mirrors.samples.opkit.dev"}) || len(o.Targets.MutatingWebhooks) != 1 || len(o.Targets.ValidatingWebhooks) != 1 {
+		!slices.Equal(o.Targets.CRDs, []string{"mirrors.samples.opkit.dev"}) || len(o.Targets.MutatingWebhooks) != 0 || len(o.Targets.ValidatingWebhooks) != 1 {
 		t.Errorf("rotator options = %+v", o)
 	}
 }

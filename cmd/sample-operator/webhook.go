@@ -34,7 +34,6 @@ const (
 	defaultWebhookPort      = 9443
 	defaultWebhookService   = "mirror-webhook-service"
 	defaultWebhookCA        = "mirror-webhook-ca"
-	defaultMutatingConfig   = "mirror-mutating-webhook-configuration"
 	defaultValidatingConfig = "mirror-validating-webhook-configuration"
 	defaultConversionCRD    = "mirrors.samples.opkit.dev"
 )
@@ -51,7 +50,6 @@ type webhookFlags struct {
 	namespace  string // of the Service and the CA Secret; "" is the pod's
 	service    string
 	caSecret   string
-	mutating   string
 	validating string
 	crd        string
 	clientCA   string // "": any client may call
@@ -64,14 +62,13 @@ func (w *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&w.namespace, "webhook-namespace", "", "with self-managed certificates: namespace of the webhook Service and the CA Secret; defaults to the pod's")
 	fs.StringVar(&w.service, "webhook-service-name", defaultWebhookService, "with self-managed certificates: the webhook Service, which the serving certificate names")
 	fs.StringVar(&w.caSecret, "webhook-ca-secret", defaultWebhookCA, "with self-managed certificates: the Secret that holds the CA, created when missing")
-	fs.StringVar(&w.mutating, "mutating-webhook-configuration", defaultMutatingConfig, `with self-managed certificates: the MutatingWebhookConfiguration whose caBundle is kept; "" for none`)
 	fs.StringVar(&w.validating, "validating-webhook-configuration", defaultValidatingConfig, `with self-managed certificates: the ValidatingWebhookConfiguration whose caBundle is kept; "" for none`)
 	fs.StringVar(&w.clientCA, "webhook-client-ca", "", "PEM file of the CA whose client certificates the webhook server accepts, such as the API server's webhook client certificate's (docs/webhooks.md, \"Who may call the webhooks\"); admission paths refuse callers without one. Empty: any client may call")
 	fs.StringVar(&w.crd, "conversion-crd", defaultConversionCRD, `with self-managed certificates: the CRD whose conversion webhook's caBundle is kept; "" for none`)
 }
 
 // selfManagedFlags are the flags that only self-managed certificates use.
-var selfManagedFlags = []string{"webhook-namespace", "webhook-service-name", "webhook-ca-secret", "mutating-webhook-configuration", "validating-webhook-configuration", "conversion-crd"}
+var selfManagedFlags = []string{"webhook-namespace", "webhook-service-name", "webhook-ca-secret", "validating-webhook-configuration", "conversion-crd"}
 
 // check refuses combinations that would be ignored or cannot work; set
 // holds the flags given on the command line.
@@ -156,9 +153,6 @@ func (w *webhookFlags) rotatorOptions(log logr.Logger) (certs.Options, error) {
 		Service:  types.NamespacedName{Namespace: ns, Name: w.service},
 		CertDir:  w.certDir,
 		Logger:   log.WithName("webhook-certificates"),
-	}
-	if w.mutating != "" {
-		opts.Targets.MutatingWebhooks = []string{w.mutating}
 	}
 	if w.validating != "" {
 		opts.Targets.ValidatingWebhooks = []string{w.validating}

@@ -21,13 +21,13 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/opkit-dev/opkit/internal/actas"
+	"github.com/opkit-dev/opkit/internal/bodybudget"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
-	"golang.org/x/sync/semaphore"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -84,7 +84,7 @@ type Manager struct {
 	webhook       crwebhook.Server // nil without Options.Webhook
 	// admissionBodies is GuardWebhook's budget of admission request
 	// bodies in flight; nil without Options.Webhook.
-	admissionBodies *semaphore.Weighted
+	admissionBodies *bodybudget.Budget
 	shard           *sharded // nil without Options.Sharding
 
 	mu        sync.Mutex

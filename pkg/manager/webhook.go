@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"golang.org/x/sync/semaphore"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/opkit-dev/opkit/internal/bodybudget"
 )
 
 // WebhookOptions configure the admission webhook server, which is
@@ -122,7 +122,7 @@ func (m *Manager) newWebhookServer() error {
 		// without a certificate.
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.ClientCAs, c.ClientAuth = pool, tls.VerifyClientCertIfGiven })
 	}
-	m.admissionBodies = semaphore.NewWeighted(admissionBudget)
+	m.admissionBodies = bodybudget.New(admissionBudget, maxAdmissionBody)
 	m.webhook = crwebhook.NewServer(crwebhook.Options{
 		Host:     o.Host,
 		Port:     o.Port,
@@ -150,15 +150,12 @@ func readClientCAs(file string) (*x509.CertPool, error) {
 
 // Bounds of GuardWebhook: the admission handler (controller-runtime's)
 // reads at most maxAdmissionBody of a request, and the requests being
-// handled at once hold at most admissionBudget of bodies between them, by
-// their Content-Length (maxAdmissionBody when not told). A request beyond
-// the budget waits, unread, until its context ends, then gets 503; once
-// admitted, it must send its body within admissionReadTimeout, so that a
-// client trickling its body cannot keep its share.
+// handled at once hold at most admissionBudget of bodies between them
+// (package bodybudget: a reserved lane for small bodies, large ones shed
+// when the rest is taken, a read deadline scaled by size).
 const (
-	maxAdmissionBody     = 7 << 20
-	admissionBudget      = 2 * maxAdmissionBody
-	admissionReadTimeout = 30 * time.Second
+	maxAdmissionBody = 7 << 20
+	admissionBudget  = 2 * maxAdmissionBody
 )
 
 // GuardWebhook returns h behind what every admission path of the webhook
@@ -170,9 +167,15 @@ const (
 //   - a Content-Length of 7 MiB or more (the admission handler's limit) is
 //     refused with 413 unread;
 //   - the bodies of the requests being handled at once, on every path
-//     GuardWebhook wraps, stay within 14 MiB: a request beyond it waits
-//     until its context ends, then gets 503 Service Unavailable, so that
-//     a burst of the largest requests costs a bounded amount of memory.
+//     GuardWebhook wraps, stay within 14 MiB, of which 2 MiB only bodies
+//     of at most 256 KiB may hold: a larger body (or one of unknown
+//     length) that finds the rest taken gets 503 Service Unavailable at
+//     once, unread, and a small one waits for room until its context
+//     ends, so that a flood of large bodies is shed while a Mirror of a
+//     few KiB is answered;
+//   - an admitted body must arrive within 5 s plus 1 s per MiB of its
+//     length, or its reads fail, so that a client trickling its body
+//     gives its share back within seconds.
 //
 // Package webhook wraps its admission paths with it.
 func (m *Manager) GuardWebhook(h http.Handler) http.Handler {
@@ -186,16 +189,12 @@ func (m *Manager) GuardWebhook(h http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("request entity is too large; limit is %d bytes", maxAdmissionBody), http.StatusRequestEntityTooLarge)
 			return
 		}
-		weight := int64(maxAdmissionBody)
-		if r.ContentLength > 0 {
-			weight = r.ContentLength
-		}
-		if err := m.admissionBodies.Acquire(r.Context(), weight); err != nil {
+		release, err := m.admissionBodies.Admit(w, r)
+		if err != nil {
 			http.Error(w, fmt.Sprintf("too many admission requests in flight: %v", err), http.StatusServiceUnavailable)
 			return
 		}
-		defer m.admissionBodies.Release(weight)
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(admissionReadTimeout))
+		defer release()
 		h.ServeHTTP(w, r)
 	})
 }

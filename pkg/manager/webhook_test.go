@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +14,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	certutil "k8s.io/client-go/util/cert"
 
@@ -112,52 +116,93 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// GuardWebhook bounds the admission bodies handled at once: two of the
-// largest fit, a third waits until its context ends and gets 503; one of
-// 7 MiB is refused unread with 413; a share comes back when a request
-// ends.
-func TestGuardWebhookBoundsAdmissionBodies(t *testing.T) {
+// A flood of large admission bodies is shed, not queued, and a small
+// request (a Mirror of a few KiB) is answered through it: with sixty
+// bodies of 6.9 MiB sent at once and those admitted held in the handler,
+// every other large one gets 503 without waiting for its context, a small
+// one gets through, and one of 7 MiB is refused unread with 413.
+func TestGuardWebhookShedsAFloodOfLargeBodies(t *testing.T) {
 	m := newManager(t, env.Namespace(t), manager.Options{Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: 1, CertDir: t.TempDir()}})
-	entered, release := make(chan struct{}), make(chan struct{})
+	release := make(chan struct{})
+	var held atomic.Int32
 	h := m.GuardWebhook(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		<-release
+		if r.ContentLength > 256<<10 {
+			held.Add(1)
+			<-release
+		}
 	}))
-	const largest = 7<<20 - 1
-	serve := func(ctx context.Context, length int64) int {
+	// Generous: a request that waits for its context (as before) fails
+	// the test rather than hanging it.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	serve := func(length int64) (int, string) {
 		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/validate-x", http.NoBody)
 		r.ContentLength = length
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
-		return w.Code
+		return w.Code, w.Body.String()
 	}
-	codes := make(chan int, 2)
-	for range 2 {
-		go func() { codes <- serve(context.Background(), largest) }()
-		<-entered
+	const flood, large = 60, 69 << 20 / 10
+	type answer struct {
+		code int
+		body string
 	}
-	if code := serve(context.Background(), 7<<20); code != http.StatusRequestEntityTooLarge {
+	answers := make(chan answer, flood)
+	for range flood {
+		go func() {
+			code, body := serve(large)
+			answers <- answer{code, body}
+		}()
+	}
+	shed := 0
+	for shed+int(held.Load()) < flood {
+		a := <-answers
+		if a.code != http.StatusServiceUnavailable || strings.Contains(a.body, "context") {
+			t.Fatalf("a large body of the flood: %d %s, want 503 at once", a.code, a.body)
+		}
+		shed++
+	}
+	if code, body := serve(4 << 10); code != http.StatusOK {
+		t.Errorf("a small request with the flood in flight: %d %s, want 200", code, body)
+	}
+	if code, _ := serve(7 << 20); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("a 7 MiB request: %d, want 413", code)
 	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if code := serve(done, largest); code != http.StatusServiceUnavailable {
-		t.Errorf("a third of the largest requests, its context done while it waits: %d, want 503", code)
-	}
-	// A request without a length counts as the largest, and waits too.
-	if code := serve(done, -1); code != http.StatusServiceUnavailable {
-		t.Errorf("a request of unknown length while the budget is spent: %d, want 503", code)
-	}
-	release <- struct{}{}
-	if code := <-codes; code != http.StatusOK {
-		t.Errorf("the first request: %d, want 200", code)
-	}
-	go func() { codes <- serve(context.Background(), largest) }()
-	<-entered // admitted with the share the first gave back
 	close(release)
-	for range 2 {
-		if code := <-codes; code != http.StatusOK {
-			t.Errorf("a request within the budget: %d, want 200", code)
+	for range held.Load() {
+		if a := <-answers; a.code != http.StatusOK {
+			t.Errorf("an admitted large body: %d %s, want 200", a.code, a.body)
 		}
+	}
+	t.Logf("of %d large bodies at once, %d were shed", flood, shed)
+}
+
+// A body that stops arriving is cut off by its read deadline, a few
+// seconds plus its length at 1 MiB/s, and gives its share back.
+func TestGuardWebhookCutsOffASlowBody(t *testing.T) {
+	m := newManager(t, env.Namespace(t), manager.Options{Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: 1, CertDir: t.TempDir()}})
+	readErr := make(chan error, 1)
+	srv := httptest.NewUnstartedServer(m.GuardWebhook(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	})))
+	srv.StartTLS()
+	defer srv.Close()
+	conn, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test's own server
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /validate-x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{")
+	// Generous beside the 5 s bound, and short of the 30 s that held a
+	// share before.
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Fatal("the stalled body was read whole")
+		}
+		t.Logf("the stalled body's read failed: %v", err)
+	case <-time.After(25 * time.Second):
+		t.Fatal("a stalled body of 4 KiB was still being read after 25 s")
 	}
 }

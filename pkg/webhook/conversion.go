@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +17,7 @@ import (
 	crconversion "sigs.k8s.io/controller-runtime/pkg/conversion"
 	whconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
+	"github.com/opkit-dev/opkit/internal/bodybudget"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -176,7 +176,7 @@ type converters struct {
 	log     logr.Logger
 	// inFlight bounds the bytes of request bodies being read or converted
 	// at once (see conversionBudget).
-	inFlight *semaphore.Weighted
+	inFlight *bodybudget.Budget
 
 	mu sync.Mutex
 	// byKind holds every registered kind; a nil Converter converts by the
@@ -211,7 +211,7 @@ func conversionHandler(m *manager.Manager) (*converters, error) {
 		scheme:   m.Scheme(),
 		decoder:  whconversion.NewDecoder(m.Scheme()),
 		log:      m.Logger().WithName("webhook").WithValues("path", ConversionPath),
-		inFlight: semaphore.NewWeighted(conversionBudget),
+		inFlight: bodybudget.New(conversionBudget, maxConversionBody),
 		byKind:   map[schema.GroupKind]whconversion.Converter{},
 	}
 	if err := register(srv, ConversionPath, found); err != nil {

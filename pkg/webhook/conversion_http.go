@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apixv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
@@ -27,20 +26,15 @@ const maxConversionBody = 7 << 20
 
 // conversionBudget bounds the bytes of conversion request bodies being
 // read or converted at once, by their Content-Length (maxConversionBody
-// when not told): two requests of the largest size, or many small ones. A
-// request waits for its share until its context ends, then gets 503. A
-// review of seven 1 MiB Mirrors raised the heap in use by 17 MiB while it
-// converted (the bytes, the decoded review, the source and converted
+// when not told): two requests of the largest size, or many small ones,
+// with package bodybudget's lanes and read deadlines, so that callers who
+// hold or trickle large bodies cannot starve the conversion of a Mirror.
+// A review of seven 1 MiB Mirrors raised the heap in use by 17 MiB while
+// it converted (the bytes, the decoded review, the source and converted
 // objects), so eight at once raise it by about 40 MiB rather than 330
 // MiB unbounded: well within the Deployment's 128 MiB with the rest of
 // the operator (see docs/webhooks.md).
 const conversionBudget = 2 * maxConversionBody
-
-// conversionReadTimeout bounds how long a request may take to send its
-// body once it holds its share of conversionBudget, so that a client that
-// trickles its body cannot keep the share: the API server sends its
-// reviews at once, within its own 30 s timeout.
-const conversionReadTimeout = 30 * time.Second
 
 // ServeHTTP answers a ConversionReview at ConversionPath. It refuses a
 // told Content-Length of maxConversionBody or more up front, and stops
@@ -65,16 +59,12 @@ func (c *converters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))
 		return
 	}
-	weight := int64(maxConversionBody)
-	if r.ContentLength > 0 {
-		weight = r.ContentLength
-	}
-	if err := c.inFlight.Acquire(r.Context(), weight); err != nil {
+	release, err := c.inFlight.Admit(w, r)
+	if err != nil {
 		c.refuse(w, http.StatusServiceUnavailable, fmt.Errorf("too many conversions in flight: %w", err))
 		return
 	}
-	defer c.inFlight.Release(weight)
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(conversionReadTimeout))
+	defer release()
 	review, code, err := c.readReview(w, r)
 	if err != nil {
 		c.refuse(w, code, err)

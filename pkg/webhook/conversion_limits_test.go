@@ -1,14 +1,20 @@
 package webhook_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/opkit-dev/opkit/pkg/webhook"
 )
@@ -117,4 +123,101 @@ func httpsClient(t *testing.T, caBundle []byte) *http.Client {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
+}
+
+// Callers who reach the port without a certificate (as any pod may) and
+// trickle large bodies cannot starve conversion: with four slow bodies of
+// 3.5 MiB each (the whole budget between them) sent to /convert, each
+// holding the budget or shed, a review of one small object is still
+// converted, and each slow body is cut off or refused rather than held.
+func TestConversionServedBesideSlowBodies(t *testing.T) {
+	ns := env.Namespace(t)
+	m, url, caBundle := newGadgetManager(t, ns)
+	if err := webhook.RegisterConversion(m, webhook.Conversion[*GadgetV2]{}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, m)
+	c := httpsClient(t, caBundle)
+	poll(t, "the webhook server to serve", func() bool {
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	const slow, length = 4, 7 << 19
+	answered := make(chan string, slow)
+	for range slow {
+		go func() { answered <- slowBody(url, caBundle, length) }()
+	}
+	var cut []string
+	poll(t, "the slow bodies to be held or refused", func() bool {
+		for len(answered) > 0 {
+			cut = append(cut, <-answered)
+		}
+		return inFlight(t, webhook.ConversionPath)+len(cut) == slow
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // under the old 30 s read timeout
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(gadgetReview(t, "apiextensions.k8s.io/v1", "ConversionReview", 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("a small conversion beside %d slow bodies: %v", slow, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"endpoint":"example.com:443"`) {
+		t.Errorf("a small conversion beside %d slow bodies: %d %s, want it converted", slow, resp.StatusCode, body)
+	}
+	for len(cut) < slow {
+		cut = append(cut, <-answered)
+	}
+	t.Logf("the slow bodies were answered: %q", cut)
+}
+
+// slowBody posts the start of a body of length bytes to url and stalls,
+// and returns the status line of the answer, or the read error, once the
+// server answers or closes the connection.
+func slowBody(url string, caBundle []byte, length int) string {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caBundle)
+	host := strings.TrimPrefix(strings.TrimSuffix(url, webhook.ConversionPath), "https://")
+	conn, err := tls.Dial("tcp", host, &tls.Config{RootCAs: pool})
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", webhook.ConversionPath, host, length)
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(line)
+}
+
+// inFlight is controller-runtime's gauge of the requests in flight at path
+// of any webhook server of the process.
+func inFlight(t *testing.T, path string) int {
+	t.Helper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "controller_runtime_webhook_requests_in_flight" {
+			continue
+		}
+		for _, metric := range mf.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == path {
+					return int(metric.GetGauge().GetValue())
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -23,8 +23,11 @@
 //     (Conversion.Spokes, SpokeFuncs). A version that cannot convert fails
 //     RegisterConversion, not the first request.
 //   - Bounded: a body of 7 MiB or more is refused with 413 on every path;
-//     conversions in flight share a budget of twice that, beyond which a
-//     request waits, or gets 503 when its context ends.
+//     the admission paths share a budget of twice that, and conversions
+//     another, by Content-Length. 2 MiB of each is only for bodies of at
+//     most 256 KiB; a larger body that finds the rest taken gets 503 at
+//     once, a small one waits for room until its context ends. An
+//     admitted body must arrive within 5 s plus 1 s per MiB.
 //   - Callers: with manager.Options.Webhook.ClientCAFile, the admission
 //     paths take only clients with a certificate that CA signed;
 //     /convert takes any, since the API server presents none to

@@ -102,8 +102,6 @@ var needs = map[string]need{
 	"create secrets (mirror-system)":        {unused: "the ClusterRole grants create on secrets everywhere, for copies; the Role grants it in mirror-system for the webhook CA Secret, which it creates when missing, so that the certificates need nothing of the Mirror's rules"},
 	"get secrets (mirror-system)":           {unused: "the ClusterRole grants get on secrets everywhere, for the Mirror's sources, which it fetches when it reads them; the Role grants it in mirror-system for the webhook CA Secret, so that the certificates need nothing of the Mirror's rules"},
 	"update secrets":                        {unused: "the webhook CA Secret is updated only when the CA is replaced, two thirds into its ten years (pkg/webhook/certs tests it in fake time)"},
-	"get mutatingwebhookconfigurations":     {step: "start", exits: true},
-	"patch mutatingwebhookconfigurations":   {step: "start", exits: true},
 	"get validatingwebhookconfigurations":   {step: "start", exits: true},
 	"patch validatingwebhookconfigurations": {step: "start", exits: true},
 	"get customresourcedefinitions":         {step: "start", exits: true},

@@ -173,8 +173,8 @@ func TestWebhookCertificates(t *testing.T) {
 		t.Fatalf("the CA Secret is of type %s with keys %v, want kubernetes.io/tls with ca.crt", s.Type, keys(s.Data))
 	}
 	bundles := caBundles(t)
-	if len(bundles) < 3 {
-		t.Errorf("caBundles of %v, want the two webhook configurations' and the CRD's", keys(bundles))
+	if len(bundles) < 2 {
+		t.Errorf("caBundles of %v, want the validating webhook configuration's and the CRD's", keys(bundles))
 	}
 	for where, b := range bundles {
 		if !bytes.Equal(b, s.Data["ca.crt"]) {

@@ -68,34 +68,24 @@
 //     read-your-writes makes each reconcile of a Mirror see the Mirror's
 //     own earlier writes.
 //
-// Its admission webhooks (SetupWebhooks; configurations generated into
-// config/webhook/manifests.yaml) never do for a requester what they could
-// not do themselves (package requester asks the API server, with
-// SubjectAccessReviews for the user who sent the request):
+// Its admission webhook (SetupWebhooks; its configuration generated into
+// config/webhook/manifests.yaml) answers from the request alone, so that
+// a caller who reaches the webhook port, naming any user, learns nothing
+// of other objects and costs no API request:
 //
-//   - Defaulter: an omitted spec.source.kind becomes ConfigMap or Secret,
-//     whichever of the two exists under the source's name in the Mirror's
-//     namespace; neither or both is refused on spec.source.kind. It looks
-//     only for a requester who may get both by that name there, and
-//     otherwise refuses with 403 naming what they lack, whether either
-//     exists or not.
-//   - Validator: on create, and on update when the spec changes, the
-//     requester must be allowed to get the source and to create, patch
-//     and delete its kind in each namespace the Mirror copies into now
-//     (Policy.Targets), the operator's own writes of a copy; a refusal
-//     (403) names the user and each missing permission. Then a source that
-//     is another Mirror's copy, or that Policy.CheckSource refuses, is
-//     refused on spec.source.name; changing spec.source.kind is refused on
-//     update; kubectl warns when the selector matches no namespace that
-//     accepts copies (never whether it matches others), when
-//     more namespaces accept copies than Policy.MaxTargets, and when an
-//     update changes the source.
-//   - Both answer only about the namespace of the admission request, and
-//     refuse an object that names another (which only a forged request
-//     can send).
-//   - They read live from the API server, with list, which the controller
-//     holds already, and create SubjectAccessReviews; they hook v1alpha1
-//     Mirrors only, not their status.
+//   - Validator: a selector that does not parse is refused on
+//     spec.namespaceSelector, a kind other than ConfigMap or Secret on
+//     spec.source.kind (the CRD defaults it), and on update a changed
+//     spec.source.kind; kubectl warns when an update changes the source.
+//   - It reads nothing, lists no namespace and asks the API server
+//     nothing: not who the requester is, not whether the source exists or
+//     may be copied, not which namespaces accept copies. The controller
+//     checks those at every reconcile, and the API server's RBAC decides
+//     each read and write (TestForgedCallerLearnsNothing,
+//     TestForgedFloodCostsNoAPIRequests).
+//   - It refuses an object in another namespace than its request (which
+//     only a forged request can send), and hooks v1alpha1 Mirrors only,
+//     not their status. There is no defaulting webhook.
 //
 // Versions: Mirrors are stored as v1alpha1, the version the controller
 // reads and writes and the hub of conversion; v1beta1 (spec.from,

@@ -49,7 +49,9 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 			return nil, fmt.Errorf("set up the mirror controller: %w", err)
 		}
 		pinned = append(pinned,
-			manager.Watches(&r.pin.bindings, func(*admissionregistrationv1.ValidatingAdmissionPolicyBinding) []reconcile.Request { return s.everyMirror() }),
+			manager.Watches(&r.pin.bindings, func(*admissionregistrationv1.ValidatingAdmissionPolicyBinding) []reconcile.Request {
+				return s.everyMirror()
+			}),
 			manager.Watches(&r.pin.policies, func(*admissionregistrationv1.ValidatingAdmissionPolicy) []reconcile.Request { return s.everyMirror() }))
 	}
 	return manager.NewController(m, "mirror", r, append(pinned,

@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,19 +47,54 @@ type hooked struct {
 	// does (or anyone who can reach its port).
 	url string
 	ca  []byte
+	// sent records each request the manager serving the hooks sends to
+	// the API server.
+	sent *sentRequests
 }
 
-// serveWebhooks starts a manager with mirror.SetupWebhooks and the
-// strictest Policy, installs config/webhook/manifests.yaml pointed at it
-// (url clientConfigs, a self-signed caBundle) for a new namespace of the
-// test, and returns once the API server calls the hooks.
+// sentRequests records requests sent through a rest.Config; safe for
+// concurrent use.
+type sentRequests struct {
+	mu    sync.Mutex
+	lines []string // "VERB path"
+}
+
+// wrap makes cfg's transport record each request in s.
+func (s *sentRequests) wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			s.mu.Lock()
+			s.lines = append(s.lines, req.Method+" "+req.URL.Path)
+			s.mu.Unlock()
+			return rt.RoundTrip(req)
+		})
+	})
+}
+
+// since returns the requests recorded after the first n.
+func (s *sentRequests) since(n int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lines[n:])
+}
+
+// count is the number of requests recorded so far.
+func (s *sentRequests) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.lines)
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// serveWebhooks starts a manager with mirror.SetupWebhooks, installs
+// config/webhook/manifests.yaml pointed at it (url clientConfigs, a
+// self-signed caBundle) for a new namespace of the test, and returns once
+// the API server calls the hooks. The manager's requests to the API
+// server are recorded in hooked.sent.
 func serveWebhooks(t *testing.T) *hooked {
-	t.Helper()
-	return serveWebhooksWith(t, mirror.Policy{})
-}
-
-// serveWebhooksWith is serveWebhooks with policy.
-func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 	t.Helper()
 	crt, key, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
 	if err != nil {
@@ -63,7 +102,9 @@ func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 	}
 	port := freePort(t)
 	scheme := newScheme(t)
-	mgr, err := manager.New(env.Config(), manager.Options{
+	cfg, sent := rest.CopyConfig(env.Config()), &sentRequests{}
+	sent.wrap(cfg)
+	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:  scheme,
 		Metrics: manager.MetricsOptions{BindAddress: "0"},
 		Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: port, CertDir: certDir(t, crt, key)},
@@ -71,7 +112,7 @@ func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mirror.SetupWebhooks(mgr, policy); err != nil {
+	if err := mirror.SetupWebhooks(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -87,7 +128,7 @@ func serveWebhooksWith(t *testing.T, policy mirror.Policy) *hooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hooked{t: t, ns: env.Namespace(t), cl: cl, url: fmt.Sprintf("https://127.0.0.1:%d", port), ca: crt}
+	h := &hooked{t: t, ns: env.Namespace(t), cl: cl, url: fmt.Sprintf("https://127.0.0.1:%d", port), ca: crt, sent: sent}
 	h.kubectl, h.kubeconfig = kubectl(t)
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, hookedLabel, h.ns)
 	if _, err := env.Client().CoreV1().Namespaces().Patch(t.Context(), h.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -122,35 +163,22 @@ func installManifest(t *testing.T, ns, url string, caBundle []byte, obj runtime.
 		u := url + *cc.Service.Path
 		*cc = admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: caBundle}
 	}
-	cs := env.Client().AdmissionregistrationV1()
-	switch c := obj.(type) {
-	case *admissionregistrationv1.MutatingWebhookConfiguration:
-		c.Name = ns
-		for i := range c.Webhooks {
-			client(&c.Webhooks[i].ClientConfig, webhook.MutatePath(gvk))
-			c.Webhooks[i].NamespaceSelector = selector
-		}
-		if _, err := cs.MutatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cs.MutatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
-		})
-	case *admissionregistrationv1.ValidatingWebhookConfiguration:
-		c.Name = ns
-		for i := range c.Webhooks {
-			client(&c.Webhooks[i].ClientConfig, webhook.ValidatePath(gvk))
-			c.Webhooks[i].NamespaceSelector = selector
-		}
-		if _, err := cs.ValidatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cs.ValidatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
-		})
-	default:
-		t.Fatalf("config/webhook/manifests.yaml holds a %T", obj)
+	c, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	if !ok {
+		t.Fatalf("config/webhook/manifests.yaml holds a %T, want only a ValidatingWebhookConfiguration", obj)
 	}
+	c.Name = ns
+	for i := range c.Webhooks {
+		client(&c.Webhooks[i].ClientConfig, webhook.ValidatePath(gvk))
+		c.Webhooks[i].NamespaceSelector = selector
+	}
+	cs := env.Client().AdmissionregistrationV1()
+	if _, err := cs.ValidatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.ValidatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
 }
 
 // readManifests decodes config/webhook/manifests.yaml.
@@ -176,29 +204,30 @@ func readManifests(t *testing.T) []runtime.Object {
 		}
 		out = append(out, obj)
 	}
-	if len(out) != 2 {
-		t.Fatalf("config/webhook/manifests.yaml holds %d configurations, want 2", len(out))
+	if len(out) != 1 {
+		t.Fatalf("config/webhook/manifests.yaml holds %d configurations, want 1", len(out))
 	}
 	return out
 }
 
 // waitForHooks waits until the API server calls the hooks: it caches
 // webhook configurations, so a write just after installing them may
-// bypass them. A dry run of a Mirror whose selector does not parse is
-// refused by the Validator once it is called.
+// bypass them. A dry run of a Mirror whose selector does not parse (the
+// schema does not check label keys) is refused by the Validator once it
+// is called.
 func (h *hooked) waitForHooks() {
 	h.t.Helper()
 	probe := &v1alpha1.Mirror{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: h.ns},
 		Spec: v1alpha1.MirrorSpec{
-			Source:            v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "no-such-source"},
-			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"k": "not a label value!"}},
+			Source:            v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: "probe"},
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"not a label key": "x"}},
 		},
 	}
 	var last error
 	err := wait.PollUntilContextTimeout(h.t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = h.cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return last != nil && strings.Contains(last.Error(), "spec.namespaceSelector"), nil
+		return last != nil && strings.Contains(last.Error(), "spec.namespaceSelector: Invalid value"), nil
 	})
 	if err != nil {
 		h.t.Fatalf("waiting for the API server to call the webhooks: %v (last dry run: %v)", err, last)
@@ -220,23 +249,20 @@ func (h *hooked) run(stdin string, args ...string) (string, bool) {
 }
 
 // mirrorYAML is a v1alpha1 Mirror named name in the hooked namespace,
-// whose source has kind (omitted when "") and sourceName, and whose
-// selector matches the labels sel.
+// whose source has kind and sourceName, and whose selector matches the
+// labels sel.
 func (h *hooked) mirrorYAML(name, kind, sourceName, sel string) string {
-	kindLine := ""
-	if kind != "" {
-		kindLine = "\n    kind: " + kind
-	}
 	return fmt.Sprintf(`apiVersion: samples.opkit.dev/v1alpha1
 kind: Mirror
 metadata:
   name: %s
 spec:
   source:
-    name: %s%s
+    kind: %s
+    name: %s
   namespaceSelector:
     matchLabels: %s
-`, name, sourceName, kindLine, sel)
+`, name, kind, sourceName, sel)
 }
 
 // freePort returns a loopback port that was free a moment ago: the
