@@ -193,6 +193,12 @@ SOURCE_BENCH_TIME  ?= 3x
 SOURCE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,7)
 SOURCE_ROWS := opkitlag opkit ctrlruntime default ctrlruntimedefault controller controllertraced
 
+# What acting as the tenant costs (pkg/manager): creates through a
+# controller's Writer and its WriterAs in turn, in one run, each row's time
+# per create and their ratio (as/own); then 1,000 identities, one create
+# each, and the heap and goroutines they leave behind.
+WRITERAS_CREATES ?= $(if $(BENCH_QUICK_DEFAULT),100,1000)
+
 # The end-to-end benchmark runs the Mirror operator on opkit, on
 # controller-runtime and as a bare client, in alternation (see
 # hack/bench/e2e), in three scenarios: the original workload, the same in a
@@ -240,11 +246,14 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	      -test.bench "^BenchmarkInformerUpdates$$/^$$row$$" -test.benchmem -test.benchtime=$(SOURCE_BENCH_TIME) -test.timeout=30m || exit 1; \
 	  done; \
 	done | tee $(BIN)/bench/source.txt | $(BENCHTABLE) | tee $(RESULTS)/source.txt
+	{ $(GO) test -run '^$$' -bench '^BenchmarkWriterAs$$' -benchtime=$(WRITERAS_CREATES)x -count=$(BENCH_COUNT) -timeout=30m ./pkg/manager/ && \
+	  $(GO) test -run '^$$' -bench '^BenchmarkWriterAsIdentities$$' -benchtime=1x -count=$(BENCH_COUNT) -timeout=30m ./pkg/manager/; } \
+	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/writeras.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
 	$(MAKE) --no-print-directory bench-memory
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
-	  for t in queue cache source e2e scaleout memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+	  for t in queue cache source writeras e2e scaleout memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
 .PHONY: bench-memory
 bench-memory: envtest ## Run opkit's and controller-runtime's Mirror under a real memory limit among OBJECTS (60000) objects; bisect the smallest limit each survives (root).

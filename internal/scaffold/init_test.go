@@ -183,6 +183,8 @@ func TestManagerIsOpkits(t *testing.T) {
 	// The sample serves webhooks; a new project has none until "opkit create
 	// webhook" adds them.
 	withoutWebhooks := strings.NewReplacer(sampleWebhookParts...).Replace(body(string(want)))
+	// The Mirror's own flag: the policy that pins its ServiceAccount.
+	withoutWebhooks = strings.Replace(withoutWebhooks, "        - --identity-policy=mirror-service-account\n", "", 1)
 	// The sample's memory limit is measured for the sample (its comment
 	// says how); a new project starts from 128Mi and measures its own.
 	w := strings.NewReplacer("mirror-operator", "acme-operator", "image: operator:latest", "image: controller:latest", "- /sample-operator", "- /manager",

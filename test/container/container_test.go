@@ -121,6 +121,7 @@ func TestContainerRunsAsDeployed(t *testing.T) {
 	t.Run("secure metrics", func(t *testing.T) { checkMetrics(t, pid, c, d, "https://"+metricsAddr+"/metrics") })
 	t.Run("mirror", func(t *testing.T) { checkMirror(t, pid, c) })
 	t.Run("fan-out within the memory limit", func(t *testing.T) { checkFanOut(t, pid, c, mgr) })
+	t.Run("held sources within the memory limit", func(t *testing.T) { checkHeldSources(t, pid, c, mgr) })
 
 	peak := procStatus(t, pid)["VmHWM"]
 	cgPeak, file, err := cgroupPeak(pid)

@@ -87,13 +87,16 @@ func (d deployment) manager(t *testing.T) corev1.Container {
 }
 
 // applyIdentity creates config/default's Namespace, ServiceAccount, roles
-// and bindings (the CRD is installed by TestMain; the Deployment and the
-// Service need a kubelet and a Service network that are not here).
+// and bindings, and its admission policies, which bound the operator's
+// writes and pin the ServiceAccount a Mirror acts as (the CRD is installed
+// by TestMain; the Deployment and the Service need a kubelet and a Service
+// network that are not here).
 func (d deployment) applyIdentity(t *testing.T, c client.Client) {
 	t.Helper()
 	for _, u := range d.objects {
 		switch u.GetKind() {
-		case "Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			if err := c.Create(t.Context(), u.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}

@@ -111,3 +111,61 @@ func checkFanOut(t *testing.T, pid int, c client.Client, mgr corev1.Container) {
 		t.Errorf("the cgroup's processes were OOM-killed %d times", kills)
 	}
 }
+
+// heldSources is how many sources of fanOutBytes checkHeldSources makes a
+// tenant's Mirrors read: more, between them, than the Deployment's memory
+// limit.
+const heldSources = 140
+
+// checkHeldSources makes heldSources ConfigMaps of 1 MiB and a Mirror of
+// each that copies it nowhere, as a tenant who wants the operator to hold
+// them would, and checks that the operator, under the Deployment's memory
+// limit, reconciles every one and is not OOM-killed: it reads a source
+// per reconcile, as the Mirror's ServiceAccount, and holds none after.
+func checkHeldSources(t *testing.T, pid int, c client.Client, mgr corev1.Container) {
+	limit := mgr.Resources.Limits.Memory().Value()
+	home := env.Namespace(t)
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
+	payload := strings.Repeat("h", fanOutBytes-4096)
+	nowhere := metav1.LabelSelector{MatchLabels: map[string]string{"opkit.dev/matches": "nothing-" + home}}
+	for i := range heldSources {
+		name := fmt.Sprintf("held-%03d", i)
+		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: name}, Data: map[string]string{"payload": payload}}
+		m := &v1alpha1.Mirror{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: name},
+			Spec: v1alpha1.MirrorSpec{Source: v1alpha1.SourceRef{Kind: v1alpha1.KindConfigMap, Name: name}, NamespaceSelector: nowhere}}
+		for _, o := range []client.Object{src, m} {
+			if err := c.Create(t.Context(), o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, pid, fmt.Sprintf("%d Mirrors of 1 MiB sources to be reconciled", heldSources), func(ctx context.Context) (bool, error) {
+		var ms v1alpha1.MirrorList
+		if err := c.List(ctx, &ms, client.InNamespace(home)); err != nil {
+			return false, err
+		}
+		n := 0
+		for _, m := range ms.Items {
+			if ready := apimeta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady); ready != nil && ready.Reason == v1alpha1.ReasonSynced {
+				n++
+			}
+		}
+		return n == heldSources, nil
+	})
+	peak, file, err := cgroupPeak(pid)
+	if err != nil {
+		t.Fatalf("read the container's cgroup peak: %v", err)
+	}
+	t.Logf("%d sources of 1 MiB: the operator's peak RSS (VmHWM) %s; the cgroup's peak charge (%s) %.1f MiB of a %d MiB limit",
+		heldSources, procStatus(t, pid)["VmHWM"], file, float64(peak)/(1<<20), limit>>20)
+	if kills, err := cgroupOOMKills(pid); err != nil {
+		t.Logf("cannot read the cgroup's OOM kills: %v", err)
+	} else if kills != 0 {
+		t.Errorf("the cgroup's processes were OOM-killed %d times", kills)
+	}
+	if peak > limit*3/4 {
+		t.Errorf("the cgroup's peak charge is %.1f MiB: over three quarters of the %d MiB limit", float64(peak)/(1<<20), limit>>20)
+	}
+}

@@ -47,6 +47,8 @@ type opConfig struct {
 	// podNamespace leaves --webhook-namespace out, for an operator that
 	// reads its namespace as a pod does.
 	podNamespace bool
+	// args are more flags.
+	args []string
 }
 
 // startOperator runs the operator as the Deployment in config/manager
@@ -76,6 +78,11 @@ func startOperator(t testing.TB, c opConfig) *operator {
 	if !c.podNamespace {
 		argv = append(argv, "--webhook-namespace", webhookNamespace)
 	}
+	// config/policy, which config/default installs beside the operator,
+	// and its binding, which config/manager names.
+	render(t).createPolicies(t)
+	argv = append(argv, "--identity-policy", identityBinding)
+	argv = append(argv, c.args...)
 	if c.wrap != nil {
 		argv = c.wrap(argv)
 	}

@@ -7,13 +7,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 )
 
@@ -23,6 +26,31 @@ func asUser(t testing.TB, user string) kubernetes.Interface {
 	cfg := env.Config()
 	cfg.Impersonate.UserName = user
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// waitForIdentityPolicy waits until the API server enforces config/policy's
+// service-account policy: a dry run of a Mirror by a user who may create
+// Mirrors in default, and act as no ServiceAccount, is refused.
+func waitForIdentityPolicy(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	const user = "identity-policy-probe"
+	rule := rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"mirrors"}, Verbs: []string{"create"}}
+	roleBinding(t, "default", user, rule, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user})
+	cfg := env.Config()
+	cfg.Impersonate.UserName = user
+	cl, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := newMirror("default", "identity-policy-probe", v1alpha1.KindConfigMap, "x", nil)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "may not act as ServiceAccount"), nil
+	})
+	if err != nil {
+		t.Fatalf("config/policy's service-account policy is not enforced within a minute: %v", err)
+	}
 }
 
 // withToken returns a config of the control plane that authenticates with

@@ -281,6 +281,16 @@ func (d *deployment) apply(t testing.TB, suffix string, drop ...permission) iden
 // them.
 func (d *deployment) applyPolicies(t testing.TB) {
 	t.Helper()
+	d.createPolicies(t)
+	waitForPolicy(t, d.serviceAccountUser())
+}
+
+// createPolicies creates config/policy's objects, leaving those that
+// exist, and waits until the API server enforces the service-account
+// policy, which every operator startOperator runs needs
+// (--identity-policy).
+func (d *deployment) createPolicies(t testing.TB) {
+	t.Helper()
 	dyn, err := dynamic.NewForConfig(env.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +306,7 @@ func (d *deployment) applyPolicies(t testing.TB) {
 			return err
 		})
 	}
-	waitForPolicy(t, d.serviceAccountUser())
+	waitForIdentityPolicy(t)
 }
 
 // serviceAccountUser is the rendered ServiceAccount's user name.

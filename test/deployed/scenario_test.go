@@ -11,8 +11,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,8 +114,14 @@ func (w *world) consent() {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + operatorNamespace}},
 	}
-	create(w.t, func() error { _, err := cs.RbacV1().Roles(w.home).Create(ctx, role, metav1.CreateOptions{}); return err })
-	create(w.t, func() error { _, err := cs.RbacV1().RoleBindings(w.home).Create(ctx, binding, metav1.CreateOptions{}); return err })
+	create(w.t, func() error {
+		_, err := cs.RbacV1().Roles(w.home).Create(ctx, role, metav1.CreateOptions{})
+		return err
+	})
+	create(w.t, func() error {
+		_, err := cs.RbacV1().RoleBindings(w.home).Create(ctx, binding, metav1.CreateOptions{})
+		return err
+	})
 	if err := mirrortest.GrantCopier(ctx, cs, w.home, v1alpha1.DefaultServiceAccountName); err != nil {
 		w.t.Fatal(err)
 	}

@@ -30,7 +30,6 @@ import (
 func TestTenantGetsNothingTheirRBACDenies(t *testing.T) {
 	d := render(t)
 	id := d.apply(t, "tenants")
-	d.applyPolicies(t)
 	ctx := t.Context()
 	cl, err := client.New(env.Config(), client.Options{Scheme: newScheme()})
 	if err != nil {
@@ -122,8 +121,38 @@ func TestTenantGetsNothingTheirRBACDenies(t *testing.T) {
 			t.Fatalf("a Mirror naming a ServiceAccount its creator may not act as was not refused by the admission policy: %v", err)
 		}
 	})
+	t.Run("the admission policy deleted", func(t *testing.T) {
+		// Without the policy, a user who may write a Mirror could name any
+		// ServiceAccount of its namespace: the operator acts for no Mirror
+		// until it is back, and says so.
+		works := newMirror(home, "works", "", "", nil)
+		m := newMirror(home, "while-unpinned", v1alpha1.KindConfigMap, "app-config", map[string]string{"tenant-test": home})
+		deleteBinding(t)
+		waitReady(t, cl, works, v1alpha1.ReasonIdentityUnpinned, "mirror-service-account")
+		create(t, func() error { return cl.Create(ctx, m) })
+		waitReady(t, cl, m, v1alpha1.ReasonIdentityUnpinned, "acts for no Mirror")
+		noObject(t, cl, writable, "while-unpinned")
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: writable, Name: "app-config"}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("the copy made before the policy went: %v, want it kept", err)
+		}
+		d.createPolicies(t)
+		waitReady(t, cl, works, v1alpha1.ReasonSynced, "copied into 1 namespaces")
+	})
 	if t.Failed() {
 		t.Logf("operator log:\n%s", op.logs.String())
+	}
+}
+
+// identityBinding is config/policy's service-account binding, as
+// config/default renders it.
+const identityBinding = "mirror-service-account"
+
+// deleteBinding deletes identityBinding; applyPolicies makes it again.
+func deleteBinding(t *testing.T) {
+	t.Helper()
+	err := env.Client().AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(t.Context(), identityBinding, metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -158,7 +187,7 @@ func setLabel(t *testing.T, cl client.Client, ns, key, value string) {
 
 // roleBinding grants subject rule in ns by a Role and RoleBinding named
 // name.
-func roleBinding(t *testing.T, ns, name string, rule rbacv1.PolicyRule, subject rbacv1.Subject) {
+func roleBinding(t testing.TB, ns, name string, rule rbacv1.PolicyRule, subject rbacv1.Subject) {
 	t.Helper()
 	ctx := context.Background()
 	cs := env.Client()

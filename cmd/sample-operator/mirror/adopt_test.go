@@ -13,6 +13,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
@@ -73,6 +74,11 @@ func users(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	home := env.Namespace(t)
+	// Later tests' operators watch every namespace, and reconcile the
+	// Mirrors left here as their ServiceAccount, which may copy.
+	if err := mirrortest.GrantCopier(t.Context(), env.Client(), home, v1alpha1.DefaultServiceAccountName); err != nil {
+		t.Fatal(err)
+	}
 	return &world{t: t, cl: cl, home: home, label: map[string]string{"mirror-test": home}}
 }
 

@@ -1,11 +1,15 @@
 package mirror_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
@@ -27,6 +31,22 @@ func TestSourceThatCannotBeFetchedIsReported(t *testing.T) {
 		},
 	}
 	w.create(m)
+	// A Mirror that fails for good would make later tests' operators,
+	// which watch every namespace, retry it: it goes before this
+	// operator stops.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := w.cl.Delete(ctx, m); err != nil {
+			t.Errorf("delete the Mirror: %v", err)
+			return
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return apierrors.IsNotFound(w.cl.Get(ctx, client.ObjectKeyFromObject(m), &v1alpha1.Mirror{})), nil
+		})
+		if err != nil {
+			t.Errorf("the Mirror was not deleted: %v", err)
+		}
+	})
 
 	w.eventually("SyncFailed", w.ready(m, v1alpha1.ReasonSyncFailed, 0))
 	w.eventually("a SyncFailed Event", w.event(m, v1alpha1.ReasonSyncFailed))

@@ -63,6 +63,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
 	"github.com/opkit-dev/opkit/hack/bench/internal/repo"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
@@ -219,6 +220,12 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	o.serverCPU = func(ctx context.Context) (float64, error) { return apiServerCPU(ctx, cs) }
+	// opkit's operator reads sources and writes copies as each Mirror's
+	// ServiceAccount: every one may, here, as a cluster's owners would
+	// grant (docs/mirror-tenancy.md). The peers write as themselves.
+	if err := mirrortest.GrantEveryServiceAccount(ctx, cs); err != nil {
+		return err
+	}
 
 	titles := o.titles(time.Now())
 	newWorkload := func(run string) *workload {

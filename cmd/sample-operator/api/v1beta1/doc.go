@@ -10,8 +10,8 @@
 // v1beta1 is served, not stored: Mirrors are stored as v1alpha1 (the
 // storage version and conversion hub), and Mirror.ConvertTo and
 // ConvertFrom convert to and from it without losing anything. A v1alpha1
-// Mirror whose spec.source.kind is unset (possible only where the
-// defaulting webhook is not installed) cannot say its source in spec.from:
+// Mirror whose spec.source.kind is unset (possible only for one stored
+// before the CRD defaulted it) cannot say its source in spec.from:
 // its v1beta1 form leaves spec.from empty and keeps the source's name in
 // the annotation AnnotationSourceName, which ConvertTo reads back and
 // removes.

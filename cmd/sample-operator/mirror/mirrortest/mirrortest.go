@@ -38,7 +38,18 @@ func GrantCopier(ctx context.Context, cs kubernetes.Interface, namespace, name s
 	if err := bind(ctx, cs, "mirrortest-copier", "mirrortest-copier-"+namespace+"-"+name, CopierRules, sa); err != nil {
 		return err
 	}
-	return waitAllowed(ctx, cs, "system:serviceaccount:"+namespace+":"+name, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "configmaps"})
+	return waitAllowed(ctx, cs, "system:serviceaccount:"+namespace+":"+name, nil, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "configmaps"})
+}
+
+// GrantEveryServiceAccount lets every ServiceAccount of the cluster do
+// CopierRules in every namespace, for a benchmark's many Mirrors, and
+// returns once the API server's authorizer says so.
+func GrantEveryServiceAccount(ctx context.Context, cs kubernetes.Interface) error {
+	all := rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"}
+	if err := bind(ctx, cs, "mirrortest-copier", "mirrortest-copier-every-serviceaccount", CopierRules, all); err != nil {
+		return err
+	}
+	return waitAllowed(ctx, cs, "system:serviceaccount:any:mirror", []string{"system:serviceaccounts"}, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "configmaps"})
 }
 
 // GrantImpersonation lets user (the operator) act as any ServiceAccount,
@@ -48,7 +59,7 @@ func GrantImpersonation(ctx context.Context, cs kubernetes.Interface, user strin
 	if err := bind(ctx, cs, "mirrortest-act-as-tenants", "mirrortest-act-as-tenants-"+user, ImpersonateRules, u); err != nil {
 		return err
 	}
-	return waitAllowed(ctx, cs, user, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "impersonate", Resource: "serviceaccounts", Name: "mirror"})
+	return waitAllowed(ctx, cs, user, nil, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "impersonate", Resource: "serviceaccounts", Name: "mirror"})
 }
 
 // bind makes the ClusterRole role of rules, and binds it to subject by
@@ -69,10 +80,10 @@ func bind(ctx context.Context, cs kubernetes.Interface, role, binding string, ru
 	return nil
 }
 
-// waitAllowed waits until the API server allows user attrs: its
+// waitAllowed waits until the API server allows user, in groups, attrs: its
 // authorizer sees new bindings a moment after they are made.
-func waitAllowed(ctx context.Context, cs kubernetes.Interface, user string, attrs authorizationv1.ResourceAttributes) error {
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs}}
+func waitAllowed(ctx context.Context, cs kubernetes.Interface, user string, groups []string, attrs authorizationv1.ResourceAttributes) error {
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		return err == nil && r.Status.Allowed, nil
