@@ -20,6 +20,7 @@ type tenancyFlags struct {
 	maxTargets        int
 	operatorNamespace string
 	identityPolicy    string
+	actAsOperator     bool
 }
 
 func (t *tenancyFlags) register(fs *flag.FlagSet) {
@@ -27,6 +28,7 @@ func (t *tenancyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.secretTypes, "allow-secret-types", "", "comma-separated Secret types copied besides Opaque and kubernetes.io/tls (e.g. kubernetes.io/dockerconfigjson); empty: none")
 	fs.IntVar(&t.maxTargets, "max-targets", mirror.DefaultMaxTargets, "namespaces one Mirror copies into at most; past it, the first by name, and the Mirror says so (reason TooManyTargets)")
 	fs.StringVar(&t.identityPolicy, "identity-policy", "", "the ValidatingAdmissionPolicyBinding that pins the ServiceAccount a Mirror may name (config/default: mirror-service-account); while it or its policy is missing, the operator acts for no Mirror (reason IdentityUnpinned); empty: not checked")
+	fs.BoolVar(&t.actAsOperator, "act-as-operator", false, "read sources and write copies as the operator's own ServiceAccount, not each Mirror's: only to measure what acting as the Mirror's costs; config/rbac grants the operator too little for it, and nothing then stops a Mirror from copying what its creator may not")
 	fs.StringVar(&t.operatorNamespace, "operator-namespace", "", "the operator's own namespace, which receives no copy unless --allow-target-namespaces lists it; defaults to the pod's, else none")
 }
 
@@ -60,7 +62,7 @@ func (t tenancyFlags) policy(podNamespace string) (mirror.Policy, error) {
 	if err := t.check(); err != nil {
 		return mirror.Policy{}, err
 	}
-	p := mirror.Policy{OperatorNamespace: t.operatorNamespace, AllowNamespaces: list(t.allowNamespaces), MaxTargets: t.maxTargets, IdentityPolicy: t.identityPolicy}
+	p := mirror.Policy{OperatorNamespace: t.operatorNamespace, AllowNamespaces: list(t.allowNamespaces), MaxTargets: t.maxTargets, IdentityPolicy: t.identityPolicy, ActAsOperator: t.actAsOperator}
 	if p.OperatorNamespace == "" {
 		b, err := os.ReadFile(podNamespace)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -33,9 +33,11 @@ func TestTenancyFlags(t *testing.T) {
 			want: mirror.Policy{MaxTargets: mirror.DefaultMaxTargets}},
 		{name: "every flag", podNamespace: podNamespace,
 			args: []string{"--allow-target-namespaces", "kube-public, ops", "--operator-namespace", "ops",
-				"--allow-secret-types", "kubernetes.io/dockerconfigjson,example.com/token", "--max-targets", "20"},
+				"--allow-secret-types", "kubernetes.io/dockerconfigjson,example.com/token", "--max-targets", "20",
+				"--identity-policy", "mirror-service-account", "--act-as-operator"},
 			want: mirror.Policy{OperatorNamespace: "ops", AllowNamespaces: []string{"kube-public", "ops"},
-				SecretTypes: []corev1.SecretType{corev1.SecretTypeDockerConfigJson, "example.com/token"}, MaxTargets: 20}},
+				SecretTypes: []corev1.SecretType{corev1.SecretTypeDockerConfigJson, "example.com/token"}, MaxTargets: 20,
+				IdentityPolicy: "mirror-service-account", ActAsOperator: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := parse(tc.args, io.Discard)
@@ -61,6 +63,7 @@ func TestBadTenancyFlags(t *testing.T) {
 		{[]string{"--max-targets", "0"}, "--max-targets is 0: it must be at least 1"},
 		{[]string{"--allow-target-namespaces", "Kube_System"}, `--allow-target-namespaces: "Kube_System" is not a namespace name`},
 		{[]string{"--allow-secret-types", "a b"}, `--allow-secret-types: "a b" is not a Secret type`},
+		{[]string{"--identity-policy", "Not A Name"}, `--identity-policy: "Not A Name" is not the name of a ValidatingAdmissionPolicyBinding`},
 		{[]string{"--kubeconfig", "testdata/unreachable.kubeconfig", "--operator-namespace", "ops", "--allow-target-namespaces", "team-a"},
 			`--allow-target-namespaces: team-a is not protected (only kube-* and the operator's namespace "ops" are)`},
 	} {

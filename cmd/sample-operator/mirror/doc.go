@@ -13,7 +13,7 @@
 //   - The API server decides: the operator reads a Mirror's source and
 //     writes its copies as the Mirror's ServiceAccount
 //     (spec.serviceAccountName, default mirror, in the Mirror's namespace;
-//     Reconciler.ActAs, manager.WriterAs), so each of those requests is
+//     Reconciler.ActAs, manager.Manager.WriterAs), so each of those requests is
 //     authorized as it, at the moment it is sent, whatever changed since
 //     admission and whether or not any webhook was called. The operator
 //     may act as a ServiceAccount only where its namespace's owner let it

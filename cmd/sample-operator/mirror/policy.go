@@ -64,6 +64,14 @@ type Policy struct {
 	// identities otherwise (flag --identity-policy, which config/manager
 	// sets).
 	IdentityPolicy string
+	// ActAsOperator reads sources and writes copies as the operator
+	// itself, not as each Mirror's ServiceAccount: only for benchmarks
+	// that measure what acting as the Mirror's costs (flag
+	// --act-as-operator). Nothing then stops a Mirror from copying what
+	// its creator may not read, nor where they may not write, but the
+	// operator's own RBAC, which config/rbac keeps too small for it.
+	// Defaults to false.
+	ActAsOperator bool
 }
 
 // Target reports whether namespace ns may receive copies of m, and when

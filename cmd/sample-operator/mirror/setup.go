@@ -39,8 +39,10 @@ func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.
 	r := &Reconciler{Store: s, Client: m.Writer("mirror"), Recorder: rec, Policy: policy}
 	// Sources are read, and copies written, as the Mirror's ServiceAccount:
 	// the API server decides each of those requests.
-	r.ActAs = func(mr *v1alpha1.Mirror) client.Client {
-		return m.WriterAs("mirror", manager.ServiceAccount(mr.Namespace, serviceAccount(mr)))
+	if !policy.ActAsOperator {
+		r.ActAs = func(mr *v1alpha1.Mirror) client.Client {
+			return m.WriterAs("mirror", manager.ServiceAccount(mr.Namespace, serviceAccount(mr)))
+		}
 	}
 	cmOthers, secretOthers := s.configMaps.others, s.secrets.others
 	var pinned []manager.ControllerOption

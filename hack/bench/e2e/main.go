@@ -349,7 +349,7 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 	dirs := map[string]string{opkit: root, cr: filepath.Join(root, "hack", "bench"), bare: filepath.Join(root, "hack", "bench")}
 	bins := map[string]string{}
 	for _, impl := range impls {
-		if impl == noRYW {
+		if impl == noRYW || impl == self {
 			continue // opkit's binary, with a flag
 		}
 		bins[impl] = filepath.Join(dir, filepath.Base(pkgs[impl]))
@@ -364,6 +364,7 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 		}
 	}
 	bins[noRYW] = bins[opkit]
+	bins[self] = bins[opkit]
 	return bins, nil
 }
 

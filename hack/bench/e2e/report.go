@@ -24,15 +24,24 @@ const (
 	// binary, run with --read-your-writes=false, to measure what the
 	// feature costs.
 	noRYW = "opkit-noryw"
+	// self is opkit's operator acting as itself: the same binary, run
+	// with --act-as-operator, so that it reads sources and writes copies
+	// with the operator's own authority rather than as each Mirror's
+	// ServiceAccount, to measure what acting as the tenant costs.
+	self = "opkit-self"
 )
 
-var impls = []string{opkit, cr, bare, noRYW}
+var impls = []string{opkit, cr, bare, noRYW, self}
 
 // implArgs are the flags an implementation's binary runs with beyond
 // those every operator takes. opkit's runs without its webhook server,
 // which needs webhook configurations the benchmark's cluster has not, and
 // which controller-runtime's mirror does not run either.
-var implArgs = map[string][]string{opkit: {"--webhook-port=0"}, noRYW: {"--read-your-writes=false", "--webhook-port=0"}}
+var implArgs = map[string][]string{
+	opkit: {"--webhook-port=0"},
+	noRYW: {"--read-your-writes=false", "--webhook-port=0"},
+	self:  {"--act-as-operator", "--webhook-port=0"},
+}
 
 // runResult is the figures of one run of one implementation.
 type runResult struct {
@@ -164,7 +173,7 @@ func median(vs []float64) float64 {
 }
 
 var header = []string{"figure (median, range)", "opkit", "ctrlruntime", "opkit/ctrlruntime", "bare", "opkit/bare",
-	"opkit, read-your-writes off", "on/off"}
+	"opkit, read-your-writes off", "on/off", "opkit, acting as itself", "as tenant/as itself"}
 
 // table returns the cells of the original scenario's table, header
 // first, and how many targets opkit met of how many.
@@ -191,7 +200,9 @@ func tableOf(runs []runResult, figs []figure) (rows [][]string, met, total int) 
 		c, m, t = ratio(s[opkit], s[bare], f.bareTarget)
 		cells, met, total = append(cells, c), met+m, total+t
 		c, _, _ = ratio(s[opkit], s[noRYW], 0)
-		rows = append(rows, append(cells, cell(s[noRYW]), c))
+		cells = append(cells, cell(s[noRYW]), c)
+		c, _, _ = ratio(s[opkit], s[self], 0)
+		rows = append(rows, append(cells, cell(s[self]), c))
 	}
 	return rows, met, total
 }

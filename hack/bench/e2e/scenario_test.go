@@ -138,14 +138,14 @@ func TestFillTable(t *testing.T) {
 	d := scenarioDoc(scenarioFill, "t", runs)
 	want := [][]string{
 		header,
-		{"time to ready (s)", "2", "3", "0.67x (≤1.0x pass)", "-", "-", "-", "-"},
-		{"heap after sync (MiB)", "40", "200", "0.20x (≤0.4x pass)", "-", "-", "-", "-"},
-		{"peak RSS (MiB)", "100", "150", "0.67x (≤0.5x MISS)", "-", "-", "-", "-"},
-		{"CPU (s)", "5", "10", "0.50x (≤0.6x pass)", "-", "-", "-", "-"},
-		{"wall, create phase (s)", "9", "10", "0.90x (≤1.0x pass)", "8", "1.12x", "-", "-"},
-		{"wall, update phase (s)", "4", "4", "1.00x (≤1.0x pass)", "5", "0.80x", "-", "-"},
-		{"API requests", "0", "0", "-", "0", "-", "-", "-"},
-		{"  failed (4xx, 5xx)", "0", "0", "-", "0", "-", "-", "-"},
+		{"time to ready (s)", "2", "3", "0.67x (≤1.0x pass)", "-", "-", "-", "-", "-", "-"},
+		{"heap after sync (MiB)", "40", "200", "0.20x (≤0.4x pass)", "-", "-", "-", "-", "-", "-"},
+		{"peak RSS (MiB)", "100", "150", "0.67x (≤0.5x MISS)", "-", "-", "-", "-", "-", "-"},
+		{"CPU (s)", "5", "10", "0.50x (≤0.6x pass)", "-", "-", "-", "-", "-", "-"},
+		{"wall, create phase (s)", "9", "10", "0.90x (≤1.0x pass)", "8", "1.12x", "-", "-", "-", "-"},
+		{"wall, update phase (s)", "4", "4", "1.00x (≤1.0x pass)", "5", "0.80x", "-", "-", "-", "-"},
+		{"API requests", "0", "0", "-", "0", "-", "-", "-", "-", "-"},
+		{"  failed (4xx, 5xx)", "0", "0", "-", "0", "-", "-", "-", "-", "-"},
 	}
 	if diff := cmp.Diff(want, d.rows); diff != "" {
 		t.Errorf("fill table (-want +got):\n%s", diff)
