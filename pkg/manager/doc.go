@@ -58,6 +58,12 @@
 //     Watches, WatchSource, Finalizer); each watch names its type once, in
 //     the reconciler's Lister field. Writer(name) is the controller's
 //     client, writing as its field owner.
+//   - Acting as the tenant: WriterAs(name, user) is that writer with every
+//     request sent as user (client-go's impersonation; ServiceAccount(ns,
+//     name) is a ServiceAccount's user), so the API server authorizes
+//     what the operator does for someone else as them, at each request.
+//     Its reads go to the API server as user, never to the cache. It holds
+//     nothing per user.
 //   - Controllers come and go: NewController on a running manager starts
 //     the controller at once, as if added before Start (leader-only,
 //     fenced, or on every replica in sharded mode); RemoveController

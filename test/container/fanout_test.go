@@ -129,7 +129,7 @@ func checkHeldSources(t *testing.T, pid int, c client.Client, mgr corev1.Contain
 		t.Fatal(err)
 	}
 	payload := strings.Repeat("h", fanOutBytes-4096)
-	nowhere := metav1.LabelSelector{MatchLabels: map[string]string{"opkit.dev/matches": "nothing-" + home}}
+	nowhere := metav1.LabelSelector{MatchLabels: map[string]string{"opkit.dev/held-sources-test": "no-namespace"}}
 	for i := range heldSources {
 		name := fmt.Sprintf("held-%03d", i)
 		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: name}, Data: map[string]string{"payload": payload}}
