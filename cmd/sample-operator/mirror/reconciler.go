@@ -32,7 +32,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder // Events about Mirrors and the objects they leave alone
 	Policy   Policy               // where copies may go, and of what
 	// ActAs returns the client that reads a Mirror's source and writes
-	// its copies as the Mirror's ServiceAccount (manager.WriterAs), so
+	// its copies as the Mirror's ServiceAccount (Manager.WriterAs), so
 	// that the API server authorizes each of those requests as it: the
 	// operator never does for a Mirror what its ServiceAccount could not.
 	// Nil: sources are read through Store and copies written with Client,
