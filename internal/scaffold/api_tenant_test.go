@@ -88,7 +88,8 @@ func TestCreateAPITenantScopedRejects(t *testing.T) {
 // The project compiles and vets with a tenant-scoped kind, and its
 // generated tests pass: the unit test, and the controller's tests against
 // the control plane, which act as a ServiceAccount that may apply the
-// ConfigMap and as one that may not. It runs go mod tidy and make
+// ConfigMap and as one that may not; and the operator as deployed, on
+// the samples. It runs go mod tidy and make
 // manifests, so it needs the module proxy or a warm module cache, and the
 // control plane opkit envtest builds.
 func TestTenantScopedPasses(t *testing.T) {
@@ -102,6 +103,10 @@ func TestTenantScopedPasses(t *testing.T) {
 	for _, args := range [][]string{
 		{"go", "mod", "tidy", "-e"}, {"make", "manifests"}, {"go", "mod", "tidy"}, {"go", "vet", "./..."},
 		{"go", "test", "-count=1", "./internal/controller/"},
+		// As deployed, as its ServiceAccount: the sample acts under the
+		// consent config/samples grants, and the API server refuses the
+		// operator nothing.
+		{"go", "test", "-count=1", "-run", "TestDeployed", "./test/e2e/"},
 	} {
 		cmd := exec.CommandContext(t.Context(), args[0], args[1:]...)
 		cmd.Dir = dir
