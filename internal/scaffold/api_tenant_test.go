@@ -18,7 +18,12 @@ func TestCreateAPITenantScoped(t *testing.T) {
 	dir := newProject(t)
 	tenant := frigateV1
 	tenant.TenantScoped = true
-	addAPI(t, dir, tenant)
+	next := apiNext(t, dir, tenant)
+	for _, want := range []string{"config/policy/frigate_service_account.yaml", "config/samples/ship_v1_frigate_tenancy.yaml"} {
+		if !strings.Contains(next, want) {
+			t.Errorf("create api --tenant-scoped says next:\n%s\nwhich does not name %s", next, want)
+		}
+	}
 	addAPI(t, dir, APIOptions{Group: "ship", Version: "v1", Kind: "Tender", Namespaced: true, Resource: true, Controller: true})
 	addWebhook(t, dir, WebhookOptions{Group: "ship", Version: "v1", Kind: "Tender", Validation: true})
 	for path, lines := range map[string][]string{
