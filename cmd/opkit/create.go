@@ -14,7 +14,7 @@ func runCreateAPI(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("opkit create api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: opkit create api --group G --version V --kind K [flags]\n\nAdds an API type, its controller or both to the project in the current\ndirectory (one opkit init made), then runs make manifests there.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: opkit create api --group G --version V --kind K [flags]\n\nAdds an API type, its controller or both to the project in the current\ndirectory (one opkit init made), then runs make manifests there.\n\nIf the kind's controller acts for whoever creates it (reads a Secret its\nspec names, writes into other namespaces), add --tenant-scoped: the\ncontroller then does that as a ServiceAccount the spec names, so the API\nserver decides each request as that ServiceAccount, not as the operator.\nSee docs/security.md in opkit.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	var opts scaffold.APIOptions
@@ -24,6 +24,7 @@ func runCreateAPI(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&opts.Namespaced, "namespaced", true, "the kind lives in namespaces; false: cluster-scoped")
 	fs.BoolVar(&opts.Resource, "resource", true, "scaffold the type and its CRD; false: a controller for a built-in type")
 	fs.BoolVar(&opts.Controller, "controller", true, "scaffold a controller and its test")
+	fs.BoolVar(&opts.TenantScoped, "tenant-scoped", false, "the kind gets spec.serviceAccountName (default: default) and its controller reads and writes what the spec asks for as that ServiceAccount of the kind's namespace (Manager.WriterAs); adds config/policy, an admission policy that lets a user name only a ServiceAccount they may impersonate, to config/default, and a sample of the namespace owner's consent to config/samples")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

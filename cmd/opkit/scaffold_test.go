@@ -61,7 +61,7 @@ func TestCreateAPIHelp(t *testing.T) {
 	if err := run(t.Context(), []string{"create", "api", "-h"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"-group", "-version", "-kind", "-namespaced", "-resource", "-controller"} {
+	for _, flag := range []string{"-group", "-version", "-kind", "-namespaced", "-resource", "-controller", "-tenant-scoped"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("create api -h does not list %s:\n%s", flag, out.String())
 		}

@@ -31,6 +31,14 @@ type APIOptions struct {
 	Resource bool
 	// Controller scaffolds a controller and its test.
 	Controller bool
+	// TenantScoped makes the kind act as a ServiceAccount of its namespace
+	// that its spec names: its controller reads and writes what the spec
+	// asks for through Manager.WriterAs, so the API server decides each of
+	// those requests as that ServiceAccount. It adds an admission policy
+	// that lets a user name only a ServiceAccount they may impersonate
+	// (config/policy, in config/default), and a sample of the namespace
+	// owner's consent (config/samples). A namespaced resource only.
+	TenantScoped bool
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
 	// Out receives, once the API is added, what was added and what to do
@@ -46,8 +54,13 @@ type apiData struct {
 	Kind, KindPlural, Lower     string
 	Plural                      string
 	Namespaced                  bool
-	Alias, ImportPath           string
-	Fixture, FixtureImports     string
+	// TenantScoped: see APIOptions.TenantScoped.
+	TenantScoped bool
+	// Name is the project's name, which prefixes the names config/default
+	// gives.
+	Name                    string
+	Alias, ImportPath       string
+	Fixture, FixtureImports string
 	// SampleName names the sample object: <kind>-sample, or
 	// <kind>-<version>-sample when the kind is in another version already.
 	SampleName string
@@ -68,6 +81,7 @@ type apiData struct {
 // Paths of the files create api changes in place.
 const (
 	mainFile          = "cmd/main.go"
+	defaultKustomize  = "config/default/kustomization.yaml"
 	samplesKustomize  = "config/samples/kustomization.yaml"
 	crdKustomize      = "config/crd/kustomization.yaml"
 	controllerDir     = "internal/controller"
@@ -132,6 +146,9 @@ func (o *APIOptions) resolve(p *Project) (apiData, error) {
 	if !o.Resource && !o.Controller {
 		return apiData{}, errors.New("create api: --resource=false and --controller=false leave nothing to scaffold: keep at least one")
 	}
+	if o.TenantScoped && (!o.Resource || !o.Namespaced) {
+		return apiData{}, &InputError{Input: "--tenant-scoped", Value: "true", Allowed: "only for a namespaced kind of the project's own (--resource and --namespaced on): it acts as a ServiceAccount of its namespace that its spec names"}
+	}
 	if !o.Resource && o.Group == "" {
 		o.Group = "core" // one name for the core group, so that PROJECT finds it
 	}
@@ -171,7 +188,7 @@ func newAPIData(p *Project, o *APIOptions) apiData {
 	return apiData{
 		Module: p.Module, Domain: p.Domain, Group: o.Group, Version: o.Version,
 		Kind: o.Kind, KindPlural: plural, Lower: strings.ToLower(o.Kind), Plural: strings.ToLower(plural),
-		Namespaced: o.Namespaced, SampleName: strings.ToLower(o.Kind) + "-sample",
+		Namespaced: o.Namespaced, TenantScoped: o.TenantScoped, Name: p.Name, SampleName: strings.ToLower(o.Kind) + "-sample",
 	}
 }
 
@@ -239,12 +256,15 @@ func (c *changes) api(p *Project, o APIOptions, d apiData) (files, error) {
 	if o.Controller {
 		c.controller(o, d)
 	}
-	a := API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced, Resource: o.Resource, Controller: o.Controller}
+	a := API{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespaced: d.Namespaced, Resource: o.Resource, Controller: o.Controller, TenantScoped: o.TenantScoped}
 	if i := p.index(o.Group, o.Version, o.Kind); i >= 0 { // webhooks only, so far
 		a.Webhooks = p.APIs[i].Webhooks
 		p.APIs[i] = a
 	} else {
 		p.APIs = append(p.APIs, a)
+	}
+	if o.TenantScoped {
+		c.tenancy(p, d)
 	}
 	if d.hub != "" {
 		c.webhookTests(p) // the new spoke, in their schemes
@@ -376,6 +396,36 @@ func (c *changes) roles(d apiData) {
 	}
 }
 
+// Paths of the files of the tenant-scoped kinds (create api
+// --tenant-scoped), and where the kinds' files are added.
+const (
+	policyDir       = "config/policy"
+	policyKustomize = policyDir + "/kustomization.yaml"
+	markerPolicies  = "# +opkit:scaffold:policies"
+)
+
+// tenancy adds what a tenant-scoped kind needs beside its type and
+// controller: the admission policy that pins the ServiceAccount it may
+// name, included by config/default, and a sample of a namespace owner's
+// consent beside its sample. p holds the kind already.
+func (c *changes) tenancy(p *Project, d apiData) {
+	file := d.Lower + "_service_account.yaml"
+	c.createMissing(policyKustomize, "api/config/policy_kustomization.yaml.tmpl", d)
+	c.createMissing(policyDir+"/"+file, "api/config/service_account_policy.yaml.tmpl", d)
+	c.insert(policyKustomize, markerPolicies, "- "+file)
+	c.renderTo(defaultKustomize, "init/config/default/kustomization.yaml.tmpl", defaultData(p))
+	c.create(tenancyFile(d), "config/tenancy.yaml.tmpl", d)
+	c.insert(samplesKustomize, markerSamples, "- "+d.TenancyFile())
+}
+
+// tenancyFile is the sample of the consent d's kind needs.
+func tenancyFile(d apiData) string {
+	return strings.TrimSuffix(sampleFile(d), ".yaml") + "_tenancy.yaml"
+}
+
+// TenancyFile is the name of d's tenancyFile in config/samples.
+func (d apiData) TenancyFile() string { return path.Base(tenancyFile(d)) }
+
 func (c *changes) controller(o APIOptions, d apiData) {
 	name, test, unit := "controller.go.tmpl", "controller_test.go.tmpl", "controller_unit_test.go.tmpl"
 	if !o.Resource {
@@ -386,6 +436,9 @@ func (c *changes) controller(o APIOptions, d apiData) {
 	c.create(controllerDir+"/"+d.Lower+"_controller_unit_test.go", unit, d)
 	if _, err := os.Stat(filepath.Join(c.dir, controllerDir, "main_test.go")); err != nil {
 		c.create(controllerDir+"/main_test.go", "main_test.go.tmpl", d)
+	}
+	if o.TenantScoped {
+		c.createMissing(controllerDir+"/tenancy_test.go", "api/tenancy_test.go.tmpl", d)
 	}
 	c.insert(mainFile, markerImports, "\""+d.Module+"/"+controllerDir+"\"")
 	c.insert(mainFile, markerControllers,

@@ -48,7 +48,7 @@ func generate(tfs fs.FS, p *Project, replace string) (files, error) {
 		if !a.Resource && !a.Controller {
 			continue // a webhook on a built-in kind, alone: create webhook adds it
 		}
-		o := APIOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Namespaced: a.Namespaced, Resource: a.Resource, Controller: a.Controller}
+		o := APIOptions{Group: a.Group, Version: a.Version, Kind: a.Kind, Namespaced: a.Namespaced, Resource: a.Resource, Controller: a.Controller, TenantScoped: a.TenantScoped}
 		err = replayStep(dir, func(c *changes) (files, error) {
 			d, err := o.resolve(replay)
 			if err != nil {

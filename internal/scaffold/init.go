@@ -52,6 +52,18 @@ type initData struct {
 	Pad                        string // spaces as wide as Name, to align comments
 	ExampleGroup               string
 	Webhook                    bool // config/default serves webhooks (create webhook renders it again)
+	Policy                     bool // config/default holds config/policy (create api --tenant-scoped renders it again)
+}
+
+// defaultData is what config/default's kustomization is rendered from
+// once p has more than opkit init made: webhooks, admission policies.
+func defaultData(p *Project) initData {
+	d := initData{Name: p.Name}
+	for _, a := range p.APIs {
+		d.Webhook = d.Webhook || a.Webhooks != nil
+		d.Policy = d.Policy || a.TenantScoped
+	}
+	return d
 }
 
 func (o *InitOptions) defaults() {

@@ -33,6 +33,10 @@ func nextAfterAPI(p *Project, o APIOptions, d apiData, stored string) string {
 		fmt.Fprintf(&b, "Next: edit %s, then serve %s with\n  go tool opkit create webhook --group %s --version %s --kind %s --conversion\n", strings.Join(edit, " and "), o.Version, o.Group, o.Version, o.Kind)
 		fmt.Fprintf(&b, "which makes %s the hub and writes %s.\n", o.Version, strings.Join(conversionFiles(p, hub), ", "))
 	}
+	if o.TenantScoped {
+		fmt.Fprintf(&b, "%s acts as the ServiceAccount its spec names: %s pins who may name one, and %s holds the consent its sample acts under, which each namespace's owner grants likewise.\n",
+			o.Kind, policyDir+"/"+d.Lower+"_service_account.yaml", tenancyFile(d))
+	}
 	return b.String()
 }
 

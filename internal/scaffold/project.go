@@ -34,6 +34,9 @@ type API struct {
 	Namespaced bool   `json:"namespaced"`
 	Resource   bool   `json:"resource"`
 	Controller bool   `json:"controller"`
+	// TenantScoped: the kind acts as a ServiceAccount its spec names
+	// (create api --tenant-scoped).
+	TenantScoped bool `json:"tenantScoped,omitempty"`
 	// External: the kind is another Go module's custom resource (create
 	// webhook --external-api-path), whose Go type is in Path; Group is its
 	// full group, such as cert-manager.io, and Plural its CRD's resource.

@@ -313,7 +313,7 @@ func (c *changes) server(p *Project, d webhookData) {
 	}
 	c.renderTo("config/webhook/kustomization.yaml", "webhook/config/webhook_kustomization.yaml.tmpl", cfg)
 	c.createMissing("config/webhook/service.yaml", "webhook/config/service.yaml.tmpl", cfg)
-	c.renderTo("config/default/kustomization.yaml", "init/config/default/kustomization.yaml.tmpl", initData{Name: p.Name, Webhook: true})
+	c.renderTo(defaultKustomize, "init/config/default/kustomization.yaml.tmpl", defaultData(p))
 	c.createMissing("config/default/manager_webhook_patch.yaml", "webhook/config/manager_webhook_patch.yaml.tmpl", cfg)
 	c.renderTo("config/rbac/webhook_certs_role.yaml", "webhook/config/webhook_certs_role.yaml.tmpl", cfg)
 	c.createMissing("config/rbac/webhook_certs_role_binding.yaml", "webhook/config/webhook_certs_role_binding.yaml.tmpl", cfg)
