@@ -62,6 +62,9 @@ func (m *Manager) Writer(controller string) client.Client {
 //   - A refusal is the API server's 403 (apierrors.IsForbidden), which
 //     names the user, verb and resource refused; a user without a name is
 //     refused before anything is sent.
+//   - user replaces any impersonation the manager's rest.Config holds
+//     (Kubernetes does not nest them): the API server checks that the
+//     config's own credentials may impersonate user.
 //   - It holds nothing per user: every user shares the controller's one
 //     writer and the manager's HTTP connections, and the client returned
 //     is a few words. Make one per reconcile, or keep it.

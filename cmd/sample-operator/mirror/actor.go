@@ -32,14 +32,9 @@ func (r *Reconciler) actor(m *v1alpha1.Mirror) actor {
 	}
 	c := r.ActAs(m)
 	get := func(ctx context.Context, kind, namespace, name string) (client.Object, error) {
-		var obj client.Object
-		switch kind {
-		case v1alpha1.KindConfigMap:
-			obj = &corev1.ConfigMap{}
-		case v1alpha1.KindSecret:
-			obj = &corev1.Secret{}
-		default:
-			return nil, unknownKind(kind)
+		obj, err := newObject(kind)
+		if err != nil {
+			return nil, err
 		}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 			return nil, err
@@ -47,6 +42,17 @@ func (r *Reconciler) actor(m *v1alpha1.Mirror) actor {
 		return obj, nil
 	}
 	return actor{read: get, fetch: get, writer: c}
+}
+
+// newObject returns an empty ConfigMap or Secret, by kind.
+func newObject(kind string) (client.Object, error) {
+	switch kind {
+	case v1alpha1.KindConfigMap:
+		return &corev1.ConfigMap{}, nil
+	case v1alpha1.KindSecret:
+		return &corev1.Secret{}, nil
+	}
+	return nil, unknownKind(kind)
 }
 
 // serviceAccount is the ServiceAccount m acts as.

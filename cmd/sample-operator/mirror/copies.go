@@ -146,20 +146,15 @@ func (r *Reconciler) deleteCopies(ctx context.Context, namespace, name string, k
 // labels removed) while a stale cache still lists it, is refused with a
 // Conflict, retried: the reconcile after reads what it has become.
 func (r *Reconciler) deleteCopy(ctx context.Context, kind string, c metav1.Object) error {
-	var obj client.Object
-	switch kind {
-	case v1alpha1.KindConfigMap:
-		obj = &corev1.ConfigMap{}
-	case v1alpha1.KindSecret:
-		obj = &corev1.Secret{}
-	default:
-		return reconcile.Terminal(unknownKind(kind))
+	obj, err := newObject(kind)
+	if err != nil {
+		return reconcile.Terminal(err)
 	}
 	obj.SetNamespace(c.GetNamespace())
 	obj.SetName(c.GetName())
 	uid, rv := c.GetUID(), c.GetResourceVersion()
 	r.written.forget(copyKey{kind: kind, namespace: c.GetNamespace(), name: c.GetName()})
-	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	err = r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", kind, c.GetNamespace(), c.GetName(), err)
 	}

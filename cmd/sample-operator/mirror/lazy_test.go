@@ -34,11 +34,12 @@ func (g *gets) count(ns, name string) int {
 	return g.n["/api/v1/namespaces/"+ns+"/configmaps/"+name]
 }
 
-// The operator caches ConfigMaps that are not copies as metadata only: a
-// source is fetched in full when its Mirror reads it, and again after it
-// changes; a ConfigMap that is neither a source nor a copy is never
-// fetched, even when it changes. Copies are read from their own cache,
-// and an unowned object where a copy would go is still a conflict.
+// The operator caches ConfigMaps as metadata only: a source is fetched in
+// full, as the Mirror's ServiceAccount, when its Mirror is reconciled, and
+// again after it changes; a ConfigMap that is neither a source nor a copy
+// is never fetched, even when it changes. A copy this process wrote is
+// told up to date by its digest and resourceVersion, unfetched, and an
+// unowned object where a copy would go is still a conflict.
 func TestOnlySourcesAreFetched(t *testing.T) {
 	g := &gets{n: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config())
@@ -71,6 +72,6 @@ func TestOnlySourcesAreFetched(t *testing.T) {
 		t.Errorf("the source was fetched %d times, want at least 2: before and after its change", n)
 	}
 	if n := g.count(mine, "cfg"); n != 0 {
-		t.Errorf("the copy was fetched %d times, want never: copies are cached in full", n)
+		t.Errorf("the copy was fetched %d times, want never: this process wrote it", n)
 	}
 }
