@@ -121,6 +121,40 @@ func TestTenantGetsNothingTheirRBACDenies(t *testing.T) {
 			t.Fatalf("a Mirror naming a ServiceAccount its creator may not act as was not refused by the admission policy: %v", err)
 		}
 	})
+	t.Run("a namespace editor may name its ServiceAccount", func(t *testing.T) {
+		// The edit and admin roles of a namespace hold impersonate on its
+		// ServiceAccounts: the policy lets their holders name them. (edit
+		// gathers its rules from system:aggregate-to-edit, which the
+		// controller manager aggregates; the test control plane runs none,
+		// so the test binds the source.)
+		user := "namespace-editor-" + home
+		subject := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}
+		create(t, func() error {
+			_, err := env.Client().RbacV1().RoleBindings(home).Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "editor"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:aggregate-to-edit"},
+				Subjects:   []rbacv1.Subject{subject},
+			}, metav1.CreateOptions{})
+			return err
+		})
+		roleBinding(t, home, "mirror-writer",
+			rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"mirrors"}, Verbs: []string{"create"}}, subject)
+		cfg := env.Config()
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		as, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newMirror(home, "by-an-editor", v1alpha1.KindConfigMap, "app-config", map[string]string{"tenant-test": home})
+		var last error
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = as.Create(ctx, m.DeepCopy(), client.DryRunAll)
+			return last == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("a namespace editor naming its ServiceAccount mirror: %v", last)
+		}
+	})
 	t.Run("the admission policy deleted", func(t *testing.T) {
 		// Without the policy, a user who may write a Mirror could name any
 		// ServiceAccount of its namespace: the operator acts for no Mirror
