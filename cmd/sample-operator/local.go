@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
-	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -80,7 +79,10 @@ func startLocal(ctx context.Context, dir string, webhookPort int, out io.Writer)
 The Mirror operator runs against a local control plane at %s.
 The sample Mirror platform/ca-bundle copies the ConfigMap platform/ca-bundle
 into every namespace labelled team=a that accepts copies from platform
-(labelled accept.mirrors.samples.opkit.dev/platform=true).
+(labelled accept.mirrors.samples.opkit.dev/platform=true). It reads and
+writes as the Mirror's ServiceAccount, platform/mirror, which
+config/samples/tenancy.yaml lets read the source and write ConfigMaps in
+team-a-web, team-a-api and team-b.
 
 Watch it work, in another terminal:
   export KUBECONFIG=%s
@@ -98,33 +100,23 @@ Press Ctrl-C to stop the operator and the control plane.
 	return lp, kubeconfig, nil
 }
 
-// seed creates the sample namespaces and source, and what config/samples
-// grants: the Mirror's ServiceAccount, which may read the source and write
-// copies into team-a-web and team-a-api.
+// seed creates config/samples' namespaces and what their owners grant
+// (the Mirror's ServiceAccount, which may read the source and write copies
+// into team-a-web, team-a-api and team-b), then the source.
 func seed(ctx context.Context, env *testenv.Environment, root string) error {
+	if _, err := env.ApplyRBAC(ctx, filepath.Join(root, "config", "samples")); err != nil {
+		return fmt.Errorf("create config/samples' namespaces and grants: %w", err)
+	}
 	cl, err := client.New(env.Config(), client.Options{})
 	if err != nil {
 		return err
 	}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform"}},
-		// team-a-web and team-a-api accept copies from platform's Mirrors;
-		// team-b does too, but the sample Mirror does not select it.
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-web", Labels: map[string]string{"team": "a", mirror.AcceptLabel("platform"): "true"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-api", Labels: map[string]string{"team": "a", mirror.AcceptLabel("platform"): "true"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b", mirror.AcceptLabel("platform"): "true"}}},
-		&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},
-			Data:       map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\n(sample)\n-----END CERTIFICATE-----\n"},
-		},
+	src := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "ca-bundle", Namespace: "platform"},
+		Data:       map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\n(sample)\n-----END CERTIFICATE-----\n"},
 	}
-	for _, o := range objs {
-		if err := cl.Create(ctx, o); err != nil {
-			return fmt.Errorf("create sample %T %s: %w", o, o.GetName(), err)
-		}
-	}
-	if _, err := env.ApplyRBAC(ctx, filepath.Join(root, "config", "samples")); err != nil {
-		return fmt.Errorf("grant what config/samples grants: %w", err)
+	if err := cl.Create(ctx, src); err != nil {
+		return fmt.Errorf("create sample ConfigMap %s: %w", src.Name, err)
 	}
 	return nil
 }

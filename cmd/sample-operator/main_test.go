@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -112,6 +113,20 @@ func TestLocal(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	// What the output says team-b gets once labelled: its owner granted
+	// the Mirror's ServiceAccount its writes (config/samples).
+	p := []byte(`{"metadata":{"labels":{"team":"a"}}}`)
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, "team-b", types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := cs.CoreV1().ConfigMaps("team-b").Get(ctx, "ca-bundle", metav1.GetOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no copy in team-b once labelled team=a: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	t.Run("webhooks", func(t *testing.T) { testLocalWebhooks(t, kubeconfig) })
 	cancel()
