@@ -5,7 +5,7 @@
 # ($XDG_CACHE_HOME/opkit/k8s/<version>/, else ~/.cache/opkit/k8s/<version>/).
 #
 # It is "opkit envtest" (cmd/opkit, internal/envtest), kept for scripts
-# that call it. The versions are pinned by hack/tools/envtest/go.mod, which
+# that call it. The versions are pinned by hack/tools/envtest/<version>/, which
 # the opkit binary embeds. No binary is downloaded: all three are compiled
 # from source, once per machine. When KUBEBUILDER_ASSETS is set it wins:
 # it is checked and nothing is built.

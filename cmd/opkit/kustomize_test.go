@@ -73,9 +73,9 @@ func testKustomize(t *testing.T, dir string) {
 // kubectlPath is the kubectl of the shared control plane.
 func kubectlPath(t *testing.T) string {
 	t.Helper()
-	bin, err := testenv.BinaryDir(testenv.DefaultVersion)
+	kubectl, err := testenv.Kubectl()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(bin, "kubectl")
+	return kubectl
 }

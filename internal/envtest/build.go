@@ -22,13 +22,13 @@ type target struct {
 	want  string
 }
 
-func targets() map[string]target {
+func targets(version string) map[string]target {
 	const v = "k8s.io/component-base/version"
-	major, rest, _ := strings.Cut(Version, ".")
+	major, rest, _ := strings.Cut(version, ".")
 	minor, _, _ := strings.Cut(rest, ".")
 	versioned := strings.Join([]string{
 		"-s -w",
-		"-X " + v + ".gitVersion=v" + Version,
+		"-X " + v + ".gitVersion=v" + version,
 		"-X " + v + ".gitMajor=" + major,
 		"-X " + v + ".gitMinor=" + minor,
 		"-X " + v + ".gitTreeState=clean",
@@ -36,26 +36,27 @@ func targets() map[string]target {
 	}, " ")
 	return map[string]target{
 		"kube-apiserver": {pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: versioned,
-			check: []string{"--version"}, want: "Kubernetes v" + Version},
+			check: []string{"--version"}, want: "Kubernetes v" + version},
 		"etcd": {pkg: "go.etcd.io/etcd/server/v3", ldflags: "-s -w"},
 		"kubectl": {pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: versioned,
-			check: []string{"version", "--client"}, want: "Client Version: v" + Version},
+			check: []string{"version", "--client"}, want: "Client Version: v" + version},
 	}
 }
 
-// build compiles todo from the pins, written into a module of their own,
-// and moves them into dir once all are built and checked.
-func build(ctx context.Context, dir string, todo []string, log io.Writer) error {
+// build compiles todo from version's pins, written into a module of their
+// own, and moves them into dir once all are built and checked.
+func build(ctx context.Context, dir, version string, todo []string, log io.Writer) error {
 	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("envtest: go is not on PATH: install Go 1.26 (https://go.dev/doc/install) and run again")
 	}
-	fmt.Fprintf(log, "envtest: building %s (Kubernetes v%s) from source into %s\n", strings.Join(todo, ", "), Version, dir)
+	fmt.Fprintf(log, "envtest: building %s (Kubernetes v%s) from source into %s\n", strings.Join(todo, ", "), version, dir)
 	fmt.Fprintln(log, "envtest: a cold build takes about fifteen minutes on two cores (longer on a busy machine); later runs, by any project, reuse the binaries")
 	mod, err := os.MkdirTemp("", "opkit-envtest-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(mod)
+	goMod, goSum := pinsOf(version)
 	if err := os.WriteFile(filepath.Join(mod, "go.mod"), goMod, 0o644); err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func build(ctx context.Context, dir string, todo []string, log io.Writer) error 
 	if out, err := goCmd(ctx, mod, "mod", "download"); err != nil {
 		return fmt.Errorf("envtest: download the pinned modules from the Go module proxy: %w\n%s\nCheck that the proxy is reachable (go env GOPROXY, GOFLAGS, network) and run again", err, tail(out))
 	}
-	ts := targets()
+	ts := targets(version)
 	for _, name := range todo {
 		t := ts[name]
 		start := time.Now()
@@ -94,7 +95,7 @@ func build(ctx context.Context, dir string, todo []string, log io.Writer) error 
 			return fmt.Errorf("envtest: install %s: %w", name, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(Stamp()+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(Stamp(version)+"\n"), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "envtest: done: %s\n", dir)

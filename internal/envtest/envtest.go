@@ -1,21 +1,23 @@
 // Package envtest builds the local control plane's binaries (kube-apiserver,
-// etcd, kubectl) of the pinned Kubernetes version from the Go module proxy:
-// what "opkit envtest" does. The pins are embedded (pins/go.mod.txt and
-// go.sum.txt, copies of hack/tools/envtest's, which is where they are
-// edited), so an installed opkit binary builds the same control plane as
-// a checkout.
+// etcd, kubectl) of a pinned Kubernetes version from the Go module proxy:
+// what "opkit envtest" does. Each version's pins are embedded
+// (pins/<version>/go.mod.txt and go.sum.txt, copies of
+// hack/tools/envtest/<version>/'s, which hack/envtest-pin.sh writes), so an
+// installed opkit binary builds the same control planes as a checkout.
 package envtest
 
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,15 +25,69 @@ import (
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
-// Version is the Kubernetes version the pins build.
+// Version is the Kubernetes version built when none is asked for.
 const Version = testenv.DefaultVersion
 
-var (
-	//go:embed pins/go.mod.txt
-	goMod []byte
-	//go:embed pins/go.sum.txt
-	goSum []byte
-)
+//go:embed pins
+var pins embed.FS
+
+// Versions returns the Kubernetes versions pinned, oldest first: those
+// Build can build.
+func Versions() []string {
+	entries, err := pins.ReadDir("pins")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	var vs []string
+	for _, e := range entries {
+		vs = append(vs, e.Name())
+	}
+	slices.SortFunc(vs, compareVersions)
+	return vs
+}
+
+// compareVersions orders "1.34.4" before "1.35.0" before "1.35.10".
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x - y
+		}
+	}
+	return len(as) - len(bs)
+}
+
+// Resolve returns the pinned version that v names: an exact version
+// ("1.34.4") or a minor ("1.34"), which means the newest patch pinned.
+// The error lists the versions pinned.
+func Resolve(v string) (string, error) {
+	if v == "" {
+		return Version, nil
+	}
+	v = strings.TrimPrefix(v, "v")
+	vs := Versions()
+	for i := len(vs) - 1; i >= 0; i-- {
+		if vs[i] == v || strings.HasPrefix(vs[i], v+".") {
+			return vs[i], nil
+		}
+	}
+	return "", fmt.Errorf("envtest: Kubernetes %s is not pinned; pinned are %s (a minor such as 1.34 picks its patch). To pin another, run hack/envtest-pin.sh <version> and make envtest-pins in opkit's repository", v, strings.Join(vs, ", "))
+}
+
+// pinsOf returns a pinned version's go.mod and go.sum.
+func pinsOf(version string) (goMod, goSum []byte) {
+	goMod, err := pins.ReadFile("pins/" + version + "/go.mod.txt")
+	if err != nil {
+		panic(fmt.Sprintf("envtest: no pins for %s: %v", version, err))
+	}
+	goSum, err = pins.ReadFile("pins/" + version + "/go.sum.txt")
+	if err != nil {
+		panic(fmt.Sprintf("envtest: no pins for %s: %v", version, err))
+	}
+	return goMod, goSum
+}
 
 // Binaries are the programs built, in the order they are built.
 var Binaries = []string{"kube-apiserver", "etcd", "kubectl"}
@@ -40,9 +96,10 @@ var Binaries = []string{"kube-apiserver", "etcd", "kubectl"}
 // so a change of pins rebuilds all of them and nothing else does.
 const stampFile = ".built-from"
 
-// Stamp identifies the pins: the SHA-256 of go.mod then go.sum, as
-// hack/setup-envtest.sh computed it, so binaries it built are reused.
-func Stamp() string {
+// Stamp identifies a version's pins: the SHA-256 of go.mod then go.sum,
+// as hack/setup-envtest.sh computed it, so binaries it built are reused.
+func Stamp(version string) string {
+	goMod, goSum := pinsOf(version)
 	h := sha256.New()
 	h.Write(goMod)
 	h.Write(goSum)
@@ -51,9 +108,12 @@ func Stamp() string {
 
 // Options configure Build.
 type Options struct {
+	// Version is the Kubernetes version to build: one Versions lists, or
+	// its minor ("1.34"). Defaults to Version.
+	Version string
 	// Dir is where the binaries go. Defaults to KUBEBUILDER_ASSETS when
-	// set (which is then only checked: nothing is built into it), else
-	// testenv.SharedBinaryDir(Version).
+	// set and Version is not (which is then only checked: nothing is
+	// built into it), else testenv.SharedBinaryDir(Version).
 	Dir string
 	// Log receives progress. Defaults to discarding it.
 	Log io.Writer
@@ -68,11 +128,15 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	if log == nil {
 		log = io.Discard
 	}
+	version, err := Resolve(opts.Version)
+	if err != nil {
+		return "", err
+	}
 	if opts.Dir == "" {
-		if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
+		if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" && opts.Version == "" {
 			return assets, checkAssets(assets, log)
 		}
-		dir, err := testenv.SharedBinaryDir(Version)
+		dir, err := testenv.SharedBinaryDir(version)
 		if err != nil {
 			return "", err
 		}
@@ -90,12 +154,12 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	todo := missing(dir)
+	todo := missing(dir, version)
 	if len(todo) == 0 {
-		fmt.Fprintf(log, "envtest: %s v%s already built in %s; nothing to do\n", strings.Join(Binaries, ", "), Version, dir)
+		fmt.Fprintf(log, "envtest: %s v%s already built in %s; nothing to do\n", strings.Join(Binaries, ", "), version, dir)
 		return dir, nil
 	}
-	if err := build(ctx, dir, todo, log); err != nil {
+	if err := build(ctx, dir, version, todo, log); err != nil {
 		return "", err
 	}
 	return dir, nil
@@ -112,10 +176,10 @@ func checkAssets(dir string, log io.Writer) error {
 }
 
 // missing returns the binaries dir lacks, or all of them if they were
-// built from other pins.
-func missing(dir string) []string {
+// built from other pins than version's.
+func missing(dir, version string) []string {
 	stamp, err := os.ReadFile(filepath.Join(dir, stampFile))
-	if err != nil || strings.TrimSpace(string(stamp)) != Stamp() {
+	if err != nil || strings.TrimSpace(string(stamp)) != Stamp(version) {
 		return Binaries
 	}
 	var todo []string
@@ -155,4 +219,11 @@ func lock(ctx context.Context, dir string, log io.Writer) (func(), error) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// Built reports whether the shared directory holds every binary of
+// version, built from its pins.
+func Built(version string) bool {
+	dir, err := testenv.SharedBinaryDir(version)
+	return err == nil && len(missing(dir, version)) == 0
 }

@@ -155,13 +155,13 @@ func testLocalConverts(t *testing.T, dir string) {
 	if kubeconfig == "" {
 		t.Fatalf("the operator printed no kubeconfig; stderr:\n%s", stderr.String())
 	}
-	bin, err := testenv.BinaryDir(testenv.DefaultVersion)
+	kubectlPath, err := testenv.Kubectl()
 	if err != nil {
 		t.Fatal(err)
 	}
 	kubectl := func(stdin string, args ...string) string {
 		t.Helper()
-		c := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig, "-n", "default"}, args...)...)
+		c := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", kubeconfig, "-n", "default"}, args...)...)
 		c.Stdin = strings.NewReader(stdin)
 		out, err := c.CombinedOutput()
 		if err != nil {

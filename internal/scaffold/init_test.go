@@ -267,13 +267,13 @@ func TestNewProjectRenders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs kubectl, which make envtest builds")
 	}
-	bin, err := testenv.BinaryDir(testenv.DefaultVersion)
+	kubectl, err := testenv.Kubectl()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := newProject(t)
 	for _, k := range []string{"config/default", "config/crd", "config/samples"} {
-		out, err := exec.CommandContext(t.Context(), filepath.Join(bin, "kubectl"), "kustomize", filepath.Join(dir, k)).CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), kubectl, "kustomize", filepath.Join(dir, k)).CombinedOutput()
 		if err != nil {
 			t.Errorf("kubectl kustomize %s of a new project: %v\n%s", k, err, out)
 		}

@@ -29,7 +29,7 @@ var env *testenv.Environment
 func TestMain(m *testing.M) {
 	// The ShardedListAndWatch gate (alpha) only changes requests that carry
 	// a shard selector, which only the sharded tests send.
-	testenv.Main(m, testenv.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": true}},
+	testenv.Main(m, testenv.Options{OptionalFeatureGates: map[string]bool{"ShardedListAndWatch": true}},
 		func(e *testenv.Environment) { env = e })
 }
 

@@ -111,10 +111,12 @@ func (r recordingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return r.next.RoundTrip(req)
 }
 
-// With client-go's WatchListClient on (its default since 1.35) and a 1.37
-// API server, an informer syncs by a streaming list: one watch with
-// sendInitialEvents=true, and no list. A built-in type speaks protobuf.
+// With client-go's WatchListClient on (its default since 1.35) and an API
+// server with the WatchList gate on, an informer syncs by a streaming
+// list: one watch with sendInitialEvents=true, and no list. A built-in
+// type speaks protobuf.
 func TestStreamingListInEffect(t *testing.T) {
+	env.RequireFeatureGate(t, "WatchList")
 	ns := env.Namespace(t)
 	createConfigMaps(t, ns)
 	var mu sync.Mutex

@@ -190,16 +190,21 @@ func (s *selectorRecorder) selectors() []string {
 	return slices.Clone(s.seen)
 }
 
-// TestShardedSelectorsSent: with support detected, lists and watches carry
-// the slots' selector (the probe's malformed one aside); filtered in the
-// cache, they carry none.
+// TestShardedSelectorsSent: with support detected (an API server with the
+// ShardedListAndWatch gate on), lists and watches carry the slots'
+// selector (the probe's malformed one aside); without it, or filtered in
+// the cache, they carry none.
 func TestShardedSelectorsSent(t *testing.T) {
 	s, _ := sharding.NewSlots(shardSlots)
 	want, _ := s.Selector(sharding.ByUID, slotRange(2, 5))
+	detected := []string{want}
+	if on, _ := env.FeatureGate("ShardedListAndWatch"); !on {
+		detected = nil
+	}
 	for _, tc := range []struct {
 		filter cache.ServerFilter
 		want   []string
-	}{{cache.ServerFilterDetect, []string{want}}, {cache.ServerFilterOff, nil}} {
+	}{{cache.ServerFilterDetect, detected}, {cache.ServerFilterOff, nil}} {
 		t.Run(fmt.Sprint(tc.filter), func(t *testing.T) {
 			ns := env.Namespace(t)
 			rec := &selectorRecorder{}

@@ -13,5 +13,5 @@ func TestMain(m *testing.M) {
 	if off, ok := os.LookupEnv(memLimitChild); ok {
 		os.Exit(runMemLimitChild(off))
 	}
-	testenv.Main(m, testenv.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": true}}, func(e *testenv.Environment) { env = e })
+	testenv.Main(m, testenv.Options{OptionalFeatureGates: map[string]bool{"ShardedListAndWatch": true}}, func(e *testenv.Environment) { env = e })
 }

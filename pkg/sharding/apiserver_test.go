@@ -87,6 +87,7 @@ func checkPartition(t *testing.T, s sharding.Slots, key sharding.Key, label stri
 }
 
 func TestSelectorsPartitionByUID(t *testing.T) {
+	env.RequireFeatureGate(t, shardGate)
 	ns := env.Namespace(t)
 	want := createConfigMaps(t, []string{ns}, 200, ns)
 	for _, count := range []int{1, 2, 8, 64} {
@@ -99,6 +100,7 @@ func TestSelectorsPartitionByUID(t *testing.T) {
 }
 
 func TestSelectorsPartitionByNamespace(t *testing.T) {
+	env.RequireFeatureGate(t, shardGate)
 	var namespaces []string
 	for range 12 {
 		namespaces = append(namespaces, env.Namespace(t))
@@ -116,6 +118,7 @@ func TestSelectorsPartitionByNamespace(t *testing.T) {
 // Merged ranges select the union of their slots, and the worst case for
 // length (every other slot of MaxSlots: 512 ranges) is accepted.
 func TestMergedAndLongSelectors(t *testing.T) {
+	env.RequireFeatureGate(t, shardGate)
 	ns := env.Namespace(t)
 	all := createConfigMaps(t, []string{ns}, 200, ns)
 	s, err := sharding.NewSlots(sharding.MaxSlots)
@@ -152,11 +155,14 @@ func TestMergedAndLongSelectors(t *testing.T) {
 	}
 }
 
+// Supported says what the server does: true where the gate is on (1.36+,
+// which TestMain asks for), false without it, on every version.
 func TestSupported(t *testing.T) {
 	meta := metadataClient(t, env.Config())
+	on, _ := env.FeatureGate(shardGate)
 	ok, err := sharding.Supported(t.Context(), meta, configMaps, env.Namespace(t))
-	if err != nil || !ok {
-		t.Errorf("Supported with ShardedListAndWatch on = %t, %v, want true", ok, err)
+	if err != nil || ok != on {
+		t.Errorf("Supported on kube-apiserver %s with %s on = %t: %t, %v; want %t", env.ServerVersion(), shardGate, on, ok, err, on)
 	}
 
 	plain, err := testenv.Start(testenv.Options{})

@@ -16,6 +16,7 @@ import (
 // informer lists with a streaming watch, not a LIST), and the tweak keeps
 // the label selector it is combined with.
 func TestInformerWithTweak(t *testing.T) {
+	env.RequireFeatureGate(t, shardGate)
 	ns := env.Namespace(t)
 	all := createConfigMaps(t, []string{ns}, 60, ns)
 	s, err := sharding.NewSlots(4)

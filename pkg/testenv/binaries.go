@@ -132,11 +132,15 @@ func ModuleRoot(dir string) (string, error) {
 }
 
 // Kubectl returns the kubectl that "opkit envtest" builds beside the
-// control plane of DefaultVersion (in BinaryDir's directory), for tests
-// that drive the control plane as a user would. The error says how to
-// build it.
+// control plane of the version Start runs by default (Version; in
+// BinaryDir's directory), for tests that drive the control plane as a
+// user would. The error says how to build it.
 func Kubectl() (string, error) {
-	dir, err := BinaryDir(DefaultVersion)
+	v, err := Version()
+	if err != nil {
+		return "", err
+	}
+	dir, err := BinaryDir(v)
 	if err != nil {
 		return "", err
 	}

@@ -104,12 +104,25 @@ func TestNamespacePrefix(t *testing.T) {
 	}
 }
 
-// Options' field docs state these defaults.
+// Options' field docs state these defaults: the version is VersionEnv's
+// when set.
 func TestOptionsDefaults(t *testing.T) {
+	t.Setenv(VersionEnv, "")
 	var o Options
-	o.defaults()
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
 	want := Options{Version: DefaultVersion, StartTimeout: 60 * time.Second, StopTimeout: 20 * time.Second}
 	if o.Version != want.Version || o.StartTimeout != want.StartTimeout || o.StopTimeout != want.StopTimeout {
 		t.Errorf("defaults = %+v, want %+v", o, want)
+	}
+	t.Setenv(VersionEnv, "1.99.1")
+	o = Options{}
+	if err := o.defaults(); err != nil || o.Version != "1.99.1" {
+		t.Errorf("defaults with %s=1.99.1: Version %q, %v; want 1.99.1", VersionEnv, o.Version, err)
+	}
+	t.Setenv(VersionEnv, "1.99")
+	if err := (&Options{}).defaults(); !errors.Is(err, ErrBinariesMissing) || !strings.Contains(err.Error(), "--version 1.99") {
+		t.Errorf("defaults with %s=1.99 (none built): %v, want ErrBinariesMissing naming the command that builds it", VersionEnv, err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 // DefaultVersion is the Kubernetes version whose binaries "opkit envtest"
 // (make envtest) builds and Start looks for.
-const DefaultVersion = "1.37.1"
+const DefaultVersion = "1.37.2"
 
 // Options configure Start. The zero value starts a control plane of
 // DefaultVersion, from the binaries BinaryDir finds, with no CRDs.
@@ -37,8 +37,8 @@ type Options struct {
 	BinaryDir string
 
 	// Version selects the binaries of that Kubernetes version when
-	// BinaryDir and KUBEBUILDER_ASSETS are unset. Defaults to
-	// DefaultVersion.
+	// BinaryDir and KUBEBUILDER_ASSETS are unset. Defaults to the
+	// version VersionEnv names, else DefaultVersion (see Version).
 	Version string
 
 	// StartTimeout bounds the start of etcd and of kube-apiserver, each,
@@ -62,14 +62,26 @@ type Options struct {
 	// (false), as its --feature-gates flag does: for example
 	// {"ShardedListAndWatch": true} for server-side shard selectors, an
 	// alpha gate that is off by default. A name kube-apiserver does not
-	// know makes Start fail with its complaint. Gates not named keep
-	// their defaults. Defaults to none.
+	// know makes Start fail, naming it and the server's version. Gates
+	// not named keep their defaults. Defaults to none.
 	FeatureGates map[string]bool
+
+	// OptionalFeatureGates are set as FeatureGates are where
+	// kube-apiserver knows them, and left out where it does not (an
+	// older version): for a test package whose tests run on every
+	// version, some of which need a gate. Those call
+	// Environment.RequireFeatureGate, which skips them, with the reason,
+	// on a server without it. Defaults to none.
+	OptionalFeatureGates map[string]bool
 }
 
-func (o *Options) defaults() {
+func (o *Options) defaults() error {
 	if o.Version == "" {
-		o.Version = DefaultVersion
+		v, err := Version()
+		if err != nil {
+			return err
+		}
+		o.Version = v
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
@@ -77,6 +89,7 @@ func (o *Options) defaults() {
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 20 * time.Second
 	}
+	return nil
 }
 
 // Environment is a running control plane. Its methods are safe for concurrent
@@ -94,15 +107,23 @@ type Environment struct {
 	// webhook is what Options.Webhook installs; nil without it. Stop
 	// removes its CertDir.
 	webhook *webhookInstall
-	// gates is Options.FeatureGates as Start got it; never modified.
+	// gates are the feature gates kube-apiserver was started with:
+	// Options.FeatureGates and the OptionalFeatureGates it knows; never
+	// modified.
 	gates map[string]bool
+	// serverVersion and serverGates are what the running kube-apiserver
+	// reported: its /version and the feature gates it knows, on or off.
+	serverVersion string
+	serverGates   map[string]bool
 }
 
 // Start starts etcd and kube-apiserver, waits until the API server serves the
 // default namespace and installs the CRDs, then the webhooks of
 // Options.Webhook. The caller must call Stop.
 func Start(opts Options) (*Environment, error) {
-	opts.defaults()
+	if err := opts.defaults(); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
@@ -115,7 +136,25 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	gates, err := plane.FormatFeatureGates(opts.FeatureGates)
+	wanted := opts.FeatureGates
+	if len(opts.FeatureGates)+len(opts.OptionalFeatureGates) > 0 {
+		all := maps.Clone(opts.OptionalFeatureGates)
+		if all == nil {
+			all = map[string]bool{}
+		}
+		maps.Copy(all, opts.FeatureGates)
+		if _, err := plane.FormatFeatureGates(all); err != nil {
+			return nil, fmt.Errorf("start control plane: Options.FeatureGates: %w", err)
+		}
+		known, err := knownFeatureGates(bins.apiServer)
+		if err != nil {
+			return nil, fmt.Errorf("start control plane: %w", err)
+		}
+		if wanted, err = gatesFor(opts.FeatureGates, opts.OptionalFeatureGates, known, binaryVersion(bins.apiServer)); err != nil {
+			return nil, fmt.Errorf("start control plane: %w", err)
+		}
+	}
+	gates, err := plane.FormatFeatureGates(wanted)
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: Options.FeatureGates: %w", err)
 	}
@@ -129,7 +168,7 @@ func Start(opts Options) (*Environment, error) {
 		wh.cleanup()
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	e := &Environment{bins: bins, certDir: certDir, webhook: wh, gates: maps.Clone(opts.FeatureGates)}
+	e := &Environment{bins: bins, certDir: certDir, webhook: wh, gates: maps.Clone(wanted)}
 	if err := e.start(opts, gates, crdDirs); err != nil {
 		// The control plane may have started before failing (say, on a
 		// bad CRD); stop it so a failed Start leaks nothing.
@@ -162,6 +201,9 @@ func (e *Environment) start(opts Options, gates string, crdDirs []string) error 
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
 	if err := waitForDefaultNamespace(ctx, e.client); err != nil {
+		return err
+	}
+	if err := e.learnServer(ctx); err != nil {
 		return err
 	}
 	if e.webhook == nil {
@@ -254,8 +296,9 @@ func (e *Environment) Config() *rest.Config {
 }
 
 // FeatureGates returns a copy of the feature gates kube-apiserver was
-// started with (Options.FeatureGates): a test that needs a gate can check
-// the control plane it was handed has it. RestartAPIServer keeps them.
+// started with: Options.FeatureGates and the OptionalFeatureGates it
+// knows. RestartAPIServer keeps them. FeatureGate and RequireFeatureGate
+// say what the server has on, whether asked for or by default.
 func (e *Environment) FeatureGates() map[string]bool {
 	return maps.Clone(e.gates)
 }

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,16 +179,26 @@ func TestKubeconfigReachesTheControlPlane(t *testing.T) {
 	}
 }
 
-// Options.FeatureGates reach kube-apiserver, which reports each gate's state
-// in its kubernetes_feature_enabled metric, and survive a restart; the
-// package's shared control plane, started without gates, keeps the gate's
-// default (off).
+// Optional feature gates reach a kube-apiserver that knows them, which
+// reports each gate's state in its kubernetes_feature_enabled metric, and
+// survive a restart; one it does not know is left out, and a test that
+// needs it skips, naming it. The package's shared control plane, started
+// without gates, keeps the gate's default (off).
 func TestFeatureGates(t *testing.T) {
-	const gate = "ShardedListAndWatch"
+	// ShardedListAndWatch (alpha, off by default) is known from 1.36;
+	// APIServingWithRoutine (alpha, off) by every version opkit pins.
+	gate := "ShardedListAndWatch"
+	if _, known := env.FeatureGate(gate); !known {
+		gate = "APIServingWithRoutine"
+	}
+	const unknown = "NoSuchFeatureGateInAnyVersion"
+	if on, known := env.FeatureGate(gate); !known || on {
+		t.Errorf("shared control plane (no FeatureGates): FeatureGate(%s) = %t, %t; want off and known", gate, on, known)
+	}
 	if got := featureEnabled(t, env, gate); got != "0" {
 		t.Errorf("shared control plane (no FeatureGates): %s = %s, want 0", gate, got)
 	}
-	gated, err := Start(Options{FeatureGates: map[string]bool{gate: true}})
+	gated, err := Start(Options{OptionalFeatureGates: map[string]bool{gate: true, unknown: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +213,54 @@ func TestFeatureGates(t *testing.T) {
 	if diff := cmp.Diff(map[string]bool{gate: true}, gated.FeatureGates()); diff != "" {
 		t.Errorf("FeatureGates() (-want +got):\n%s", diff)
 	}
+	if on, known := gated.FeatureGate(gate); !on || !known {
+		t.Errorf("FeatureGate(%s) = %t, %t; want on and known", gate, on, known)
+	}
+	if _, known := gated.FeatureGate(unknown); known {
+		t.Errorf("FeatureGate(%s): known, want unknown", unknown)
+	}
+	for name, want := range map[string]string{gate: "", unknown: "needs feature gate " + unknown + ", which kube-apiserver " + gated.ServerVersion() + " does not know"} {
+		rec := &skipRecorder{TB: t}
+		gated.RequireFeatureGate(rec, name)
+		if rec.reason != want {
+			t.Errorf("RequireFeatureGate(%s) skipped with %q, want %q", name, rec.reason, want)
+		}
+	}
 	if err := gated.RestartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	if got := featureEnabled(t, gated, gate); got != "1" {
 		t.Errorf("after RestartAPIServer: %s = %s, want 1", gate, got)
+	}
+}
+
+// skipRecorder records a skip instead of skipping.
+type skipRecorder struct {
+	testing.TB
+	reason string
+}
+
+func (r *skipRecorder) Helper() {}
+
+func (r *skipRecorder) Skipf(format string, args ...any) { r.reason = fmt.Sprintf(format, args...) }
+
+// A required gate the server does not know fails Start before anything
+// runs, naming the gate and the way out.
+func TestStartRejectsAnUnknownFeatureGate(t *testing.T) {
+	_, err := Start(Options{FeatureGates: map[string]bool{"NoSuchFeatureGateInAnyVersion": true}})
+	if err == nil || !strings.Contains(err.Error(), "does not know the feature gate(s) NoSuchFeatureGateInAnyVersion") || !strings.Contains(err.Error(), "OptionalFeatureGates") {
+		t.Fatalf("Start with an unknown gate: err = %v, want one naming the gate and OptionalFeatureGates", err)
+	}
+}
+
+// The server's version is learnt from it.
+func TestServerVersion(t *testing.T) {
+	v, err := Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" && env.ServerVersion() != "v"+v {
+		t.Errorf("ServerVersion() = %q, want v%s", env.ServerVersion(), v)
 	}
 }
 
