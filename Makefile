@@ -2,8 +2,8 @@
 #
 # Everything the targets need is built here from versions pinned in go.mod
 # files: the developer tools by hack/tools/go.mod, promtool by
-# hack/tools/promtool/go.mod, the test control plane by
-# hack/tools/envtest/go.mod. Nothing is downloaded but Go modules.
+# hack/tools/promtool/go.mod, the test control planes by
+# hack/tools/envtest/<version>/go.mod. Nothing is downloaded but Go modules.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -16,10 +16,10 @@ GOFILES   = $(shell find . -path ./bin -prune -o -name '*.go' -print)
 
 # Modules of their own beside the SDK's: the programs and tests that are not
 # the SDK (benchmarks, the image builder and the test that runs its image,
-# the API listing and benchmark table tools), so that the SDK's go.mod holds
+# the API listing, benchmark table and test matrix tools), so that the SDK's go.mod holds
 # only what the SDK imports. Each replaces opkit with this checkout; no
 # go.work. build, lint and test cover them, each run in its own directory.
-MODULES := hack/apilist hack/bench hack/benchtable hack/image test/container
+MODULES := hack/apilist hack/bench hack/benchtable hack/image hack/matrix test/container
 
 # Tests run with opkit's cache mutation detector on (testenv.Main also
 # turns it on), so a test that mutates an object shared through the cache
@@ -138,6 +138,25 @@ lint: $(STATICCHECK) ## Check formatting (gofmt), then run go vet and staticchec
 test: lint verify-api verify-manifests test-alerts envtest ## Lint, check the API listing, generated files and alert rules, then run unit and integration tests with -race against a local control plane.
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 	for m in $(MODULES); do (cd $$m && $(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
+
+# make test-matrix runs the tests of the main module (every integration
+# suite: cache, manager, sharding, controller, webhooks, faults, the
+# sample's end-to-end and deployed tests, the scaffolded projects) on each
+# Kubernetes version of MATRIX_VERSIONS, building the control planes it
+# lacks into the shared directory (about fifteen minutes each, once per
+# machine), and on the newest with MATRIX_NEXT_GO too; then prints a table
+# of the cells (hack/matrix): pass or fail, tests skipped and why, and the
+# paths the cache took. Logs and the table: bin/matrix/. Without -race
+# (MATRIX_FLAGS), so a cell costs about what make test's go test does.
+MATRIX_VERSIONS ?= 1.34.4 1.35.4 1.36.3 1.37.2
+MATRIX_NEXT_GO  ?= go1.27.4
+MATRIX_FLAGS    ?= -count=1 -timeout=40m
+MATRIX_PKGS     ?= ./...
+
+.PHONY: test-matrix
+test-matrix: ## Run the tests on every Kubernetes version of MATRIX_VERSIONS (and Go MATRIX_NEXT_GO on the newest) and print the table (hours on two cores).
+	VERSIONS="$(MATRIX_VERSIONS)" NEXT_GO="$(MATRIX_NEXT_GO)" FLAGS="$(MATRIX_FLAGS)" PKGS="$(MATRIX_PKGS)" \
+	  TEST_ENV="$(TEST_ENV)" GO=$(GO) hack/test-matrix.sh
 
 # make test-soak runs the run-time watch soak tests at full size: 50
 # custom resource kinds acquired and released 1,000 times by several owners
@@ -310,10 +329,13 @@ image: ## Build the sample operator's container image into bin/image/ without Do
 envtest: ## Build kube-apiserver, etcd and kubectl into the directory every project shares (once per machine; about fifteen minutes cold).
 	@$(GO) run ./cmd/opkit envtest >/dev/null
 
+# envtest-pins copies every version's pins, which hack/envtest-pin.sh
+# <version> writes, into the opkit binary's embedded copy.
 .PHONY: envtest-pins
-envtest-pins: ## Copy the control plane's pins (hack/tools/envtest) into the opkit binary's embedded copy.
-	cp hack/tools/envtest/go.mod internal/envtest/pins/go.mod.txt
-	cp hack/tools/envtest/go.sum internal/envtest/pins/go.sum.txt
+envtest-pins: ## Copy the control planes' pins (hack/tools/envtest/<version>) into the opkit binary's embedded copy.
+	rm -rf internal/envtest/pins && mkdir -p internal/envtest/pins
+	for d in hack/tools/envtest/*/; do v="$$(basename "$$d")"; mkdir -p internal/envtest/pins/$$v; \
+	  cp "$$d/go.mod" internal/envtest/pins/$$v/go.mod.txt; cp "$$d/go.sum" internal/envtest/pins/$$v/go.sum.txt; done
 
 .PHONY: tools
 tools: $(STATICCHECK) $(CONTROLLER_GEN) $(PROMTOOL) ## Build the pinned developer tools into bin/.

@@ -18,7 +18,7 @@ RUNS=${RUNS:-3}
 PARALLEL=${PARALLEL:-2}
 OUT=${OUT:-bin/flakehunt}
 GO=${GO:-go}
-MODULES=${MODULES:-hack/apilist hack/bench hack/benchtable hack/image test/container}
+MODULES=${MODULES:-hack/apilist hack/bench hack/benchtable hack/image hack/matrix test/container}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.log "$OUT"/*.rc
 

@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 // Facts that prose states and no compiler reads drift: an inventory, a
@@ -387,7 +389,7 @@ func TestREADMEVersionsMatchGoMod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins, err := modfile.Parse("go.mod", []byte(read(t, "hack/tools/envtest/go.mod")), nil)
+	pins, err := modfile.Parse("go.mod", []byte(read(t, "hack/tools/envtest/"+testenv.DefaultVersion+"/go.mod")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package docs_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 
 // docs/versioning.md's table of versions says what the go.mod files it names
 // require: every module in a row's first cell at the row's version, the Go
-// row the go directive, the supported Kubernetes minor client-go's.
+// row the go directive, the Kubernetes minor client-go's; and the versions
+// the Makefile's test matrix runs.
 func TestVersioningTableMatchesGoMod(t *testing.T) {
 	rows := versionRows(t)
 	if len(rows) == 0 {
@@ -22,6 +24,12 @@ func TestVersioningTableMatchesGoMod(t *testing.T) {
 	for _, r := range rows {
 		what, version := r[0], r[1]
 		file := strings.Trim(strings.Fields(r[2])[0], "`")
+		if file == "Makefile" {
+			if got := makeVariable(t, "MATRIX_VERSIONS"); got != version {
+				t.Errorf("docs/versioning.md says %s for %s; the Makefile's MATRIX_VERSIONS is %s", version, what, got)
+			}
+			continue
+		}
 		if mods[file] == nil {
 			mods[file] = parseGoMod(t, file)
 		}
@@ -29,7 +37,7 @@ func TestVersioningTableMatchesGoMod(t *testing.T) {
 		switch {
 		case strings.HasPrefix(what, "Go,"):
 			want["the go directive"] = mods[file].Go.Version
-		case strings.HasPrefix(what, "Kubernetes, supported"):
+		case strings.HasPrefix(what, "Kubernetes, client-go's minor"):
 			minor := strings.TrimPrefix(semver.MajorMinor(required(mods[file], "k8s.io/client-go")), "v0.")
 			want["client-go's minor"] = "1." + minor
 		default:
@@ -110,4 +118,18 @@ func backticked(s string) []string {
 		out = append(out, parts[i])
 	}
 	return out
+}
+
+// makeVariable returns the value the Makefile gives name (NAME ?= value).
+func makeVariable(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s*\??:?=\s*(.*)$`).FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatalf("the Makefile does not set %s", name)
+	}
+	return strings.Join(strings.Fields(m[1]), " ")
 }
