@@ -12,7 +12,7 @@ require (
 	github.com/opkit-dev/opkit v0.0.0-00010101000000-000000000000
 	github.com/opkit-dev/opkit/hack/image v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
-	k8s.io/apiextensions-apiserver v0.37.0
+	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
