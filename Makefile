@@ -308,6 +308,19 @@ test-leader-freeze: envtest ## Freeze the leader of two replicas past its lease 
 test-outage-compare: envtest ## Run opkit and controller-runtime through an API server outage, an etcd freeze, a saturated client and a SIGTERM of the leader, and print a table of both (about ten minutes).
 	OPKIT_OUTAGE_COMPARE=1 $(TEST_ENV) $(GO) test -count=1 -timeout=60m -v -run '^TestOutageCompare$$' ./test/faults/
 
+# make test-next tries the next Kubernetes libraries (hack/test-next.sh) in
+# a copy of the module, never in the checkout: with Go NEXT_TOOLCHAIN
+# (go1.27.4) it gets k8s.io/client-go, apimachinery, api and
+# apiextensions-apiserver at NEXT_VERSION (v0.38.0-beta.0), tidies, builds,
+# vets and runs the unit tests that need no control plane, then prints which
+# steps passed and, for a failed one, the module versions the proxy refused
+# or the compile errors left. Logs in bin/test-next/. Not part of make test.
+NEXT_VERSION ?= v0.38.0-beta.0
+
+.PHONY: test-next
+test-next: ## Build, vet and unit-test a copy of the module against client-go NEXT_VERSION (v0.38.0-beta.0) with Go 1.27; print what the proxy refused or what fails to compile.
+	NEXT_VERSION=$(NEXT_VERSION) hack/test-next.sh
+
 # make image builds the operator's OCI image without Docker (hack/image):
 # an OCI layout in bin/image/oci and a tarball, bin/image/sample-operator.tar,
 # for docker load, kind load image-archive or ctr import. IMAGE_PUSH=

@@ -62,7 +62,10 @@ func (f *Fence) Renewed(sent time.Time) {
 }
 
 // Lost closes the fence at once, until a renewal sent after this call:
-// the lease is gone, and only acquiring it again opens the fence.
+// the lease is gone, and only acquiring it again opens the fence. Calling
+// it again, for the same loss or a later one, only moves that point on:
+// client-go v0.38's elector with Recovery calls OnStoppedLeading at each
+// loss and resumes by a renewal alone.
 func (f *Fence) Lost() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -81,6 +81,40 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// client-go v0.38's elector with Recovery calls OnStoppedLeading (Lost)
+// at each loss, and resumes leading by a renewal alone, without a new
+// OnStartedLeading: a repeated Lost keeps the fence closed, and only a
+// renewal sent after the latest loss opens it.
+func TestLostMoreThanOnce(t *testing.T) {
+	f, c := newFence(10 * time.Second)
+	f.Renewed(c.t)
+	for range 2 {
+		c.t = c.t.Add(time.Second)
+		f.Lost()
+		if err := f.Check(); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "lost") {
+			t.Fatalf("after a loss: Check = %v, want lost", err)
+		}
+		f.Renewed(c.t.Add(-time.Nanosecond))
+		if f.Open() {
+			t.Fatal("a renewal sent before the latest loss reopened the fence")
+		}
+		c.t = c.t.Add(time.Second)
+		f.Renewed(c.t) // the recovery's renewal
+		if err := f.Check(); err != nil {
+			t.Fatalf("renewed after the loss: Check = %v", err)
+		}
+	}
+	f.Lost()
+	f.Lost() // notified twice for one loss
+	if f.Open() {
+		t.Error("the fence opened at a repeated loss")
+	}
+	f.Renewed(c.t)
+	if !f.Open() {
+		t.Error("a renewal after a repeated loss did not reopen the fence")
+	}
+}
+
 func TestWait(t *testing.T) {
 	f, c := newFence(time.Second)
 	f.Renewed(c.t)

@@ -30,6 +30,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgofeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -54,6 +55,7 @@ var ErrStopped = errors.New("the informer has stopped")
 type Informer struct {
 	indexer    toolscache.Indexer
 	controller toolscache.Controller
+	lw         toolscache.ListerWatcher // as given to New
 	fifo       *toolscache.RealFIFO
 	lag        *Lag // nil without Options.Lag
 
@@ -69,8 +71,11 @@ type Informer struct {
 	mu        sync.Mutex
 	transform toolscache.TransformFunc
 	watchErr  toolscache.WatchErrorHandlerWithContext
-	started   bool
-	stopped   bool
+	shard     apisharding.Selector
+	// sharded is lw with shard applied, made at the first list or watch.
+	sharded toolscache.ListerWatcherWithContext
+	started bool
+	stopped bool
 }
 
 var _ toolscache.SharedIndexInformer = (*Informer)(nil)
@@ -78,7 +83,9 @@ var _ toolscache.SharedIndexInformer = (*Informer)(nil)
 // Options configure New.
 type Options struct {
 	// ResyncPeriod, Indexers and ObjectDescription are as client-go's.
-	// Handlers are resynced every ResyncPeriod, if not 0.
+	// Handlers are resynced every ResyncPeriod, if not 0. New reads no
+	// other field: client-go v0.38's ShardSelector is ignored (the code
+	// must compile against v0.37, which lacks it); call SetShardSelector.
 	toolscache.SharedIndexInformerOptions
 	// Lag, if set, has the informer date its events and observe their
 	// lag (see Lag).
@@ -91,6 +98,7 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Inform
 	opts := o.SharedIndexInformerOptions
 	i := &Informer{
 		indexer: toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers),
+		lw:      lw,
 		lag:     newLag(o.Lag),
 	}
 	description := opts.ObjectDescription
@@ -120,7 +128,7 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Inform
 	i.fifo = toolscache.NewRealFIFOWithOptions(fifo)
 	i.controller = toolscache.New(&toolscache.Config{
 		Queue:             i.fifo,
-		ListerWatcher:     lw,
+		ListerWatcher:     runListWatch{i},
 		ObjectType:        example,
 		ObjectDescription: description,
 		FullResyncPeriod:  opts.ResyncPeriod,

@@ -4,15 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 )
 
 // MaxSelectorLength is the longest selector Selector returns: the API
 // server's limit on a shard selector is 100,000 characters. With MaxSlots
 // slots the worst case (every other slot, ByNamespace) is 43,516 characters.
 const MaxSelectorLength = 100_000
+
+// hashSpaceEnd is the exclusive end of the hash space, 2^64, as a shard
+// range writes it.
+const hashSpaceEnd = "0x10000000000000000"
 
 var (
 	// ErrNoSlots is wrapped by Selector's error for an empty set of
@@ -54,24 +58,21 @@ func (s Slots) selector(key Key, slots []int, limit int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("render shard selector: %w", err)
 	}
-	var b strings.Builder
+	reqs := make([]apisharding.ShardRangeRequirement, len(runs))
 	for i, r := range runs {
-		if i > 0 {
-			b.WriteString(" || ")
-		}
 		start, end, top := s.bounds(r[0], r[1])
-		fmt.Fprintf(&b, "shardRange(%s, '0x%016x', ", field, start)
-		if top {
-			b.WriteString("'0x10000000000000000')")
-		} else {
-			fmt.Fprintf(&b, "'0x%016x')", end)
+		reqs[i] = apisharding.ShardRangeRequirement{Key: field, Start: fmt.Sprintf("0x%016x", start), End: hashSpaceEnd}
+		if !top {
+			reqs[i].End = fmt.Sprintf("0x%016x", end)
 		}
 	}
-	if b.Len() > limit {
+	// apimachinery's Selector writes the wire format the API server parses.
+	sel := apisharding.NewSelector(reqs...).String()
+	if len(sel) > limit {
 		return "", fmt.Errorf("render shard selector: %w: %d ranges make %d characters, more than %d; use fewer slots",
-			ErrSelectorTooLong, len(runs), b.Len(), limit)
+			ErrSelectorTooLong, len(runs), len(sel), limit)
 	}
-	return b.String(), nil
+	return sel, nil
 }
 
 // runs validates slots and returns them as sorted runs of adjacent slots,
