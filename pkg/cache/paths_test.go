@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 // TestPathsTaken runs three sharded replicas' caches, each holding a third
@@ -26,22 +26,65 @@ import (
 // heap each replica's cache costs beside one unsharded cache, on a line
 // make test-matrix reads ("matrix-paths:").
 func TestPathsTaken(t *testing.T) {
-	const n = 3000
-	ns := env.Namespace(t)
-	objs := createShardConfigMaps(t, ns, n)
+	p := checkPaths(t, env, 3000)
+	t.Logf("matrix-paths: server=%s sharding=%s lists=%s encoding=%s heap-per-replica=%.1fMiB heap-unsharded=%.1fMiB objects=%d",
+		env.ServerVersion(), p.filtering, p.lists, p.encoding, mib(p.perReplica), mib(p.unsharded), p.objects)
+}
+
+// On an API server with streaming lists off (its WatchList gate, which
+// every version pinned knows) and without shard selectors (the
+// ShardedListAndWatch gate left off, its default, where it is known), the
+// replicas sync by LIST, filter in the cache, and still hold exactly their
+// slots' objects: with TestPathsTaken, 1.36 and later run both filtering
+// paths.
+func TestPathsTakenWithoutStreamingLists(t *testing.T) {
+	e, err := testenv.Start(testenv.Options{FeatureGates: map[string]bool{"WatchList": false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	p := checkPaths(t, e, 600)
+	t.Logf("matrix-fallback: server=%s gates=WatchList-off,ShardedListAndWatch-off sharding=%s lists=%s encoding=%s", e.ServerVersion(), p.filtering, p.lists, p.encoding)
+}
+
+// paths is what checkPaths saw.
+type paths struct {
+	filtering, lists, encoding string
+	perReplica, unsharded      uint64 // heap bytes
+	objects                    int
+}
+
+// checkPaths creates n ConfigMaps in e, starts three sharded replicas'
+// caches over them and one unsharded cache, fails t unless each replica
+// holds exactly its slots' objects by the path e's gates call for, and
+// returns the paths and heap.
+func checkPaths(t *testing.T, e *testenv.Environment, n int) paths {
+	t.Helper()
+	ns := e.Namespace(t)
+	objs := createShardConfigMapsIn(t, e, ns, n)
 	rec := &pathRecorder{}
+	newCache := func(opts cache.Options) *cache.Cache {
+		cfg := e.Config()
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return rec.wrap(rt) })
+		opts.Mutations.OnMutation = testenv.ReportMutations(t)
+		opts.UnregisteredReads.OnRead = testenv.ReportUnregisteredReads(t)
+		c, err := cache.New(cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
 	sets := [][]int{slotRange(0, 340), slotRange(341, 682), slotRange(683, 1023)}
 	heapBefore := liveHeap()
 	replicas := make([]*cache.Cache, len(sets))
 	listers := make([]*cache.Lister[*corev1.ConfigMap], len(sets))
 	for i, set := range sets {
 		s, _ := sharding.NewSlots(partitionSlots)
-		cfg := rest.CopyConfig(env.Config())
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return rec.wrap(rt) })
-		c, err := cache.New(cfg, cache.Options{Sharding: cache.ShardingOptions{Slots: s, ServerFilter: cache.ServerFilterDetect}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := newCache(cache.Options{Sharding: cache.ShardingOptions{Slots: s, ServerFilter: cache.ServerFilterDetect}})
 		l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +95,7 @@ func TestPathsTaken(t *testing.T) {
 		start(t, c)
 		replicas[i], listers[i] = c, l
 	}
-	perReplica := (liveHeap() - heapBefore) / uint64(len(sets))
+	p := paths{perReplica: (liveHeap() - heapBefore) / uint64(len(sets)), objects: n}
 	for i, set := range sets {
 		want := bySlot(partitionSlots, objs, sharding.ByUID, set)
 		got, err := listers[i].List(ns, nil)
@@ -64,38 +107,37 @@ func TestPathsTaken(t *testing.T) {
 		}
 	}
 	heapBefore = liveHeap()
-	whole := newCache(t, cache.Options{Namespaces: []string{ns}})
+	whole := newCache(cache.Options{Namespaces: []string{ns}})
 	if _, err := cache.Register[*corev1.ConfigMap](whole, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, whole)
-	unsharded := liveHeap() - heapBefore
+	p.unsharded = liveHeap() - heapBefore
 	runtime.KeepAlive(replicas)
 
-	filtering, lists, encoding := rec.paths()
+	p.filtering, p.lists, p.encoding = rec.paths()
 	wantFiltering := "cache"
-	if on, _ := env.FeatureGate("ShardedListAndWatch"); on {
+	if on, _ := e.FeatureGate("ShardedListAndWatch"); on {
 		wantFiltering = "server"
 	}
-	if filtering != wantFiltering {
-		t.Errorf("shard filtering in the %s, want in the %s (kube-apiserver %s, ShardedListAndWatch %s)", filtering, wantFiltering, env.ServerVersion(), gateState("ShardedListAndWatch"))
+	if p.filtering != wantFiltering {
+		t.Errorf("shard filtering in the %s, want in the %s (kube-apiserver %s, ShardedListAndWatch %s)", p.filtering, wantFiltering, e.ServerVersion(), gateState(e, "ShardedListAndWatch"))
 	}
 	wantLists := "list"
-	if on, _ := env.FeatureGate("WatchList"); on {
+	if on, _ := e.FeatureGate("WatchList"); on {
 		wantLists = "watchlist"
 	}
-	if lists != wantLists {
-		t.Errorf("initial lists by %s, want %s (kube-apiserver %s, WatchList %s)", lists, wantLists, env.ServerVersion(), gateState("WatchList"))
+	if p.lists != wantLists {
+		t.Errorf("initial lists by %s, want %s (kube-apiserver %s, WatchList %s)", p.lists, wantLists, e.ServerVersion(), gateState(e, "WatchList"))
 	}
-	if encoding != "protobuf" {
-		t.Errorf("a built-in type's lists and watches in %s, want protobuf", encoding)
+	if p.encoding != "protobuf" {
+		t.Errorf("a built-in type's lists and watches in %s, want protobuf", p.encoding)
 	}
-	t.Logf("matrix-paths: server=%s sharding=%s lists=%s encoding=%s heap-per-replica=%.1fMiB heap-unsharded=%.1fMiB objects=%d",
-		env.ServerVersion(), filtering, lists, encoding, mib(perReplica), mib(unsharded), n)
+	return p
 }
 
-func gateState(name string) string {
-	switch on, known := env.FeatureGate(name); {
+func gateState(e *testenv.Environment, name string) string {
+	switch on, known := e.FeatureGate(name); {
 	case !known:
 		return "unknown"
 	case on:
@@ -128,9 +170,8 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 
 // paths says, of the requests but sharding.Supported's probe, where
 // shards were filtered ("server" if any carried a shard selector, else
-// "cache"), how the initial
-// lists were made ("watchlist": streaming lists only; "list": a LIST), and
-// the encoding asked for.
+// "cache"), how the initial lists were made ("watchlist": streaming lists
+// only; "list": a LIST), and the encoding asked for.
 func (p *pathRecorder) paths() (filtering, lists, encoding string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
+	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
 // shardSlots is the slot count of most sharded tests; partitionSlots the
@@ -26,6 +27,12 @@ const (
 // createShardConfigMaps creates n ConfigMaps in ns and returns them by name.
 func createShardConfigMaps(t *testing.T, ns string, n int) map[string]*corev1.ConfigMap {
 	t.Helper()
+	return createShardConfigMapsIn(t, env, ns, n)
+}
+
+// createShardConfigMapsIn is createShardConfigMaps in control plane e.
+func createShardConfigMapsIn(t *testing.T, e *testenv.Environment, ns string, n int) map[string]*corev1.ConfigMap {
+	t.Helper()
 	var mu sync.Mutex
 	out := map[string]*corev1.ConfigMap{}
 	var wg sync.WaitGroup
@@ -34,7 +41,7 @@ func createShardConfigMaps(t *testing.T, ns string, n int) map[string]*corev1.Co
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%05d", i), Namespace: ns}}
-				got, err := env.Client().CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
+				got, err := e.Client().CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 					return
