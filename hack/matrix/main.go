@@ -46,6 +46,7 @@ type cell struct {
 	fail            []failure
 	skips           map[string]string // "pkg Test" -> reason
 	paths           map[string]string // from the matrix-paths line
+	fallback        map[string]string // from the matrix-fallback line
 }
 
 type failure struct {
@@ -86,7 +87,7 @@ func read(path string) (*cell, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: want a file named <kubernetes version>-<go version>.json", path)
 	}
-	c := &cell{kube: kube, goVersion: "go" + goVersion, skips: map[string]string{}, paths: map[string]string{}}
+	c := &cell{kube: kube, goVersion: "go" + goVersion, skips: map[string]string{}, paths: map[string]string{}, fallback: map[string]string{}}
 	if b, err := os.ReadFile(strings.TrimSuffix(path, ".json") + ".seconds"); err == nil {
 		c.seconds = strings.TrimSpace(string(b))
 	}
@@ -116,10 +117,12 @@ func read(path string) (*cell, error) {
 		case "output":
 			line := strings.TrimRight(e.Output, "\n")
 			output[key] = append(output[key], line)
-			if _, rest, ok := strings.Cut(line, "matrix-paths: "); ok {
-				for _, kv := range strings.Fields(rest) {
-					if k, v, ok := strings.Cut(kv, "="); ok {
-						c.paths[k] = v
+			for prefix, into := range map[string]map[string]string{"matrix-paths: ": c.paths, "matrix-fallback: ": c.fallback} {
+				if _, rest, ok := strings.Cut(line, prefix); ok {
+					for _, kv := range strings.Fields(rest) {
+						if k, v, ok := strings.Cut(kv, "="); ok {
+							into[k] = v
+						}
 					}
 				}
 			}
@@ -172,8 +175,8 @@ func last(lines []string, n int) []string {
 }
 
 func write(w io.Writer, cells []*cell) (failed bool) {
-	fmt.Fprintln(w, "| Kubernetes | Go | Result | Packages passed | Tests passed | Skipped | Failed | Shard filtering | Initial lists | Encoding | Heap per replica (1 of 3) / unsharded | Time |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| Kubernetes | Go | Result | Packages passed | Tests passed | Skipped | Failed | Shard filtering | Initial lists | Encoding | Heap per replica (1 of 3) / unsharded | WatchList and shard gates off | Time |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
 		result := "pass"
 		if len(c.pkgFail) > 0 {
@@ -183,11 +186,15 @@ func write(w io.Writer, cells []*cell) (failed bool) {
 		if c.paths["heap-per-replica"] != "" {
 			heap = c.paths["heap-per-replica"] + " / " + c.paths["heap-unsharded"]
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d of %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
+		fallback := "not run"
+		if c.fallback["lists"] != "" {
+			fallback = "filtered " + map[string]string{"cache": "in the cache", "server": "by the API server"}[c.fallback["sharding"]] + ", synced by " + map[string]string{"list": "LIST", "watchlist": "streaming lists"}[c.fallback["lists"]]
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d of %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n",
 			c.kube, c.goVersion, result, c.pkgPass, c.pkgPass+len(c.pkgFail), c.pass, c.skip, len(c.fail),
 			path(c, "sharding", map[string]string{"server": "API server (ShardedListAndWatch)", "cache": "in the cache (fallback)"}),
 			path(c, "lists", map[string]string{"watchlist": "streaming (WatchList)", "list": "LIST"}),
-			path(c, "encoding", nil), heap, minutes(c.seconds))
+			path(c, "encoding", nil), heap, fallback, minutes(c.seconds))
 	}
 	// Skips: one row per test and reason, with the cells.
 	type skipRow struct{ test, reason string }

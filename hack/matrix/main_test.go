@@ -17,7 +17,7 @@ func TestTable(t *testing.T) {
 		t.Error("write: not failed, want failed (two packages failed)")
 	}
 	for _, want := range []string{
-		"| 1.34.4 | go1.26.8 | **fail** | 1 of 4 | 1 | 1 | 3 | in the cache (fallback) | LIST | protobuf | 1.4MiB / 2.5MiB | 10 min |",
+		"| 1.34.4 | go1.26.8 | **fail** | 1 of 4 | 1 | 1 | 3 | in the cache (fallback) | LIST | protobuf | 1.4MiB / 2.5MiB | filtered in the cache, synced by LIST | 10 min |",
 		"| pkg/cache TestStreamingListInEffect | needs feature gate WatchList, which kube-apiserver of the cell has off | all |",
 		"Failed on 1.34.4/go1.26.8: pkg/manager TestX",
 		"x_test.go:9: boom",
