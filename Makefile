@@ -154,7 +154,7 @@ MATRIX_FLAGS    ?= -count=1 -timeout=40m
 MATRIX_PKGS     ?= ./...
 
 .PHONY: test-matrix
-test-matrix: ## Run the tests on every Kubernetes version of MATRIX_VERSIONS (and Go MATRIX_NEXT_GO on the newest) and print the table (hours on two cores).
+test-matrix: ## Run the tests on every Kubernetes version of MATRIX_VERSIONS (and Go MATRIX_NEXT_GO on the newest) and print the table (about an hour on two cores, once the control planes are built).
 	VERSIONS="$(MATRIX_VERSIONS)" NEXT_GO="$(MATRIX_NEXT_GO)" FLAGS="$(MATRIX_FLAGS)" PKGS="$(MATRIX_PKGS)" \
 	  TEST_ENV="$(TEST_ENV)" GO=$(GO) hack/test-matrix.sh
 
