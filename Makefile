@@ -58,7 +58,7 @@ GENERATED := config/crd config/rbac config/webhook/manifests.yaml cmd/sample-ope
 .PHONY: help
 help: ## List the targets (the default).
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-	  /^[a-zA-Z_-]+:.*?##/ { printf "  %-10s %s\n", $$1, $$2 } \
+	  /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-10s %s\n", $$1, $$2 } \
 	  /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Develop

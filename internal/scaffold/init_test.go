@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -300,5 +301,59 @@ func TestInsertStartsAnEmptyList(t *testing.T) {
 	}
 	if want := []string{"bases/a.yaml", "bases/b.yaml"}; !slices.Equal(got.Resources, want) {
 		t.Errorf("resources = %q, want %q:\n%s", got.Resources, want, two)
+	}
+}
+
+// make help lists every target a new project's makefiles document with
+// "## ", test-e2e among them: the pattern must allow digits.
+func TestNewProjectHelpListsEveryTarget(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	dir := newProject(t)
+	out, err := exec.CommandContext(t.Context(), "make", "-s", "-C", dir, "help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, out)
+	}
+	documented := regexp.MustCompile(`(?m)^([a-zA-Z0-9_.-]+):.*## `)
+	var targets []string
+	for _, f := range []string{"Makefile", "opkit.mk"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range documented.FindAllStringSubmatch(string(b), -1) {
+			targets = append(targets, m[1])
+		}
+	}
+	if !slices.Contains(targets, "test-e2e") {
+		t.Fatalf("found no documented test-e2e target among %v", targets)
+	}
+	listed := regexp.MustCompile(`(?m)^  (\S+)`)
+	var got []string
+	for _, m := range listed.FindAllStringSubmatch(string(out), -1) {
+		got = append(got, m[1])
+	}
+	for _, target := range targets {
+		if !slices.Contains(got, target) {
+			t.Errorf("make help does not list %s:\n%s", target, out)
+		}
+	}
+}
+
+// What make builds and writes stays out of git: bin/, and dist/, where
+// make build-installer writes install.yaml.
+func TestNewProjectIgnoresBuildOutput(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	dir := newProject(t)
+	if out, err := exec.CommandContext(t.Context(), "git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	for _, p := range []string{"bin/acme-operator", "dist/install.yaml"} {
+		if out, err := exec.CommandContext(t.Context(), "git", "-C", dir, "check-ignore", "-q", p).CombinedOutput(); err != nil {
+			t.Errorf("a new project's .gitignore does not ignore %s: git check-ignore: %v %s", p, err, out)
+		}
 	}
 }
