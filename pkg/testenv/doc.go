@@ -12,6 +12,13 @@
 //     SharedBinaryDir, which "opkit envtest" (make envtest) fills once per
 //     machine. A missing binary fails Start with an error wrapping
 //     ErrBinariesMissing that names the command that builds it.
+//   - Any pinned Kubernetes version: Options.Version, else the one the
+//     OPKIT_K8S_VERSION variable names (VersionEnv), else DefaultVersion;
+//     "opkit envtest --version" builds it. The environment learns what the
+//     server supports rather than assuming it (ServerVersion,
+//     FeatureGate); Options.OptionalFeatureGates sets a gate only where
+//     the server knows it, and RequireFeatureGate and RequireResource
+//     skip a test, naming what the server lacks.
 //   - CRDs in Options.CRDDirs are installed and served before Start
 //     returns.
 //   - Webhooks: Options.Webhook points a project's webhook configurations
