@@ -5,7 +5,8 @@
 // that prose states once: the Layout table and the root doc.go's package
 // list, time estimates (in make help only), the porting guide's "Not in
 // opkit yet", links and their anchors, pkg/ paths, the README's length,
-// versions and controller.
+// versions and controller; figures_test.go the README's headline figures,
+// each against the docs/performance.md table its bullet links to.
 package docs_test
 
 import (
