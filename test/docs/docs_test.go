@@ -6,7 +6,10 @@
 // list, time estimates (in make help only), the porting guide's "Not in
 // opkit yet", links and their anchors, pkg/ paths, the README's length,
 // versions and controller; figures_test.go the README's headline figures,
-// each against the docs/performance.md table its bullet links to.
+// each against the docs/performance.md table its bullet links to;
+// notyet_test.go every "not yet" with the check that keeps it true;
+// commands_test.go the commands the docs run (make targets, opkit
+// subcommands and flags, paths).
 package docs_test
 
 import (

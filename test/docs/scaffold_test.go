@@ -69,3 +69,32 @@ func TestDocsListTheScaffoldsTargets(t *testing.T) {
 		}
 	}
 }
+
+// toolsIntoBin is a claim that hack/tools' tools are built into bin/:
+// "hack/tools ... built ... into `bin/`", within a sentence (a full stop
+// inside a name, as in go.mod, does not end it).
+var toolsIntoBin = regexp.MustCompile("hack/tools(?:[^.]|\\.\\w)*?\\bbuil(?:d|ds|t)\\b(?:[^.]|\\.\\w)*?into `bin/`")
+
+// The pages about a generated project say where its pinned tools go as
+// the scaffold's 'make tools' does: the tutorial said hack/tools built
+// them into bin/ after they had moved to 'go tool' and Go's build cache.
+func TestDocsSayWhereTheScaffoldsToolsGo(t *testing.T) {
+	var help string
+	for _, l := range strings.Split(read(t, "internal/scaffold/templates/init/opkit.mk.tmpl"), "\n") {
+		if strings.HasPrefix(l, "tools:") {
+			_, help, _ = strings.Cut(l, "## ")
+		}
+	}
+	if help == "" {
+		t.Fatal("opkit.mk.tmpl has no tools target with a '## ' help: the check below reads nothing")
+	}
+	if strings.Contains(help, "bin/") {
+		return
+	}
+	for _, page := range scaffoldPages {
+		text := strings.Join(strings.Fields(fence.ReplaceAllString(read(t, page), "")), " ")
+		for _, s := range toolsIntoBin.FindAllString(text, -1) {
+			t.Errorf("%s says the pinned tools are built into bin/ (%q), but the scaffold's make tools says: %s", page, s, help)
+		}
+	}
+}
