@@ -394,3 +394,21 @@ func checkOpkit(t *testing.T, where, cmd string, args []string, flags map[string
 		}
 	}
 }
+
+// The reference of the opkit command, write-your-own-operator.md, names
+// every subcommand and every flag that cmd/opkit defines, so a flag added
+// without its documentation fails here.
+func TestReferenceNamesEveryOpkitFlag(t *testing.T) {
+	const page = "docs/write-your-own-operator.md"
+	text := read(t, page)
+	for sub, names := range opkitFlags(t) {
+		if !strings.Contains(text, "`opkit "+sub+"`") {
+			t.Errorf("%s does not name `opkit %s`: add it to the commands table of section 0", page, sub)
+		}
+		for _, f := range names {
+			if !regexp.MustCompile("`--" + regexp.QuoteMeta(f) + "[`= ]").MatchString(text) {
+				t.Errorf("%s does not name opkit %s's flag `--%s`: say what it does, in the commands table of section 0 and where the command is explained", page, sub, f)
+			}
+		}
+	}
+}
