@@ -38,13 +38,13 @@ PROMTOOL       := $(BIN)/promtool
 PROMTOOL_MOD   := $(TOOLS)/promtool
 
 # What controller-gen generates from the markers in cmd/sample-operator: the
-# Mirror API's deepcopy code, its CRD, the operator's ClusterRole and its
+# Mirror API's deepcopy code, its apply configurations, its CRD, the operator's ClusterRole and its
 # admission webhook configurations (config/webhook/manifests.yaml, from the
 # +kubebuilder:webhook markers); examples/website's deepcopy code, apply
 # configurations and CRD; and examples/dynamic's deepcopy code and CRD. Run
 # from the root of a copy of the module.
 GENERATE_MANIFESTS = \
-  $(CONTROLLER_GEN) object paths=./cmd/sample-operator/api/... && \
+  $(CONTROLLER_GEN) object applyconfiguration paths=./cmd/sample-operator/api/... && \
   $(CONTROLLER_GEN) crd rbac:roleName=mirror-operator webhook paths=./cmd/sample-operator/... \
     output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
     output:webhook:artifacts:config=config/webhook && \
@@ -87,7 +87,7 @@ run-control-plane: envtest build ## Run a local control plane alone until Ctrl-C
 	$(BIN)/opkit-testenv --kubeconfig $(BIN)/run/kubeconfig
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, CRD, RBAC role and webhook configurations from their markers.
+manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, apply configurations, CRD, RBAC role and webhook configurations from their markers.
 	$(GENERATE_MANIFESTS)
 
 # verify-manifests regenerates into a copy of the module, so it never writes
