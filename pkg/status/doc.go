@@ -5,10 +5,9 @@
 // of the generated apply configuration, with conditions.ForApply, through
 // the manager's writer), as the scaffold does: no resourceVersion, no
 // conflicts. Patch, a merge patch of what changed, is for code ported from
-// controller-runtime as is, and for a status written piece by piece or
-// shared with writers that update it, where an apply of part of it would
-// remove the rest (docs/porting-from-controller-runtime.md, "Which way to
-// write").
+// controller-runtime as is, and for a status written piece by piece, where
+// an apply of part of it would remove the rest
+// (docs/porting-from-controller-runtime.md, "Which way to write").
 //
 // Its contract:
 //
