@@ -38,19 +38,20 @@ PROMTOOL       := $(BIN)/promtool
 PROMTOOL_MOD   := $(TOOLS)/promtool
 
 # What controller-gen generates from the markers in cmd/sample-operator: the
-# Mirror API's deepcopy code, its CRD, the operator's ClusterRole and its
+# Mirror API's deepcopy code, its apply configurations, its CRD, the operator's ClusterRole and its
 # admission webhook configurations (config/webhook/manifests.yaml, from the
-# +kubebuilder:webhook markers); and examples/website's and
-# examples/dynamic's deepcopy code and CRDs. Run from the root of a copy of the module.
+# +kubebuilder:webhook markers); examples/website's deepcopy code, apply
+# configurations and CRD; and examples/dynamic's deepcopy code and CRD. Run
+# from the root of a copy of the module.
 GENERATE_MANIFESTS = \
-  $(CONTROLLER_GEN) object paths=./cmd/sample-operator/api/... && \
+  $(CONTROLLER_GEN) object applyconfiguration paths=./cmd/sample-operator/api/... && \
   $(CONTROLLER_GEN) crd rbac:roleName=mirror-operator webhook paths=./cmd/sample-operator/... \
     output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
     output:webhook:artifacts:config=config/webhook && \
-  $(CONTROLLER_GEN) object crd paths=./examples/website/... output:crd:artifacts:config=examples/website/config/crd && \
+  $(CONTROLLER_GEN) object applyconfiguration crd paths=./examples/website/... output:crd:artifacts:config=examples/website/config/crd && \
   $(CONTROLLER_GEN) object crd paths=./examples/dynamic/... output:crd:artifacts:config=examples/dynamic/config/crd
 GENERATED := config/crd config/rbac config/webhook/manifests.yaml cmd/sample-operator/api \
-  examples/website/zz_generated.deepcopy.go examples/website/config/crd \
+  examples/website/api examples/website/config/crd \
   examples/dynamic/zz_generated.deepcopy.go examples/dynamic/config/crd
 
 ##@ General
@@ -86,7 +87,7 @@ run-control-plane: envtest build ## Run a local control plane alone until Ctrl-C
 	$(BIN)/opkit-testenv --kubeconfig $(BIN)/run/kubeconfig
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, CRD, RBAC role and webhook configurations from their markers.
+manifests: $(CONTROLLER_GEN) ## Regenerate the Mirror API's deepcopy code, apply configurations, CRD, RBAC role and webhook configurations from their markers.
 	$(GENERATE_MANIFESTS)
 
 # verify-manifests regenerates into a copy of the module, so it never writes

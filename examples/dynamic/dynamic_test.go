@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/examples/dynamic"
-	"github.com/opkit-dev/opkit/examples/website"
+	website "github.com/opkit-dev/opkit/examples/website/api/v1"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/testenv"

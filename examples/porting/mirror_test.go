@@ -12,6 +12,7 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	mirrorac "github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/conditions"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -19,7 +20,8 @@ import (
 )
 
 // mirrorReconciler is crMirrorReconciler on opkit: it reads the Mirror
-// from a Lister, and writes its status from a copy of that shared object.
+// from a Lister, and applies its status, reading that shared object
+// without modifying it.
 // The controller runs the finalizer (manager.Finalizer in setupMirror):
 // the reconciler never sees a Mirror being deleted.
 type mirrorReconciler struct {
@@ -42,13 +44,11 @@ func (r *mirrorReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Done(), err
 	}
-	next := m.DeepCopy() // never modify m: it is the cache's
-	next.Status.ObservedGeneration = m.Generation
-	next.Status.SyncedNamespaces = synced
-	conditions.Set(&next.Status.Conditions, m, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced,
-	})
-	if err := r.client.Status().Patch(ctx, next, crclient.MergeFrom(m)); err != nil { // sent only if it changes something
+	st := mirrorac.MirrorStatus().WithObservedGeneration(m.Generation).WithSyncedNamespaces(synced).
+		WithConditions(conditions.ForApply(m.Status.Conditions, m, metav1.Condition{ // reads m, never modifies it
+			Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced,
+		}))
+	if err := r.client.Status().Apply(ctx, mirrorac.Mirror(m.Name, m.Namespace).WithStatus(st)); err != nil { // sent only if it changes something
 		return reconcile.Done(), err
 	}
 	r.recorder.Eventf(m, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "copied into %d namespaces", synced)

@@ -46,7 +46,7 @@ func measure(t *testing.T, file string, kinds map[[2]string]string) controllerSi
 		}
 		imported[name] = p
 	}
-	local := reflect.TypeFor[Website]().PkgPath()
+	local := reflect.TypeFor[WebsiteReconciler]().PkgPath()
 	for _, decl := range f.Decls {
 		ast.Inspect(decl, func(n ast.Node) bool {
 			switch n := n.(type) {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	examplev1 "github.com/opkit-dev/opkit/examples/website/api/v1"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -23,7 +24,7 @@ func Example() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := AddToScheme(scheme); err != nil {
+	if err := examplev1.AddToScheme(scheme); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

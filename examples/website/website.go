@@ -6,12 +6,18 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	examplev1 "github.com/opkit-dev/opkit/examples/website/api/v1"
+	examplev1ac "github.com/opkit-dev/opkit/examples/website/api/v1/applyconfiguration/api/v1"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/conditions"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/owner"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
@@ -20,13 +26,13 @@ import (
 // a record of it in the Records namespace, and reports it Ready once the
 // Deployment has every replica available. SetupWebsite sets its Listers.
 type WebsiteReconciler struct {
-	websites    *cache.Lister[*Website]           // shared with the cache: read, never modify
-	deployments *cache.Lister[*appsv1.Deployment] // watched; CreateOrUpdate reads them through client
+	websites    *cache.Lister[*examplev1.Website] // shared with the cache: read, never modify
+	deployments *cache.Lister[*appsv1.Deployment] // watched, so that their status reaches the Website
 	client      client.Client
 }
 
 // SetupWebsite adds the website controller to mgr, whose scheme must hold
-// this package's types.
+// examplev1's types.
 func SetupWebsite(mgr *manager.Manager) error {
 	r := &WebsiteReconciler{client: mgr.Writer("website")}
 	_, err := manager.NewController(mgr, "website", r, manager.For(&r.websites, source.GenerationChanged),
@@ -35,41 +41,43 @@ func SetupWebsite(mgr *manager.Manager) error {
 }
 
 // Reconcile implements reconcile.Reconciler. NewController hands it only
-// Websites that hold the finalizer and are not being deleted.
+// Websites that hold the finalizer and are not being deleted. It applies
+// what it decides (the writer owns those fields, and skips an apply that
+// would change nothing); Apply fills each configuration with the object
+// as the API server holds it.
 func (r *WebsiteReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	site, err := r.websites.Get(req.Namespace, req.Name)
 	if err != nil {
 		return reconcile.Done(), client.IgnoreNotFound(err)
 	}
-	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Records, Name: site.Namespace + "." + site.Name}}
-	record.Data = map[string]string{"website": site.Namespace + "/" + site.Name}
-	if err := r.client.Create(ctx, record); client.IgnoreAlreadyExists(err) != nil {
+	record := corev1ac.ConfigMap(site.Namespace+"."+site.Name, Records).WithData(map[string]string{"website": site.Namespace + "/" + site.Name})
+	if err := r.client.Apply(ctx, record); err != nil {
 		return reconcile.Done(), err
 	}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: site.Namespace, Name: site.Name}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, dep, func() error {
-		labels := map[string]string{"website": site.Name}
-		dep.Spec.Replicas = new(site.Spec.Replicas)
-		dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
-		dep.Spec.Template.Labels = labels
-		dep.Spec.Template.Spec.Containers = []corev1.Container{{Name: "web", Image: site.Spec.Image}}
-		return controllerutil.SetControllerReference(site, dep, r.client.Scheme())
-	}); err != nil {
+	ref, err := owner.ApplyControllerRef(r.client.Scheme(), site)
+	if err != nil {
 		return reconcile.Done(), err
 	}
-	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing"}
-	if dep.Status.ObservedGeneration == dep.Generation && dep.Status.AvailableReplicas == site.Spec.Replicas {
+	labels := map[string]string{"website": site.Name}
+	dep := appsv1ac.Deployment(site.Name, site.Namespace).WithOwnerReferences(ref).WithSpec(appsv1ac.DeploymentSpec().
+		WithReplicas(site.Spec.Replicas).WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+		WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().
+			WithContainers(corev1ac.Container().WithName("web").WithImage(site.Spec.Image)))))
+	if err := r.client.Apply(ctx, dep); err != nil {
+		return reconcile.Done(), err
+	}
+	ready := metav1.Condition{Type: examplev1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing"}
+	if ptr.Deref(dep.Status.ObservedGeneration, 0) == *dep.Generation && ptr.Deref(dep.Status.AvailableReplicas, 0) == site.Spec.Replicas {
 		ready.Status, ready.Reason = metav1.ConditionTrue, "Available"
 	}
-	next := site.DeepCopy() // the status to write, on a copy of the cached Website
-	next.Status.ObservedGeneration = site.Generation
-	conditions.Set(&next.Status.Conditions, site, ready)
-	return reconcile.Done(), r.client.Status().Patch(ctx, next, client.MergeFrom(site)) // sent only if it changed
+	status := examplev1ac.WebsiteStatus().WithObservedGeneration(site.Generation).
+		WithConditions(conditions.ForApply(site.Status.Conditions, site, ready))
+	return reconcile.Done(), r.client.Status().Apply(ctx, examplev1ac.Website(site.Name, site.Namespace).WithStatus(status))
 }
 
 // deleteRecord deletes the record of a Website being deleted; then the
 // finalizer lets the Website go.
-func (r *WebsiteReconciler) deleteRecord(ctx context.Context, site *Website) error {
+func (r *WebsiteReconciler) deleteRecord(ctx context.Context, site *examplev1.Website) error {
 	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Records, Name: site.Namespace + "." + site.Name}}
 	return client.IgnoreNotFound(r.client.Delete(ctx, record))
 }

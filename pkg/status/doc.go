@@ -1,6 +1,14 @@
 // Package status writes an object's status subresource only when a reconcile
 // changed it, computed against the cached object without modifying it.
 //
+// A status the controller owns whole is better applied (server-side apply
+// of the generated apply configuration, with conditions.ForApply, through
+// the manager's writer), as the scaffold does: no resourceVersion, no
+// conflicts. Patch, a merge patch of what changed, is for code ported from
+// controller-runtime as is, and for a status written piece by piece, where
+// an apply of part of it would remove the rest
+// (docs/porting-from-controller-runtime.md, "Which way to write").
+//
 // Its contract:
 //
 //   - The cached object stays as it is: Patch hands mutate a deep copy, so

@@ -28,7 +28,7 @@ func TestAdoptedCopySurvivesAStaleCache(t *testing.T) {
 	w.configMap(w.home, "cfg", map[string]string{"k": "v"})
 	w.mirror("cfg", v1alpha1.KindConfigMap, "cfg", w.selecting(map[string]string{"team": "a"}))
 	store := &apiStore{cl: w.cl}
-	r := &mirror.Reconciler{Store: store, Client: w.cl}
+	r := &mirror.Reconciler{Store: store, Client: client.WithFieldOwner(w.cl, "mirror")}
 	req := reconcile.Request{Namespace: w.home, Name: "cfg"}
 	if _, err := r.Reconcile(t.Context(), req); err != nil {
 		t.Fatalf("first reconcile: %v", err)

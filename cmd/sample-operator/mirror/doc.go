@@ -69,23 +69,24 @@
 //     source that cannot be read (a 403) is reported in the Ready
 //     condition (SyncFailed) and retried.
 //   - Writes are creates, deletes with a UID and resourceVersion
-//     precondition (a copy changed since the cache saw it, perhaps
-//     adopted by its namespace's owner, is not deleted:
-//     TestAdoptedCopySurvivesAStaleCache), JSON patches
-//     that replace a copy's data and carry the resourceVersion read (so
-//     that a concurrent change is never overwritten unseen) and answer
-//     with metadata only, the finalizer package's guarded JSON patches,
-//     and status.Patch's merge patch of the status fields that changed,
-//     which only this controller writes. A write's body and answer live
-//     only while it is sent: no per-target copy of the data outlives its
-//     write. Creates and patches of copies go through
+//     precondition (a copy changed since the cache saw it, perhaps adopted
+//     by its namespace's owner, is not deleted:
+//     TestAdoptedCopySurvivesAStaleCache), JSON patches that replace a
+//     copy's data and carry the resourceVersion read (so that a concurrent
+//     change is never overwritten unseen) and answer with metadata only,
+//     the finalizer package's guarded JSON patches, and a server-side apply
+//     of the whole status (the apply configuration make manifests
+//     generates), which only this controller writes. A write's body and
+//     answer live only while it is sent: no per-target copy of the data
+//     outlives its write. Creates and patches of copies go through
 //     WriterAs("mirror", the Mirror's ServiceAccount), the rest through
-//     Writer("mirror"), as the operator: status, finalizers, and deletes
-//     of copies, which do nothing for anyone, and which a Mirror whose
+//     Writer("mirror"), as the operator: status, finalizers, and deletes of
+//     copies, which do nothing for anyone, and which a Mirror whose
 //     ServiceAccount lost its permissions still needs to be deleted. Both
-//     name mirror as the field owner, skip empty patches, count writes in
-//     opkit_client_writes_total, and read-your-writes makes each reconcile
-//     of a Mirror see the Mirror's own earlier writes.
+//     name mirror as the field owner, skip empty patches and applies that
+//     would change nothing, count writes in opkit_client_writes_total, and
+//     read-your-writes makes each reconcile of a Mirror see the Mirror's
+//     own earlier writes.
 //
 // Its admission webhook (SetupWebhooks; its configuration generated into
 // config/webhook/manifests.yaml) answers from the request alone, so that

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
+	mirrorac "github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/opkit-dev/opkit/pkg/conditions"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
-	"github.com/opkit-dev/opkit/pkg/status"
 )
 
 // Reconciler brings one Mirror's copies in line with its source. It is
@@ -28,7 +28,7 @@ import (
 // Mirrors at once.
 type Reconciler struct {
 	Store    Store
-	Client   client.Client        // writes status, finalizers, and deletes of copies
+	Client   client.Client        // writes status, finalizers, and deletes of copies, with a field owner (mgr.Writer names one)
 	Recorder events.EventRecorder // Events about Mirrors and the objects they leave alone
 	Policy   Policy               // where copies may go, and of what
 	// ActAs returns the client that reads a Mirror's source and writes
@@ -282,14 +282,14 @@ func (r *Reconciler) report(ctx context.Context, m *v1alpha1.Mirror, out outcome
 	if ready == metav1.ConditionFalse && (old == nil || old.Reason != out.reason || old.Message != out.message) && r.Recorder != nil {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, out.reason, "Sync", "%s", out.message)
 	}
-	_, err := status.Patch(ctx, r.Client, m, func(m *v1alpha1.Mirror) {
-		m.Status.ObservedGeneration = m.Generation
-		m.Status.SyncedNamespaces = out.synced
-		m.Status.Conflicts = out.conflicts
-		conditions.Set(&m.Status.Conditions, m, metav1.Condition{
+	// The whole status, applied: the writer skips an apply that would
+	// change nothing.
+	st := mirrorac.MirrorStatus().WithObservedGeneration(m.Generation).
+		WithSyncedNamespaces(out.synced).WithConflicts(out.conflicts).
+		WithConditions(conditions.ForApply(m.Status.Conditions, m, metav1.Condition{
 			Type: v1alpha1.ConditionReady, Status: ready, Reason: out.reason, Message: out.message,
-		})
-	})
+		}))
+	err := r.Client.Status().Apply(ctx, mirrorac.Mirror(m.Name, m.Namespace).WithStatus(st))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -104,7 +104,7 @@ func TestReconcilerUnit(t *testing.T) {
 					},
 				}).Build()
 			rec := events.NewFakeRecorder(10)
-			r := &mirror.Reconciler{Store: store, Client: c, Recorder: rec}
+			r := &mirror.Reconciler{Store: store, Client: client.WithFieldOwner(c, "mirror"), Recorder: rec}
 
 			_, err := r.Reconcile(t.Context(), reconcile.Request{Namespace: "home", Name: "cfg"})
 			if !errors.Is(err, tc.wantErr) {

@@ -11,8 +11,11 @@
 //     and from it, losslessly both ways.
 //   - The operator reads and writes v1alpha1 only; its admission webhooks
 //     are registered for v1alpha1, and the API server converts a v1beta1
-//     request to v1alpha1 before calling them.
+//     request to v1alpha1 before calling them. It applies the status
+//     through the apply configurations controller-gen generates in
+//     applyconfiguration/ (make manifests).
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=samples.opkit.dev
 package v1alpha1

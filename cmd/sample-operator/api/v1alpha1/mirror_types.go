@@ -9,6 +9,10 @@ import (
 // GroupVersion is the API's group and version.
 var GroupVersion = schema.GroupVersion{Group: "samples.opkit.dev", Version: "v1alpha1"}
 
+// SchemeGroupVersion is GroupVersion under the name that the generated
+// applyconfiguration/utils.go refers to.
+var SchemeGroupVersion = GroupVersion
+
 // AddToScheme adds the API's types to a scheme.
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Mirror{}, &MirrorList{})

@@ -1,22 +1,13 @@
-// Package website is one complete custom-resource controller on opkit,
-// compiled and tested: a Website runs its image as a Deployment it owns,
-// keeps a record of itself in another namespace, which its finalizer
-// deletes, and reports a Ready condition with observedGeneration.
+// Package v1 is the example.opkit.dev/v1 API of examples/website: the
+// Website kind. controller-gen makes its deep copies, its CRD
+// (../../config/crd) and, in applyconfiguration/, the apply configurations
+// the controllers write its status with (make manifests), as it does for a
+// scaffolded project's api/<version>.
 //
-//   - types.go: the Website API (controller-gen makes the deep copies and
-//     config/crd from its markers: make manifests).
-//   - website.go: the controller, on opkit.
-//   - website_controllerruntime_test.go: the same controller on
-//     controller-runtime v0.25's builder and controllerutil, for
-//     comparison; TestControllerNoLargerThanControllerRuntime keeps
-//     website.go no longer than it, with no more imports and no more
-//     mentions of each Kubernetes type.
-//   - website_test.go: both controllers, run in turn on a local control
-//     plane (pkg/testenv).
-//
+// +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=example.opkit.dev
-// +versionName=v1
-package website
+package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +18,10 @@ import (
 // GroupVersion is the API's group and version.
 var GroupVersion = schema.GroupVersion{Group: "example.opkit.dev", Version: "v1"}
 
+// SchemeGroupVersion is GroupVersion under the name that the generated
+// applyconfiguration/utils.go refers to.
+var SchemeGroupVersion = GroupVersion
+
 // AddToScheme adds the API's types to a scheme.
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Website{}, &WebsiteList{})
@@ -34,22 +29,11 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
-// What both controllers share with their users.
-const (
-	// Finalizer holds a Website being deleted until its record is gone.
-	Finalizer = "example.opkit.dev/record"
-	// Records is the namespace of the Websites' records: a ConfigMap per
-	// Website, named <namespace>.<name>. An owner reference cannot reach
-	// across namespaces, so the finalizer deletes it.
-	Records = "website-records"
-	// ConditionReady is True when the Website's Deployment has seen its
-	// latest spec and has every replica available.
-	ConditionReady = "Ready"
-)
+// ConditionReady is True when the Website's Deployment has seen its
+// latest spec and has every replica available.
+const ConditionReady = "Ready"
 
 // WebsiteSpec is what a Website runs.
-//
-// +kubebuilder:object:generate=true
 type WebsiteSpec struct {
 	// Image is the container image that serves the site.
 	// +kubebuilder:validation:MinLength=1
@@ -60,8 +44,6 @@ type WebsiteSpec struct {
 }
 
 // WebsiteStatus is what the controller last saw.
-//
-// +kubebuilder:object:generate=true
 type WebsiteStatus struct {
 	// ObservedGeneration is the generation of the spec the status is
 	// about.
@@ -76,9 +58,9 @@ type WebsiteStatus struct {
 
 // Website is a site served by a Deployment of its image.
 //
-// +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:resource:path=websites,scope=Namespaced
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 type Website struct {
@@ -91,7 +73,6 @@ type Website struct {
 
 // WebsiteList is a list of Websites.
 //
-// +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
 type WebsiteList struct {
 	metav1.TypeMeta `json:",inline"`
