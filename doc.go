@@ -26,8 +26,9 @@
 //   - No globals: metrics go into the registry the manager owns and passes
 //     down; nothing registers from init.
 //   - Layered: the queue knows nothing of Kubernetes, the cache knows none
-//     of its consumers, and sources and controllers never import the
-//     manager, so each layer works without the ones above it.
+//     of its consumers, sources and controllers never import the manager,
+//     and nothing under internal/ imports pkg/, so each layer works
+//     without the ones above it.
 //
 // The packages, one concept each:
 //

@@ -42,9 +42,9 @@ func (t recordingTracer) Start(ctx context.Context, name string, opts ...trace.S
 	cfg := trace.NewSpanStartConfig(opts...)
 	for _, a := range cfg.Attributes() {
 		switch a.Key {
-		case tracing.Namespace:
+		case tracing.NamespaceKey:
 			ns = a.Value.AsString()
-		case tracing.Name:
+		case tracing.NameKey:
 			n = a.Value.AsString()
 		}
 	}

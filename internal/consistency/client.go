@@ -8,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
 // NewClient returns a client that writes through c and, when the context
@@ -18,19 +16,27 @@ import (
 // apply and delete of a kind that cache holds, its status and other
 // subresources included. Reads and DeleteAllOf go to c as they are.
 // manager.Manager's clients are made with it.
-func NewClient(c crclient.Client, cache *cache.Cache) crclient.Client {
-	return &recording{Client: c, cache: cache}
+func NewClient[W Write](c crclient.Client, cache Cache[W]) crclient.Client {
+	return &recording[W]{Client: c, cache: cache}
 }
 
-type recording struct {
+// A Cache gives the Write of an object for its informers to catch up
+// with: *cache.Cache is one, with W its Written. obj is the object as the
+// API server returned it from a write, or, when deleted, the object
+// deleted.
+type Cache[W Write] interface {
+	Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) W
+}
+
+type recording[W Write] struct {
 	crclient.Client
-	cache *cache.Cache
+	cache Cache[W]
 }
 
-var _ crclient.Client = (*recording)(nil)
+var _ crclient.Client = (*recording[Write])(nil)
 
 // record adds the write of obj to ctx's Writes, if it carries any.
-func (r *recording) record(ctx context.Context, obj crclient.Object, deleted bool) {
+func (r *recording[W]) record(ctx context.Context, obj crclient.Object, deleted bool) {
 	w := FromContext(ctx)
 	if w == nil {
 		return
@@ -42,7 +48,7 @@ func (r *recording) record(ctx context.Context, obj crclient.Object, deleted boo
 	w.Add(r.cache.Written(gvk, obj, deleted))
 }
 
-func (r *recording) Create(ctx context.Context, obj crclient.Object, opts ...crclient.CreateOption) error {
+func (r *recording[W]) Create(ctx context.Context, obj crclient.Object, opts ...crclient.CreateOption) error {
 	err := r.Client.Create(ctx, obj, opts...)
 	if err == nil {
 		r.record(ctx, obj, false)
@@ -50,7 +56,7 @@ func (r *recording) Create(ctx context.Context, obj crclient.Object, opts ...crc
 	return err
 }
 
-func (r *recording) Update(ctx context.Context, obj crclient.Object, opts ...crclient.UpdateOption) error {
+func (r *recording[W]) Update(ctx context.Context, obj crclient.Object, opts ...crclient.UpdateOption) error {
 	err := r.Client.Update(ctx, obj, opts...)
 	if err == nil {
 		r.record(ctx, obj, false)
@@ -58,7 +64,7 @@ func (r *recording) Update(ctx context.Context, obj crclient.Object, opts ...crc
 	return err
 }
 
-func (r *recording) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.PatchOption) error {
+func (r *recording[W]) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.PatchOption) error {
 	err := r.Client.Patch(ctx, obj, patch, opts...)
 	if err == nil {
 		r.record(ctx, obj, false)
@@ -66,7 +72,7 @@ func (r *recording) Patch(ctx context.Context, obj crclient.Object, patch crclie
 	return err
 }
 
-func (r *recording) Delete(ctx context.Context, obj crclient.Object, opts ...crclient.DeleteOption) error {
+func (r *recording[W]) Delete(ctx context.Context, obj crclient.Object, opts ...crclient.DeleteOption) error {
 	err := r.Client.Delete(ctx, obj, opts...)
 	if err == nil {
 		r.record(ctx, obj, true)
@@ -76,7 +82,7 @@ func (r *recording) Delete(ctx context.Context, obj crclient.Object, opts ...crc
 
 // Apply records the object the apply returned, which controller-runtime
 // decodes into obj.
-func (r *recording) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.ApplyOption) error {
+func (r *recording[W]) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.ApplyOption) error {
 	err := r.Client.Apply(ctx, obj, opts...)
 	if err == nil && FromContext(ctx) != nil {
 		if o, gvk, ok := appliedObject(obj); ok {
@@ -101,33 +107,33 @@ func appliedObject(obj runtime.ApplyConfiguration) (*metav1.PartialObjectMetadat
 	return &o, o.GroupVersionKind(), true
 }
 
-func (r *recording) Status() crclient.SubResourceWriter {
-	return &recordingSub{SubResourceWriter: r.Client.Status(), r: r}
+func (r *recording[W]) Status() crclient.SubResourceWriter {
+	return &recordingSub[W]{SubResourceWriter: r.Client.Status(), r: r}
 }
 
-func (r *recording) SubResource(subResource string) crclient.SubResourceClient {
-	return &recordingSub{SubResourceWriter: r.Client.SubResource(subResource), reader: r.Client.SubResource(subResource), r: r}
+func (r *recording[W]) SubResource(subResource string) crclient.SubResourceClient {
+	return &recordingSub[W]{SubResourceWriter: r.Client.SubResource(subResource), reader: r.Client.SubResource(subResource), r: r}
 }
 
 // recordingSub records the writes of a subresource, which change the
 // object's resourceVersion like any other write.
-type recordingSub struct {
+type recordingSub[W Write] struct {
 	crclient.SubResourceWriter
 	reader crclient.SubResourceReader // nil for Status
-	r      *recording
+	r      *recording[W]
 }
 
-func (s *recordingSub) Get(ctx context.Context, obj, subResource crclient.Object, opts ...crclient.SubResourceGetOption) error {
+func (s *recordingSub[W]) Get(ctx context.Context, obj, subResource crclient.Object, opts ...crclient.SubResourceGetOption) error {
 	return s.reader.Get(ctx, obj, subResource, opts...)
 }
 
-func (s *recordingSub) Create(ctx context.Context, obj, subResource crclient.Object, opts ...crclient.SubResourceCreateOption) error {
+func (s *recordingSub[W]) Create(ctx context.Context, obj, subResource crclient.Object, opts ...crclient.SubResourceCreateOption) error {
 	// A subresource create (a pod's eviction, a token) returns the
 	// subresource, not the object: there is no version to wait for.
 	return s.SubResourceWriter.Create(ctx, obj, subResource, opts...)
 }
 
-func (s *recordingSub) Update(ctx context.Context, obj crclient.Object, opts ...crclient.SubResourceUpdateOption) error {
+func (s *recordingSub[W]) Update(ctx context.Context, obj crclient.Object, opts ...crclient.SubResourceUpdateOption) error {
 	err := s.SubResourceWriter.Update(ctx, obj, opts...)
 	if err == nil {
 		s.r.record(ctx, obj, false)
@@ -135,7 +141,7 @@ func (s *recordingSub) Update(ctx context.Context, obj crclient.Object, opts ...
 	return err
 }
 
-func (s *recordingSub) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.SubResourcePatchOption) error {
+func (s *recordingSub[W]) Patch(ctx context.Context, obj crclient.Object, patch crclient.Patch, opts ...crclient.SubResourcePatchOption) error {
 	err := s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 	if err == nil {
 		s.r.record(ctx, obj, false)
@@ -143,7 +149,7 @@ func (s *recordingSub) Patch(ctx context.Context, obj crclient.Object, patch crc
 	return err
 }
 
-func (s *recordingSub) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.SubResourceApplyOption) error {
+func (s *recordingSub[W]) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...crclient.SubResourceApplyOption) error {
 	err := s.SubResourceWriter.Apply(ctx, obj, opts...)
 	if err == nil && FromContext(ctx) != nil {
 		if o, gvk, ok := appliedObject(obj); ok {

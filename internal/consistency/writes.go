@@ -3,9 +3,17 @@ package consistency
 import (
 	"context"
 	"sync"
-
-	"github.com/opkit-dev/opkit/pkg/cache"
 )
+
+// A Write is one write the cache is to catch up with: pkg/cache's Written,
+// which this package does not import, so that it stays below pkg/.
+type Write interface {
+	// CaughtUp reports, without blocking, whether the cache has caught up.
+	CaughtUp() bool
+	// Wait blocks until the cache has caught up, or ctx ends (then it
+	// returns ctx's error).
+	Wait(ctx context.Context) error
+}
 
 // Writes are the writes of one key's reconciles that its next reconcile
 // waits for the cache to catch up with. The controller makes one per
@@ -13,7 +21,7 @@ import (
 // made by NewClient adds to it. Its methods are safe for concurrent use.
 type Writes struct {
 	mu      sync.Mutex
-	written []cache.Written
+	written []Write
 }
 
 // ContextKey is the key under which a context carries its *Writes: the
@@ -31,7 +39,7 @@ func FromContext(ctx context.Context) *Writes {
 
 // Add records a write. Use it for writes made by a client that NewClient
 // does not wrap; a Written that has caught up already is not kept.
-func (w *Writes) Add(x cache.Written) {
+func (w *Writes) Add(x Write) {
 	if x.CaughtUp() {
 		return
 	}
@@ -60,7 +68,7 @@ func (w *Writes) Pending() bool {
 // (then it returns ctx's error).
 func (w *Writes) Wait(ctx context.Context) error {
 	w.mu.Lock()
-	written := append([]cache.Written(nil), w.written...)
+	written := append([]Write(nil), w.written...)
 	w.mu.Unlock()
 	for _, x := range written {
 		if err := x.Wait(ctx); err != nil {

@@ -22,11 +22,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opkit-dev/opkit/pkg/testenv"
+	"github.com/opkit-dev/opkit/internal/planebin"
 )
 
 // Version is the Kubernetes version built when none is asked for.
-const Version = testenv.DefaultVersion
+const Version = planebin.DefaultVersion
 
 //go:embed pins
 var pins embed.FS
@@ -113,7 +113,7 @@ type Options struct {
 	Version string
 	// Dir is where the binaries go. Defaults to KUBEBUILDER_ASSETS when
 	// set and Version is not (which is then only checked: nothing is
-	// built into it), else testenv.SharedBinaryDir(Version).
+	// built into it), else planebin.SharedDir(Version).
 	Dir string
 	// Log receives progress. Defaults to discarding it.
 	Log io.Writer
@@ -136,7 +136,7 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" && opts.Version == "" {
 			return assets, checkAssets(assets, log)
 		}
-		dir, err := testenv.SharedBinaryDir(version)
+		dir, err := planebin.SharedDir(version)
 		if err != nil {
 			return "", err
 		}
@@ -224,6 +224,6 @@ func lock(ctx context.Context, dir string, log io.Writer) (func(), error) {
 // Built reports whether the shared directory holds every binary of
 // version, built from its pins.
 func Built(version string) bool {
-	dir, err := testenv.SharedBinaryDir(version)
+	dir, err := planebin.SharedDir(version)
 	return err == nil && len(missing(dir, version)) == 0
 }

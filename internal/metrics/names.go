@@ -234,3 +234,43 @@ const (
 	WebhookRequests = "controller_runtime_webhook_requests_total"
 	WebhookInFlight = "controller_runtime_webhook_requests_in_flight"
 )
+
+// The sharded mode's metrics (manager.Options.Sharding), which
+// docs/sharding.md explains. A replica's member metrics are read from its
+// membership's Stats at each scrape.
+const (
+	// ShardingSlotsHeld is the number of slots this replica holds now.
+	ShardingSlotsHeld = "opkit_sharding_slots_held"
+	// ShardingMembers is the number of live members, this one included,
+	// at the last successful round; 0 before the first.
+	ShardingMembers = "opkit_sharding_members"
+	// ShardingHandovers counts the slots this replica came to hold while
+	// another member claimed them.
+	ShardingHandovers = "opkit_sharding_handovers_total"
+	// ShardingLastTakeover is, for the last handover, the seconds from
+	// first wanting the slot to holding it.
+	ShardingLastTakeover = "opkit_sharding_last_takeover_seconds"
+	// ShardingDispatchSkipped counts, per controller and reason, the keys
+	// a worker took and did not reconcile.
+	ShardingDispatchSkipped = "opkit_sharding_dispatch_skipped_total"
+	// ShardingCacheSetSlotsErrors counts the failed calls of a split
+	// cache's SetSlots, each retried with backoff.
+	ShardingCacheSetSlotsErrors = "opkit_sharding_cache_set_slots_errors_total"
+)
+
+// The values of ShardingDispatchSkipped's reason label.
+const (
+	// SkippedNotHeld: another replica holds the key's slot.
+	SkippedNotHeld = "not_held"
+	// SkippedSlotUnknown: the key's object is not cached yet; retried.
+	SkippedSlotUnknown = "slot_unknown"
+	// SkippedSlotUnknownDropped: still unknown after the gate's
+	// MaxUnknownRetries.
+	SkippedSlotUnknownDropped = "slot_unknown_dropped"
+	// SkippedSlotNotCached: the slot is held, but the split cache does
+	// not hold its objects yet; retried.
+	SkippedSlotNotCached = "slot_not_cached"
+	// SkippedFenced: the slot is held, but this replica's last successful
+	// renewal is older than the renew deadline; retried.
+	SkippedFenced = "fenced"
+)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/opkit-dev/opkit/pkg/testenv"
+	"github.com/opkit-dev/opkit/internal/planebin"
 )
 
 // resolveForeign checks a create webhook for a type the project does not
@@ -152,7 +152,7 @@ func isObjectKind(gvk schema.GroupVersionKind) bool {
 }
 
 // removed reports whether Kubernetes stopped serving obj's version by the
-// release of the control plane opkit's tests run (testenv.DefaultVersion):
+// release of the control plane opkit's tests run (planebin.DefaultVersion):
 // k8s.io/api keeps apps/v1beta1's Deployment, which no API server since
 // 1.16 serves.
 func removed(obj any) bool {
@@ -162,7 +162,7 @@ func removed(obj any) bool {
 	}
 	major, minor := l.APILifecycleRemoved()
 	var servedMajor, servedMinor int
-	if _, err := fmt.Sscanf(testenv.DefaultVersion, "%d.%d", &servedMajor, &servedMinor); err != nil {
+	if _, err := fmt.Sscanf(planebin.DefaultVersion, "%d.%d", &servedMajor, &servedMinor); err != nil {
 		return false
 	}
 	return major < servedMajor || major == servedMajor && minor <= servedMinor

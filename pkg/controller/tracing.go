@@ -40,7 +40,7 @@ func newReconcileTracer[K comparable](tp trace.TracerProvider, name string) *rec
 	return &reconcileTracer[K]{
 		tracer:   tp.Tracer(tracing.ScopeName),
 		spanName: "reconcile " + name,
-		name:     tracing.Controller.String(name),
+		name:     tracing.ControllerKey.String(name),
 		requeued: map[K]requeuedBy{},
 	}
 }
@@ -49,10 +49,10 @@ func newReconcileTracer[K comparable](tp trace.TracerProvider, name string) *rec
 // changed (zero if unknown), linked to the reconcile that queued it again
 // if one did.
 func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, changed time.Time) (context.Context, trace.Span) {
-	attrs := append(keyAttributes(key), t.name, tracing.ReconcileID.String(id))
+	attrs := append(keyAttributes(key), t.name, tracing.ReconcileIDKey.String(id))
 	if !changed.IsZero() {
-		attrs = append(attrs, tracing.EventChanged.String(changed.UTC().Format(time.RFC3339)),
-			tracing.EventLag.Float64(max(time.Since(changed), 0).Seconds()))
+		attrs = append(attrs, tracing.EventChangedKey.String(changed.UTC().Format(time.RFC3339)),
+			tracing.EventLagKey.Float64(max(time.Since(changed), 0).Seconds()))
 	}
 	opts := []trace.SpanStartOption{trace.WithAttributes(attrs...)}
 	t.mu.Lock()
@@ -60,7 +60,7 @@ func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, change
 	delete(t.requeued, key)
 	t.mu.Unlock()
 	if ok {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: by.span, Attributes: []attribute.KeyValue{tracing.LinkReason.String(by.reason)}}))
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: by.span, Attributes: []attribute.KeyValue{tracing.LinkReasonKey.String(by.reason)}}))
 	}
 	return t.tracer.Start(ctx, t.spanName, opts...)
 }
@@ -68,9 +68,9 @@ func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, change
 // end records the outcome on span and ends it. requeued says whether the
 // controller queued key again, so that its next reconcile links here.
 func (t *reconcileTracer[K]) end(span trace.Span, key K, result string, after time.Duration, err error, requeued bool) {
-	span.SetAttributes(tracing.Result.String(result))
+	span.SetAttributes(tracing.ResultKey.String(result))
 	if after > 0 {
-		span.SetAttributes(tracing.RequeueAfter.Float64(after.Seconds()))
+		span.SetAttributes(tracing.RequeueAfterKey.Float64(after.Seconds()))
 	}
 	if err != nil {
 		span.RecordError(err)
@@ -90,12 +90,12 @@ func keyAttributes[K comparable](key K) []attribute.KeyValue {
 	switch k := any(key).(type) {
 	case reconcile.Request:
 		if k.Namespace == "" {
-			return []attribute.KeyValue{tracing.Name.String(k.Name)}
+			return []attribute.KeyValue{tracing.NameKey.String(k.Name)}
 		}
-		return []attribute.KeyValue{tracing.Namespace.String(k.Namespace), tracing.Name.String(k.Name)}
+		return []attribute.KeyValue{tracing.NamespaceKey.String(k.Namespace), tracing.NameKey.String(k.Name)}
 	case fmt.Stringer:
-		return []attribute.KeyValue{tracing.Key.String(k.String())}
+		return []attribute.KeyValue{tracing.KeyKey.String(k.String())}
 	default:
-		return []attribute.KeyValue{tracing.Key.String(fmt.Sprint(key))}
+		return []attribute.KeyValue{tracing.KeyKey.String(fmt.Sprint(key))}
 	}
 }

@@ -66,14 +66,14 @@ func TestTracingWithoutMetrics(t *testing.T) {
 		}
 		return attribute.Value{}, false
 	}
-	if _, ok := has(first, tracing.EventChanged); !ok {
-		t.Errorf("the first reconcile has no %s: %v", tracing.EventChanged, first.Attributes)
+	if _, ok := has(first, tracing.EventChangedKey); !ok {
+		t.Errorf("the first reconcile has no %s: %v", tracing.EventChangedKey, first.Attributes)
 	}
-	if v, _ := has(first, tracing.Result); v.AsString() != imetrics.ResultRequeue {
+	if v, _ := has(first, tracing.ResultKey); v.AsString() != imetrics.ResultRequeue {
 		t.Errorf("the first reconcile's result %q, want requeue", v.AsString())
 	}
 	if len(second.Links) != 1 || second.Links[0].SpanContext.SpanID() != first.SpanContext.SpanID() ||
-		len(second.Links[0].Attributes) != 1 || second.Links[0].Attributes[0] != tracing.LinkReason.String(imetrics.ResultRequeue) {
+		len(second.Links[0].Attributes) != 1 || second.Links[0].Attributes[0] != tracing.LinkReasonKey.String(imetrics.ResultRequeue) {
 		t.Errorf("the second reconcile's links %+v, want one to the first, reason requeue", second.Links)
 	}
 }

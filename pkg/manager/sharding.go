@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
 	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/manager/internal/dispatch"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 

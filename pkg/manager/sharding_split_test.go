@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -248,7 +248,7 @@ func stuck(t *testing.T, cms []corev1.ConfigMap, want string, live []*shardedMan
 	var b strings.Builder
 	for _, sm := range live {
 		reg := sm.m.Registry()
-		fmt.Fprintf(&b, "%s: %v members, %v slots held; ", sm.who, gauge(t, reg, dispatch.MetricMembers), gauge(t, reg, dispatch.MetricSlotsHeld))
+		fmt.Fprintf(&b, "%s: %v members, %v slots held; ", sm.who, gauge(t, reg, imetrics.ShardingMembers), gauge(t, reg, imetrics.ShardingSlotsHeld))
 	}
 	n := 0
 	for _, cm := range cms {

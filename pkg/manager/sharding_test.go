@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -162,10 +162,10 @@ func settledOver(t *testing.T, shardSlots int, live ...*shardedManager) {
 		held := 0
 		for _, sm := range live {
 			reg := sm.m.Registry()
-			if gauge(t, reg, dispatch.MetricMembers) != float64(len(live)) {
+			if gauge(t, reg, imetrics.ShardingMembers) != float64(len(live)) {
 				return false
 			}
-			held += int(gauge(t, reg, dispatch.MetricSlotsHeld))
+			held += int(gauge(t, reg, imetrics.ShardingSlotsHeld))
 			if code, _ := get(t, "http://"+sm.m.HealthProbeAddr()+"/readyz"); code != http.StatusOK {
 				return false
 			}
@@ -283,15 +283,15 @@ func TestShardedManagers(t *testing.T) {
 	// m3 joins: slots move to it.
 	m3 := startSharded(t, ns, "m3", log)
 	settled(t, ms[1], ms[2], m3)
-	if held := gauge(t, m3.m.Registry(), dispatch.MetricSlotsHeld); held < shardSlots/3 {
+	if held := gauge(t, m3.m.Registry(), imetrics.ShardingSlotsHeld); held < shardSlots/3 {
 		t.Errorf("m3 holds %v slots after joining, want at least %d", held, shardSlots/3)
 	}
 	// m3 took every slot it holds from m1 or m2, which claimed it.
-	if n := counter(t, m3.m.Registry(), dispatch.MetricHandovers); n == 0 {
-		t.Errorf("%s = 0 on m3 after it took slots over", dispatch.MetricHandovers)
+	if n := counter(t, m3.m.Registry(), imetrics.ShardingHandovers); n == 0 {
+		t.Errorf("%s = 0 on m3 after it took slots over", imetrics.ShardingHandovers)
 	}
-	if s := gauge(t, m3.m.Registry(), dispatch.MetricLastTakeover); s <= 0 {
-		t.Errorf("%s = %v on m3 after it took slots over, want a duration", dispatch.MetricLastTakeover, s)
+	if s := gauge(t, m3.m.Registry(), imetrics.ShardingLastTakeover); s <= 0 {
+		t.Errorf("%s = %v on m3 after it took slots over, want a duration", imetrics.ShardingLastTakeover, s)
 	}
 	converge(t, ns, log, n, "3")
 	log.check(t)

@@ -98,7 +98,7 @@ func TestMirrorTrace(t *testing.T) {
 				continue
 			}
 			for _, c := range childrenOf(spans, s) {
-				if v, _ := attr(c, tracing.Resource); v.AsString() == "configmaps" && c.Name != "get configmaps" {
+				if v, _ := attr(c, tracing.ResourceKey); v.AsString() == "configmaps" && c.Name != "get configmaps" {
 					r = s
 					return true
 				}
@@ -110,10 +110,10 @@ func TestMirrorTrace(t *testing.T) {
 	printTrace(&out, exp.GetSpans(), r, "")
 	t.Logf("the trace of one Mirror reconcile:\n%s", out.String())
 	checkAttributes(t, r, map[attribute.Key]string{
-		tracing.Controller: "mirror", tracing.Namespace: home, tracing.Name: "ca-bundle", tracing.Result: imetrics.ResultSuccess,
+		tracing.ControllerKey: "mirror", tracing.NamespaceKey: home, tracing.NameKey: "ca-bundle", tracing.ResultKey: imetrics.ResultSuccess,
 	})
-	if _, ok := attr(r, tracing.EventChanged); !ok {
-		t.Errorf("the reconcile span has no %s: the source's update queued it", tracing.EventChanged)
+	if _, ok := attr(r, tracing.EventChangedKey); !ok {
+		t.Errorf("the reconcile span has no %s: the source's update queued it", tracing.EventChangedKey)
 	}
 }
 

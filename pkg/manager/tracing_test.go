@@ -89,16 +89,16 @@ func TestTracing(t *testing.T) {
 			t.Errorf("span %q of kind %v, want \"reconcile copier\", internal", r.Name, r.SpanKind)
 		}
 		want := map[attribute.Key]string{
-			tracing.Controller: "copier", tracing.Namespace: ns, tracing.Name: "ca", tracing.Result: imetrics.ResultSuccess,
+			tracing.ControllerKey: "copier", tracing.NamespaceKey: ns, tracing.NameKey: "ca", tracing.ResultKey: imetrics.ResultSuccess,
 		}
 		checkAttributes(t, r, want)
-		for _, k := range []attribute.Key{tracing.ReconcileID, tracing.EventChanged, tracing.EventLag} {
+		for _, k := range []attribute.Key{tracing.ReconcileIDKey, tracing.EventChangedKey, tracing.EventLagKey} {
 			if _, ok := attr(r, k); !ok {
 				t.Errorf("reconcile span has no %s: %v", k, r.Attributes)
 			}
 		}
-		if changed, _ := attr(r, tracing.EventChanged); !strings.HasPrefix(changed.String(), time.Now().UTC().Format("2006-01-02")) {
-			t.Errorf("%s = %s, want a time of today", tracing.EventChanged, changed.String())
+		if changed, _ := attr(r, tracing.EventChangedKey); !strings.HasPrefix(changed.String(), time.Now().UTC().Format("2006-01-02")) {
+			t.Errorf("%s = %s, want a time of today", tracing.EventChangedKey, changed.String())
 		}
 		children := childrenOf(spans, r)
 		var names []string
@@ -113,7 +113,7 @@ func TestTracing(t *testing.T) {
 		}
 		if len(children) == 2 {
 			checkAttributes(t, children[1], map[attribute.Key]string{
-				tracing.Verb: "create", tracing.Resource: "configmaps", tracing.Namespace: ns, tracing.Group: "",
+				tracing.VerbKey: "create", tracing.ResourceKey: "configmaps", tracing.NamespaceKey: ns, tracing.GroupKey: "",
 			})
 			if code, _ := attr(children[1], "http.response.status_code"); code.AsInt64() != 201 {
 				t.Errorf("create's status code %v, want 201", code.String())
@@ -124,7 +124,7 @@ func TestTracing(t *testing.T) {
 	t.Run("error", func(t *testing.T) {
 		rs := reconcileSpans(spans, "broken")
 		first, second := rs[0], rs[1]
-		checkAttributes(t, first, map[attribute.Key]string{tracing.Result: imetrics.ResultError})
+		checkAttributes(t, first, map[attribute.Key]string{tracing.ResultKey: imetrics.ResultError})
 		if first.Status.Code != codes.Error || first.Status.Description != errBroken.Error() {
 			t.Errorf("status %+v, want an Error with %q", first.Status, errBroken)
 		}
@@ -134,19 +134,19 @@ func TestTracing(t *testing.T) {
 		if len(second.Links) != 1 || second.Links[0].SpanContext.SpanID() != first.SpanContext.SpanID() {
 			t.Fatalf("the retry's links %+v, want one to the failed reconcile %v", second.Links, first.SpanContext.SpanID())
 		}
-		if reason := second.Links[0].Attributes; !slices.Contains(reason, tracing.LinkReason.String(imetrics.ResultError)) {
-			t.Errorf("link attributes %v, want %s=error", reason, tracing.LinkReason)
+		if reason := second.Links[0].Attributes; !slices.Contains(reason, tracing.LinkReasonKey.String(imetrics.ResultError)) {
+			t.Errorf("link attributes %v, want %s=error", reason, tracing.LinkReasonKey)
 		}
-		if _, ok := attr(second, tracing.EventChanged); ok {
-			t.Errorf("a retry has %s, want none: no change queued it", tracing.EventChanged)
+		if _, ok := attr(second, tracing.EventChangedKey); ok {
+			t.Errorf("a retry has %s, want none: no change queued it", tracing.EventChangedKey)
 		}
 	})
 
 	t.Run("requeue after", func(t *testing.T) {
 		r := reconcileSpans(spans, "later")[0]
-		checkAttributes(t, r, map[attribute.Key]string{tracing.Result: imetrics.ResultRequeueAfter})
-		if after, _ := attr(r, tracing.RequeueAfter); after.AsFloat64() != time.Hour.Seconds() {
-			t.Errorf("%s = %v, want 3600", tracing.RequeueAfter, after.String())
+		checkAttributes(t, r, map[attribute.Key]string{tracing.ResultKey: imetrics.ResultRequeueAfter})
+		if after, _ := attr(r, tracing.RequeueAfterKey); after.AsFloat64() != time.Hour.Seconds() {
+			t.Errorf("%s = %v, want 3600", tracing.RequeueAfterKey, after.String())
 		}
 	})
 
@@ -165,7 +165,7 @@ func TestTracing(t *testing.T) {
 func reconcileSpans(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
 	var out []tracetest.SpanStub
 	for _, s := range spans {
-		if v, ok := attr(s, tracing.Name); ok && strings.HasPrefix(s.Name, "reconcile ") && v.AsString() == name {
+		if v, ok := attr(s, tracing.NameKey); ok && strings.HasPrefix(s.Name, "reconcile ") && v.AsString() == name {
 			out = append(out, s)
 		}
 	}

@@ -85,3 +85,17 @@ func (f *freeNodes[K]) grow() {
 	}
 	f.buf, f.head = buf, 0
 }
+
+// newNode returns a node for key, recycled if one is free.
+func (q *Queue[K]) newNode(key K) *node[K] {
+	n := q.free.pop()
+	n.key = key
+	return n
+}
+
+// freeNode clears n, whose key the queue no longer holds, for reuse.
+func (q *Queue[K]) freeNode(n *node[K]) {
+	q.takeChanged(n)
+	*n = node[K]{}
+	q.free.push(n)
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/opkit-dev/opkit/internal/planebin"
 )
 
 // ErrBinariesMissing is wrapped by the error Start returns when kube-apiserver
@@ -29,11 +31,7 @@ type binaries struct {
 // on the machine: $XDG_CACHE_HOME/opkit/k8s/<version>, else
 // ~/.cache/opkit/k8s/<version> (os.UserCacheDir's choice elsewhere).
 func SharedBinaryDir(version string) (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("find the shared control plane directory: %w (set XDG_CACHE_HOME or HOME)", err)
-	}
-	return filepath.Join(base, "opkit", "k8s", version), nil
+	return planebin.SharedDir(version)
 }
 
 // BinaryDir returns the directory Start takes kube-apiserver and etcd

@@ -13,12 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opkit-dev/opkit/internal/planebin"
 	"github.com/opkit-dev/opkit/pkg/testenv/internal/plane"
 )
 
 // DefaultVersion is the Kubernetes version whose binaries "opkit envtest"
 // (make envtest) builds and Start looks for.
-const DefaultVersion = "1.37.2"
+const DefaultVersion = planebin.DefaultVersion
 
 // Options configure Start. The zero value starts a control plane of
 // DefaultVersion, from the binaries BinaryDir finds, with no CRDs.

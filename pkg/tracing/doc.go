@@ -14,15 +14,16 @@
 //     otel.SetTextMapPropagator; set them yourself if other libraries
 //     should use yours.
 //   - One span per reconcile, "reconcile <controller>", covering the
-//     read-your-writes wait and the Reconciler, with the attributes
-//     declared here (Controller, ReconcileID, Result and the like); an
-//     error is recorded on it and sets its status to Error. Its context is
-//     the reconcile's context.
+//     read-your-writes wait and the Reconciler, with the attributes whose
+//     keys are declared here (ControllerKey, ReconcileIDKey, ResultKey and
+//     the like); an error is recorded on it and sets its status to Error.
+//     Its context is the reconcile's context.
 //   - Child spans for API requests: Transport makes a client span per
 //     request sent with a traced context, so the requests a reconcile makes
 //     with its ctx are its children. Reads served from the cache, and
 //     requests without a span (informers, leader election), make none.
-//   - Linked to what queued it: a reconcile span carries the change time of
-//     the event that queued its key (EventChanged, EventLag), and links to
-//     the reconcile that queued the key again, if one did (LinkReason).
+//   - Linked to what queued it: a reconcile span carries the change time
+//     of the event that queued its key (EventChangedKey, EventLagKey), and
+//     links to the reconcile that queued the key again, if one did
+//     (LinkReasonKey).
 package tracing

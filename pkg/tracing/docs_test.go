@@ -20,16 +20,36 @@ func TestDocsNameTheAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	keys := []attribute.Key{
-		tracing.Controller, tracing.Namespace, tracing.Name, tracing.Key, tracing.ReconcileID, tracing.Result,
-		tracing.RequeueAfter, tracing.EventChanged, tracing.EventLag, tracing.LinkReason,
-		tracing.Verb, tracing.Resource, tracing.Group,
+	keys := map[string]attribute.Key{
+		"ControllerKey": tracing.ControllerKey, "NamespaceKey": tracing.NamespaceKey, "NameKey": tracing.NameKey,
+		"KeyKey": tracing.KeyKey, "ReconcileIDKey": tracing.ReconcileIDKey, "ResultKey": tracing.ResultKey,
+		"RequeueAfterKey": tracing.RequeueAfterKey, "EventChangedKey": tracing.EventChangedKey,
+		"EventLagKey": tracing.EventLagKey, "LinkReasonKey": tracing.LinkReasonKey,
+		"VerbKey": tracing.VerbKey, "ResourceKey": tracing.ResourceKey, "GroupKey": tracing.GroupKey,
 	}
 	var names []string
-	for _, k := range keys {
+	for goName, k := range keys {
 		names = append(names, string(k))
 		if !strings.Contains(doc, "`"+string(k)+"`") {
 			t.Errorf("docs/tracing.md does not name %s", k)
+		}
+		if !strings.Contains(doc, "`tracing."+goName+"`") {
+			t.Errorf("docs/tracing.md does not name the key of %s, tracing.%s", k, goName)
+		}
+	}
+	// In the tables, the keys of a row's attributes are in the next
+	// column, in the same order.
+	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]*`) \\| (`tracing\\.[^|]*`) \\|").FindAllStringSubmatch(doc, -1) {
+		attrs, goNames := strings.Split(row[1], ", "), strings.Split(row[2], ", ")
+		if len(attrs) != len(goNames) {
+			t.Errorf("docs/tracing.md: the row of %s names %d keys, want %d", row[1], len(goNames), len(attrs))
+			continue
+		}
+		for i, attr := range attrs {
+			goName := strings.TrimPrefix(strings.Trim(goNames[i], "`"), "tracing.")
+			if want := "`" + string(keys[goName]) + "`"; attr != want {
+				t.Errorf("docs/tracing.md gives %s as the key of %s; it is the key of %s", goNames[i], attr, want)
+			}
 		}
 	}
 	for _, m := range regexp.MustCompile("`((?:opkit|k8s)\\.[a-z_.]+)`").FindAllStringSubmatch(doc, -1) {

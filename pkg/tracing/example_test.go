@@ -48,7 +48,7 @@ func Example() {
 	s := exp.GetSpans()[0]
 	fmt.Println(s.Name)
 	for _, kv := range s.Attributes {
-		if kv.Key != tracing.ReconcileID {
+		if kv.Key != tracing.ReconcileIDKey {
 			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.String())
 		}
 	}

@@ -8,52 +8,58 @@ import (
 // trace backend shows it as the library that made them.
 const ScopeName = "github.com/opkit-dev/opkit"
 
-// The attributes of a reconcile span ("reconcile <controller>").
+// The keys of a reconcile span's attributes ("reconcile <controller>"),
+// named as OpenTelemetry's semconv packages name theirs: the attribute's
+// name, then Key.
 //
 // Informer events arrive outside any trace, so a reconcile span has no
 // span to link to for the change that queued its key; it carries
-// EventChanged and EventLag instead. A reconcile of a key the previous
-// reconcile queued again (an error's retry, a requeue) links to that
-// reconcile's span, with LinkReason.
+// EventChangedKey and EventLagKey instead. A reconcile of a key the
+// previous reconcile queued again (an error's retry, a requeue) links to
+// that reconcile's span, with LinkReasonKey.
 const (
-	// Controller is the controller's name.
-	Controller = attribute.Key("opkit.controller")
-	// Namespace and Name are the reconciled key's, for reconcile.Request
-	// keys; Key is the key's text for keys of other types.
-	Namespace = attribute.Key("k8s.namespace.name")
-	Name      = attribute.Key("opkit.name")
-	Key       = attribute.Key("opkit.key")
-	// ReconcileID is the ID in the reconcile's log lines
+	// ControllerKey is the controller's name.
+	ControllerKey = attribute.Key("opkit.controller")
+	// NamespaceKey and NameKey are the reconciled key's, for
+	// reconcile.Request keys; KeyKey is the key's text for keys of other
+	// types.
+	NamespaceKey = attribute.Key("k8s.namespace.name")
+	NameKey      = attribute.Key("opkit.name")
+	KeyKey       = attribute.Key("opkit.key")
+	// ReconcileIDKey is the ID in the reconcile's log lines
 	// (controller.ReconcileID).
-	ReconcileID = attribute.Key("opkit.reconcile_id")
-	// Result is the reconcile's result, as in the result label of
+	ReconcileIDKey = attribute.Key("opkit.reconcile_id")
+	// ResultKey is the reconcile's result, as in the result label of
 	// controller_runtime_reconcile_total: "success", "error", "requeue" or
 	// "requeue_after".
-	Result = attribute.Key("opkit.result")
-	// RequeueAfter is the delay of a reconcile.RequeueAfter, in seconds.
-	RequeueAfter = attribute.Key("opkit.requeue_after_seconds")
-	// EventChanged is when the earliest change that queued the key happened
-	// at the API server (RFC 3339, whole seconds, as the object's
+	ResultKey = attribute.Key("opkit.result")
+	// RequeueAfterKey is the delay of a reconcile.RequeueAfter, in
+	// seconds.
+	RequeueAfterKey = attribute.Key("opkit.requeue_after_seconds")
+	// EventChangedKey is when the earliest change that queued the key
+	// happened at the API server (RFC 3339, whole seconds, as the object's
 	// timestamps tell it); absent when unknown: a retry, a timer, the
 	// initial list or a resync.
-	EventChanged = attribute.Key("opkit.event.changed")
-	// EventLag is the seconds from EventChanged to the reconcile's start.
-	EventLag = attribute.Key("opkit.event.lag_seconds")
-	// LinkReason, on a span link, says why the linked span queued the key
-	// again: one of Result's values other than "success".
-	LinkReason = attribute.Key("opkit.link.reason")
+	EventChangedKey = attribute.Key("opkit.event.changed")
+	// EventLagKey is the seconds from EventChangedKey's time to the
+	// reconcile's start.
+	EventLagKey = attribute.Key("opkit.event.lag_seconds")
+	// LinkReasonKey, on a span link, says why the linked span queued the
+	// key again: one of ResultKey's values other than "success".
+	LinkReasonKey = attribute.Key("opkit.link.reason")
 )
 
-// The attributes of an API request span ("<verb> <resource>"), beside
-// OpenTelemetry's HTTP client attributes (http.request.method,
-// http.response.status_code, server.address, url.full).
+// The keys of an API request span's attributes ("<verb> <resource>"),
+// beside OpenTelemetry's HTTP client attributes (http.request.method,
+// http.response.status_code, server.address, url.full) and NamespaceKey
+// and NameKey for a request about one object.
 const (
-	// Verb is the Kubernetes verb: get, list, watch, create, update,
+	// VerbKey is the Kubernetes verb: get, list, watch, create, update,
 	// patch, delete, deletecollection.
-	Verb = attribute.Key("k8s.verb")
-	// Resource is the resource, with its subresource after a slash
+	VerbKey = attribute.Key("k8s.verb")
+	// ResourceKey is the resource, with its subresource after a slash
 	// ("mirrors/status").
-	Resource = attribute.Key("k8s.resource")
-	// Group is the API group; "" for the core group.
-	Group = attribute.Key("k8s.group")
+	ResourceKey = attribute.Key("k8s.resource")
+	// GroupKey is the API group; "" for the core group.
+	GroupKey = attribute.Key("k8s.group")
 )

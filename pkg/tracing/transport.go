@@ -41,17 +41,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, span := t.tracer.Start(req.Context(), ri.verb+" "+ri.resource,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
-			Verb.String(ri.verb), Resource.String(ri.resource), Group.String(ri.group),
+			VerbKey.String(ri.verb), ResourceKey.String(ri.resource), GroupKey.String(ri.group),
 			attribute.String("http.request.method", req.Method),
 			attribute.String("server.address", req.URL.Host),
 			attribute.String("url.full", req.URL.String()),
 		))
 	defer span.End()
 	if ri.namespace != "" {
-		span.SetAttributes(Namespace.String(ri.namespace))
+		span.SetAttributes(NamespaceKey.String(ri.namespace))
 	}
 	if ri.name != "" {
-		span.SetAttributes(Name.String(ri.name))
+		span.SetAttributes(NameKey.String(ri.name))
 	}
 	// RoundTrippers must not modify the caller's request.
 	req = req.Clone(ctx)

@@ -428,7 +428,8 @@ func TestREADMEVersionsMatchGoMod(t *testing.T) {
 // The root doc.go says the layers never reach up: the queue imports
 // nothing of Kubernetes but client-go's rate limiter interface, the cache
 // imports none of its consumers, and sources and controllers never import
-// the manager.
+// the manager. That nothing under internal/ imports pkg/ is
+// test/structure's TestInternalImportsNoPkg.
 func TestLayersNeverReachUp(t *testing.T) {
 	const mod = "github.com/opkit-dev/opkit/"
 	forbidden := map[string]func(imp string) bool{

@@ -19,7 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/opkit-dev/opkit/internal/sharding/dispatch"
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 	"github.com/opkit-dev/opkit/test/internal/operators"
 )
@@ -79,8 +79,8 @@ type shardStats struct {
 	lastTakeover  float64
 }
 
-// stats scrapes r's dispatch.MetricSlotsHeld and MetricMembers, and
-// MetricHandovers and MetricLastTakeover where it exports them.
+// stats scrapes r's imetrics.ShardingSlotsHeld and ShardingMembers, and
+// ShardingHandovers and ShardingLastTakeover where it exports them.
 func stats(r *replica) (shardStats, error) {
 	lines, err := r.Scrape()
 	if err != nil {
@@ -96,18 +96,18 @@ func stats(r *replica) (shardStats, error) {
 		v, err := strconv.ParseFloat(val, 64)
 		switch {
 		case err != nil:
-		case name == dispatch.MetricSlotsHeld:
+		case name == imetrics.ShardingSlotsHeld:
 			s.held, found = int(v), found+1
-		case name == dispatch.MetricMembers:
+		case name == imetrics.ShardingMembers:
 			s.members, found = int(v), found+1
-		case name == dispatch.MetricHandovers:
+		case name == imetrics.ShardingHandovers:
 			s.handovers = int(v)
-		case name == dispatch.MetricLastTakeover:
+		case name == imetrics.ShardingLastTakeover:
 			s.lastTakeover = v
 		}
 	}
 	if found != 2 {
-		return s, errors.New("no " + dispatch.MetricSlotsHeld + " or " + dispatch.MetricMembers + " yet")
+		return s, errors.New("no " + imetrics.ShardingSlotsHeld + " or " + imetrics.ShardingMembers + " yet")
 	}
 	return s, nil
 }

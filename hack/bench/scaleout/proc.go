@@ -104,8 +104,8 @@ func (r *replica) gauge(ctx context.Context, name string) (float64, error) {
 // Metrics the benchmark reads from every replica.
 const (
 	heapMetric    = "go_memstats_heap_inuse_bytes"
-	membersMetric = "opkit_sharding_members"    // dispatch.MetricMembers
-	heldMetric    = "opkit_sharding_slots_held" // dispatch.MetricSlotsHeld
+	membersMetric = "opkit_sharding_members"    // imetrics.ShardingMembers
+	heldMetric    = "opkit_sharding_slots_held" // imetrics.ShardingSlotsHeld
 )
 
 // waitSettled waits until every replica's /readyz passes, each sees all

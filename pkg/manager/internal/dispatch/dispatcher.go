@@ -58,7 +58,8 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Clock times that backoff. Defaults to the real clock.
 	Clock clock.Clock
-	// Registerer receives MetricCacheSetSlotsErrors. Defaults to none.
+	// Registerer receives imetrics.ShardingCacheSetSlotsErrors. Defaults
+	// to none.
 	Registerer prometheus.Registerer
 	// Logger logs failed SetSlots. Defaults to logr.Discard().
 	Logger logr.Logger

@@ -26,7 +26,8 @@
 //     reads NotFound for an object that exists. Release drops slots from
 //     the cache once their reconciles have returned. A failed SetSlots
 //     keeps the slots it may have dropped or not added refused, is
-//     retried with backoff, counted (MetricCacheSetSlotsErrors) and
+//     retried with backoff, counted
+//     (imetrics.ShardingCacheSetSlotsErrors) and
 //     reported by CacheReady (TestHeldWaitsForTheCache,
 //     TestSetSlotsFailureKeepsRefusing,
 //     TestReleaseDropsTheSlotAfterItsReconciles). With a split cache a
@@ -49,11 +50,12 @@
 //     dropped with a log line; both are counted.
 //   - Skipped keys are forgotten: the slot's holder has its own event for
 //     each of them, and takes every key of a slot when it gains it.
-//   - Metrics: MetricDispatchSkipped{controller,reason} counts the keys a
-//     worker did not reconcile (ReasonSlotNotCached and ReasonFenced among
-//     them); RegisterMemberMetrics serves a member's
-//     Stats (MetricSlotsHeld, MetricMembers, MetricHandovers,
-//     MetricLastTakeover).
+//   - Metrics (declared in internal/metrics):
+//     ShardingDispatchSkipped{controller,reason} counts the keys a worker
+//     did not reconcile (SkippedSlotNotCached and SkippedFenced among
+//     them); RegisterMemberMetrics serves a member's Stats
+//     (ShardingSlotsHeld, ShardingMembers, ShardingHandovers,
+//     ShardingLastTakeover).
 //
 // A name reused by a new object moves its key to the new UID's slot as
 // soon as the new object is seen: for that moment the old and new slots'

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -142,8 +143,8 @@ func TestHeldWaitsForTheCache(t *testing.T) {
 	if err := f.d.CacheReady(); err == nil || !strings.Contains(err.Error(), "does not hold slots") {
 		t.Errorf("CacheReady() = %v while SetSlots runs, want an error naming the slot", err)
 	}
-	if n := testutil.ToFloat64(mustSkipped(f.reg).WithLabelValues("c", ReasonSlotNotCached)); n != 1 {
-		t.Errorf("%s{reason=%q} = %v, want 1", MetricDispatchSkipped, ReasonSlotNotCached, n)
+	if n := testutil.ToFloat64(mustSkipped(f.reg).WithLabelValues("c", imetrics.SkippedSlotNotCached)); n != 1 {
+		t.Errorf("%s{reason=%q} = %v, want 1", imetrics.ShardingDispatchSkipped, imetrics.SkippedSlotNotCached, n)
 	}
 	if f.q.Len() != 0 {
 		t.Errorf("%d keys queued before the cache holds the slot, want none", f.q.Len())
@@ -162,7 +163,7 @@ func TestHeldWaitsForTheCache(t *testing.T) {
 }
 
 // A failed SetSlots leaves the slot refused, says so in CacheReady and
-// MetricCacheSetSlotsErrors, and is retried after the backoff.
+// imetrics.ShardingCacheSetSlotsErrors, and is retried after the backoff.
 func TestSetSlotsFailureKeepsRefusing(t *testing.T) {
 	f := newCacheFixture(t)
 	f.gain(t)
@@ -171,7 +172,7 @@ func TestSetSlotsFailureKeepsRefusing(t *testing.T) {
 	errs := func() float64 {
 		c, _ := f.reg.Gather()
 		for _, mf := range c {
-			if mf.GetName() == MetricCacheSetSlotsErrors {
+			if mf.GetName() == imetrics.ShardingCacheSetSlotsErrors {
 				return mf.GetMetric()[0].GetCounter().GetValue()
 			}
 		}

@@ -62,8 +62,8 @@ func (d *Dispatcher) kickLocked() {
 // releasing, until ctx ends: it calls SetSlots after each change, and,
 // once the cache holds a slot Held gained, queues the slot's keys. A
 // failed SetSlots is retried with backoff (Options.MinBackoff doubling up
-// to MaxBackoff), counted (MetricCacheSetSlotsErrors) and reported by
-// CacheReady; meanwhile the keys of slots the cache may not hold are
+// to MaxBackoff), counted (imetrics.ShardingCacheSetSlotsErrors) and
+// reported by CacheReady; meanwhile the keys of slots the cache may not hold are
 // refused with Retry. Without Options.Cache it returns at once. Run it
 // beside the member, from before the member's first Held.
 func (d *Dispatcher) Run(ctx context.Context) {

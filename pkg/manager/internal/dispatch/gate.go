@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -74,7 +75,7 @@ type GateOptions struct {
 	Slots sharding.Slots
 	// Key says what decides a key's slot. Defaults to sharding.ByUID.
 	Key sharding.Key
-	// Registerer receives MetricDispatchSkipped. Defaults to none.
+	// Registerer receives imetrics.ShardingDispatchSkipped. Defaults to none.
 	Registerer prometheus.Registerer
 	// Logger logs keys dropped because their slot stays unknown. Defaults
 	// to logr.Discard().
@@ -119,11 +120,11 @@ func NewGate[T cache.Object](d *Dispatcher, primary *cache.Lister[T], opts GateO
 		key:       opts.Key,
 		primary:   primary,
 		log:       opts.Logger.WithValues("controller", opts.Controller),
-		notHeld:   skipped.WithLabelValues(opts.Controller, ReasonNotHeld),
-		unknown:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknown),
-		dropped:   skipped.WithLabelValues(opts.Controller, ReasonSlotUnknownDropped),
-		notCached: skipped.WithLabelValues(opts.Controller, ReasonSlotNotCached),
-		fenced:    skipped.WithLabelValues(opts.Controller, ReasonFenced),
+		notHeld:   skipped.WithLabelValues(opts.Controller, imetrics.SkippedNotHeld),
+		unknown:   skipped.WithLabelValues(opts.Controller, imetrics.SkippedSlotUnknown),
+		dropped:   skipped.WithLabelValues(opts.Controller, imetrics.SkippedSlotUnknownDropped),
+		notCached: skipped.WithLabelValues(opts.Controller, imetrics.SkippedSlotNotCached),
+		fenced:    skipped.WithLabelValues(opts.Controller, imetrics.SkippedFenced),
 		known:     map[reconcile.Request]slotOf{},
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -160,11 +161,11 @@ func TestGateByUID(t *testing.T) {
 	if v, _ := f.gate.Admit(key, MaxUnknownRetries); v != controller.Skip {
 		t.Fatalf("Admit of an unknown key after %d retries = %v, want Skip", MaxUnknownRetries, v)
 	}
-	if got := f.skipped(ReasonSlotUnknown); got != MaxUnknownRetries {
-		t.Errorf("%s = %v, want %d", ReasonSlotUnknown, got, MaxUnknownRetries)
+	if got := f.skipped(imetrics.SkippedSlotUnknown); got != MaxUnknownRetries {
+		t.Errorf("%s = %v, want %d", imetrics.SkippedSlotUnknown, got, MaxUnknownRetries)
 	}
-	if got := f.skipped(ReasonSlotUnknownDropped); got != 1 {
-		t.Errorf("%s = %v, want 1", ReasonSlotUnknownDropped, got)
+	if got := f.skipped(imetrics.SkippedSlotUnknownDropped); got != 1 {
+		t.Errorf("%s = %v, want 1", imetrics.SkippedSlotUnknownDropped, got)
 	}
 	if n := f.gate.d.InFlight(); n != 0 {
 		t.Errorf("InFlight() = %d after every admitted reconcile returned", n)
@@ -199,8 +200,8 @@ func TestGateByNamespaceAndHeld(t *testing.T) {
 		if v, _ := f.gate.Admit(reconcile.Request{Namespace: there, Name: "x"}, 0); v != controller.Skip {
 			t.Errorf("Admit of a key of slot %d held elsewhere = %v, want Skip", heldThere, v)
 		}
-		if got := f.skipped(ReasonNotHeld); got != 1 {
-			t.Errorf("%s = %v, want 1", ReasonNotHeld, got)
+		if got := f.skipped(imetrics.SkippedNotHeld); got != 1 {
+			t.Errorf("%s = %v, want 1", imetrics.SkippedNotHeld, got)
 		}
 	}
 	// Held queues the cached key of a slot gained.
