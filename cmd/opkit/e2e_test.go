@@ -30,15 +30,16 @@ const e2eTimeout = 15 * time.Minute
 // own, a controller of Deployments, a defaulting and validating webhook
 // (whose validator checks the requester's permissions), another on
 // Deployments, one on cert-manager's Certificates (another module's kind), and
-// a second version of a kind with its conversion webhook, and runs the project's make test and
-// go build; then make test-e2e, and again without an RBAC marker, which
+// a second version of a kind with its conversion webhook, and runs the project's make test
+// (which leaves git's working tree clean) and go build; then make test-e2e, and again without an RBAC marker, which
 // must fail naming the refused permission; then renders config/default, builds the image, the installer
 // and deploys them (make image, build-installer, install, deploy), renders
 // the monitoring component and tests its alert rules (make test-alerts);
 // then runs the operator as make run does and checks that it reconciles
-// the samples. The project uses this checkout of opkit (through
-// --opkit-replace) and the control plane of the shared per-user cache that
-// opkit envtest fills.
+// the samples. The project holds a copy of this checkout of opkit
+// (--opkit-vendor), and is moved alone to a fresh directory, as a CI
+// runner's clone, before make test; it uses the control plane of the shared
+// per-user cache that opkit envtest fills.
 func TestScaffold(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the end-to-end scaffold test makes and tests a whole project")
@@ -55,7 +56,7 @@ func TestScaffold(t *testing.T) {
 	}
 
 	start := time.Now()
-	shell(t, dir, opkit, "init", "--module", "example.com/acme-operator", "--domain", "acme.example", "--opkit-replace", root)
+	shell(t, dir, opkit, "init", "--module", "example.com/acme-operator", "--domain", "acme.example", "--opkit-vendor", root)
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate")
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1alpha1", "--kind", "Admiral", "--namespaced=false")
 	// As the project's README says: the opkit its go.mod requires.
@@ -71,7 +72,14 @@ func TestScaffold(t *testing.T) {
 	// the hub v1alpha1 (which stays stored), serves it.
 	shell(t, dir, opkit, "create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", "--controller=false")
 	shell(t, dir, opkit, "create", "webhook", "--group", "ship", "--version", "v1alpha1", "--kind", "Frigate", "--conversion")
+	// As a fresh clone on a CI runner: the project alone, in another
+	// directory, where no path outside it resolves.
+	dir = alone(t, dir, root)
+	shell(t, dir, "git", "init", "-q")
+	shell(t, dir, "git", "add", "-A")
+	shell(t, dir, "git", "-c", "user.name=opkit", "-c", "user.email=opkit@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "opkit init")
 	shell(t, dir, "make", "test")
+	checkClean(t, dir)
 	t.Logf("opkit init to a passing make test: %s", time.Since(start).Round(time.Second))
 	shell(t, dir, "go", "build", "./...")
 

@@ -35,10 +35,17 @@ type InitOptions struct {
 	Name string
 	// OpkitVersion is the opkit version the project requires: the running
 	// opkit's. One that a go.mod cannot require (DevelVersion, or a
-	// checkout's "+dirty" version) requires OpkitReplace.
+	// checkout's "+dirty" version) requires OpkitVendor or OpkitReplace.
 	OpkitVersion string
+	// OpkitVendor is a local opkit checkout to copy into the project, at
+	// third_party/opkit, which go.mod's replace directives point at: the
+	// project builds with no path outside it (CI, a fresh clone) until
+	// opkit is released. Defaults to none.
+	OpkitVendor string
 	// OpkitReplace is a local opkit checkout that go.mod's replace
-	// directive points at. Defaults to none: the module proxy serves opkit.
+	// directive points at, in place: for work on opkit itself. Defaults to
+	// none: the module proxy serves opkit. At most one of OpkitVendor and
+	// OpkitReplace.
 	OpkitReplace string
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
@@ -49,6 +56,7 @@ type initData struct {
 	Module, Domain, Name       string
 	OpkitVersion, OpkitReplace string
 	ImageReplace               string // OpkitReplace's hack/image, quoted
+	Vendored                   bool   // OpkitReplace is the copy in third_party/opkit
 	Pad                        string // spaces as wide as Name, to align comments
 	ExampleGroup               string
 	Webhook                    bool // config/default serves webhooks (create webhook renders it again)
@@ -88,11 +96,19 @@ func (o *InitOptions) validate(dir string) error {
 	if err := validateName(o.Name); err != nil {
 		return err
 	}
-	if o.OpkitReplace == "" && (module.Check(opkitModule, o.OpkitVersion) != nil || strings.Contains(o.OpkitVersion, "+")) {
-		return fmt.Errorf("init: this opkit was built from a checkout (version %s), which no go.mod can require: pass --opkit-replace <path to an opkit checkout>, or install a released opkit (go install github.com/opkit-dev/opkit/cmd/opkit@latest)", o.OpkitVersion)
+	if o.OpkitVendor != "" && o.OpkitReplace != "" {
+		return &InputError{Input: "--opkit-vendor", Value: o.OpkitVendor, Allowed: "give --opkit-vendor (a copy of opkit in the project) or --opkit-replace (the checkout itself), not both"}
+	}
+	if o.OpkitVendor == "" && o.OpkitReplace == "" && (module.Check(opkitModule, o.OpkitVersion) != nil || strings.Contains(o.OpkitVersion, "+")) {
+		return fmt.Errorf("init: this opkit was built from a checkout (version %s), which no go.mod can require: pass --opkit-vendor <path to an opkit checkout> (a copy in the project, which builds anywhere) or --opkit-replace <path to an opkit checkout> (the checkout itself, for work on opkit), or install a released opkit (go install github.com/opkit-dev/opkit/cmd/opkit@latest)", o.OpkitVersion)
+	}
+	if o.OpkitVendor != "" {
+		if err := checkOpkitCheckout("--opkit-vendor", o.OpkitVendor); err != nil {
+			return err
+		}
 	}
 	if o.OpkitReplace != "" {
-		if err := checkOpkitCheckout(o.OpkitReplace); err != nil {
+		if err := checkOpkitCheckout("--opkit-replace", o.OpkitReplace); err != nil {
 			return err
 		}
 	}
@@ -105,12 +121,15 @@ func (o *InitOptions) validate(dir string) error {
 // was.
 func Init(ctx context.Context, dir string, opts InitOptions) error {
 	opts.defaults()
-	if opts.OpkitReplace != "" {
-		abs, err := filepath.Abs(opts.OpkitReplace)
-		if err != nil {
-			return fmt.Errorf("init: --opkit-replace: %w", err)
+	for flag, p := range map[string]*string{"--opkit-replace": &opts.OpkitReplace, "--opkit-vendor": &opts.OpkitVendor} {
+		if *p == "" {
+			continue
 		}
-		opts.OpkitReplace = abs
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("init: %s: %w", flag, err)
+		}
+		*p = abs
 	}
 	if err := opts.validate(dir); err != nil {
 		return err
@@ -119,8 +138,18 @@ func Init(ctx context.Context, dir string, opts InitOptions) error {
 	if err != nil {
 		return err
 	}
+	replace := opts.OpkitReplace
+	if opts.OpkitVendor != "" {
+		fmt.Fprintf(opts.Progress, "Copying opkit from %s into %s...\n", opts.OpkitVendor, vendorDir)
+		copied, err := vendorFiles(ctx, opts.OpkitVendor)
+		if err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		maps.Copy(fs, copied)
+		replace = vendorReplace
+	}
 	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name}
-	if err := recordBase(fs, templates, p, opts.OpkitReplace); err != nil {
+	if err := recordBase(fs, templates, p, replace); err != nil {
 		return err
 	}
 	return transact(dir, func() error {
@@ -145,14 +174,19 @@ func initFiles(opts InitOptions) (files, error) {
 func initFilesFrom(tfs fs.FS, opts InitOptions) (files, error) {
 	version := opts.OpkitVersion
 	replace, imageReplace := "", ""
-	if opts.OpkitReplace != "" {
+	vendored := opts.OpkitVendor != "" || opts.OpkitReplace == vendorReplace
+	switch {
+	case vendored:
+		version = develPseudoVersion
+		replace, imageReplace = vendorReplace, vendorReplace+"/hack/image"
+	case opts.OpkitReplace != "":
 		version = develPseudoVersion
 		replace = strconv.Quote(opts.OpkitReplace)
 		imageReplace = strconv.Quote(filepath.Join(opts.OpkitReplace, "hack", "image"))
 	}
 	data := initData{
 		Module: opts.Module, Domain: opts.Domain, Name: opts.Name,
-		OpkitVersion: version, OpkitReplace: replace, ImageReplace: imageReplace,
+		OpkitVersion: version, OpkitReplace: replace, ImageReplace: imageReplace, Vendored: vendored,
 		Pad:          strings.Repeat(" ", len(opts.Name)),
 		ExampleGroup: "webapp",
 	}

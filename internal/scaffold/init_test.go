@@ -30,7 +30,9 @@ func TestInitRejects(t *testing.T) {
 		{name: "domain not a subdomain", change: func(o *InitOptions) { o.Domain = "Example_COM" }, input: "--domain", want: []string{`"Example_COM"`, "DNS subdomain"}},
 		{name: "name not a label", change: func(o *InitOptions) { o.Name = "acme.operator" }, input: "--name", want: []string{`"acme.operator"`, "DNS label"}},
 		{name: "name from a module that is not a label", change: func(o *InitOptions) { o.Module = "example.com/Acme" }, input: "--name", want: []string{`"Acme"`}},
-		{name: "devel build without a replace", change: func(o *InitOptions) { o.OpkitVersion = DevelVersion }, want: []string{"--opkit-replace <path to an opkit checkout>", "released opkit"}},
+		{name: "devel build without a replace", change: func(o *InitOptions) { o.OpkitVersion = DevelVersion }, want: []string{"--opkit-vendor <path to an opkit checkout>", "--opkit-replace <path to an opkit checkout>", "released opkit"}},
+		{name: "vendor that is no opkit checkout", change: func(o *InitOptions) { o.OpkitVendor = os.TempDir() }, input: "--opkit-vendor", want: []string{"module github.com/opkit-dev/opkit"}},
+		{name: "vendor and replace", change: func(o *InitOptions) { o.OpkitVendor, o.OpkitReplace = "../..", "../.." }, input: "--opkit-vendor", want: []string{"not both"}},
 		{name: "dirty checkout build without a replace", change: func(o *InitOptions) { o.OpkitVersion = "v0.1.1-0.20261123081200-827057e1a2b3+dirty" }, want: []string{"--opkit-replace", "+dirty"}},
 		{name: "replace that is no opkit checkout", change: func(o *InitOptions) { o.OpkitReplace = os.TempDir() }, input: "--opkit-replace", want: []string{"module github.com/opkit-dev/opkit"}},
 		{

@@ -25,12 +25,13 @@ func runIn(ctx context.Context, dir, name string, args ...string) error {
 	return nil
 }
 
-// checkOpkitCheckout refuses a --opkit-replace directory that does not hold
-// the opkit module: go mod tidy would fail later, and less clearly.
-func checkOpkitCheckout(dir string) error {
+// checkOpkitCheckout refuses a --opkit-replace or --opkit-vendor (flag)
+// directory that does not hold the opkit module: go mod tidy would fail
+// later, and less clearly.
+func checkOpkitCheckout(flag, dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil || modfile.ModulePath(b) != opkitModule {
-		return &InputError{Input: "--opkit-replace", Value: dir, Allowed: "it must be a checkout of opkit: a directory whose go.mod declares module github.com/opkit-dev/opkit"}
+		return &InputError{Input: flag, Value: dir, Allowed: "it must be a checkout of opkit: a directory whose go.mod declares module github.com/opkit-dev/opkit"}
 	}
 	return nil
 }

@@ -61,7 +61,9 @@ type fileStep struct {
 //   - removed by the user: left out; new in these templates: added.
 //
 // Files opkit does not mark (go.mod, controller-gen's, the user's own) are
-// never read. It records the new base, writes all or nothing, and returns
+// never read; a copy of opkit that go.mod points at (opkit init
+// --opkit-vendor) is left as it is, and the report says how to drop it. It
+// records the new base, writes all or nothing, and returns
 // an error wrapping ErrConflict if any file needs the user's hand. It runs
 // neither go mod tidy nor make manifests.
 func Upgrade(ctx context.Context, dir string, opts UpgradeOptions) error {
@@ -91,6 +93,7 @@ func Upgrade(ctx context.Context, dir string, opts UpgradeOptions) error {
 		return fmt.Errorf("upgrade: %w", err)
 	}
 	report(opts.Out, steps, m, opts.DryRun)
+	upgradeVendoredNote(opts.Out, replace)
 	if opts.DryRun {
 		return nil
 	}
