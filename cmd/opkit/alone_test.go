@@ -35,7 +35,7 @@ func alone(t *testing.T, dir, root string) string {
 	}
 	for _, r := range f.Replace {
 		if r.New.Version != "" || !filepath.IsLocal(r.New.Path) {
-			t.Errorf("go.mod replaces %s with %s %s, not a directory inside the project", r.Old.Path, r.New.Path, r.New.Version)
+			t.Errorf("go.mod replaces %s with %s, not a directory inside the project", r.Old.Path, strings.TrimSpace(r.New.Path+" "+r.New.Version))
 		}
 	}
 	err = filepath.WalkDir(fresh, func(p string, d fs.DirEntry, err error) error {
@@ -52,6 +52,9 @@ func alone(t *testing.T, dir, root string) string {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if t.Failed() {
+		t.FailNow() // a build there would not show what CI's would
 	}
 	return fresh
 }
