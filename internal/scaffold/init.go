@@ -121,13 +121,13 @@ func (o *InitOptions) validate(dir string) error {
 // was.
 func Init(ctx context.Context, dir string, opts InitOptions) error {
 	opts.defaults()
-	for flag, p := range map[string]*string{"--opkit-replace": &opts.OpkitReplace, "--opkit-vendor": &opts.OpkitVendor} {
+	for _, p := range []*string{&opts.OpkitReplace, &opts.OpkitVendor} {
 		if *p == "" {
 			continue
 		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
-			return fmt.Errorf("init: %s: %w", flag, err)
+			return fmt.Errorf("init: %s: %w", *p, err)
 		}
 		*p = abs
 	}

@@ -65,6 +65,10 @@ func TestInitVendored(t *testing.T) {
 		}
 	}
 
+	if b, _ := os.ReadFile(filepath.Join(dir, "Dockerfile")); !bytes.Contains(b, []byte("COPY third_party/ third_party/\nRUN go mod download")) {
+		t.Errorf("the Dockerfile does not copy third_party/ before go mod download, which needs the copy's go.mod:\n%s", b)
+	}
+
 	// go list fails on a missing package or embedded file.
 	list := exec.CommandContext(t.Context(), "go", "list", "-deps", "./...", opkitModule+"/cmd/opkit", imageModule)
 	list.Dir = dir
@@ -79,6 +83,31 @@ func TestInitVendored(t *testing.T) {
 	for _, want := range []string{"Nothing to change", "the copy in " + vendorDir, "drop the copy as " + vendorNote} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("opkit upgrade of a vendored project does not say %q:\n%s", want, out.String())
+		}
+	}
+	checkDropped(t, dir)
+}
+
+// checkDropped drops the copy of opkit from the project in dir as its
+// note says, up to go get (there is no release to get), then checks that
+// opkit upgrade takes the copy out of the Dockerfile and the README.
+func checkDropped(t *testing.T, dir string) {
+	t.Helper()
+	drop := exec.CommandContext(t.Context(), "go", "mod", "edit", "-dropreplace", opkitModule, "-dropreplace", imageModule)
+	drop.Dir = dir
+	if out, err := drop.CombinedOutput(); err != nil {
+		t.Fatalf("go mod edit: %v\n%s", err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(vendorDir))); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := Upgrade(t.Context(), dir, UpgradeOptions{Out: &out}); err != nil {
+		t.Fatalf("upgrade after dropping the copy: %v\n%s", err, out.String())
+	}
+	for _, f := range []string{"Dockerfile", "README.md"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, f)); bytes.Contains(b, []byte("third_party")) {
+			t.Errorf("after the copy is dropped, opkit upgrade leaves %s naming third_party:\n%s\nupgrade said:\n%s", f, b, out.String())
 		}
 	}
 }
