@@ -223,8 +223,9 @@ func templateVersion() string {
 
 // moduleVersion is the template version of the opkit module m: its
 // version, or DevelVersion for a build from a checkout, which is what
-// opkit init --opkit-replace projects require (develPseudoVersion,
-// replaced by a directory) and what go run in the checkout reports. A
+// opkit init --opkit-replace and --opkit-vendor projects require
+// (develPseudoVersion, replaced by a directory) and what go run in the
+// checkout reports. A
 // checkout's templates have no version to compare: opkit init run from
 // the checkout and go tool opkit in its project are the same templates.
 func moduleVersion(m *debug.Module) string {
