@@ -122,7 +122,7 @@ func consult(ctx context.Context, r crclient.Reader, key crclient.ObjectKey, obj
 // whole lists, with no pages to continue from.
 func supported(o crclient.ListOptions) error {
 	if o.Limit > 0 {
-		return fmt.Errorf("client.Limit(%d): the cache returns whole lists; drop the limit, or page through the API server with the manager's Client: %w", o.Limit, errors.ErrUnsupported)
+		return fmt.Errorf("client.Limit(%d): the cache returns whole lists; drop the limit, or page through the API server with the manager's UncachedClient: %w", o.Limit, errors.ErrUnsupported)
 	}
 	if o.Continue != "" {
 		return fmt.Errorf("client.Continue: the cache returns whole lists and issues no continue tokens: %w", errors.ErrUnsupported)

@@ -107,7 +107,7 @@ func (c *converger) Reconcile(ctx context.Context, key reconcile.Request) (recon
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations["done"] = want
-	if err := c.m.Client().Update(ctx, cm); err != nil {
+	if err := c.m.UncachedClient().Update(ctx, cm); err != nil {
 		return reconcile.Done(), fmt.Errorf("mark %s done at %s: %w", key.Name, want, err)
 	}
 	c.log.apply(c.who, key.Name, want)
