@@ -41,6 +41,7 @@ import (
 	"github.com/go-logr/logr"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -61,8 +62,8 @@ func benchConfig() *rest.Config {
 }
 
 func skipWithMutationDetector(b *testing.B) {
-	if os.Getenv(cache.MutationDetectorEnv) != "false" {
-		b.Skipf("the mutation detector doubles every cache: run with %s=false (make bench does)", cache.MutationDetectorEnv)
+	if os.Getenv(cacheaccess.MutationDetectorEnv) != "false" {
+		b.Skipf("the mutation detector doubles every cache: run with %s=false (make bench does)", cacheaccess.MutationDetectorEnv)
 	}
 }
 

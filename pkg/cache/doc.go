@@ -43,7 +43,7 @@
 //     until it changes; a Get never returns an object older than the
 //     metadata.
 //   - Owners built in: Lister.ControlledBy lists an owner's children by
-//     the owner's UID (ControlledByIndex), so same-named owners in other
+//     an index of owners' UIDs, so same-named owners in other
 //     namespaces are never mixed in.
 //   - Sharded on request: a type registered with TypeOptions.Sharded
 //     caches only the objects of the slots last given to Cache.SetSlots;

@@ -17,22 +17,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // form is how a type's objects are decoded and cached.
-type form uint8
+type form = cacheaccess.Form
 
 const (
-	typed            form = iota // the scheme's Go type, protobuf for built-in types
-	metadataOnly                 // *metav1.PartialObjectMetadata
-	unstructuredForm             // *unstructured.Unstructured
+	typed            = cacheaccess.Typed
+	metadataOnly     = cacheaccess.Metadata
+	unstructuredForm = cacheaccess.Unstructured
 )
-
-func (f form) String() string {
-	return [...]string{"typed", "metadata", "unstructured"}[f]
-}
 
 // regKey identifies a registration: one set of informers per key.
 type regKey struct {

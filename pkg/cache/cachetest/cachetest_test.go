@@ -167,21 +167,16 @@ func TestControlledBy(t *testing.T) {
 		owned("b", "same-uid-elsewhere", "uid-1"),
 		cm("a", "orphan", nil),
 	)
-	if _, err := l.ControlledBy(owner); !errors.Is(err, cache.ErrNoControlledByIndex) {
-		t.Errorf("ControlledBy without the index = %v, want ErrNoControlledByIndex", err)
-	}
-	if err := l.IndexControlledBy(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.IndexControlledBy(); err != nil {
-		t.Errorf("IndexControlledBy again = %v, want nil (idempotent)", err)
-	}
-	got, err := l.ControlledBy(owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"a/child-1", "a/child-2"}, keys(got)); diff != "" {
-		t.Errorf("ControlledBy (-want +got):\n%s", diff)
+	// No index to add first: the first ControlledBy adds it, over what the
+	// store holds already, and later calls read it.
+	for range 2 {
+		got, err := l.ControlledBy(owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a/child-1", "a/child-2"}, keys(got)); diff != "" {
+			t.Errorf("ControlledBy (-want +got):\n%s", diff)
+		}
 	}
 }
 

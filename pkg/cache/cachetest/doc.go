@@ -5,8 +5,8 @@
 //
 //   - The real Lister: NewLister returns a *cache.Lister[T], not a look-alike,
 //     so a reconciler that holds a *cache.Lister[*corev1.ConfigMap] is tested
-//     unchanged. Get, List, ByIndex, ByIndexInNamespace, ControlledBy,
-//     AddIndex and IndexControlledBy run the cache's own code: the same
+//     unchanged. Get, List, ByIndex, ByIndexInNamespace, ControlledBy and
+//     AddIndex run the cache's own code: the same
 //     sorting (namespace, then name), the same NotFound and other errors,
 //     the same zero-copy reads.
 //   - Changeable: New returns a *cache.Static[T], whose Add, Update and
