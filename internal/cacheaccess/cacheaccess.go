@@ -6,11 +6,14 @@
 //     side for opkit's packages. Key is the type of its second argument:
 //     outside opkit no package can name it, so none can call Internal.
 //   - The environment variables the cache reads, for testenv to set.
+//   - Store, the in-memory store behind a real Lister that package
+//     cachetest wraps (cache.NewStore).
 //
 // It imports nothing from pkg/, so that internal/ stays the floor.
 package cacheaccess
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,4 +98,60 @@ type ObjectLister interface {
 	ByIndex(index, value string) ([]client.Object, error)
 	// ByIndexInNamespace is cache.Lister.ByIndexInNamespace.
 	ByIndexInNamespace(namespace, index, value string) ([]client.Object, error)
+}
+
+// Store is the cache's in-memory store of one kind behind a real Lister
+// (L, a *cache.Lister[T]), with no informer and no API server, which
+// package cachetest wraps for unit tests: cache.NewStore makes one. The
+// Lister behaves as one of a synced cache of every namespace: the same
+// sorting, errors, indexes and zero-copy reads, with two differences.
+// Indexes may be added at any time, since there is no Start to add them
+// before; and event handlers added to it are never called, since nothing
+// is watched.
+//
+// Objects enter it as they enter a cache: copied (the store owns what it
+// holds), stripped of managedFields and the last-applied annotation, and
+// watched for modification (CheckMutations). Its methods are safe for
+// concurrent use.
+type Store[T, L any] interface {
+	// Lister returns the store's Lister. Every call returns the same one.
+	Lister() L
+	// Add adds obj, or returns an AlreadyExists error if the store holds
+	// an object of its namespace and name. The store keeps a copy: obj
+	// remains the caller's. A copy without a resourceVersion is given the
+	// store's next one ("1", "2", …), as the API server would.
+	Add(obj T) error
+	// Update replaces the stored object of obj's namespace and name with
+	// a copy of obj, or returns a NotFound error if there is none. A copy
+	// without a resourceVersion is given the store's next one.
+	Update(obj T) error
+	// Delete removes the object namespace/name, or returns a NotFound
+	// error if there is none.
+	Delete(namespace, name string) error
+	// CheckMutations reports every stored object modified in place since
+	// it was added (or last reported), as cache.Cache.CheckMutations does.
+	CheckMutations() error
+}
+
+// StoreOptions configure cache.NewStore.
+type StoreOptions struct {
+	// Scheme maps T to its kind, which errors name. Defaults to client-go's
+	// kubernetes scheme.
+	Scheme *runtime.Scheme
+
+	// Mapper says T's resource (NotFound errors name it) and whether it is
+	// namespaced. Required: package cachetest passes one that knows the
+	// built-in kinds.
+	Mapper meta.RESTMapper
+
+	// ReadError, when set, makes reads fail, as controller-runtime's
+	// interceptor.Funcs do for a fake client: it is called before each
+	// read of the Lister, with verb "get" (Get: namespace and name) or
+	// "list" (List, ByIndex, ByIndexInNamespace, and so ControlledBy:
+	// namespace, empty for every namespace, and no name), and a non-nil
+	// error it returns is what the read returns, unwrapped. Returning nil
+	// reads the store. It is called from the reader's goroutine and must
+	// be safe for concurrent use if the Lister is read concurrently.
+	// Defaults to nil: reads never fail but as a cache's would.
+	ReadError func(verb, namespace, name string) error
 }

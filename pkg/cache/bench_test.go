@@ -104,7 +104,7 @@ func createAsUsersDo(ctx context.Context, cl client.Client, obj client.Object, i
 			return err
 		}
 		a := obj.GetAnnotations()
-		a[cache.LastAppliedAnnotation] = string(applied)
+		a[corev1.LastAppliedConfigAnnotation] = string(applied)
 		obj.SetAnnotations(a)
 		return cl.Create(ctx, obj, client.FieldOwner("kubectl-client-side-apply"))
 	}

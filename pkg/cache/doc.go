@@ -73,7 +73,7 @@
 //     custom resources from JSON; watches ask for bookmarks, and the
 //     initial sync is one streaming list where the API server supports it.
 //   - Testable: Lister.WaitFor waits until the cache holds a write's
-//     resourceVersion; NewStatic (through package cachetest) puts a real
+//     resourceVersion; package cachetest puts a real
 //     Lister over objects in memory.
 //   - Observable: with Options.Registerer, per type the objects cached,
 //     slots held, relists, watch restarts, time to first sync, event lag

@@ -94,8 +94,8 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			if err := mgr.UncachedClient().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := live.Annotations[cache.LastAppliedAnnotation]; !ok {
-				t.Errorf("after %s through the cached client, the API server's object has lost %s (annotations %v)", name, cache.LastAppliedAnnotation, live.Annotations)
+			if _, ok := live.Annotations[corev1.LastAppliedConfigAnnotation]; !ok {
+				t.Errorf("after %s through the cached client, the API server's object has lost %s (annotations %v)", name, corev1.LastAppliedConfigAnnotation, live.Annotations)
 			}
 			if len(live.ManagedFields) == 0 {
 				t.Errorf("after %s through the cached client, the API server's object has lost its managedFields", name)

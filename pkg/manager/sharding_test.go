@@ -138,14 +138,9 @@ func startShardedWith(t *testing.T, ns, who string, log *shardLog, slots int, fi
 		Cache: cache.Options{Namespaces: []string{ns}, Sharding: cache.ShardingOptions{ServerFilter: filter}},
 	})
 	c := &converger{who: who, log: log, m: m}
-	if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](nil)); err != nil {
+	if _, err := manager.NewController(m, shardCtrl, c, manager.For(&c.lister)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := cache.Lookup[*corev1.ConfigMap](m.Cache())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.lister = l
 	return &shardedManager{who: who, m: m, s: start(t, m)}
 }
 
