@@ -78,8 +78,7 @@
 //   - Observable: with Options.Registerer, per type the objects cached,
 //     slots held, relists, watch restarts, time to first sync, event lag
 //     and failed lists and watches (opkit_cache_objects and the like); no
-//     global registration. TimedEventHandler hands handlers the change time
-//     and the delivery time.
+//     global registration.
 //
 // # Differences from client-go and controller-runtime
 //

@@ -82,10 +82,6 @@ func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f form) error {
 	return fmt.Errorf("cache: read %s (%s form): %w: register it with %s before Start%s", gvk, f, ErrNotRegistered, how, also)
 }
 
-// Scheme returns the scheme the cache decodes typed objects with
-// (Options.Scheme).
-func (c *Cache) Scheme() *runtime.Scheme { return c.opts.Scheme }
-
 // objectLister is LookupKind's cacheaccess.ObjectLister.
 type objectLister struct {
 	l *Lister[client.Object]
