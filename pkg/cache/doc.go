@@ -16,13 +16,18 @@
 //   - Stripped on ingest: by default every object loses
 //     metadata.managedFields and the last-applied-configuration annotation
 //     (TypeOptions.KeepManagedFields and TypeOptions.KeepLastApplied opt
-//     out). Write a copy back through the manager's CachedClient (package
-//     pkg/cachedclient) or with a patch: a plain update through any other
-//     client deletes what was stripped on the API server.
+//     out). Write a copy back through the manager's Writer or CachedClient
+//     (package pkg/cachedclient) or with a patch: a plain update through
+//     any other client deletes what was stripped on the API server.
 //   - Compact: objects of one informer share equal maps and strings, which
 //     no reader can see, since no reader modifies what it reads.
 //   - Sorted: List, ByIndex and ByIndexInNamespace return objects sorted by
 //     namespace, then name, the same order call after call.
+//   - One way to each Lister: Register (the Go type), Metadata
+//     (metadata only) and Unstructured return a Lister, Lazy a LazyLister;
+//     package cachetest builds a Lister over objects in memory for tests.
+//     Internal and NewStore are for opkit's own packages: their key's type
+//     is internal, so no other module can call them.
 //   - Explicit: a type is cached only once registered (Register, Metadata,
 //     Unstructured or Lazy); reading any other is an error wrapping
 //     ErrNotRegistered, never a silently started informer, and is logged
