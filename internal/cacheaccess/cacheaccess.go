@@ -4,7 +4,7 @@
 //
 //   - cache.Internal(c, cacheaccess.Key{}) returns a Cache, the cache's
 //     side for opkit's packages. Key is the type of its second argument:
-//     outside opkit no package can name it, so none can call Internal.
+//     outside opkit no package can name it, so Internal is not for them.
 //   - The environment variables the cache reads, for testenv to set.
 //   - Store, the in-memory store behind a real Lister that package
 //     cachetest wraps (cache.NewStore).

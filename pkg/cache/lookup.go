@@ -16,7 +16,8 @@ import (
 
 // Internal returns the cache's side for opkit's own packages (the manager,
 // the cached client): what they ask of it beyond this package's API. Its
-// key's type is internal to opkit, so no other module can call it.
+// key's type is internal to opkit: other modules cannot name it, and the
+// function is not part of what they may use.
 func Internal(c *Cache, _ cacheaccess.Key) cacheaccess.Cache { return internals{c} }
 
 // internals is Internal's cacheaccess.Cache.

@@ -33,7 +33,8 @@ type static[T Object] struct {
 // NewStore returns an empty in-memory store of the Go type T, a typed
 // pointer such as *corev1.ConfigMap (metadata-only and unstructured forms
 // are not supported), for package cachetest, which wraps it for tests.
-// Its key's type is internal to opkit, so no other module can call it.
+// Its key's type is internal to opkit: other modules cannot name it, and
+// the function is not part of what they may use.
 func NewStore[T Object](_ cacheaccess.Key, opts cacheaccess.StoreOptions) (cacheaccess.Store[T, *Lister[T]], error) {
 	return newStatic[T](opts)
 }
