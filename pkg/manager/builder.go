@@ -166,10 +166,11 @@ func ShardBy(key sharding.Key) ControllerOption {
 // mode the watch reads T sharded so that children land with their owner
 // (see NewController).
 //
-// Owns also indexes T by controller owner before Start, so that
-// Lister.ControlledBy, which lists an owner's children, finds the index
-// built as the initial list is stored. Adding it is idempotent: any
-// number of controllers may own the same type.
+// Owns also indexes T by controller owner when the controller is built,
+// before Start if it is built then, so that Lister.ControlledBy, which
+// lists an owner's children, finds the index ready instead of adding it on
+// its first call. Adding it is idempotent: any number of controllers may
+// own the same type.
 func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) ControllerOption {
 	return optionFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
