@@ -80,9 +80,6 @@ func TestWebReconcilerUnit(t *testing.T) {
 			}
 			cachetest.CheckMutationsAtCleanup(t, deployments)
 			configMaps := cachetest.NewLister[*corev1.ConfigMap](t)
-			if err := configMaps.IndexControlledBy(); err != nil { // manager.Owns does this in production
-				t.Fatal(err)
-			}
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 				WithInterceptorFuncs(interceptor.Funcs{
 					Create: func(ctx context.Context, c crclient.WithWatch, obj crclient.Object, opts ...crclient.CreateOption) error {

@@ -27,7 +27,7 @@ func TestWaitIsBoundedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
-	if err := mgr.Client().Create(t.Context(), parent); err != nil {
+	if err := mgr.UncachedClient().Create(t.Context(), parent); err != nil {
 		t.Fatal(err)
 	}
 	never := neverSeen(t, parent)

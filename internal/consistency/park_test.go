@@ -27,7 +27,7 @@ func TestWaitHoldsNoWorker(t *testing.T) {
 	var p *corev1.ConfigMap
 	for _, name := range []string{"p", "q"} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if err := mgr.Client().Create(t.Context(), cm); err != nil {
+		if err := mgr.UncachedClient().Create(t.Context(), cm); err != nil {
 			t.Fatal(err)
 		}
 		if name == "p" {
@@ -84,7 +84,7 @@ func TestParkKeepsChangeTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
-	if err := mgr.Client().Create(t.Context(), p); err != nil {
+	if err := mgr.UncachedClient().Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
 	never := neverSeen(t, p)

@@ -54,7 +54,7 @@ func (r *childMaker) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Labels:          map[string]string{"group": parent.Labels["group"]},
 		OwnerReferences: []metav1.OwnerReference{ref},
 	}}
-	return reconcile.Done(), r.mgr.Client().Create(ctx, child)
+	return reconcile.Done(), r.mgr.UncachedClient().Create(ctx, child)
 }
 
 // With read-your-writes on, a reconciler that creates a child when it
@@ -94,7 +94,7 @@ func TestStaleCacheCreatesNoDuplicateChild(t *testing.T) {
 				p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 					Namespace: ns, Name: fmt.Sprintf("%s-%03d", group, i), Labels: map[string]string{"group": group},
 				}}
-				if err := mgr.Client().Create(t.Context(), p); err != nil {
+				if err := mgr.UncachedClient().Create(t.Context(), p); err != nil {
 					t.Error(err)
 					return
 				}
@@ -128,7 +128,7 @@ func TestStaleCacheCreatesNoDuplicateChild(t *testing.T) {
 func duplicates(t *testing.T, mgr *manager.Manager, ns, group string) []string {
 	t.Helper()
 	var list corev1.SecretList
-	if err := mgr.Client().List(t.Context(), &list, crclient.InNamespace(ns), crclient.MatchingLabels{"group": group}); err != nil {
+	if err := mgr.UncachedClient().List(t.Context(), &list, crclient.InNamespace(ns), crclient.MatchingLabels{"group": group}); err != nil {
 		t.Fatal(err)
 	}
 	count := map[string]int{}

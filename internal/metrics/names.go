@@ -181,7 +181,7 @@ const (
 	// holds, of cache.ShardingOptions.Slots.Count(): with CacheObjects, the
 	// share of the type this replica caches. Absent for types not sharded.
 	CacheSlots = "opkit_cache_slots"
-	// CacheUnregisteredReads counts the reads through cache.LookupKind (the
+	// CacheUnregisteredReads counts the reads by kind (such as the
 	// cached client's) of a kind nobody registered, each an error for the
 	// reader, labelled by type ("v1/Node") and form. A series appears with
 	// the first such read: the kinds are not known before.

@@ -362,7 +362,7 @@ func (c *changes) admission(o WebhookOptions, d webhookData) {
 		c.insert(kindFile, markerImports, `"github.com/opkit-dev/opkit/pkg/webhook/requester"`)
 		c.createMissing(pkg+"/requester_test.go", "webhook/requester_test.go.tmpl", d)
 		c.insert(kindFile, markerSetup,
-			"checker, err := requester.New(mgr.Client(), requester.Options{})",
+			"checker, err := requester.New(mgr.UncachedClient(), requester.Options{})",
 			"if err != nil {",
 			"\treturn err",
 			"}")

@@ -31,7 +31,7 @@ func TestCreateWebhookRequesterCheck(t *testing.T) {
 	for path, lines := range map[string][]string{
 		"internal/webhook/v1/frigate_webhook.go": {
 			`"github.com/opkit-dev/opkit/pkg/webhook/requester"`,
-			"checker, err := requester.New(mgr.Client(), requester.Options{})",
+			"checker, err := requester.New(mgr.UncachedClient(), requester.Options{})",
 			"Validator: FrigateValidator{Requester: checker},", "Defaulter: FrigateDefaulter{},",
 		},
 		"internal/webhook/v1/frigate_validator.go": {

@@ -41,6 +41,7 @@ import (
 	"github.com/go-logr/logr"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -61,8 +62,8 @@ func benchConfig() *rest.Config {
 }
 
 func skipWithMutationDetector(b *testing.B) {
-	if os.Getenv(cache.MutationDetectorEnv) != "false" {
-		b.Skipf("the mutation detector doubles every cache: run with %s=false (make bench does)", cache.MutationDetectorEnv)
+	if os.Getenv(cacheaccess.MutationDetectorEnv) != "false" {
+		b.Skipf("the mutation detector doubles every cache: run with %s=false (make bench does)", cacheaccess.MutationDetectorEnv)
 	}
 }
 
@@ -103,7 +104,7 @@ func createAsUsersDo(ctx context.Context, cl client.Client, obj client.Object, i
 			return err
 		}
 		a := obj.GetAnnotations()
-		a[cache.LastAppliedAnnotation] = string(applied)
+		a[corev1.LastAppliedConfigAnnotation] = string(applied)
 		obj.SetAnnotations(a)
 		return cl.Create(ctx, obj, client.FieldOwner("kubectl-client-side-apply"))
 	}

@@ -35,7 +35,8 @@ var (
 	// ErrNotSynced: a read, WaitForSync or a controller's start gave up
 	// before the types it needs synced.
 	ErrNotSynced = errors.New("cache not synced")
-	// ErrRemoved: the type's informers were removed with Lister.Remove.
+	// ErrRemoved: the type's informers stopped when its last hold was
+	// released (Lister.Release).
 	ErrRemoved = errors.New("type removed from the cache")
 )
 

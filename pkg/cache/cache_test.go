@@ -90,8 +90,8 @@ func createConfigMaps(t *testing.T, ns string) {
 	csa := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "csa", Namespace: ns, Labels: map[string]string{"app": "a"},
 			Annotations: map[string]string{
-				cache.LastAppliedAnnotation: `{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"v"}}`,
-				"team":                      "blue",
+				corev1.LastAppliedConfigAnnotation: `{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"v"}}`,
+				"team":                             "blue",
 			}},
 		Data: map[string]string{"k": "v"},
 	}
@@ -194,7 +194,7 @@ func TestKeepManagedFieldsAndLastApplied(t *testing.T) {
 	if got.ManagedFields == nil {
 		t.Error("managedFields stripped although kept")
 	}
-	if _, ok := got.Annotations[cache.LastAppliedAnnotation]; !ok {
+	if _, ok := got.Annotations[corev1.LastAppliedConfigAnnotation]; !ok {
 		t.Error("last-applied annotation stripped although kept")
 	}
 }
@@ -294,7 +294,7 @@ func TestMetadataOnly(t *testing.T) {
 	if got.Labels["app"] != "a" || got.ManagedFields != nil {
 		t.Errorf("metadata = %+v", got.ObjectMeta)
 	}
-	if _, ok := got.Annotations[cache.LastAppliedAnnotation]; ok {
+	if _, ok := got.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
 		t.Error("last-applied annotation kept in metadata-only form")
 	}
 }
@@ -425,7 +425,7 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
-	cms.Remove()
+	cache.Remove(cms)
 	if _, err := cms.Get(ns, "csa"); !errors.Is(err, cache.ErrRemoved) {
 		t.Errorf("Get after Remove = %v, want ErrRemoved", err)
 	}

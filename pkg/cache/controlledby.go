@@ -1,38 +1,29 @@
 package cache
 
 import (
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// ControlledByIndex is the name of the built-in index that
-// IndexControlledBy adds: it finds an object under the UID of its
-// controller, the owner reference with controller: true. ByIndex and
-// ByIndexInNamespace accept it like an index of your own.
+// controlledByIndex is the name of the built-in index that ControlledBy
+// reads: it finds an object under the UID of its controller, the owner
+// reference with controller: true.
 //
 // The values are UIDs, not names, because a UID names one object in the
 // whole cluster: a lookup can never find the children of a same-named owner
 // in another namespace, the trap of porting a by-owner-name index from
 // controller-runtime (see "Differences" in the package documentation).
-const ControlledByIndex = "opkit.dev/controlled-by"
+const controlledByIndex = "opkit.dev/controlled-by"
 
-// ErrNoControlledByIndex is wrapped by the error of ControlledBy on a type
-// whose ControlledByIndex was never added.
-var ErrNoControlledByIndex = errors.New("no controlled-by index")
-
-// IndexControlledBy adds ControlledByIndex to the type, so that
-// ControlledBy can list an owner's children. manager.Owns calls it for
-// every type it watches.
-//
-// It is idempotent: once the type has the index, from this Lister or from
-// any other Lister of the same registration, it returns nil, before Start
-// or after. Adding it for the first time after the type's informers have
-// started returns an error.
-func (l *Lister[T]) IndexControlledBy() error {
-	return l.reg.ensureIndex(ControlledByIndex, controllerUID)
+// indexControlledBy adds controlledByIndex to the type, before Start or
+// after. It is idempotent: once the type has the index, from this Lister
+// or from any other Lister of the same registration, it returns nil.
+// manager.Owns calls it before Start (through cacheaccess), so that the
+// initial list is indexed as it is stored.
+func (l *Lister[T]) indexControlledBy() error {
+	return l.reg.ensureIndex(controlledByIndex, controllerUID)
 }
 
 // ControlledBy returns the cached objects whose controller is owner, sorted
@@ -46,9 +37,10 @@ func (l *Lister[T]) IndexControlledBy() error {
 // cached namespace. Objects that list owner without controller: true are
 // not its children here.
 //
-// The type needs ControlledByIndex (IndexControlledBy, or manager.Owns):
-// otherwise the error wraps ErrNoControlledByIndex. An owner without a UID,
-// one not read from the API server, is an error.
+// The lookup is by an index of the owners' UIDs, which the first call adds
+// to the type if manager.Owns did not (indexing what the type holds
+// already, once). An owner without a UID, one not read from the API
+// server, is an error.
 func (l *Lister[T]) ControlledBy(owner metav1.Object) ([]T, error) {
 	kind := l.reg.key.gvk.Kind
 	uid := string(owner.GetUID())
@@ -59,26 +51,31 @@ func (l *Lister[T]) ControlledBy(owner metav1.Object) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !v.indexes[ControlledByIndex] {
-		return nil, fmt.Errorf("cache: list %s controlled by %s/%s: %w: call IndexControlledBy on its Lister before Start, or watch it with manager.Owns", kind, owner.GetNamespace(), owner.GetName(), ErrNoControlledByIndex)
+	if !v.indexes[controlledByIndex] {
+		if err := l.indexControlledBy(); err != nil {
+			return nil, fmt.Errorf("cache: list %s controlled by %s/%s: %w", kind, owner.GetNamespace(), owner.GetName(), err)
+		}
+		if v, err = l.reg.readable(); err != nil {
+			return nil, err
+		}
 	}
 	ns := owner.GetNamespace()
 	switch {
 	case ns == "":
-		return l.ByIndex(ControlledByIndex, uid)
+		return l.ByIndex(controlledByIndex, uid)
 	case !v.namespaced:
 		// A cluster-scoped object cannot have a namespaced owner.
 		return []T{}, nil
 	default:
-		return l.ByIndexInNamespace(ns, ControlledByIndex, uid)
+		return l.ByIndexInNamespace(ns, controlledByIndex, uid)
 	}
 }
 
-// controllerUID is the ControlledByIndex function.
+// controllerUID is the controlledByIndex function.
 func controllerUID(obj any) ([]string, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
-		return nil, fmt.Errorf("index %q: %T has no object metadata", ControlledByIndex, obj)
+		return nil, fmt.Errorf("index %q: %T has no object metadata", controlledByIndex, obj)
 	}
 	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID != "" {
 		return []string{string(ref.UID)}, nil

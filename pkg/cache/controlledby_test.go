@@ -1,7 +1,6 @@
 package cache_test
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -66,9 +66,6 @@ func TestControlledBy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := cms.IndexControlledBy(); err != nil {
-				t.Fatal(err)
-			}
 			start(t, c)
 			for _, ns := range []string{a, b} {
 				got, err := cms.ControlledBy(owners[ns])
@@ -105,9 +102,6 @@ func TestControlledByClusterScopedOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cms.IndexControlledBy(); err != nil {
-		t.Fatal(err)
-	}
 	start(t, c)
 	got, err := cms.ControlledBy(owner)
 	if err != nil {
@@ -131,7 +125,7 @@ func TestControlledByFollowsAChangeOfController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cms.IndexControlledBy(); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).IndexControlledBy(cms); err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
@@ -156,19 +150,21 @@ func TestControlledByFollowsAChangeOfController(t *testing.T) {
 	}
 }
 
-// IndexControlledBy may be called by every Lister of a registration, before
-// and after Start; added for the first time after Start, it covers what
-// the informers hold already.
+// The controlled-by index (manager.Owns adds it through cacheaccess) may
+// be added by every Lister of a registration, before and after Start;
+// added for the first time after Start, by the first ControlledBy or
+// otherwise, it covers what the informers hold already.
 func TestIndexControlledByIsIdempotent(t *testing.T) {
 	ns := env.Namespace(t)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
+	in := cache.Internal(c, cacheaccess.Key{})
 	var listers []*cache.Lister[*corev1.ConfigMap]
 	for range 2 {
 		l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.IndexControlledBy(); err != nil {
+		if err := in.IndexControlledBy(l); err != nil {
 			t.Fatalf("IndexControlledBy of a registration that has the index: %v", err)
 		}
 		listers = append(listers, l)
@@ -178,34 +174,42 @@ func TestIndexControlledByIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
-	if err := listers[0].IndexControlledBy(); err != nil {
+	if err := in.IndexControlledBy(listers[0]); err != nil {
 		t.Errorf("IndexControlledBy after Start of a type that has the index = %v, want nil", err)
 	}
-	if err := secrets.IndexControlledBy(); err != nil {
+	if err := in.IndexControlledBy(secrets); err != nil {
 		t.Errorf("IndexControlledBy after Start of a type without the index = %v, want nil", err)
 	}
 	if _, err := secrets.ControlledBy(create(t, writeClient(t), ns, "owner")); err != nil {
 		t.Errorf("ControlledBy with the index added after Start = %v", err)
 	}
-	if err := listers[1].AddIndex(cache.ControlledByIndex, byOwnerName); err == nil {
-		t.Errorf("AddIndex(%q) succeeded: the name is the cache's", cache.ControlledByIndex)
+	if err := listers[1].AddIndex("opkit.dev/controlled-by", byOwnerName); err == nil {
+		t.Errorf("AddIndex(%q) succeeded: the name is the cache's", "opkit.dev/controlled-by")
+	}
+	if err := in.IndexControlledBy(&corev1.ConfigMap{}); err == nil {
+		t.Errorf("IndexControlledBy of a %T succeeded, want an error", &corev1.ConfigMap{})
 	}
 }
 
-// ControlledBy of a type without the index, or of an owner without a UID,
-// says what to do.
+// ControlledBy of a type without the index adds it and reads it, over what
+// the type holds already; an owner without a UID is an error that says so.
 func TestControlledByErrors(t *testing.T) {
 	ns := env.Namespace(t)
+	cl := writeClient(t)
+	owner := create(t, cl, ns, "owner")
+	create(t, cl, ns, "child", ref(configMapGVK, owner, true))
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
 	cms, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
-	owner := create(t, writeClient(t), ns, "owner")
-	_, err = cms.ControlledBy(owner)
-	if !errors.Is(err, cache.ErrNoControlledByIndex) || !strings.Contains(err.Error(), "IndexControlledBy") {
-		t.Errorf("ControlledBy without the index = %v, want ErrNoControlledByIndex naming IndexControlledBy", err)
+	got, err := cms.ControlledBy(owner)
+	if err != nil {
+		t.Fatalf("ControlledBy without the index = %v, want it added and read", err)
+	}
+	if diff := cmp.Diff([]string{"child"}, names(got)); diff != "" {
+		t.Errorf("ControlledBy without the index (-want +got):\n%s", diff)
 	}
 	fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: ns}}
 	if _, err := cms.ControlledBy(fresh); err == nil || !strings.Contains(err.Error(), "no UID") {

@@ -16,13 +16,18 @@
 //   - Stripped on ingest: by default every object loses
 //     metadata.managedFields and the last-applied-configuration annotation
 //     (TypeOptions.KeepManagedFields and TypeOptions.KeepLastApplied opt
-//     out). Write a copy back through the manager's CachedClient (package
-//     pkg/cachedclient) or with a patch: a plain update through any other
-//     client deletes what was stripped on the API server.
+//     out). Write a copy back through the manager's Writer or CachedClient
+//     (package pkg/cachedclient) or with a patch: a plain update through
+//     any other client deletes what was stripped on the API server.
 //   - Compact: objects of one informer share equal maps and strings, which
 //     no reader can see, since no reader modifies what it reads.
 //   - Sorted: List, ByIndex and ByIndexInNamespace return objects sorted by
 //     namespace, then name, the same order call after call.
+//   - One way to each Lister: Register (the Go type), Metadata
+//     (metadata only) and Unstructured return a Lister, Lazy a LazyLister;
+//     package cachetest builds a Lister over objects in memory for tests.
+//     Internal and NewStore are for opkit's own packages: other modules
+//     cannot name the type of their key argument (internal/cacheaccess).
 //   - Explicit: a type is cached only once registered (Register, Metadata,
 //     Unstructured or Lazy); reading any other is an error wrapping
 //     ErrNotRegistered, never a silently started informer, and is logged
@@ -43,7 +48,7 @@
 //     until it changes; a Get never returns an object older than the
 //     metadata.
 //   - Owners built in: Lister.ControlledBy lists an owner's children by
-//     the owner's UID (ControlledByIndex), so same-named owners in other
+//     an index of owners' UIDs, so same-named owners in other
 //     namespaces are never mixed in.
 //   - Sharded on request: a type registered with TypeOptions.Sharded
 //     caches only the objects of the slots last given to Cache.SetSlots;
@@ -73,13 +78,12 @@
 //     custom resources from JSON; watches ask for bookmarks, and the
 //     initial sync is one streaming list where the API server supports it.
 //   - Testable: Lister.WaitFor waits until the cache holds a write's
-//     resourceVersion; NewStatic (through package cachetest) puts a real
+//     resourceVersion; package cachetest puts a real
 //     Lister over objects in memory.
 //   - Observable: with Options.Registerer, per type the objects cached,
 //     slots held, relists, watch restarts, time to first sync, event lag
 //     and failed lists and watches (opkit_cache_objects and the like); no
-//     global registration. TimedEventHandler hands handlers the change time
-//     and the delivery time.
+//     global registration.
 //
 // # Differences from client-go and controller-runtime
 //

@@ -12,8 +12,8 @@ import (
 
 // A reconciler of ReplicaSets lists the pods each controls, by the
 // built-in index rather than one of owner names: the pods of a same-named
-// ReplicaSet in another namespace are never among them. (manager.Owns adds
-// the index by itself.)
+// ReplicaSet in another namespace are never among them. (The first
+// ControlledBy adds the index; manager.Owns adds it before Start.)
 func ExampleLister_ControlledBy() {
 	var cfg *rest.Config // from the manager, clientcmd or rest.InClusterConfig
 	c, err := cache.New(cfg, cache.Options{})
@@ -22,9 +22,6 @@ func ExampleLister_ControlledBy() {
 	}
 	pods, err := cache.Register[*corev1.Pod](c, cache.TypeOptions{})
 	if err != nil {
-		panic(err)
-	}
-	if err := pods.IndexControlledBy(); err != nil {
 		panic(err)
 	}
 	replicaSets, err := cache.Register[*appsv1.ReplicaSet](c, cache.TypeOptions{})

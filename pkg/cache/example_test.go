@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,12 +26,8 @@ func Example() {
 		return
 	}
 	fmt.Println("caching", pods.GroupVersionKind().Kind)
-
-	_, err = cache.Lookup[*corev1.Secret](c)
-	fmt.Println(errors.Is(err, cache.ErrNotRegistered))
 	// Output:
 	// caching Pod
-	// true
 }
 
 // A reconciler's-eye view: register, start, wait for sync, read.

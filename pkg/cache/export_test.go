@@ -1,5 +1,11 @@
 package cache
 
+// Remove stops l's type whoever holds it (Lister.remove).
+func Remove[T Object](l *Lister[T]) { l.remove() }
+
+// Lookup returns the Lister of the one typed registration of T (lookup).
+func Lookup[T Object](c *Cache) (*Lister[T], error) { return lookup[T](c) }
+
 // LazyJoined returns how many Gets wait for the fetch of namespace/name
 // under way besides the one that runs it; -1 when none is under way.
 func LazyJoined[T Object](l *LazyLister[T], namespace, name string) int {

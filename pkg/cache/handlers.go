@@ -149,11 +149,11 @@ type unseenAdds struct {
 	old *view
 }
 
-// newUnseenAdds returns h wrapped in unseenAdds, a TimedEventHandler
+// newUnseenAdds returns h wrapped in unseenAdds, a timedEventHandler
 // still if h is one.
 func newUnseenAdds(h toolscache.ResourceEventHandler, old *view) toolscache.ResourceEventHandler {
 	u := unseenAdds{ResourceEventHandler: h, old: old}
-	if t, ok := h.(TimedEventHandler); ok {
+	if t, ok := h.(timedEventHandler); ok {
 		return timedUnseenAdds{unseenAdds: u, timed: t}
 	}
 	return u
@@ -168,7 +168,7 @@ func (u unseenAdds) OnAdd(obj any, initial bool) {
 
 type timedUnseenAdds struct {
 	unseenAdds
-	timed TimedEventHandler
+	timed timedEventHandler
 }
 
 func (u timedUnseenAdds) OnAddAt(obj any, initial bool, changed, delivered time.Time) {

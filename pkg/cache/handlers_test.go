@@ -119,7 +119,7 @@ func TestAddEventHandlerAfterRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms.Remove()
+	cache.Remove(cms)
 	var r recorder
 	if _, err := cms.AddEventHandler(r.handler()); err == nil {
 		t.Error("AddEventHandler on a removed type succeeded")

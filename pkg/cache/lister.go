@@ -39,7 +39,7 @@ type Object interface {
 type Lister[T Object] struct {
 	reg *registration
 	// hold is this Lister's claim on reg, released by Release; nil for a
-	// Lister registered without TypeOptions.Owner, or from Lookup.
+	// Lister registered without TypeOptions.Owner, or from lookup.
 	hold *hold
 }
 
@@ -139,17 +139,18 @@ func selectorString(opts TypeOptions) string {
 	return strings.Join(parts, "; ")
 }
 
-// Lookup returns a Lister for the Go type T if exactly one registration
+// lookup returns a Lister for the Go type T if exactly one registration
 // caches it in typed form. It never registers anything: a type nobody
-// registered is an error that wraps ErrNotRegistered.
-func Lookup[T Object](c *Cache) (*Lister[T], error) {
+// registered is an error that wraps ErrNotRegistered. The tests read
+// through it; users read through the Lister that Register returned.
+func lookup[T Object](c *Cache) (*Lister[T], error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("cache: Lookup[%v]: the type must be a pointer, such as *corev1.Pod", t)
+		return nil, fmt.Errorf("cache: lookup[%v]: the type must be a pointer, such as *corev1.Pod", t)
 	}
 	gvk, err := apiutil.GVKForObject(reflect.New(t.Elem()).Interface().(T), c.opts.Scheme)
 	if err != nil {
-		return nil, fmt.Errorf("cache: Lookup[%v]: %w", t, err)
+		return nil, fmt.Errorf("cache: lookup[%v]: %w", t, err)
 	}
 	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == typed })
 	switch len(regs) {
@@ -158,7 +159,7 @@ func Lookup[T Object](c *Cache) (*Lister[T], error) {
 	case 1:
 		return &Lister[T]{reg: regs[0]}, nil
 	default:
-		return nil, fmt.Errorf("cache: Lookup[%v]: %d registrations cache %s with different namespaces or selectors: use the Lister that Register returned", t, len(regs), gvk)
+		return nil, fmt.Errorf("cache: lookup[%v]: %d registrations cache %s with different namespaces or selectors: use the Lister that Register returned", t, len(regs), gvk)
 	}
 }
 
@@ -221,7 +222,7 @@ func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	return obj.(T), nil
 }
 
-// injected returns the error StaticOptions.ReadError makes a read fail
+// injected returns the error StoreOptions.ReadError makes a read fail
 // with, or nil.
 func (r *registration) injected(verb, namespace, name string) error {
 	if r.readError == nil {
@@ -434,17 +435,18 @@ func (l *Lister[T]) AddIndex(name string, fn func(T) []string) error {
 	})
 }
 
-// Remove stops the type's informers and drops what they cached, whoever
+// remove stops the type's informers and drops what they cached, whoever
 // holds them. Reads through any Lister of the registration then fail with
-// ErrRemoved. To let go of a type others may still read, use Release.
-func (l *Lister[T]) Remove() { l.reg.remove() }
+// ErrRemoved. The tests remove a type this way; users let go of one with
+// Release.
+func (l *Lister[T]) remove() { l.reg.remove() }
 
 // Release drops the hold of this Lister, registered with
 // TypeOptions.Owner: when no Lister holds the type any longer and none
 // registered it without an owner, its informers stop and what they cached
-// is dropped, as by Remove. Reads through a released Lister fail with
+// is dropped. Reads through a released Lister fail with
 // ErrRemoved once the type has stopped, and read the other holders' cache
 // until then: drop the Lister after releasing it. Release is idempotent,
-// and does nothing for a Lister registered without an owner, or from
-// Lookup. It does not wait for the informers to return.
+// and does nothing for a Lister registered without an owner. It does not
+// wait for the informers to return.
 func (l *Lister[T]) Release() { l.reg.release(l.hold) }

@@ -9,68 +9,65 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
-// Form is how a registered kind's objects are cached: FormTyped (Register),
-// FormMetadata (Metadata) or FormUnstructured (Unstructured). Its String is
-// what TypeStatus.Form says.
-type Form uint8
+// Internal returns the cache's side for opkit's own packages (the manager,
+// the cached client): what they ask of it beyond this package's API. Its
+// key's type is internal to opkit: other modules cannot name it, and the
+// function is not part of what they may use.
+func Internal(c *Cache, _ cacheaccess.Key) cacheaccess.Cache { return internals{c} }
 
-// The forms a kind can be cached in.
-const (
-	FormTyped        = Form(typed)
-	FormMetadata     = Form(metadataOnly)
-	FormUnstructured = Form(unstructuredForm)
-)
+// internals is Internal's cacheaccess.Cache.
+type internals struct{ c *Cache }
 
-func (f Form) String() string { return form(f).String() }
+var _ cacheaccess.Cache = internals{}
 
-// ObjectLister reads one registered kind without naming its Go type: for
-// readers that learn the kind at run time from the object they are given,
-// such as opkit's cached client (pkg/cachedclient). It hands out the cached
-// objects, like Lister, and the same rules hold: callers must not modify
-// them. Its methods are safe for concurrent use.
-type ObjectLister struct {
-	l *Lister[Object]
-}
-
-// LookupKind returns an ObjectLister for the kind gvk cached in form f if
-// exactly one registration caches it so. Like Lookup, it never registers
-// anything: a kind nobody registered in that form is an error that wraps
-// ErrNotRegistered and says how to register it, and the read is logged,
-// counted and, in tests, reported as Options.UnregisteredReads says.
-func LookupKind(c *Cache, gvk schema.GroupVersionKind, f Form) (*ObjectLister, error) {
-	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == form(f) })
+// LookupKind implements cacheaccess.Cache.
+func (i internals) LookupKind(gvk schema.GroupVersionKind, f form) (cacheaccess.ObjectLister, error) {
+	c := i.c
+	regs := c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == f })
 	switch len(regs) {
 	case 0:
 		return nil, c.unregisteredRead(gvk, f, c.notRegistered(gvk, f))
 	case 1:
-		return &ObjectLister{l: &Lister[Object]{reg: regs[0]}}, nil
+		return objectLister{l: &Lister[client.Object]{reg: regs[0]}}, nil
 	default:
 		return nil, fmt.Errorf("cache: read %s (%s): %d registrations cache it with different namespaces or selectors: read it through the Lister you registered", gvk, f, len(regs))
 	}
 }
 
-// HoldsKind reports whether LookupKind would find gvk in form f, without
-// logging, counting or reporting a kind nobody registered: for callers
-// that consult the cache on their own account, such as a write that is
-// skipped when the cache holds the object, not on a reader's.
-func HoldsKind(c *Cache, gvk schema.GroupVersionKind, f Form) bool {
-	return len(c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == form(f) })) == 1
+// HoldsKind implements cacheaccess.Cache.
+func (i internals) HoldsKind(gvk schema.GroupVersionKind, f form) bool {
+	return len(i.c.registered(func(k regKey) bool { return k.gvk == gvk && k.form == f })) == 1
+}
+
+// Scheme implements cacheaccess.Cache: Options.Scheme.
+func (i internals) Scheme() *runtime.Scheme { return i.c.opts.Scheme }
+
+// IndexControlledBy implements cacheaccess.Cache.
+func (internals) IndexControlledBy(lister any) error {
+	l, ok := lister.(interface{ indexControlledBy() error })
+	if !ok {
+		return fmt.Errorf("cache: index controlled-by: %T is not a *cache.Lister", lister)
+	}
+	return l.indexControlledBy()
 }
 
 // notRegistered says how to register gvk in form f, and in which other
 // forms it is registered, if any.
-func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f Form) error {
+func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f form) error {
 	var how string
 	switch f {
-	case FormTyped:
+	case typed:
 		goType := "T"
 		if obj, err := c.opts.Scheme.New(gvk); err == nil {
 			goType = reflect.TypeOf(obj).String()
 		}
 		how = fmt.Sprintf("cache.Register[%s]", goType)
-	case FormMetadata:
+	case metadataOnly:
 		how = "cache.Metadata with its GroupVersionKind"
 	default:
 		how = "cache.Unstructured with its GroupVersionKind"
@@ -86,23 +83,22 @@ func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f Form) error {
 	return fmt.Errorf("cache: read %s (%s form): %w: register it with %s before Start%s", gvk, f, ErrNotRegistered, how, also)
 }
 
-// Scheme returns the scheme the cache decodes typed objects with
-// (Options.Scheme).
-func (c *Cache) Scheme() *runtime.Scheme { return c.opts.Scheme }
+// objectLister is LookupKind's cacheaccess.ObjectLister.
+type objectLister struct {
+	l *Lister[client.Object]
+}
 
-// GroupVersionKind returns the kind the ObjectLister reads.
-func (o *ObjectLister) GroupVersionKind() schema.GroupVersionKind { return o.l.GroupVersionKind() }
+func (o objectLister) GroupVersionKind() schema.GroupVersionKind { return o.l.GroupVersionKind() }
 
-// Get is Lister.Get.
-func (o *ObjectLister) Get(namespace, name string) (Object, error) { return o.l.Get(namespace, name) }
+func (o objectLister) Get(namespace, name string) (client.Object, error) {
+	return o.l.Get(namespace, name)
+}
 
-// ByIndex is Lister.ByIndex.
-func (o *ObjectLister) ByIndex(index, value string) ([]Object, error) {
+func (o objectLister) ByIndex(index, value string) ([]client.Object, error) {
 	return o.l.ByIndex(index, value)
 }
 
-// ByIndexInNamespace is Lister.ByIndexInNamespace.
-func (o *ObjectLister) ByIndexInNamespace(namespace, index, value string) ([]Object, error) {
+func (o objectLister) ByIndexInNamespace(namespace, index, value string) ([]client.Object, error) {
 	return o.l.ByIndexInNamespace(namespace, index, value)
 }
 
@@ -110,7 +106,7 @@ func (o *ObjectLister) ByIndexInNamespace(namespace, index, value string) ([]Obj
 // remember its answer: Lister.List's remembered Lists are kept per Go type,
 // and a reader that copies every object it returns would gain little
 // from them.
-func (o *ObjectLister) List(namespace string, selector labels.Selector) ([]Object, error) {
+func (o objectLister) List(namespace string, selector labels.Selector) ([]client.Object, error) {
 	reg := o.l.reg
 	v, err := reg.readable()
 	if err != nil {
@@ -132,7 +128,7 @@ func (o *ObjectLister) List(namespace string, selector labels.Selector) ([]Objec
 			return nil, fmt.Errorf("cache: list %s in %s: %w", reg.key.gvk.Kind, namespace, err)
 		}
 	}
-	found := filter[Object](items, selector)
+	found := filter[client.Object](items, selector)
 	sortObjects(found)
 	o.l.traced(v, found)
 	return found, nil

@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
@@ -19,14 +21,14 @@ import (
 func TestLookupKind(t *testing.T) {
 	c := newCache(t, cache.Options{UnregisteredReads: cache.UnregisteredReadOptions{OnRead: func(*cache.UnregisteredReadError) {}}})
 	for _, tc := range []struct {
-		form cache.Form
+		form cacheaccess.Form
 		says string
 	}{
-		{cache.FormTyped, "register it with cache.Register[*v1.ConfigMap] before Start"},
-		{cache.FormMetadata, "register it with cache.Metadata"},
-		{cache.FormUnstructured, "register it with cache.Unstructured"},
+		{cacheaccess.Typed, "register it with cache.Register[*v1.ConfigMap] before Start"},
+		{cacheaccess.Metadata, "register it with cache.Metadata"},
+		{cacheaccess.Unstructured, "register it with cache.Unstructured"},
 	} {
-		_, err := cache.LookupKind(c, configMapGVK, tc.form)
+		_, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, tc.form)
 		if !errors.Is(err, cache.ErrNotRegistered) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "/v1, Kind=ConfigMap") {
 			t.Errorf("LookupKind(%s) of an unregistered kind = %v, want ErrNotRegistered naming /v1, Kind=ConfigMap and saying %q", tc.form, err, tc.says)
 		}
@@ -35,11 +37,11 @@ func TestLookupKind(t *testing.T) {
 	if _, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := cache.LookupKind(c, configMapGVK, cache.FormMetadata)
+	l, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Metadata)
 	if err != nil || l.GroupVersionKind() != configMapGVK {
 		t.Errorf("LookupKind(metadata) after Metadata = %v, %v; want a lister of ConfigMaps", l, err)
 	}
-	_, err = cache.LookupKind(c, configMapGVK, cache.FormTyped)
+	_, err = cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Typed)
 	if !errors.Is(err, cache.ErrNotRegistered) || !strings.Contains(err.Error(), "registered in metadata form") {
 		t.Errorf("LookupKind(typed) of a kind registered as metadata = %v, want ErrNotRegistered pointing at the metadata form", err)
 	}
@@ -47,7 +49,7 @@ func TestLookupKind(t *testing.T) {
 	if _, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{Namespaces: []string{"elsewhere"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.LookupKind(c, configMapGVK, cache.FormMetadata); err == nil || !strings.Contains(err.Error(), "2 registrations") {
+	if _, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Metadata); err == nil || !strings.Contains(err.Error(), "2 registrations") {
 		t.Errorf("LookupKind of a kind registered twice = %v, want an error saying so", err)
 	}
 }
@@ -70,7 +72,7 @@ func TestObjectListerListsAsListerDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			start(t, c)
-			untyped, err := cache.LookupKind(c, configMapGVK, cache.FormTyped)
+			untyped, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Typed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +99,7 @@ func TestObjectListerListsAsListerDoes(t *testing.T) {
 	}
 }
 
-func objectKeys(objs []cache.Object) []string {
+func objectKeys(objs []client.Object) []string {
 	out := make([]string, len(objs))
 	for i, o := range objs {
 		out[i] = o.GetNamespace() + "/" + o.GetName()
@@ -119,11 +121,11 @@ func TestUnregisteredReadsLoggedCountedReported(t *testing.T) {
 		UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(err *cache.UnregisteredReadError) { reports = append(reports, err) }},
 	})
 	for range 3 {
-		if _, err := cache.LookupKind(c, configMapGVK, cache.FormTyped); !errors.Is(err, cache.ErrNotRegistered) {
+		if _, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Typed); !errors.Is(err, cache.ErrNotRegistered) {
 			t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
 		}
 	}
-	if _, err := cache.LookupKind(c, configMapGVK, cache.FormMetadata); !errors.Is(err, cache.ErrNotRegistered) {
+	if _, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Metadata); !errors.Is(err, cache.ErrNotRegistered) {
 		t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
 	}
 	if len(logged) != 2 || !strings.Contains(logged[0], `"gvk"="/v1, Kind=ConfigMap"`) || !strings.Contains(logged[0], "cache.Register[*v1.ConfigMap]") {
@@ -138,7 +140,7 @@ opkit_cache_unregistered_reads_total{form="typed",type="v1/ConfigMap"} 3
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), imetrics.CacheUnregisteredReads); err != nil {
 		t.Error(err)
 	}
-	if len(reports) != 4 || reports[0].GVK != configMapGVK || reports[0].Form != cache.FormTyped ||
+	if len(reports) != 4 || reports[0].GVK != configMapGVK || reports[0].Form != "typed" ||
 		!strings.Contains(reports[0].Error(), "cache.Register[*v1.ConfigMap]") || !strings.Contains(reports[0].Stack, "TestUnregisteredReadsLoggedCountedReported") {
 		t.Errorf("reports %v, want 4, the first naming the typed ConfigMap, its registration and where it was read", reports)
 	}

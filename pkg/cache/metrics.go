@@ -162,7 +162,7 @@ func (m *metrics) lazyHeld(r *registration, delta float64) {
 	}
 }
 
-func (m *metrics) unregisteredRead(gvk schema.GroupVersionKind, f Form) {
+func (m *metrics) unregisteredRead(gvk schema.GroupVersionKind, f form) {
 	if m != nil {
 		m.unregistered.WithLabelValues(typeLabel(gvk), f.String()).Inc()
 	}

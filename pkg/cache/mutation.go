@@ -16,16 +16,8 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-)
 
-// Environment variables that turn the mutation detector on for every cache
-// of a process, whatever its Options say. testenv.Main sets the first.
-const (
-	// MutationDetectorEnv set to "true" turns on MutationOptions.Detect.
-	MutationDetectorEnv = "OPKIT_CACHE_MUTATION_DETECTOR"
-	// MutationTraceEnv set to "1" or "true" turns on
-	// MutationOptions.TraceReads.
-	MutationTraceEnv = "OPKIT_CACHE_MUTATION_TRACE"
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
 // defaultMutationCheckInterval is MutationOptions.Interval's default.
@@ -66,8 +58,8 @@ type MutationOptions struct {
 }
 
 func (o *MutationOptions) defaults() {
-	o.Detect = o.Detect || os.Getenv(MutationDetectorEnv) == "true"
-	t := os.Getenv(MutationTraceEnv)
+	o.Detect = o.Detect || os.Getenv(cacheaccess.MutationDetectorEnv) == "true"
+	t := os.Getenv(cacheaccess.MutationTraceEnv)
 	o.TraceReads = o.TraceReads || t == "1" || t == "true"
 	if o.Interval == 0 {
 		o.Interval = defaultMutationCheckInterval
@@ -106,7 +98,7 @@ func (e *MutationError) Error() string {
 	if len(e.ReadAt) > 0 {
 		fmt.Fprintf(&b, "; it was read at %s", strings.Join(e.ReadAt, "; "))
 	} else {
-		fmt.Fprintf(&b, "; run with %s=1 to learn where it was read", MutationTraceEnv)
+		fmt.Fprintf(&b, "; run with %s=1 to learn where it was read", cacheaccess.MutationTraceEnv)
 	}
 	fmt.Fprintf(&b, "\n%s (-cached +now):\n%s", e.GVK, e.Diff)
 	return b.String()

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
 func TestDetectorReportsEachModificationOnce(t *testing.T) {
@@ -56,15 +58,15 @@ func TestDetectorReportsEachModificationOnce(t *testing.T) {
 }
 
 func TestMutationOptionsDefaults(t *testing.T) {
-	t.Setenv(MutationDetectorEnv, "true")
-	t.Setenv(MutationTraceEnv, "1")
+	t.Setenv(cacheaccess.MutationDetectorEnv, "true")
+	t.Setenv(cacheaccess.MutationTraceEnv, "1")
 	var o MutationOptions
 	o.defaults()
 	if !o.Detect || !o.TraceReads || o.Interval != defaultMutationCheckInterval || o.OnMutation == nil {
 		t.Errorf("defaults with both variables set = %+v", o)
 	}
-	t.Setenv(MutationDetectorEnv, "")
-	t.Setenv(MutationTraceEnv, "")
+	t.Setenv(cacheaccess.MutationDetectorEnv, "")
+	t.Setenv(cacheaccess.MutationTraceEnv, "")
 	o = MutationOptions{}
 	o.defaults()
 	if o.Detect || o.TraceReads {

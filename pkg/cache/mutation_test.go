@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -26,8 +27,8 @@ func TestMutatingACachedObjectFailsTheTest(t *testing.T) {
 		mutateCachedObject(t)
 		return
 	}
-	if os.Getenv(cache.MutationDetectorEnv) != "true" {
-		t.Fatalf("%s is %q in a test run through testenv.Main", cache.MutationDetectorEnv, os.Getenv(cache.MutationDetectorEnv))
+	if os.Getenv(cacheaccess.MutationDetectorEnv) != "true" {
+		t.Fatalf("%s is %q in a test run through testenv.Main", cacheaccess.MutationDetectorEnv, os.Getenv(cacheaccess.MutationDetectorEnv))
 	}
 	// Under -race the race detector also reports the test, between the
 	// FAIL line and the report: the two are matched apart.
@@ -37,14 +38,14 @@ func TestMutatingACachedObjectFailsTheTest(t *testing.T) {
 		trace string
 		want  string
 	}{
-		{trace: "", want: "run with " + cache.MutationTraceEnv + "=1 to learn where it was read"},
+		{trace: "", want: "run with " + cacheaccess.MutationTraceEnv + "=1 to learn where it was read"},
 		{trace: "1", want: "it was read at " + thisFile(t) + ":"},
 	} {
 		t.Run("trace="+tt.trace, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMutatingACachedObjectFailsTheTest$", "-test.count=1")
-			cmd.Env = append(os.Environ(), mutateEnv+"=1", "KUBE_CACHE_MUTATION_DETECTOR=false", cache.MutationTraceEnv+"="+tt.trace)
+			cmd.Env = append(os.Environ(), mutateEnv+"=1", "KUBE_CACHE_MUTATION_DETECTOR=false", cacheaccess.MutationTraceEnv+"="+tt.trace)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()

@@ -140,9 +140,9 @@ type TypeOptions struct {
 	Owner string
 }
 
-// LastAppliedAnnotation is the annotation that kubectl's client-side apply
+// lastAppliedAnnotation is the annotation that kubectl's client-side apply
 // stores the applied object in.
-const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 func (o Options) validate() error {
 	var errs []error

@@ -17,22 +17,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // form is how a type's objects are decoded and cached.
-type form uint8
+type form = cacheaccess.Form
 
 const (
-	typed            form = iota // the scheme's Go type, protobuf for built-in types
-	metadataOnly                 // *metav1.PartialObjectMetadata
-	unstructuredForm             // *unstructured.Unstructured
+	typed            = cacheaccess.Typed
+	metadataOnly     = cacheaccess.Metadata
+	unstructuredForm = cacheaccess.Unstructured
 )
-
-func (f form) String() string {
-	return [...]string{"typed", "metadata", "unstructured"}[f]
-}
 
 // regKey identifies a registration: one set of informers per key.
 type regKey struct {
@@ -89,12 +86,12 @@ type registration struct {
 	// watch).
 	unwatched map[string]time.Time
 
-	// onIndex, set by NewStatic, adds an index to a store that already has
-	// contents, so that a Static takes indexes at any time; nil for a
+	// onIndex, set by NewStore, adds an index to a store that already has
+	// contents, so that a static store takes indexes at any time; nil for a
 	// cache's registration. Called with mu held.
 	onIndex func(r *registration, name string, fn toolscache.IndexFunc) error
 
-	// readError, set by NewStatic from StaticOptions.ReadError, is asked
+	// readError, set by NewStore from StoreOptions.ReadError, is asked
 	// before each read of a Lister; nil for a cache's registration. Set
 	// before the registration is shared, then only read.
 	readError func(verb, namespace, name string) error

@@ -38,7 +38,7 @@ func TestRemoveEndsTheWatch(t *testing.T) {
 	if n := open.Load(); n != 1 {
 		t.Fatalf("%d ConfigMap watches open after sync, want 1", n)
 	}
-	cms.Remove()
+	cache.Remove(cms)
 	waitFor(t, 10*time.Second, func() bool { return open.Load() == 0 })
 	if st := c.Status(); len(st) != 1 || st[0].GVK.Kind != "Secret" || !st[0].Synced {
 		t.Errorf("Status after removing ConfigMaps = %+v, want Secrets alone, synced", st)

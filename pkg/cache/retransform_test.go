@@ -23,7 +23,7 @@ func TestIngestTwiceWritesNothing(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: "p", GenerateName: "p-",
 			Labels:          map[string]string{"app": "web"},
-			Annotations:     map[string]string{LastAppliedAnnotation: "{}", "a": "b"},
+			Annotations:     map[string]string{lastAppliedAnnotation: "{}", "a": "b"},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u"}},
 			Finalizers:      []string{"f"},

@@ -15,44 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
-// StaticOptions configure NewStatic.
-type StaticOptions struct {
-	// Scheme maps T to its kind, which errors name. Defaults to client-go's
-	// kubernetes scheme.
-	Scheme *runtime.Scheme
-
-	// Mapper says T's resource (NotFound errors name it) and whether it is
-	// namespaced. Required: package cachetest passes one that knows the
-	// built-in kinds.
-	Mapper meta.RESTMapper
-
-	// ReadError, when set, makes reads fail, as controller-runtime's
-	// interceptor.Funcs do for a fake client: it is called before each
-	// read of the Lister, with verb "get" (Get: namespace and name) or
-	// "list" (List, ByIndex, ByIndexInNamespace, and so ControlledBy:
-	// namespace, empty for every namespace, and no name), and a non-nil
-	// error it returns is what the read returns, unwrapped. Returning nil
-	// reads the store. It is called from the reader's goroutine and must
-	// be safe for concurrent use if the Lister is read concurrently.
-	// Defaults to nil: reads never fail but as a cache's would.
-	ReadError func(verb, namespace, name string) error
-}
-
-// Static is an in-memory store of one kind behind a real *Lister[T], with
-// no informer and no API server: for unit tests of code that reads through
-// a Lister. The Lister behaves as one of a synced cache of every namespace:
-// the same sorting, errors, indexes and zero-copy reads, with two
-// differences. Indexes may be added at any time, since there is no Start
-// to add them before; and event handlers added to it are never called,
-// since nothing is watched. Package cachetest wraps it for tests.
-//
-// Objects enter it as they enter a cache: copied (the store owns what it
-// holds), stripped of managedFields and the last-applied annotation, and
-// watched for modification (CheckMutations). Its methods are safe for
-// concurrent use.
-type Static[T Object] struct {
+// static is the cacheaccess.Store that NewStore returns (see its
+// contract there).
+type static[T Object] struct {
 	lister *Lister[T]
 	inf    *nsInformer
 	ingest toolscache.TransformFunc
@@ -61,32 +30,40 @@ type Static[T Object] struct {
 	rv uint64     // the last resourceVersion the store assigned
 }
 
-// NewStatic returns an empty Static of the Go type T, a typed pointer such
-// as *corev1.ConfigMap (metadata-only and unstructured forms are not
-// supported).
-func NewStatic[T Object](opts StaticOptions) (*Static[T], error) {
+// NewStore returns an empty in-memory store of the Go type T, a typed
+// pointer such as *corev1.ConfigMap (metadata-only and unstructured forms
+// are not supported), for package cachetest, which wraps it for tests.
+// Its key's type is internal to opkit: other modules cannot name it, and
+// the function is not part of what they may use.
+func NewStore[T Object](_ cacheaccess.Key, opts cacheaccess.StoreOptions) (cacheaccess.Store[T, *Lister[T]], error) {
+	return newStatic[T](opts)
+}
+
+var _ cacheaccess.Store[Object, *Lister[Object]] = (*static[Object])(nil)
+
+func newStatic[T Object](opts cacheaccess.StoreOptions) (*static[T], error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("cache: NewStatic[%v]: the type must be a pointer, such as *corev1.Pod", t)
+		return nil, fmt.Errorf("cache: NewStore[%v]: the type must be a pointer, such as *corev1.Pod", t)
 	}
 	example := reflect.New(t.Elem()).Interface().(T)
 	switch any(example).(type) {
 	case *metav1.PartialObjectMetadata, *unstructured.Unstructured:
-		return nil, fmt.Errorf("cache: NewStatic[%v]: only typed objects are supported", t)
+		return nil, fmt.Errorf("cache: NewStore[%v]: only typed objects are supported", t)
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}
 	if opts.Mapper == nil {
-		return nil, fmt.Errorf("cache: NewStatic[%v]: StaticOptions.Mapper is required: it says the resource and scope", t)
+		return nil, fmt.Errorf("cache: NewStore[%v]: StoreOptions.Mapper is required: it says the resource and scope", t)
 	}
 	gvk, err := apiutil.GVKForObject(example, opts.Scheme)
 	if err != nil {
-		return nil, fmt.Errorf("cache: NewStatic[%v]: %w: add the type to StaticOptions.Scheme", t, err)
+		return nil, fmt.Errorf("cache: NewStore[%v]: %w: add the type to the scheme", t, err)
 	}
 	mapping, err := opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("cache: NewStatic[%v]: map %s to its resource: %w", t, gvk, err)
+		return nil, fmt.Errorf("cache: NewStore[%v]: map %s to its resource: %w", t, gvk, err)
 	}
 	c := &Cache{opts: Options{Scheme: opts.Scheme}}
 	c.opts.Mutations.defaults()
@@ -94,7 +71,7 @@ func NewStatic[T Object](opts StaticOptions) (*Static[T], error) {
 	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(T) }
 	r := newRegistration(c, regKey{gvk: gvk, form: typed}, TypeOptions{}, newObject)
 	c.regs = []*registration{r}
-	s := &Static[T]{lister: &Lister[T]{reg: r}}
+	s := &static[T]{lister: &Lister[T]{reg: r}}
 	s.start(r, mapping)
 	r.onIndex = s.addIndex
 	r.readError = opts.ReadError
@@ -102,7 +79,7 @@ func NewStatic[T Object](opts StaticOptions) (*Static[T], error) {
 }
 
 // start makes the registration's one store, synced and empty.
-func (s *Static[T]) start(r *registration, mapping *meta.RESTMapping) {
+func (s *static[T]) start(r *registration, mapping *meta.RESTMapping) {
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	snaps := newSnapshots()
 	indexers := toolscache.Indexers{versionIndex: snaps.indexFunc}
@@ -125,7 +102,7 @@ func (s *Static[T]) start(r *registration, mapping *meta.RESTMapping) {
 
 // addIndex adds an index to the store, contents included, and publishes a
 // view that has it. The registration's lock is held.
-func (s *Static[T]) addIndex(r *registration, name string, fn toolscache.IndexFunc) error {
+func (s *static[T]) addIndex(r *registration, name string, fn toolscache.IndexFunc) error {
 	v := r.view.Load()
 	if v == nil {
 		return fmt.Errorf("cache: add index %q to %s: %w", name, r.key.gvk, ErrRemoved)
@@ -145,22 +122,22 @@ func (s *Static[T]) addIndex(r *registration, name string, fn toolscache.IndexFu
 }
 
 // Lister returns the store's Lister. Every call returns the same one.
-func (s *Static[T]) Lister() *Lister[T] { return s.lister }
+func (s *static[T]) Lister() *Lister[T] { return s.lister }
 
 // Add adds obj, or returns an AlreadyExists error if the store holds an
 // object of its namespace and name. The store keeps a copy: obj remains
 // the caller's. A copy without a resourceVersion is given the store's next
 // one ("1", "2", …), as the API server would.
-func (s *Static[T]) Add(obj T) error { return s.write(obj, false) }
+func (s *static[T]) Add(obj T) error { return s.write(obj, false) }
 
 // Update replaces the stored object of obj's namespace and name with a copy
 // of obj, or returns a NotFound error if there is none. A copy without a
 // resourceVersion is given the store's next one.
-func (s *Static[T]) Update(obj T) error { return s.write(obj, true) }
+func (s *static[T]) Update(obj T) error { return s.write(obj, true) }
 
 // Delete removes the object namespace/name, or returns a NotFound error if
 // there is none.
-func (s *Static[T]) Delete(namespace, name string) error {
+func (s *static[T]) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, err := s.lister.reg.readable()
@@ -182,9 +159,9 @@ func (s *Static[T]) Delete(namespace, name string) error {
 
 // CheckMutations reports every stored object modified in place since it
 // was added (or last reported), as Cache.CheckMutations does.
-func (s *Static[T]) CheckMutations() error { return s.lister.reg.c.CheckMutations() }
+func (s *static[T]) CheckMutations() error { return s.lister.reg.c.CheckMutations() }
 
-func (s *Static[T]) write(obj T, update bool) error {
+func (s *static[T]) write(obj T, update bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, err := s.lister.reg.readable()
@@ -219,7 +196,7 @@ func (s *Static[T]) write(obj T, update bool) error {
 
 // stamp gives o the next resourceVersion unless it has one; a numeric one
 // it has moves the store's past it, so that later stamps are newer.
-func (s *Static[T]) stamp(o T) {
+func (s *static[T]) stamp(o T) {
 	if rv := o.GetResourceVersion(); rv != "" {
 		if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > s.rv {
 			s.rv = n
@@ -230,7 +207,7 @@ func (s *Static[T]) stamp(o T) {
 	o.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 }
 
-func (s *Static[T]) validKey(v *view, namespace, name string) error {
+func (s *static[T]) validKey(v *view, namespace, name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("cache: write %s: the object has no name", s.kind())
@@ -242,10 +219,10 @@ func (s *Static[T]) validKey(v *view, namespace, name string) error {
 	return nil
 }
 
-func (s *Static[T]) kind() string { return s.lister.reg.key.gvk.Kind }
+func (s *static[T]) kind() string { return s.lister.reg.key.gvk.Kind }
 
 // addIndexLocked adds the index name, which the type does not have yet:
-// to the indexers its informers will start with or, for a Static, to its
+// to the indexers its informers will start with or, for a static store, to its
 // store at once. The caller holds r.mu.
 func (r *registration) addIndexLocked(name string, fn toolscache.IndexFunc) error {
 	switch {

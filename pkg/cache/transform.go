@@ -45,7 +45,7 @@ func dropLastApplied(m interface {
 	SetAnnotations(map[string]string)
 }) {
 	a := m.GetAnnotations()
-	if _, ok := a[LastAppliedAnnotation]; !ok {
+	if _, ok := a[lastAppliedAnnotation]; !ok {
 		return
 	}
 	if len(a) == 1 {
@@ -55,6 +55,6 @@ func dropLastApplied(m interface {
 	// Unstructured objects hand out a copy; typed ones their own map, which
 	// was decoded for this object alone. Either way, set it back.
 	a = maps.Clone(a)
-	delete(a, LastAppliedAnnotation)
+	delete(a, lastAppliedAnnotation)
 	m.SetAnnotations(a)
 }

@@ -8,15 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
-// UnregisteredReadsEnv set to "true" turns on UnregisteredReadOptions.Fail
-// for every cache of a process, whatever its Options say. testenv.Main
-// sets it, and so does opkit's Makefile for make test.
-const UnregisteredReadsEnv = "OPKIT_CACHE_FAIL_UNREGISTERED_READS"
-
-// UnregisteredReadOptions say what a read through LookupKind (and so
+// UnregisteredReadOptions say what a read by kind (such as a read
 // through the cached client of package pkg/cachedclient) of a kind nobody
 // registered does besides returning an error that wraps ErrNotRegistered.
 // Always: the first such read of each kind and form is logged at V(0),
@@ -38,7 +34,7 @@ type UnregisteredReadOptions struct {
 }
 
 func (o *UnregisteredReadOptions) defaults() {
-	o.Fail = o.Fail || os.Getenv(UnregisteredReadsEnv) == "true"
+	o.Fail = o.Fail || os.Getenv(cacheaccess.UnregisteredReadsEnv) == "true"
 	if o.OnRead == nil {
 		o.OnRead = func(err *UnregisteredReadError) {
 			msg := err.Error()
@@ -50,8 +46,10 @@ func (o *UnregisteredReadOptions) defaults() {
 // UnregisteredReadError reports a read of a kind nobody registered, with
 // UnregisteredReadOptions.Fail on.
 type UnregisteredReadError struct {
-	GVK  schema.GroupVersionKind
-	Form Form
+	GVK schema.GroupVersionKind
+	// Form is the form the kind was read in: "typed", "metadata" or
+	// "unstructured", as TypeStatus.Form.
+	Form string
 	// Err is the error the reader got: it wraps ErrNotRegistered and says
 	// how to register the kind.
 	Err error
@@ -74,13 +72,13 @@ type unregisteredReads struct {
 
 type unregisteredKey struct {
 	gvk  schema.GroupVersionKind
-	form Form
+	form form
 }
 
 // unregisteredRead logs (once per kind and form), counts and, with
 // UnregisteredReadOptions.Fail, reports the read of gvk in form f, which
 // failed with err; it returns err.
-func (c *Cache) unregisteredRead(gvk schema.GroupVersionKind, f Form, err error) error {
+func (c *Cache) unregisteredRead(gvk schema.GroupVersionKind, f form, err error) error {
 	c.metrics.unregisteredRead(gvk, f)
 	k := unregisteredKey{gvk, f}
 	c.unregistered.mu.Lock()
@@ -94,7 +92,7 @@ func (c *Cache) unregisteredRead(gvk schema.GroupVersionKind, f Form, err error)
 			"gvk", gvk.String(), "form", f.String(), "metric", imetrics.CacheUnregisteredReads)
 	}
 	if o := c.opts.UnregisteredReads; o.Fail {
-		o.OnRead(&UnregisteredReadError{GVK: gvk, Form: f, Err: err, Stack: string(debug.Stack())})
+		o.OnRead(&UnregisteredReadError{GVK: gvk, Form: f.String(), Err: err, Stack: string(debug.Stack())})
 	}
 	return err
 }

@@ -92,7 +92,7 @@ func TestWaitForReportsBothVersions(t *testing.T) {
 		t.Errorf("WaitFor an object never cached = %v, want it to say the cache holds none", err)
 	}
 
-	cms.Remove()
+	cache.Remove(cms)
 	if err := cms.WaitFor(t.Context(), cm); !errors.Is(err, cache.ErrRemoved) {
 		t.Errorf("WaitFor on a removed type = %v, want ErrRemoved at once", err)
 	}

@@ -3,7 +3,7 @@
 // such as controllerutil.CreateOrUpdate, run on opkit unchanged; and the
 // writer a controller writes with. Most code needs no import of it:
 // manager.Manager.CachedClient and manager.Manager.Writer hand out what it
-// makes (manager.Manager.Client stays uncached).
+// makes (manager.Manager.UncachedClient stays uncached).
 //
 // # Reading
 //
@@ -35,7 +35,7 @@
 //     last-applied annotation and whatever a Transform drops stay on the
 //     API server; everything the caller changed is written, in one
 //     request. To delete a stripped field, write through
-//     manager.Manager.Client an object read from the API server.
+//     manager.Manager.UncachedClient an object read from the API server.
 //
 // Use cache.Lister in new code and on hot paths (no copy, no allocation);
 // use the cached client to port controller-runtime code and call its

@@ -45,7 +45,7 @@ func TestManagerCachedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"}}
-	if err := mgr.Client().Create(t.Context(), secret); err != nil {
+	if err := mgr.UncachedClient().Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,7 +76,7 @@ func TestManagerCachedClient(t *testing.T) {
 	default:
 		t.Error("the read of an unregistered kind was not reported")
 	}
-	if err := mgr.Client().Get(t.Context(), key, &corev1.Secret{}); err != nil {
+	if err := mgr.UncachedClient().Get(t.Context(), key, &corev1.Secret{}); err != nil {
 		t.Errorf("Client Get, from the API server = %v", err)
 	}
 

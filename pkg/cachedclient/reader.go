@@ -17,6 +17,7 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -38,13 +39,13 @@ import (
 // that admits on any error); the report in tests closes that gap without
 // changing what production reads.
 type Reader struct {
-	cache *cache.Cache
+	cache cacheaccess.Cache
 }
 
 var _ crclient.Reader = (*Reader)(nil)
 
 // NewReader returns a Reader over c.
-func NewReader(c *cache.Cache) *Reader { return &Reader{cache: c} }
+func NewReader(c *cache.Cache) *Reader { return &Reader{cache: cache.Internal(c, cacheaccess.Key{})} }
 
 // Get copies the cached object key into obj. An object the cache does not
 // hold is an error for which apierrors.IsNotFound is true. GetOptions are
@@ -54,7 +55,7 @@ func (r *Reader) Get(_ context.Context, key crclient.ObjectKey, obj crclient.Obj
 	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
 	}
-	l, err := cache.LookupKind(r.cache, gvk, f)
+	l, err := r.cache.LookupKind(gvk, f)
 	if err != nil {
 		return fmt.Errorf("get %s %s: %w", gvk.Kind, key, err)
 	}
@@ -81,7 +82,7 @@ func (r *Reader) List(_ context.Context, list crclient.ObjectList, opts ...crcli
 	if err := supported(o); err != nil {
 		return fmt.Errorf("list %s: %w", gvk.Kind, err)
 	}
-	l, err := cache.LookupKind(r.cache, gvk, f)
+	l, err := r.cache.LookupKind(gvk, f)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", gvk.Kind, err)
 	}
@@ -111,7 +112,7 @@ var errNotHeld = errors.New("kind not cached")
 func consult(ctx context.Context, r crclient.Reader, key crclient.ObjectKey, obj crclient.Object) error {
 	if cr, ok := r.(*Reader); ok {
 		gvk, f, err := cr.kindOf(obj)
-		if err != nil || !cache.HoldsKind(cr.cache, gvk, f) {
+		if err != nil || !cr.cache.HoldsKind(gvk, f) {
 			return errNotHeld
 		}
 	}
@@ -122,7 +123,7 @@ func consult(ctx context.Context, r crclient.Reader, key crclient.ObjectKey, obj
 // whole lists, with no pages to continue from.
 func supported(o crclient.ListOptions) error {
 	if o.Limit > 0 {
-		return fmt.Errorf("client.Limit(%d): the cache returns whole lists; drop the limit, or page through the API server with the manager's Client: %w", o.Limit, errors.ErrUnsupported)
+		return fmt.Errorf("client.Limit(%d): the cache returns whole lists; drop the limit, or page through the API server with the manager's UncachedClient: %w", o.Limit, errors.ErrUnsupported)
 	}
 	if o.Continue != "" {
 		return fmt.Errorf("client.Continue: the cache returns whole lists and issues no continue tokens: %w", errors.ErrUnsupported)
@@ -131,7 +132,7 @@ func supported(o crclient.ListOptions) error {
 }
 
 // find returns the cached objects o selects.
-func find(l *cache.ObjectLister, o crclient.ListOptions) ([]cache.Object, error) {
+func find(l cacheaccess.ObjectLister, o crclient.ListOptions) ([]crclient.Object, error) {
 	if o.FieldSelector == nil || o.FieldSelector.Empty() {
 		return l.List(o.Namespace, o.LabelSelector)
 	}
@@ -139,7 +140,7 @@ func find(l *cache.ObjectLister, o crclient.ListOptions) ([]cache.Object, error)
 	if len(reqs) != 1 || (reqs[0].Operator != selection.Equals && reqs[0].Operator != selection.DoubleEquals) {
 		return nil, fmt.Errorf("field selector %q: the cache answers one index=value, as client.MatchingFields{\"index\": \"value\"} makes, with an index added by cache.Lister.AddIndex: %w", o.FieldSelector, errors.ErrUnsupported)
 	}
-	var found []cache.Object
+	var found []crclient.Object
 	var err error
 	if o.Namespace != "" {
 		found, err = l.ByIndexInNamespace(o.Namespace, reqs[0].Field, reqs[0].Value)
@@ -159,33 +160,33 @@ func find(l *cache.ObjectLister, o crclient.ListOptions) ([]cache.Object, error)
 }
 
 // kindOf returns obj's kind and the form it is cached in.
-func (r *Reader) kindOf(obj runtime.Object) (schema.GroupVersionKind, cache.Form, error) {
+func (r *Reader) kindOf(obj runtime.Object) (schema.GroupVersionKind, cacheaccess.Form, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		return declared(o, cache.FormUnstructured)
+		return declared(o, cacheaccess.Unstructured)
 	case *metav1.PartialObjectMetadata:
-		return declared(o, cache.FormMetadata)
+		return declared(o, cacheaccess.Metadata)
 	}
 	gvk, err := apiutil.GVKForObject(obj, r.cache.Scheme())
 	if err != nil {
 		return gvk, 0, fmt.Errorf("find the kind of %T: %w: add the type to the cache's scheme", obj, err)
 	}
-	return gvk, cache.FormTyped, nil
+	return gvk, cacheaccess.Typed, nil
 }
 
 // kindOfList returns the kind of list's items and the form they are cached
 // in.
-func (r *Reader) kindOfList(list crclient.ObjectList) (schema.GroupVersionKind, cache.Form, error) {
+func (r *Reader) kindOfList(list crclient.ObjectList) (schema.GroupVersionKind, cacheaccess.Form, error) {
 	var gvk schema.GroupVersionKind
-	var f cache.Form
+	var f cacheaccess.Form
 	var err error
 	switch l := list.(type) {
 	case *unstructured.UnstructuredList:
-		gvk, f, err = declared(l, cache.FormUnstructured)
+		gvk, f, err = declared(l, cacheaccess.Unstructured)
 	case *metav1.PartialObjectMetadataList:
-		gvk, f, err = declared(l, cache.FormMetadata)
+		gvk, f, err = declared(l, cacheaccess.Metadata)
 	default:
-		f = cache.FormTyped
+		f = cacheaccess.Typed
 		if gvk, err = apiutil.GVKForObject(list, r.cache.Scheme()); err != nil {
 			err = fmt.Errorf("find the kind of %T: %w: add the type to the cache's scheme", list, err)
 		}
@@ -202,7 +203,7 @@ func (r *Reader) kindOfList(list crclient.ObjectList) (schema.GroupVersionKind, 
 
 // declared returns the kind an unstructured or metadata-only object
 // declares: those forms carry no Go type to find it from.
-func declared(obj runtime.Object, f cache.Form) (schema.GroupVersionKind, cache.Form, error) {
+func declared(obj runtime.Object, f cacheaccess.Form) (schema.GroupVersionKind, cacheaccess.Form, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {
 		return gvk, f, fmt.Errorf("%T has no apiVersion and kind: set them (SetGroupVersionKind) to say which kind to read", obj)

@@ -79,7 +79,7 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			cm.Namespace, cm.Name = ns, w.object
 			kubectl.apply(t, ns, cm.Name, `{"keep": "1", "drop": "1"}`)
 			live := &corev1.ConfigMap{}
-			if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+			if err := mgr.UncachedClient().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -91,18 +91,18 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			if err := w.write(t.Context(), cm); err != nil {
 				t.Fatalf("%s through the cached client: %v", name, err)
 			}
-			if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+			if err := mgr.UncachedClient().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := live.Annotations[cache.LastAppliedAnnotation]; !ok {
-				t.Errorf("after %s through the cached client, the API server's object has lost %s (annotations %v)", name, cache.LastAppliedAnnotation, live.Annotations)
+			if _, ok := live.Annotations[corev1.LastAppliedConfigAnnotation]; !ok {
+				t.Errorf("after %s through the cached client, the API server's object has lost %s (annotations %v)", name, corev1.LastAppliedConfigAnnotation, live.Annotations)
 			}
 			if len(live.ManagedFields) == 0 {
 				t.Errorf("after %s through the cached client, the API server's object has lost its managedFields", name)
 			}
 
 			kubectl.apply(t, ns, cm.Name, `{"keep": "1"}`)
-			if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+			if err := mgr.UncachedClient().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(map[string]string{"keep": "1", "mine": "x"}, live.Data); diff != "" {
@@ -217,7 +217,7 @@ func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c", Labels: map[string]string{"team": "a"}},
 		Data:       map[string]string{"keep": "1", "drop": "1"},
 	}
-	if err := mgr.Client().Create(t.Context(), cm); err != nil {
+	if err := mgr.UncachedClient().Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -237,7 +237,7 @@ func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := &corev1.ConfigMap{}
-	if err := mgr.Client().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
+	if err := mgr.UncachedClient().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"keep": "1", "new": "1"}, live.Data); diff != "" || live.Labels != nil {

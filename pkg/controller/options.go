@@ -54,7 +54,7 @@ type Options[K comparable] struct {
 	// ReadYourWritesTimeout bounds the read-your-writes wait before a
 	// reconcile; negative turns read-your-writes off. It is on by default,
 	// with a timeout of 5s: the writes a reconcile makes through the
-	// manager's Client, CachedClient and writers over them (and those
+	// manager's UncachedClient, CachedClient and writers over them (and those
 	// recorded with RecordWrite) are recorded, and the next reconcile of
 	// the same key first waits until the cache has caught up with them
 	// (parked outside the queue, holding no worker), so that it never acts

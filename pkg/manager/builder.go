@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager/internal/dispatch"
@@ -165,9 +166,11 @@ func ShardBy(key sharding.Key) ControllerOption {
 // mode the watch reads T sharded so that children land with their owner
 // (see NewController).
 //
-// Owns also adds cache.ControlledByIndex to T's Lister, so that the
-// reconciler lists an owner's children with Lister.ControlledBy. Adding it
-// is idempotent: any number of controllers may own the same type.
+// Owns also indexes T by controller owner when the controller is built,
+// before Start if it is built then, so that Lister.ControlledBy, which
+// lists an owner's children, finds the index ready instead of adding it on
+// its first call. Adding it is idempotent: any number of controllers may
+// own the same type.
 func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) ControllerOption {
 	return optionFunc(func(b *builder) error {
 		b.build = append(b.build, func(b *builder) (source.Source[reconcile.Request], error) {
@@ -182,7 +185,7 @@ func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Con
 				if lister == nil {
 					continue
 				}
-				if err := lister.IndexControlledBy(); err != nil {
+				if err := cache.Internal(b.m.cache, cacheaccess.Key{}).IndexControlledBy(lister); err != nil {
 					return nil, fmt.Errorf("own %v: %w", reflect.TypeFor[T](), err)
 				}
 			}

@@ -92,14 +92,14 @@ func TestNewControllerWatches(t *testing.T) {
 		t.Errorf("the bound ConfigMap Lister's Get = %v, want not found", err)
 	}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
-	if err := m.Client().Create(t.Context(), owner); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), owner); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the primary object", func() bool { return s.count(ns, "owner") == 1 })
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
 	}}}}
-	if err := m.Client().Create(t.Context(), secret); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the owner of a new Secret", func() bool { return s.count(ns, "owner") == 2 })
@@ -107,7 +107,7 @@ func TestNewControllerWatches(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: map[string]string{"config": "mapped", "watched": "yes"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}
-	if err := m.Client().Create(t.Context(), pod); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the key a Pod maps to", func() bool { return s.count(ns, "mapped") == 1 })

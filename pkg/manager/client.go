@@ -13,9 +13,11 @@ import (
 
 // CachedClient returns a client that reads (Get, List) the kinds
 // registered with the manager's cache from the cache, copying each object
-// into the caller's, and writes through the API server like Client: for
-// controller-runtime code and helpers such as controllerutil.CreateOrUpdate.
-// Client, by contrast, reads from the API server. Its Update of a copy
+// into the caller's, and writes through the API server like
+// UncachedClient: for controller-runtime code and helpers such as
+// controllerutil.CreateOrUpdate run unchanged (see "Which client" in the
+// package documentation; a controller's own code uses Writer).
+// UncachedClient, by contrast, reads from the API server. Its Update of a copy
 // read from the cache keeps on the API server what the cache strips
 // (managedFields, the last-applied annotation): see package
 // github.com/opkit-dev/opkit/pkg/cachedclient, "Write-backs keep what the

@@ -258,13 +258,13 @@ func TestOwnsOnARunningManager(t *testing.T) {
 	}
 	start(t, m)
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
-	if err := m.Client().Create(t.Context(), owner); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), owner); err != nil {
 		t.Fatal(err)
 	}
 	child := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptrTo(true),
 	}}}}
-	if err := m.Client().Create(t.Context(), child); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), child); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the Secret to be cached", func() bool { _, err := secrets.Get(ns, "child"); return err == nil })

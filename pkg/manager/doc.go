@@ -74,6 +74,20 @@
 //   - Finding the cluster: Config looks where kubectl and in-cluster pods
 //     look, and names every place it looked when none works.
 //
+// # Which client
+//
+// A controller reads through its Listers and writes through Writer(name):
+// a client that reads the kinds the cache holds from the cache (copying,
+// as controller-runtime's GetClient does) and names the controller as the
+// field owner of every write. The README, the scaffold and the tutorial use
+// it, and a newcomer needs no other. CachedClient is that client without
+// a field owner, kept exported for controller-runtime code and helpers
+// (controllerutil.CreateOrUpdate) run unchanged while porting; GetClient
+// becomes Writer(name), or CachedClient as is. UncachedClient reads and
+// writes through the API server, never the cache: controller-runtime's
+// GetAPIReader, for reads that must be live. WriterAs is Writer acting as
+// another user.
+//
 // # Sharded mode
 //
 // With Options.Sharding, the replicas share the keys of the controllers

@@ -27,7 +27,7 @@ func TestEventRecorder(t *testing.T) {
 	}
 	_, err = manager.NewController(m, "event-test", reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		cm := &corev1.ConfigMap{}
-		if err := m.Client().Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, cm); err != nil {
+		if err := m.UncachedClient().Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, cm); err != nil {
 			return reconcile.Done(), err
 		}
 		rec.Eventf(cm, nil, corev1.EventTypeNormal, "Seen", "Reconcile", "saw %s", req.Name)
@@ -37,12 +37,12 @@ func TestEventRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, m)
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the event", func() bool {
 		var evs eventsv1.EventList
-		if err := m.Client().List(t.Context(), &evs, client.InNamespace(ns)); err != nil {
+		if err := m.UncachedClient().List(t.Context(), &evs, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range evs.Items {
@@ -73,7 +73,7 @@ func TestPprof(t *testing.T) {
 func configMap(t *testing.T, m *manager.Manager, ns string) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "regarding", Namespace: ns}}
-	if err := m.Client().Create(t.Context(), cm); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	return cm
@@ -85,7 +85,7 @@ func storedEvent(t *testing.T, m *manager.Manager, ns, reason string) eventsv1.E
 	var found eventsv1.Event
 	eventually(t, "the Event "+reason+" to be stored", func() bool {
 		var evs eventsv1.EventList
-		if err := m.Client().List(t.Context(), &evs, client.InNamespace(ns)); err != nil {
+		if err := m.UncachedClient().List(t.Context(), &evs, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range evs.Items {

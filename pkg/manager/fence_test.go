@@ -105,7 +105,7 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 	if err := manager.CheckLeadership(ctx); err != nil {
 		t.Fatalf("CheckLeadership while leading = %v", err)
 	}
-	if err := m.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a to reconcile", func() bool { return s.count("a") > 3 })
@@ -123,7 +123,7 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 		t.Errorf("the fenced leader's %s = %v, want 0", imetrics.Leader, l)
 	}
 	before := len(p.sent())
-	err = m.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fenced", Namespace: ns}})
+	err = m.UncachedClient().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fenced", Namespace: ns}})
 	if !errors.Is(err, manager.ErrFenced) {
 		t.Errorf("a leader-only runnable's write once fenced = %v, want ErrFenced", err)
 	}
@@ -132,7 +132,7 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 	}
 	// The manager's own work is not leader-only: a write with another
 	// context goes through.
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "free", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "free", Namespace: ns}}); err != nil {
 		t.Errorf("a write without the leader's context: %v", err)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -69,7 +69,7 @@ func TestFinalizerHoldsObjectsUntilCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, m)
-	cl := m.Client()
+	cl := m.UncachedClient()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"}}
 	if err := cl.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func TestLeaderElection(t *testing.T) {
 			b, _ := candidate(t, ns, "b", &s, release)
 			for i := range 3 {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm-", i), Namespace: ns}}
-				if err := a.Client().Create(t.Context(), cm); err != nil {
+				if err := a.UncachedClient().Create(t.Context(), cm); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -186,7 +186,7 @@ func TestLeaderLostExits(t *testing.T) {
 	}
 	st := start(t, m)
 	eventually(t, "a to be elected", func() bool { return elected(m) })
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a to reconcile", func() bool { return s.count("a") > 3 })

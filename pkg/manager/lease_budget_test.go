@@ -98,7 +98,7 @@ func TestLeaseRenewalsHaveTheirOwnBudget(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				h := &hammer{c: m.Client()}
+				h := &hammer{c: m.UncachedClient()}
 				if _, err := manager.NewController(m, "hammer", h, manager.For[*corev1.ConfigMap](nil),
 					manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: workers})); err != nil {
 					t.Fatal(err)

@@ -271,10 +271,13 @@ func (m *Manager) Scheme() *runtime.Scheme { return m.scheme }
 // Start.
 func (m *Manager) Cache() *cache.Cache { return m.cache }
 
-// Client returns the write client: uncached, speaking to the API server,
-// server-side apply included. Its writes inside a reconcile are recorded
-// for read-your-writes (see controller.Options.ReadYourWritesTimeout).
-func (m *Manager) Client() client.Client { return m.client }
+// UncachedClient returns a client that reads and writes through the API
+// server, never the cache: controller-runtime's GetAPIReader, and a client
+// for writes without Writer's field owner and skipped no-op writes. Most
+// code wants Writer (see "Which client" in the package documentation). Its
+// writes inside a reconcile are recorded for read-your-writes (see
+// controller.Options.ReadYourWritesTimeout).
+func (m *Manager) UncachedClient() client.Client { return m.client }
 
 // Registry returns the metrics registry served at /metrics. Register your
 // own metrics with it.

@@ -89,7 +89,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	start(t, m)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}
-	if err := m.Client().Create(t.Context(), cm); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a reconcile", func() bool { return reconciled.Load() > 0 })
@@ -137,7 +137,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := start(t, m)
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	<-inFlight

@@ -26,7 +26,7 @@ func TestLeaderLostCampaignsAgain(t *testing.T) {
 	ns := env.Namespace(t)
 	m, st, starts, leaderCtx := leaderWithRunnable(t, ns, nil)
 	eventually(t, "a to be elected", func() bool { return elected(m) })
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a to reconcile", func() bool { return st.spans.count("a") > 3 })
@@ -80,7 +80,7 @@ func TestLeaderRidesOutUnreachableAPIServer(t *testing.T) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { p.next = rt; return p })
 	m, st, _, leaderCtx := leaderWithRunnable(t, ns, cfg)
 	eventually(t, "a to be elected", func() bool { return elected(m) })
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a to reconcile", func() bool { return st.spans.count("a") > 3 })

@@ -85,7 +85,7 @@ func TestOwnsIndexesChildrenByController(t *testing.T) {
 	start(t, m)
 
 	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "parent", Namespace: ns}}
-	if err := m.Client().Create(t.Context(), parent); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), parent); err != nil {
 		t.Fatal(err)
 	}
 	ref, err := owner.ControllerRef(m.Scheme(), parent)
@@ -96,7 +96,7 @@ func TestOwnsIndexesChildrenByController(t *testing.T) {
 		child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("child-%d", i), Namespace: ns, OwnerReferences: []metav1.OwnerReference{ref},
 		}}
-		if err := m.Client().Create(t.Context(), child); err != nil {
+		if err := m.UncachedClient().Create(t.Context(), child); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -81,15 +81,15 @@ func TestOwnsClusterScopedOwnerInstalledLater(t *testing.T) {
 	start(t, m)
 
 	owner := &Gadget{ObjectMeta: metav1.ObjectMeta{Name: "g-" + ns}}
-	if err := m.Client().Create(t.Context(), owner); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), owner); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Client().Delete(t.Context(), owner) })
+	t.Cleanup(func() { _ = m.UncachedClient().Delete(t.Context(), owner) })
 	eventually(t, "the Gadget to be reconciled", func() bool { return s.count("", owner.Name) == 1 })
 	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: gadgetGVK.GroupVersion().String(), Kind: gadgetGVK.Kind, Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
 	}}}}
-	if err := m.Client().Create(t.Context(), child); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), child); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the cluster-scoped owner of a new ConfigMap", func() bool {

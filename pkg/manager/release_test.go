@@ -78,7 +78,7 @@ func TestLeaderReleasesOnlyItsOwnLease(t *testing.T) {
 	}
 	st := start(t, m)
 	eventually(t, "a to be elected", func() bool { return elected(m) })
-	if err := m.Client().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
+	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a to reconcile", func() bool { return sp.count("a") > 3 })

@@ -41,8 +41,8 @@ const DefaultSlots = 64
 // One type, several ways: a type sharded by two keys (two controllers'
 // For, or a For and another's Owns), or sharded by one controller and
 // whole for another watch, keeps one registration per way, each with its
-// own informers: correct, at the cost of memory. cache.Lookup of such a
-// type is ambiguous; an unsharded watch of it reads the Lister it was
+// own informers: correct, at the cost of memory. The cached client's reads
+// of such a type are ambiguous; an unsharded watch of it reads the Lister it was
 // given, or else registers the type with the default TypeOptions.
 //
 // Dispatch: a worker that takes a key of a slot this replica does not

@@ -62,14 +62,9 @@ func TestShardingWithLeaderElection(t *testing.T) {
 		c := &converger{who: who, log: log, m: m}
 		// A predicate on For: the gate then records slots through a
 		// source of its own.
-		if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](nil, source.ResourceVersionChanged)); err != nil {
+		if _, err := manager.NewController(m, shardCtrl, c, manager.For(&c.lister, source.ResourceVersionChanged)); err != nil {
 			t.Fatal(err)
 		}
-		l, err := cache.Lookup[*corev1.ConfigMap](m.Cache())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.lister = l
 		if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			mu.Lock()
 			leaders = append(leaders, who)

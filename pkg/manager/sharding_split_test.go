@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
@@ -55,7 +56,7 @@ func split(t *testing.T, n, limit int, live ...*shardedManager) {
 		seen := map[string]int{}
 		last = ""
 		for _, sm := range live {
-			l, err := cache.Lookup[*corev1.ConfigMap](sm.m.Cache())
+			l, err := cache.Internal(sm.m.Cache(), cacheaccess.Key{}).LookupKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"), cacheaccess.Typed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func split(t *testing.T, n, limit int, live ...*shardedManager) {
 				return false
 			}
 			for _, o := range objs {
-				seen[o.Name]++
+				seen[o.GetName()]++
 			}
 		}
 		if len(seen) != n {
@@ -258,7 +259,7 @@ func stuck(t *testing.T, cms []corev1.ConfigMap, want string, live []*shardedMan
 		n++
 		var in []string
 		for _, sm := range live {
-			if l, err := cache.Lookup[*corev1.ConfigMap](sm.m.Cache()); err == nil {
+			if l, err := cache.Internal(sm.m.Cache(), cacheaccess.Key{}).LookupKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"), cacheaccess.Typed); err == nil {
 				if _, err := l.Get(cm.Namespace, cm.Name); err == nil {
 					in = append(in, sm.who)
 				}

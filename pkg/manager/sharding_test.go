@@ -107,7 +107,7 @@ func (c *converger) Reconcile(ctx context.Context, key reconcile.Request) (recon
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations["done"] = want
-	if err := c.m.Client().Update(ctx, cm); err != nil {
+	if err := c.m.UncachedClient().Update(ctx, cm); err != nil {
 		return reconcile.Done(), fmt.Errorf("mark %s done at %s: %w", key.Name, want, err)
 	}
 	c.log.apply(c.who, key.Name, want)
@@ -138,14 +138,9 @@ func startShardedWith(t *testing.T, ns, who string, log *shardLog, slots int, fi
 		Cache: cache.Options{Namespaces: []string{ns}, Sharding: cache.ShardingOptions{ServerFilter: filter}},
 	})
 	c := &converger{who: who, log: log, m: m}
-	if _, err := manager.NewController(m, shardCtrl, c, manager.For[*corev1.ConfigMap](nil)); err != nil {
+	if _, err := manager.NewController(m, shardCtrl, c, manager.For(&c.lister)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := cache.Lookup[*corev1.ConfigMap](m.Cache())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.lister = l
 	return &shardedManager{who: who, m: m, s: start(t, m)}
 }
 

@@ -42,7 +42,7 @@ func TestTracing(t *testing.T) {
 	m := newManager(t, ns, manager.Options{TracerProvider: tp})
 	copier := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		var src corev1.ConfigMap
-		if err := m.Client().Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, &src); err != nil {
+		if err := m.UncachedClient().Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, &src); err != nil {
 			return reconcile.Done(), fmt.Errorf("get source: %w", err)
 		}
 		switch src.Name {
@@ -52,7 +52,7 @@ func TestTracing(t *testing.T) {
 			return reconcile.RequeueAfter(time.Hour), nil
 		}
 		cp := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: src.Name + "-copy"}, Data: src.Data}
-		if err := m.Client().Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := m.UncachedClient().Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Done(), fmt.Errorf("create copy: %w", err)
 		}
 		return reconcile.Done(), nil

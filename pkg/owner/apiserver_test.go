@@ -36,9 +36,6 @@ func TestReferencesOnTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lister.IndexControlledBy(); err != nil {
-		t.Fatal(err)
-	}
 	startCache(t, c)
 
 	for _, name := range []string{"owner", "other"} {

@@ -23,7 +23,6 @@
 //     namespace, or to any child of a cluster-scoped owner; Kubernetes
 //     looks a namespaced child's owner up in the child's namespace.
 //
-// To list an owner's children, index them with cache's
-// Lister.IndexControlledBy (manager.Owns does) and read them with
-// Lister.ControlledBy.
+// To list an owner's children, read them with cache's Lister.ControlledBy,
+// which indexes them by owner UID.
 package owner

@@ -39,7 +39,7 @@ type eventHandler[T cache.Object, K comparable] struct {
 
 var (
 	_ toolscache.ResourceEventHandler = (*eventHandler[cache.Object, int])(nil)
-	_ cache.TimedEventHandler         = (*eventHandler[cache.Object, int])(nil)
+	_ informer.TimedEventHandler      = (*eventHandler[cache.Object, int])(nil)
 	_ informer.Direct                 = (*eventHandler[cache.Object, int])(nil)
 )
 

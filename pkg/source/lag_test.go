@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
 )
@@ -37,7 +37,7 @@ func TestLagQueuesChangeTimes(t *testing.T) {
 	if err := src.Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	h, ok := inf.events().(cache.TimedEventHandler)
+	h, ok := inf.events().(informer.TimedEventHandler)
 	if !ok {
 		t.Fatal("the source's handler does not take change times")
 	}
@@ -77,7 +77,7 @@ func TestLagWithoutChanges(t *testing.T) {
 	if err := src.Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	h := inf.events().(cache.TimedEventHandler)
+	h := inf.events().(informer.TimedEventHandler)
 	h.OnAddAt(configMap("ns", "a", 1), false, time.Unix(1_700_000_000, 0), time.Now())
 	if k, _, changed, _ := q.GetChanged(); !changed.IsZero() {
 		t.Errorf("change time of %v: %v, want none", k, changed)
@@ -98,7 +98,7 @@ func TestLagTimesFromDelivery(t *testing.T) {
 	if err := src.Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	h := inf.events().(cache.TimedEventHandler)
+	h := inf.events().(informer.TimedEventHandler)
 	h.OnAddAt(configMap("ns", "a", 1), false, time.Time{}, time.Now().Add(-time.Hour))
 	h.OnAddAt(configMap("ns", "b", 1), false, time.Time{}, time.Time{})
 	if len(queued) != 2 || queued[0] < time.Hour.Seconds() || queued[1] < 0 || queued[1] >= time.Hour.Seconds() {

@@ -27,7 +27,7 @@ import (
 // (Options.Registerer, which a manager always sets), through the cache's
 // own code: the informer dates each event from the object's timestamps
 // at ingest, observes opkit_cache_event_lag_seconds and hands a
-// cache.TimedEventHandler the event's change time.
+// informer.TimedEventHandler the event's change time.
 func cacheLag() *informer.Lag {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: imetrics.CacheEventLag, Buckets: imetrics.LagBuckets}, []string{"type", "event"})
 	o := func(event string) func(float64) { return h.WithLabelValues("v1/ConfigMap", event).Observe }

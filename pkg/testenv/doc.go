@@ -40,7 +40,8 @@
 //     objects, and deleted namespaces stay Terminating.
 //   - Cached objects modified in place, and reads of kinds nobody
 //     registered, fail the tests: Main turns on the cache's detectors
-//     (cache.MutationDetectorEnv, cache.UnregisteredReadsEnv) unless set.
+//     (OPKIT_CACHE_MUTATION_DETECTOR, OPKIT_CACHE_FAIL_UNREGISTERED_READS)
+//     unless set.
 //     ReportMutations and ReportUnregisteredReads fail the test at hand
 //     instead of panicking; see package cache, "Finding who modified a
 //     cached object". Leave client-go's KUBE_CACHE_MUTATION_DETECTOR off:

@@ -6,20 +6,21 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
 // ensureTestChecks turns on, for caches made from now on, opkit's mutation
-// detector (cache.MutationDetectorEnv: every cache keeps a copy of each
+// detector (OPKIT_CACHE_MUTATION_DETECTOR: every cache keeps a copy of each
 // object it caches and reports a cached object that was modified) and the
-// reports of unregistered reads (cache.UnregisteredReadsEnv), unless their
+// reports of unregistered reads (OPKIT_CACHE_FAIL_UNREGISTERED_READS), unless their
 // variables say otherwise.
 //
 // client-go's own detector (KUBE_CACHE_MUTATION_DETECTOR=true) catches the
 // same modifications, but panics from an informer goroutine with two object
 // dumps and nothing more: leave it off.
 func ensureTestChecks() error {
-	for _, v := range []string{cache.MutationDetectorEnv, cache.UnregisteredReadsEnv} {
+	for _, v := range []string{cacheaccess.MutationDetectorEnv, cacheaccess.UnregisteredReadsEnv} {
 		if _, set := os.LookupEnv(v); set {
 			continue
 		}

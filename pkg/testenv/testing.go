@@ -20,10 +20,10 @@ import (
 // without running any test.
 //
 // Main also turns on opkit's cache mutation detector (see
-// cache.MutationDetectorEnv) unless the variable is set, so that a test which
+// OPKIT_CACHE_MUTATION_DETECTOR) unless the variable is set, so that a test which
 // modifies an object it read from a cache fails, or panics with a report
 // naming the object and the changed fields (see ReportMutations); and it
-// sets cache.UnregisteredReadsEnv unless it is set, so that a read through the
+// sets OPKIT_CACHE_FAIL_UNREGISTERED_READS unless it is set, so that a read through the
 // cached client of a kind nobody registered fails the tests even when the
 // reader swallows its error (see ReportUnregisteredReads). Call it
 // from TestMain:

@@ -26,7 +26,7 @@ func TestRequesterCheckThroughTheAPIServer(t *testing.T) {
 	crt, key := selfSigned(t)
 	wo := manager.WebhookOptions{Port: freePort(t), CertDir: certDir(t, crt, key)}
 	m := newManager(t, ns, wo)
-	check, err := requester.New(m.Client(), requester.Options{})
+	check, err := requester.New(m.UncachedClient(), requester.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

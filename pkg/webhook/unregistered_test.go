@@ -13,7 +13,7 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/webhook"
 )
@@ -107,7 +107,7 @@ func TestUnregisteredReadFailsTheSuite(t *testing.T) {
 func withoutUnregisteredReadsEnv(environ []string) []string {
 	var kept []string
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, cache.UnregisteredReadsEnv+"=") {
+		if !strings.HasPrefix(kv, cacheaccess.UnregisteredReadsEnv+"=") {
 			kept = append(kept, kv)
 		}
 	}

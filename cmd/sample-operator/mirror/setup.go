@@ -24,7 +24,7 @@ import (
 // must hold v1alpha1.
 func Setup(m *manager.Manager, policy Policy, opts controller.Options[reconcile.Request]) (*controller.Controller[reconcile.Request], error) {
 	// The controller shards Mirrors by UID (manager.ShardBy's default).
-	s, err := newCacheStore(m.Cache(), m.Client(), m.ShardedTypeOptions(sharding.ByUID))
+	s, err := newCacheStore(m.Cache(), m.UncachedClient(), m.ShardedTypeOptions(sharding.ByUID))
 	if err != nil {
 		return nil, fmt.Errorf("set up the mirror controller: %w", err)
 	}

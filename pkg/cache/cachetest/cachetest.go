@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -34,23 +35,56 @@ type Options struct {
 	// and ControlledBy, with the namespace read, empty for all, and no
 	// name); a non-nil error is what the read returns, as is, and nil
 	// reads the store. Defaults to nil: no read fails but as a cache's
-	// would. See cache.StaticOptions.ReadError.
+	// would. It is called from the reader's goroutine and must be safe
+	// for concurrent use if the Lister is read concurrently.
 	ReadError func(verb, namespace, name string) error
 }
 
+// Store is an in-memory store of one kind behind a real *cache.Lister[T],
+// with no informer and no API server. Objects enter it as they enter a
+// cache: copied (the store owns what it holds), stripped of managedFields
+// and the last-applied annotation, and watched for modification
+// (CheckMutations). Its methods are safe for concurrent use.
+type Store[T cache.Object] struct {
+	s cacheaccess.Store[T, *cache.Lister[T]]
+}
+
+// Lister returns the store's Lister. Every call returns the same one.
+func (s *Store[T]) Lister() *cache.Lister[T] { return s.s.Lister() }
+
+// Add adds obj, or returns an AlreadyExists error if the store holds an
+// object of its namespace and name. The store keeps a copy: obj remains
+// the caller's. A copy without a resourceVersion is given the store's next
+// one ("1", "2", …), as the API server would.
+func (s *Store[T]) Add(obj T) error { return s.s.Add(obj) }
+
+// Update replaces the stored object of obj's namespace and name with a copy
+// of obj, or returns a NotFound error if there is none. A copy without a
+// resourceVersion is given the store's next one.
+func (s *Store[T]) Update(obj T) error { return s.s.Update(obj) }
+
+// Delete removes the object namespace/name, or returns a NotFound error if
+// there is none.
+func (s *Store[T]) Delete(namespace, name string) error { return s.s.Delete(namespace, name) }
+
+// CheckMutations reports every stored object modified in place since it
+// was added (or last reported), as cache.Cache.CheckMutations does.
+func (s *Store[T]) CheckMutations() error { return s.s.CheckMutations() }
+
 // New returns an in-memory store of the Go type T (a typed pointer such as
 // *corev1.ConfigMap) holding copies of objs, and whose Lister reads it.
-func New[T cache.Object](opts Options, objs ...T) (*cache.Static[T], error) {
+func New[T cache.Object](opts Options, objs ...T) (*Store[T], error) {
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}
 	if opts.Mapper == nil {
 		opts.Mapper = testrestmapper.TestOnlyStaticRESTMapper(opts.Scheme)
 	}
-	s, err := cache.NewStatic[T](cache.StaticOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
+	st, err := cache.NewStore[T](cacheaccess.Key{}, cacheaccess.StoreOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
 	if err != nil {
 		return nil, fmt.Errorf("cachetest: %w", err)
 	}
+	s := &Store[T]{s: st}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
 			return nil, fmt.Errorf("cachetest: add %s/%s: %w", o.GetNamespace(), o.GetName(), err)
@@ -75,7 +109,7 @@ func NewLister[T cache.Object](t testing.TB, objs ...T) *cache.Lister[T] {
 
 // CheckMutationsAtCleanup fails t at the end of the test if an object in s
 // was modified in place: a reader broke the Lister's zero-copy contract.
-func CheckMutationsAtCleanup[T cache.Object](t testing.TB, s *cache.Static[T]) {
+func CheckMutationsAtCleanup[T cache.Object](t testing.TB, s *Store[T]) {
 	t.Cleanup(func() {
 		if err := s.CheckMutations(); err != nil {
 			t.Errorf("cachetest: a cached object was modified in place (DeepCopy before changing what a Lister returns): %v", err)

@@ -5,16 +5,16 @@
 //
 //   - The real Lister: NewLister returns a *cache.Lister[T], not a look-alike,
 //     so a reconciler that holds a *cache.Lister[*corev1.ConfigMap] is tested
-//     unchanged. Get, List, ByIndex, ByIndexInNamespace, ControlledBy,
-//     AddIndex and IndexControlledBy run the cache's own code: the same
+//     unchanged. Get, List, ByIndex, ByIndexInNamespace, ControlledBy and
+//     AddIndex run the cache's own code: the same
 //     sorting (namespace, then name), the same NotFound and other errors,
 //     the same zero-copy reads.
-//   - Changeable: New returns a *cache.Static[T], whose Add, Update and
+//   - Changeable: New returns a *Store[T], whose Add, Update and
 //     Delete change what its Lister sees at once, so that a test can check
 //     how a reconciler reacts.
 //   - Strict about mutation: objects are copied in, so the test's own stay
 //     its own; NewLister fails the test at its end when a stored object
-//     was modified in place (Static.CheckMutations), as a real cache's
+//     was modified in place (Store.CheckMutations), as a real cache's
 //     mutation detector would.
 //   - Failing on demand: Options.ReadError makes chosen reads (a Get of one
 //     key, every List, …) return the error it gives, unwrapped, the way
@@ -27,7 +27,7 @@
 //     would, but no UID: set one on owners whose children ControlledBy
 //     lists.
 //
-// pkg/cache builds the store (cache.NewStatic), whose internals are the
+// pkg/cache builds the store, whose internals are the
 // cache's; this package adds what only tests want: a REST mapper that knows
 // the built-in kinds without an API server, and helpers that take a
 // testing.TB.

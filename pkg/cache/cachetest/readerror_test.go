@@ -55,9 +55,6 @@ func TestReadError(t *testing.T) {
 			if err := l.AddIndex("app", func(c *corev1.ConfigMap) []string { return []string{c.Labels["app"]} }); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.IndexControlledBy(); err != nil {
-				t.Fatal(err)
-			}
 
 			if err := tc.read(l); err != nil {
 				t.Fatalf("with ReadError returning nil: %v, want the store read", err)

@@ -19,7 +19,7 @@ import (
 // operator will read for whoever creates the ConfigMap: the creator must
 // be allowed to get that Secret themselves. Register it with
 // webhook.Register(mgr, webhook.Hooks[*corev1.ConfigMap]{Validator: v}),
-// with a Checker made from mgr.Client().
+// with a Checker made from mgr.UncachedClient().
 func Example() {
 	check, err := requester.New(apiServer(), requester.Options{})
 	if err != nil {

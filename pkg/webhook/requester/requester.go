@@ -67,11 +67,11 @@ type Checker struct {
 }
 
 // New returns a Checker that creates SubjectAccessReviews with c, such as
-// the manager's Client(); the operator's RBAC must allow create on
+// the manager's UncachedClient(); the operator's RBAC must allow create on
 // subjectaccessreviews.authorization.k8s.io.
 func New(c client.Client, opts Options) (*Checker, error) {
 	if c == nil {
-		return nil, errors.New("requester: New needs a client, such as the manager's Client()")
+		return nil, errors.New("requester: New needs a client, such as the manager's UncachedClient()")
 	}
 	if opts.TTL < 0 || opts.CacheSize < 0 || opts.MaxPermissions < 0 {
 		return nil, fmt.Errorf("requester: Options has a negative field (TTL %s, CacheSize %d, MaxPermissions %d): leave it 0 for its default", opts.TTL, opts.CacheSize, opts.MaxPermissions)

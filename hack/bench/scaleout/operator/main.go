@@ -84,7 +84,7 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	r := &reconciler{client: mgr.Client(), dependency: f.dependency,
+	r := &reconciler{client: mgr.UncachedClient(), dependency: f.dependency,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: f.workers}}}
 	// A reconcile started before the renew deadline must end within
 	// LeaseDuration - RenewDeadline for the sharded mode's guarantee.
