@@ -120,8 +120,8 @@ func TestInitRollsBack(t *testing.T) {
 // at the versions that generate opkit's own files.
 // So does promtool, at opkit's version.
 func TestToolsPinnedAsOpkits(t *testing.T) {
-	for _, name := range []string{"go.mod", "go.sum", "promtool.go.mod", "promtool.go.sum"} {
-		file := strings.Replace(name, "promtool.", "promtool/", 1)
+	for _, name := range toolsFiles {
+		file := toolsPath(name)
 		want, err := os.ReadFile(filepath.Join(opkitRoot(t), "hack", "tools", file))
 		if err != nil {
 			t.Fatal(err)
@@ -260,8 +260,8 @@ func TestInitFiles(t *testing.T) {
 }
 
 // TestNewProjectRenders renders a new project's kustomizations with
-// kubectl, as make deploy, build-installer, test/e2e and kubectl apply -k
-// config/samples do before any create api: kustomize refuses a
+// kubectl, as test/e2e and kubectl apply -k config/samples do (make
+// deploy and build-installer with kustomize) before any create api: kustomize refuses a
 // kustomization with nothing in it, and config/crd's and config/samples'
 // list nothing yet.
 func TestNewProjectRenders(t *testing.T) {
@@ -356,4 +356,75 @@ func TestNewProjectIgnoresBuildOutput(t *testing.T) {
 			t.Errorf("a new project's .gitignore does not ignore %s: git check-ignore: %v %s", p, err, out)
 		}
 	}
+}
+
+// make build-installer renders with the kustomize hack/tools/kustomize
+// pins, run with go tool: no kubectl, so no control plane to build (issue
+// 48: it ran make envtest's kubectl, a build of about 40 minutes on a
+// fresh machine). The test has no control plane built and no kubectl on
+// PATH. make install, which needs a kubectl to reach a cluster, then
+// fails at once, saying how to get one, and builds nothing.
+func TestInstallerNeedsNoControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds kustomize (once per build cache)")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	dir := newProject(t)
+	inProject(t, dir, "go", "mod", "tidy")
+	// Go's build cache stays where it is: XDG_CACHE_HOME moves opkit's.
+	gocache, err := exec.CommandContext(t.Context(), "go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	env := append(os.Environ(), "GOFLAGS=", "MAKEFLAGS=", "MAKELEVEL=", "KUBECTL=", "GOCACHE="+strings.TrimSpace(string(gocache)),
+		"XDG_CACHE_HOME="+empty, "KUBEBUILDER_ASSETS="+empty, "PATH="+pathWithout(t, "kubectl"))
+	make := func(target string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), "make", "-C", dir, target, "IMG=registry.example/acme:v1")
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := make("build-installer"); err != nil {
+		t.Fatalf("make build-installer: %v\n%s", err, out)
+	}
+	install, err := os.ReadFile(filepath.Join(dir, "dist/install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(install), "kind: Deployment") || !strings.Contains(string(install), "image: registry.example/acme:v1") {
+		t.Errorf("dist/install.yaml has no Deployment running registry.example/acme:v1:\n%s", install)
+	}
+	out, err := make("install")
+	if err == nil || !strings.Contains(out, "no kubectl") || !strings.Contains(out, "KUBECTL=") {
+		t.Errorf("make install without a kubectl: %v, want it to fail naming KUBECTL=:\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "opkit")); err == nil {
+		t.Errorf("make build-installer or install built into the control plane's cache, %s", filepath.Join(empty, "opkit"))
+	}
+}
+
+// pathWithout is a PATH that finds every program this one's does but
+// name: a directory of links to them.
+func pathWithout(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			link := filepath.Join(dir, e.Name())
+			if e.Name() == name || e.IsDir() {
+				continue
+			}
+			if _, err := os.Lstat(link); err == nil {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
 }
