@@ -428,3 +428,49 @@ func pathWithout(t *testing.T, name string) string {
 	}
 	return dir
 }
+
+// A new project has lint, test and e2e workflows apart, as kubebuilder's
+// has (issue 48); each is YAML whose every make step names a target the
+// project's makefiles have.
+func TestNewProjectWorkflows(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	dir := newProject(t)
+	want := map[string]string{"lint.yml": "make lint-golangci", "test.yml": "make test", "test-e2e.yml": "make test-e2e"}
+	for name, step := range want {
+		b, err := os.ReadFile(filepath.Join(dir, ".github/workflows", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wf struct {
+			Jobs map[string]struct {
+				Steps []struct{ Run string }
+			}
+		}
+		if err := yaml.Unmarshal(b, &wf); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var runs []string
+		for _, job := range wf.Jobs {
+			for _, s := range job.Steps {
+				if s.Run != "" {
+					runs = append(runs, s.Run)
+				}
+			}
+		}
+		if !slices.Contains(runs, step) {
+			t.Errorf("%s runs %q, want %q among them", name, runs, step)
+		}
+		for _, r := range runs {
+			target, ok := strings.CutPrefix(r, "make ")
+			if !ok {
+				continue
+			}
+			// -n: make knows the target, without running it.
+			if out, err := exec.CommandContext(t.Context(), "make", "-n", "-C", dir, target).CombinedOutput(); err != nil {
+				t.Errorf("%s runs make %s, which the project lacks: %v\n%s", name, target, err, out)
+			}
+		}
+	}
+}
