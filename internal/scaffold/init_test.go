@@ -406,6 +406,61 @@ func TestInstallerNeedsNoControlPlane(t *testing.T) {
 	}
 }
 
+// make deploy applies config/default to the cluster of the kubeconfig with
+// the kubectl on PATH, which a real control plane serves here; KUBECTL
+// unset and no control plane cache to fall back on.
+func TestDeployWithTheKubectlOnPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a control plane and builds kustomize")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	kubectl, err := testenv.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	dir := newProject(t)
+	inProject(t, dir, "go", "mod", "tidy")
+	gocache, err := exec.CommandContext(t.Context(), "go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	path := filepath.Dir(kubectl) + string(filepath.ListSeparator) + pathWithout(t, "kubectl")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), args[0], args[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "MAKEFLAGS=", "MAKELEVEL=", "KUBECTL=", "GOCACHE="+strings.TrimSpace(string(gocache)),
+			"XDG_CACHE_HOME="+empty, "KUBEBUILDER_ASSETS="+empty, "PATH="+path, "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("make", "deploy", "IMG=registry.example/acme:v1")
+	if got := run(kubectl, "-n", "acme-operator-system", "get", "deployment", "-o", "jsonpath={.items[*].spec.template.spec.containers[*].image}"); got != "registry.example/acme:v1" {
+		t.Errorf("after make deploy, the Deployment runs %q, want registry.example/acme:v1", got)
+	}
+	// Not make undeploy: its kubectl delete waits for the namespace to
+	// go, which takes a kube-controller-manager this control plane lacks.
+}
+
 // pathWithout is a PATH that finds every program this one's does but
 // name: a directory of links to them.
 func pathWithout(t *testing.T, name string) string {
