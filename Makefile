@@ -3,7 +3,9 @@
 # Everything the targets need is built here from versions pinned in go.mod
 # files: the developer tools by hack/tools/go.mod, promtool by
 # hack/tools/promtool/go.mod, the test control planes by
-# hack/tools/envtest/<version>/go.mod. Nothing is downloaded but Go modules.
+# hack/tools/envtest/<version>/go.mod; hack/tools/kustomize/go.mod pins the
+# kustomize scaffolded projects render config/ with. Nothing is downloaded
+# but Go modules.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c

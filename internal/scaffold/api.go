@@ -386,10 +386,10 @@ func (c *changes) resource(d apiData) {
 	c.insert(mainFile, markerScheme, d.Alias+".AddToScheme(scheme),")
 }
 
-// roles adds the editor and viewer ClusterRoles of d's kind, once per kind
-// whatever its versions, to config/rbac.
+// roles adds the admin, editor and viewer ClusterRoles of d's kind, once
+// per kind whatever its versions, to config/rbac.
 func (c *changes) roles(d apiData) {
-	for _, r := range []string{"editor", "viewer"} {
+	for _, r := range []string{"admin", "editor", "viewer"} {
 		file := d.Lower + "_" + r + "_role.yaml"
 		c.createMissing("config/rbac/"+file, "api/"+r+"_role.yaml.tmpl", d)
 		c.insert(rbacKustomize, markerRBAC, "- "+file)

@@ -189,9 +189,12 @@ func TestCreateAPIComposes(t *testing.T) {
 		// the name of the test's namespace: for a Namespace, it is taken.
 		"internal/controller/namespace_controller_test.go": {`GenerateName: "test-"`},
 		"PROJECT": {"kind: Frigate", "kind: Admiral", "kind: Deployment", "kind: Namespace"},
-		// Editor and viewer roles for the kinds of its own, none for the
-		// built-in ones.
-		"config/rbac/kustomization.yaml": {"- frigate_editor_role.yaml", "- frigate_viewer_role.yaml", "- admiral_editor_role.yaml", "- admiral_viewer_role.yaml"},
+		// Admin, editor and viewer roles for the kinds of its own, none
+		// for the built-in ones.
+		"config/rbac/kustomization.yaml": {"- frigate_admin_role.yaml", "- frigate_editor_role.yaml", "- frigate_viewer_role.yaml", "- admiral_admin_role.yaml", "- admiral_editor_role.yaml", "- admiral_viewer_role.yaml"},
+		"config/rbac/frigate_admin_role.yaml": {
+			"name: frigate-admin-role", "  - ship.example.com\n  resources:\n  - frigates\n  verbs:\n  - '*'", "  - frigates/status",
+		},
 		"config/rbac/frigate_editor_role.yaml": {
 			"name: frigate-editor-role", `rbac.authorization.k8s.io/aggregate-to-edit: "true"`, "  - ship.example.com\n  resources:\n  - frigates\n  verbs:\n  - create",
 		},

@@ -26,7 +26,7 @@
 //   - create api adds lines to files the user owns only at the markers
 //     "+opkit:scaffold:imports", "scheme" and "controllers" (cmd/main.go),
 //     "kinds" (api/<version>/groupversion_info.go), "samples" and "crds"
-//     (the kustomizations; "rbac" for each kind's editor and viewer roles),
+//     (the kustomizations; "rbac" for each kind's admin, editor and viewer roles),
 //     and each line once (compared word by word, as
 //     gofmt realigns), so that calls compose; and, for a kind's second
 //     version, +kubebuilder:storageversion above the first version's type

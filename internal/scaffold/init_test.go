@@ -122,8 +122,8 @@ func TestInitRollsBack(t *testing.T) {
 // at the versions that generate opkit's own files.
 // So does promtool, at opkit's version.
 func TestToolsPinnedAsOpkits(t *testing.T) {
-	for _, name := range []string{"go.mod", "go.sum", "promtool.go.mod", "promtool.go.sum"} {
-		file := strings.Replace(name, "promtool.", "promtool/", 1)
+	for _, name := range toolsFiles {
+		file := toolsPath(name)
 		want, err := os.ReadFile(filepath.Join(opkitRoot(t), "hack", "tools", file))
 		if err != nil {
 			t.Fatal(err)
@@ -262,8 +262,8 @@ func TestInitFiles(t *testing.T) {
 }
 
 // TestNewProjectRenders renders a new project's kustomizations with
-// kubectl, as make deploy, build-installer, test/e2e and kubectl apply -k
-// config/samples do before any create api: kustomize refuses a
+// kubectl, as test/e2e and kubectl apply -k config/samples do (make
+// deploy and build-installer with kustomize) before any create api: kustomize refuses a
 // kustomization with nothing in it, and config/crd's and config/samples'
 // list nothing yet.
 func TestNewProjectRenders(t *testing.T) {
@@ -356,6 +356,178 @@ func TestNewProjectIgnoresBuildOutput(t *testing.T) {
 	for _, p := range []string{"bin/acme-operator", "dist/install.yaml"} {
 		if out, err := exec.CommandContext(t.Context(), "git", "-C", dir, "check-ignore", "-q", p).CombinedOutput(); err != nil {
 			t.Errorf("a new project's .gitignore does not ignore %s: git check-ignore: %v %s", p, err, out)
+		}
+	}
+}
+
+// make build-installer renders with the kustomize hack/tools/kustomize
+// pins, run with go tool: no kubectl, so no control plane to build (issue
+// 48: it ran make envtest's kubectl, a build of about 40 minutes on a
+// fresh machine). The test has no control plane built and no kubectl on
+// PATH. make install, which needs a kubectl to reach a cluster, then
+// fails at once, saying how to get one, and builds nothing.
+func TestInstallerNeedsNoControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds kustomize (once per build cache)")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	dir := newProject(t)
+	inProject(t, dir, "go", "mod", "tidy")
+	// Go's build cache stays where it is: XDG_CACHE_HOME moves opkit's.
+	gocache, err := exec.CommandContext(t.Context(), "go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	env := append(os.Environ(), "GOFLAGS=", "MAKEFLAGS=", "MAKELEVEL=", "KUBECTL=", "GOCACHE="+strings.TrimSpace(string(gocache)),
+		"XDG_CACHE_HOME="+empty, "KUBEBUILDER_ASSETS="+empty, "PATH="+pathWithout(t, "kubectl"))
+	make := func(target string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), "make", "-C", dir, target, "IMG=registry.example/acme:v1")
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := make("build-installer"); err != nil {
+		t.Fatalf("make build-installer: %v\n%s", err, out)
+	}
+	install, err := os.ReadFile(filepath.Join(dir, "dist/install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(install), "kind: Deployment") || !strings.Contains(string(install), "image: registry.example/acme:v1") {
+		t.Errorf("dist/install.yaml has no Deployment running registry.example/acme:v1:\n%s", install)
+	}
+	out, err := make("install")
+	if err == nil || !strings.Contains(out, "no kubectl") || !strings.Contains(out, "KUBECTL=") {
+		t.Errorf("make install without a kubectl: %v, want it to fail naming KUBECTL=:\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "opkit")); err == nil {
+		t.Errorf("make build-installer or install built into the control plane's cache, %s", filepath.Join(empty, "opkit"))
+	}
+}
+
+// make deploy applies config/default to the cluster of the kubeconfig with
+// the kubectl on PATH, which a real control plane serves here; KUBECTL
+// unset and no control plane cache to fall back on.
+func TestDeployWithTheKubectlOnPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a control plane and builds kustomize")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	kubectl, err := testenv.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	dir := newProject(t)
+	inProject(t, dir, "go", "mod", "tidy")
+	gocache, err := exec.CommandContext(t.Context(), "go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	path := filepath.Dir(kubectl) + string(filepath.ListSeparator) + pathWithout(t, "kubectl")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), args[0], args[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "MAKEFLAGS=", "MAKELEVEL=", "KUBECTL=", "GOCACHE="+strings.TrimSpace(string(gocache)),
+			"XDG_CACHE_HOME="+empty, "KUBEBUILDER_ASSETS="+empty, "PATH="+path, "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("make", "deploy", "IMG=registry.example/acme:v1")
+	if got := run(kubectl, "-n", "acme-operator-system", "get", "deployment", "-o", "jsonpath={.items[*].spec.template.spec.containers[*].image}"); got != "registry.example/acme:v1" {
+		t.Errorf("after make deploy, the Deployment runs %q, want registry.example/acme:v1", got)
+	}
+	// Not make undeploy: its kubectl delete waits for the namespace to
+	// go, which takes a kube-controller-manager this control plane lacks.
+}
+
+// pathWithout is a PATH that finds every program this one's does but
+// name: a directory of links to them.
+func pathWithout(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			link := filepath.Join(dir, e.Name())
+			if e.Name() == name || e.IsDir() {
+				continue
+			}
+			if _, err := os.Lstat(link); err == nil {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// A new project has lint, test and e2e workflows apart, as kubebuilder's
+// has (issue 48); each is YAML whose every make step names a target the
+// project's makefiles have.
+func TestNewProjectWorkflows(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	dir := newProject(t)
+	want := map[string]string{"lint.yml": "make lint-golangci", "test.yml": "make test", "test-e2e.yml": "make test-e2e"}
+	for name, step := range want {
+		b, err := os.ReadFile(filepath.Join(dir, ".github/workflows", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wf struct {
+			Jobs map[string]struct {
+				Steps []struct{ Run string }
+			}
+		}
+		if err := yaml.Unmarshal(b, &wf); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var runs []string
+		for _, job := range wf.Jobs {
+			for _, s := range job.Steps {
+				if s.Run != "" {
+					runs = append(runs, s.Run)
+				}
+			}
+		}
+		if !slices.Contains(runs, step) {
+			t.Errorf("%s runs %q, want %q among them", name, runs, step)
+		}
+		for _, r := range runs {
+			target, ok := strings.CutPrefix(r, "make ")
+			if !ok {
+				continue
+			}
+			// -n: make knows the target, without running it.
+			if out, err := exec.CommandContext(t.Context(), "make", "-n", "-C", dir, target).CombinedOutput(); err != nil {
+				t.Errorf("%s runs make %s, which the project lacks: %v\n%s", name, target, err, out)
+			}
 		}
 	}
 }

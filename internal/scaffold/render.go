@@ -23,9 +23,12 @@ var templates embed.FS
 // renamed are the init templates whose name cannot be the file's: dot
 // files, which go:embed and editors handle badly.
 var renamed = map[string]string{
-	"gitignore":                 ".gitignore",
-	"config/crd/bases/gitkeep":  "config/crd/bases/.gitkeep",
-	"github/workflows/test.yml": ".github/workflows/test.yml",
+	"gitignore":                     ".gitignore",
+	"golangci.yml":                  ".golangci.yml",
+	"config/crd/bases/gitkeep":      "config/crd/bases/.gitkeep",
+	"github/workflows/lint.yml":     ".github/workflows/lint.yml",
+	"github/workflows/test.yml":     ".github/workflows/test.yml",
+	"github/workflows/test-e2e.yml": ".github/workflows/test-e2e.yml",
 }
 
 // render executes the template at name (under templates/ in tfs, the

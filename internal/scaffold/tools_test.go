@@ -5,6 +5,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,18 +40,20 @@ func TestToolsRunFromTheBuildCache(t *testing.T) {
 	}
 	mk := string(project["opkit.mk"])
 	got := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^(STATICCHECK|CONTROLLER_GEN|PROMTOOL) +:= (.*)$`).FindAllStringSubmatch(mk, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(STATICCHECK|CONTROLLER_GEN|PROMTOOL|KUSTOMIZE) +:= (.*)$`).FindAllStringSubmatch(mk, -1) {
 		got[m[1]] = m[2]
 	}
 	tools := toolsOf(t, project, "hack/tools/go.mod")
 	promtool := toolsOf(t, project, "hack/tools/promtool/go.mod")
-	if len(tools) != 2 || len(promtool) != 1 {
-		t.Fatalf("tools %q and %q, want staticcheck and controller-gen, and promtool", tools, promtool)
+	kustomize := toolsOf(t, project, "hack/tools/kustomize/go.mod")
+	if len(tools) != 2 || len(promtool) != 1 || !slices.Equal(kustomize, []string{"sigs.k8s.io/kustomize/kustomize/v5"}) {
+		t.Fatalf("tools %q, %q and %q, want staticcheck and controller-gen, promtool, and kustomize", tools, promtool, kustomize)
 	}
 	want := map[string]string{
 		"STATICCHECK":    "$(GO) tool -modfile=$(TOOLS)/go.mod " + path.Base(tools[0]),
 		"CONTROLLER_GEN": "$(GO) tool -modfile=$(TOOLS)/go.mod " + path.Base(tools[1]),
 		"PROMTOOL":       "$(GO) run -modfile=$(TOOLS)/promtool/go.mod -tags remove_all_sd " + promtool[0],
+		"KUSTOMIZE":      "$(GO) tool -modfile=$(TOOLS)/kustomize/go.mod kustomize", // go tool names v5 by its parent
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("opkit.mk's tools (-want +got):\n%s", diff)

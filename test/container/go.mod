@@ -11,6 +11,7 @@ require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/opkit-dev/opkit v0.0.0-00010101000000-000000000000
 	github.com/opkit-dev/opkit/hack/image v0.0.0-00010101000000-000000000000
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2

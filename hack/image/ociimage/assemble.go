@@ -48,7 +48,7 @@ func Assemble(binary []byte, opts Options) (v1.Image, error) {
 		files []file
 		by    string
 	}{
-		{base, "ociimage: /etc/passwd and /etc/group, root and nonroot (65532)"},
+		{base, "ociimage: /etc/passwd and /etc/group, root and nonroot (65532); " + CABundle},
 		{[]file{{name: strings.TrimPrefix(opts.Entrypoint, "/"), mode: 0o755, data: binary}}, "ociimage: go build " + strings.Join(GoBuildFlags, " ") + " " + opts.Package},
 	} {
 		if img, err = appendLayer(img, l.files, l.by, opts.Created); err != nil {
@@ -58,7 +58,8 @@ func Assemble(binary []byte, opts Options) (v1.Image, error) {
 	return configure(img, opts)
 }
 
-// baseFiles lists rootfs with its directories, in lexical order.
+// baseFiles lists rootfs with its directories, then the CA bundle, in
+// lexical order.
 func baseFiles() ([]file, error) {
 	var files []file
 	err := fs.WalkDir(rootfs, "rootfs", func(p string, d fs.DirEntry, err error) error {
@@ -77,7 +78,16 @@ func baseFiles() ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the base layer's files: %w", err)
 	}
-	return files, nil
+	ca, err := caBundle()
+	if err != nil {
+		return nil, err
+	}
+	// After rootfs's etc/group and etc/passwd: still in lexical order.
+	return append(files,
+		file{name: "etc/ssl/", mode: 0o755},
+		file{name: "etc/ssl/certs/", mode: 0o755},
+		file{name: strings.TrimPrefix(CABundle, "/"), mode: 0o644, data: ca},
+	), nil
 }
 
 func appendLayer(img v1.Image, files []file, createdBy string, created time.Time) (v1.Image, error) {

@@ -7,11 +7,13 @@
 //
 //   - The image has two layers: a base that this package assembles
 //     (rootfs/: /etc/passwd and /etc/group naming root and the non-root user
-//     65532, "nonroot"), then the operator's binary at Options.Entrypoint
-//     (the sample's: /sample-operator).
-//     There is no shell and no package manager, nothing but those three files
-//     and their directory. No CA certificates: the operator reaches only its
-//     API server, whose CA the ServiceAccount files carry.
+//     65532, "nonroot"; and the Mozilla roots as a PEM bundle at CABundle,
+//     /etc/ssl/certs/ca-certificates.crt, from the pinned module
+//     golang.org/x/crypto/x509roots/fallback, so that an operator trusts
+//     what a TLS server outside the cluster presents), then the operator's
+//     binary at Options.Entrypoint (the sample's: /sample-operator).
+//     There is no shell and no package manager, nothing but those four
+//     files and their directories.
 //   - The binary is static (CGO_ENABLED=0) and built with GoBuildFlags, the
 //     flags the Dockerfile uses: -tags nolocal leaves the test control plane
 //     out of the deployed build.
@@ -25,6 +27,7 @@
 //     pushes with the credentials docker login stored.
 //
 // The Dockerfile at the module root builds the same content (the same
-// build flags, rootfs/ files, user, entrypoint and labels) for people with
+// build flags, rootfs/ files, CA bundle path, user, entrypoint and labels;
+// its bundle is the golang image's Debian one) for people with
 // Docker; TestDockerfileMatches keeps the two in step.
 package ociimage

@@ -25,6 +25,6 @@ func ExampleAssemble() {
 	fmt.Println(files)
 	fmt.Println(cf.Config.User, cf.Config.Entrypoint)
 	// Output:
-	// [[/etc/ /etc/group /etc/passwd] [/sample-operator]]
+	// [[/etc/ /etc/group /etc/passwd /etc/ssl/ /etc/ssl/certs/ /etc/ssl/certs/ca-certificates.crt] [/sample-operator]]
 	// 65532:65532 [/sample-operator]
 }

@@ -3,13 +3,16 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/x509"
 	"debug/elf"
+	"encoding/pem"
 	"io"
 	"log"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +53,7 @@ func TestAssembleLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]string{{"/etc/", "/etc/group", "/etc/passwd"}, {"/sample-operator"}}
+	want := [][]string{{"/etc/", "/etc/group", "/etc/passwd", "/etc/ssl/", "/etc/ssl/certs/", CABundle}, {"/sample-operator"}}
 	if diff := cmp.Diff(want, files); diff != "" {
 		t.Errorf("layers' files (-want +got):\n%s", diff)
 	}
@@ -69,6 +72,43 @@ func TestAssembleLayers(t *testing.T) {
 	}
 	if got := string(headers["sample-operator"].data); got != "not really a binary" {
 		t.Errorf("/sample-operator holds %q, want the binary", got)
+	}
+}
+
+// TestImageHoldsCABundle reads the image's CA bundle as crypto/x509's
+// SystemCertPool does on Linux: every block a certificate, and among them
+// the roots a public TLS server chains to (issue 48: an operator calling
+// out over TLS failed for want of them).
+func TestImageHoldsCABundle(t *testing.T) {
+	h, ok := layerHeaders(t, assemble(t, []byte("binary"), created))[strings.TrimPrefix(CABundle, "/")]
+	if !ok {
+		t.Fatalf("the image has no %s", CABundle)
+	}
+	if h.Mode != 0o644 {
+		t.Errorf("%s mode %o, want 644: user 65532 must read it", CABundle, h.Mode)
+	}
+	var subjects []string
+	for rest := h.data; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			if len(bytes.TrimSpace(rest)) > 0 {
+				t.Errorf("%s ends in %d bytes that are not PEM", CABundle, len(rest))
+			}
+			break
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil || b.Type != "CERTIFICATE" {
+			t.Fatalf("%s holds a %s block that is no certificate: %v", CABundle, b.Type, err)
+		}
+		subjects = append(subjects, c.Subject.CommonName)
+	}
+	if len(subjects) < 100 {
+		t.Errorf("%s holds %d certificates, want the Mozilla roots (over 100)", CABundle, len(subjects))
+	}
+	for _, want := range []string{"ISRG Root X1", "DigiCert Global Root G2", "Amazon Root CA 1"} {
+		if !slices.Contains(subjects, want) {
+			t.Errorf("%s lacks %q", CABundle, want)
+		}
 	}
 }
 
@@ -290,6 +330,7 @@ func TestDockerfileMatches(t *testing.T) {
 	}
 	for _, c := range []struct{ instr, want string }{
 		{"COPY", "hack/image/ociimage/rootfs/ /"},
+		{"COPY", "--from=builder " + CABundle + " " + CABundle},
 		{"COPY", "--from=builder /out/sample-operator " + Entrypoint},
 		{"USER", User},
 		{"ENTRYPOINT", `["` + Entrypoint + `"]`},
