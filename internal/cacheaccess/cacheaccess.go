@@ -2,17 +2,20 @@
 // client, testenv) reach what package cache keeps from its users, so that
 // pkg/cache exports what a user calls and no more:
 //
-//   - cache.Internal(c, cacheaccess.Key{}) returns a Cache, the cache's
-//     side for opkit's packages. Key is the type of its second argument:
-//     outside opkit no package can name it, so Internal is not for them.
+//   - Of(c) returns a Cache, the cache's side for opkit's packages.
 //   - The environment variables the cache reads, for testenv to set.
-//   - Store, the in-memory store behind a real Lister that package
-//     cachetest wraps (cache.NewStore).
+//   - NewStore returns the in-memory store behind a real Lister that
+//     package cachetest wraps.
 //
-// It imports nothing from pkg/, so that internal/ stays the floor.
+// It imports nothing from pkg/, so that internal/ stays the floor: package
+// cache hands it its two entry points, once, when it is initialised
+// (Provide), and exports neither. Every caller holds a *cache.Cache or
+// imports package cache, so the hooks are set before any call.
 package cacheaccess
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,8 +23,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Key is the argument that lets opkit's packages call cache.Internal.
-type Key struct{}
+// Hooks are package cache's entry points for opkit's packages.
+type Hooks struct {
+	// Of returns the side of c, a *cache.Cache.
+	Of func(c any) Cache
+	// NewStore is NewStore.
+	NewStore func(t reflect.Type, opts StoreOptions) (Store, error)
+}
+
+// hooks is set once, by package cache's initialisation, and read only
+// after it.
+var hooks Hooks
+
+// Provide sets the hooks. Package cache calls it from its init, and
+// nothing else may.
+func Provide(h Hooks) { hooks = h }
+
+// Of returns the side for opkit's packages of c, a *cache.Cache. It panics
+// if c is anything else.
+func Of(c any) Cache { return hooks.Of(c) }
+
+// NewStore returns an empty in-memory store of the Go type t, a typed
+// pointer such as *corev1.ConfigMap (metadata-only and unstructured forms
+// are not supported).
+func NewStore(t reflect.Type, opts StoreOptions) (Store, error) { return hooks.NewStore(t, opts) }
 
 // The environment variables the cache reads (see package cache, "Finding
 // who modified a cached object", and its UnregisteredReadOptions).
@@ -100,31 +125,32 @@ type ObjectLister interface {
 	ByIndexInNamespace(namespace, index, value string) ([]client.Object, error)
 }
 
-// Store is the cache's in-memory store of one kind behind a real Lister
-// (L, a *cache.Lister[T]), with no informer and no API server, which
-// package cachetest wraps for unit tests: cache.NewStore makes one. The
-// Lister behaves as one of a synced cache of every namespace: the same
-// sorting, errors, indexes and zero-copy reads, with two differences.
-// Indexes may be added at any time, since there is no Start to add them
-// before; and event handlers added to it are never called, since nothing
-// is watched.
+// Store is the cache's in-memory store of one kind behind a real Lister,
+// with no informer and no API server, which package cachetest wraps for
+// unit tests. The Lister behaves as one of a synced cache of every
+// namespace: the same sorting, errors, indexes and zero-copy reads, with
+// two differences. Indexes may be added at any time, since there is no
+// Start to add them before; and event handlers added to it are never
+// called, since nothing is watched.
 //
 // Objects enter it as they enter a cache: copied (the store owns what it
 // holds), stripped of managedFields and the last-applied annotation, and
 // watched for modification (CheckMutations). Its methods are safe for
 // concurrent use.
-type Store[T, L any] interface {
-	// Lister returns the store's Lister. Every call returns the same one.
-	Lister() L
+type Store interface {
+	// Cache returns the *cache.Cache that holds the store's one kind:
+	// cache.Register of the store's Go type with zero TypeOptions on it
+	// returns the store's Lister.
+	Cache() any
 	// Add adds obj, or returns an AlreadyExists error if the store holds
 	// an object of its namespace and name. The store keeps a copy: obj
 	// remains the caller's. A copy without a resourceVersion is given the
 	// store's next one ("1", "2", …), as the API server would.
-	Add(obj T) error
+	Add(obj client.Object) error
 	// Update replaces the stored object of obj's namespace and name with
 	// a copy of obj, or returns a NotFound error if there is none. A copy
 	// without a resourceVersion is given the store's next one.
-	Update(obj T) error
+	Update(obj client.Object) error
 	// Delete removes the object namespace/name, or returns a NotFound
 	// error if there is none.
 	Delete(namespace, name string) error
@@ -133,7 +159,7 @@ type Store[T, L any] interface {
 	CheckMutations() error
 }
 
-// StoreOptions configure cache.NewStore.
+// StoreOptions configure NewStore.
 type StoreOptions struct {
 	// Scheme maps T to its kind, which errors name. Defaults to client-go's
 	// kubernetes scheme.

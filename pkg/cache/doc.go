@@ -26,8 +26,8 @@
 //   - One way to each Lister: Register (the Go type), Metadata
 //     (metadata only) and Unstructured return a Lister, Lazy a LazyLister;
 //     package cachetest builds a Lister over objects in memory for tests.
-//     Internal and NewStore are for opkit's own packages: other modules
-//     cannot name the type of their key argument (internal/cacheaccess).
+//     What opkit's own packages ask of a cache beyond this API they reach
+//     through internal/cacheaccess, which other modules cannot import.
 //   - Explicit: a type is cached only once registered (Register, Metadata,
 //     Unstructured or Lazy); reading any other is an error wrapping
 //     ErrNotRegistered, never a silently started informer, and is logged

@@ -14,13 +14,18 @@ import (
 	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
-// Internal returns the cache's side for opkit's own packages (the manager,
-// the cached client): what they ask of it beyond this package's API. Its
-// key's type is internal to opkit: other modules cannot name it, and the
-// function is not part of what they may use.
-func Internal(c *Cache, _ cacheaccess.Key) cacheaccess.Cache { return internals{c} }
+// init hands internal/cacheaccess the cache's side for opkit's own
+// packages (the manager, the cached client, cachetest): what they ask of
+// it beyond this package's API, which it leaves out. It is the one init
+// in opkit, and it registers nothing a user can see or change.
+func init() {
+	cacheaccess.Provide(cacheaccess.Hooks{
+		Of:       func(c any) cacheaccess.Cache { return internals{c.(*Cache)} },
+		NewStore: newStatic,
+	})
+}
 
-// internals is Internal's cacheaccess.Cache.
+// internals is cacheaccess.Of's Cache.
 type internals struct{ c *Cache }
 
 var _ cacheaccess.Cache = internals{}

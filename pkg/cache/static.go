@@ -14,15 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
-// static is the cacheaccess.Store that NewStore returns (see its
+// static is the cacheaccess.Store that newStatic returns (see its
 // contract there).
-type static[T Object] struct {
-	lister *Lister[T]
+type static struct {
+	reg    *registration
 	inf    *nsInformer
 	ingest toolscache.TransformFunc
 
@@ -30,24 +31,19 @@ type static[T Object] struct {
 	rv uint64     // the last resourceVersion the store assigned
 }
 
-// NewStore returns an empty in-memory store of the Go type T, a typed
-// pointer such as *corev1.ConfigMap (metadata-only and unstructured forms
-// are not supported), for package cachetest, which wraps it for tests.
-// Its key's type is internal to opkit: other modules cannot name it, and
-// the function is not part of what they may use.
-func NewStore[T Object](_ cacheaccess.Key, opts cacheaccess.StoreOptions) (cacheaccess.Store[T, *Lister[T]], error) {
-	return newStatic[T](opts)
-}
+var _ cacheaccess.Store = (*static)(nil)
 
-var _ cacheaccess.Store[Object, *Lister[Object]] = (*static[Object])(nil)
-
-func newStatic[T Object](opts cacheaccess.StoreOptions) (*static[T], error) {
-	t := reflect.TypeFor[T]()
+// newStatic is cacheaccess.NewStore: an empty in-memory store of the Go
+// type t for package cachetest.
+func newStatic(t reflect.Type, opts cacheaccess.StoreOptions) (cacheaccess.Store, error) {
 	if t.Kind() != reflect.Pointer {
 		return nil, fmt.Errorf("cache: NewStore[%v]: the type must be a pointer, such as *corev1.Pod", t)
 	}
-	example := reflect.New(t.Elem()).Interface().(T)
-	switch any(example).(type) {
+	example, ok := reflect.New(t.Elem()).Interface().(Object)
+	if !ok {
+		return nil, fmt.Errorf("cache: NewStore[%v]: the type is not a Kubernetes object", t)
+	}
+	switch example.(type) {
 	case *metav1.PartialObjectMetadata, *unstructured.Unstructured:
 		return nil, fmt.Errorf("cache: NewStore[%v]: only typed objects are supported", t)
 	}
@@ -68,10 +64,10 @@ func newStatic[T Object](opts cacheaccess.StoreOptions) (*static[T], error) {
 	c := &Cache{opts: Options{Scheme: opts.Scheme}}
 	c.opts.Mutations.defaults()
 	c.log = c.opts.Logger
-	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(T) }
+	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(Object) }
 	r := newRegistration(c, regKey{gvk: gvk, form: typed}, TypeOptions{}, newObject)
 	c.regs = []*registration{r}
-	s := &static[T]{lister: &Lister[T]{reg: r}}
+	s := &static{reg: r}
 	s.start(r, mapping)
 	r.onIndex = s.addIndex
 	r.readError = opts.ReadError
@@ -79,7 +75,7 @@ func newStatic[T Object](opts cacheaccess.StoreOptions) (*static[T], error) {
 }
 
 // start makes the registration's one store, synced and empty.
-func (s *static[T]) start(r *registration, mapping *meta.RESTMapping) {
+func (s *static) start(r *registration, mapping *meta.RESTMapping) {
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	snaps := newSnapshots()
 	indexers := toolscache.Indexers{versionIndex: snaps.indexFunc}
@@ -102,7 +98,7 @@ func (s *static[T]) start(r *registration, mapping *meta.RESTMapping) {
 
 // addIndex adds an index to the store, contents included, and publishes a
 // view that has it. The registration's lock is held.
-func (s *static[T]) addIndex(r *registration, name string, fn toolscache.IndexFunc) error {
+func (s *static) addIndex(r *registration, name string, fn toolscache.IndexFunc) error {
 	v := r.view.Load()
 	if v == nil {
 		return fmt.Errorf("cache: add index %q to %s: %w", name, r.key.gvk, ErrRemoved)
@@ -121,26 +117,26 @@ func (s *static[T]) addIndex(r *registration, name string, fn toolscache.IndexFu
 	return nil
 }
 
-// Lister returns the store's Lister. Every call returns the same one.
-func (s *static[T]) Lister() *Lister[T] { return s.lister }
+// Cache returns the cache that holds the store's one registration.
+func (s *static) Cache() any { return s.reg.c }
 
 // Add adds obj, or returns an AlreadyExists error if the store holds an
 // object of its namespace and name. The store keeps a copy: obj remains
 // the caller's. A copy without a resourceVersion is given the store's next
 // one ("1", "2", …), as the API server would.
-func (s *static[T]) Add(obj T) error { return s.write(obj, false) }
+func (s *static) Add(obj client.Object) error { return s.write(obj, false) }
 
 // Update replaces the stored object of obj's namespace and name with a copy
 // of obj, or returns a NotFound error if there is none. A copy without a
 // resourceVersion is given the store's next one.
-func (s *static[T]) Update(obj T) error { return s.write(obj, true) }
+func (s *static) Update(obj client.Object) error { return s.write(obj, true) }
 
 // Delete removes the object namespace/name, or returns a NotFound error if
 // there is none.
-func (s *static[T]) Delete(namespace, name string) error {
+func (s *static) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.lister.reg.readable()
+	v, err := s.reg.readable()
 	if err != nil {
 		return err
 	}
@@ -159,12 +155,12 @@ func (s *static[T]) Delete(namespace, name string) error {
 
 // CheckMutations reports every stored object modified in place since it
 // was added (or last reported), as Cache.CheckMutations does.
-func (s *static[T]) CheckMutations() error { return s.lister.reg.c.CheckMutations() }
+func (s *static) CheckMutations() error { return s.reg.c.CheckMutations() }
 
-func (s *static[T]) write(obj T, update bool) error {
+func (s *static) write(obj client.Object, update bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.lister.reg.readable()
+	v, err := s.reg.readable()
 	if err != nil {
 		return err
 	}
@@ -182,7 +178,7 @@ func (s *static[T]) write(obj T, update bool) error {
 	case !update && exists:
 		return apierrors.NewAlreadyExists(v.resource.GroupResource(), name)
 	}
-	o := obj.DeepCopyObject().(T)
+	o := obj.DeepCopyObject().(client.Object)
 	s.stamp(o)
 	ingested, err := s.ingest(o)
 	if err != nil {
@@ -196,7 +192,7 @@ func (s *static[T]) write(obj T, update bool) error {
 
 // stamp gives o the next resourceVersion unless it has one; a numeric one
 // it has moves the store's past it, so that later stamps are newer.
-func (s *static[T]) stamp(o T) {
+func (s *static) stamp(o client.Object) {
 	if rv := o.GetResourceVersion(); rv != "" {
 		if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > s.rv {
 			s.rv = n
@@ -207,7 +203,7 @@ func (s *static[T]) stamp(o T) {
 	o.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 }
 
-func (s *static[T]) validKey(v *view, namespace, name string) error {
+func (s *static) validKey(v *view, namespace, name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("cache: write %s: the object has no name", s.kind())
@@ -219,7 +215,7 @@ func (s *static[T]) validKey(v *view, namespace, name string) error {
 	return nil
 }
 
-func (s *static[T]) kind() string { return s.lister.reg.key.gvk.Kind }
+func (s *static) kind() string { return s.reg.key.gvk.Kind }
 
 // addIndexLocked adds the index name, which the type does not have yet:
 // to the indexers its informers will start with or, for a static store, to its

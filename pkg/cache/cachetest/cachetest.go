@@ -2,6 +2,7 @@ package cachetest
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,11 +47,12 @@ type Options struct {
 // and the last-applied annotation, and watched for modification
 // (CheckMutations). Its methods are safe for concurrent use.
 type Store[T cache.Object] struct {
-	s cacheaccess.Store[T, *cache.Lister[T]]
+	s cacheaccess.Store
+	l *cache.Lister[T]
 }
 
 // Lister returns the store's Lister. Every call returns the same one.
-func (s *Store[T]) Lister() *cache.Lister[T] { return s.s.Lister() }
+func (s *Store[T]) Lister() *cache.Lister[T] { return s.l }
 
 // Add adds obj, or returns an AlreadyExists error if the store holds an
 // object of its namespace and name. The store keeps a copy: obj remains
@@ -80,11 +82,17 @@ func New[T cache.Object](opts Options, objs ...T) (*Store[T], error) {
 	if opts.Mapper == nil {
 		opts.Mapper = testrestmapper.TestOnlyStaticRESTMapper(opts.Scheme)
 	}
-	st, err := cache.NewStore[T](cacheaccess.Key{}, cacheaccess.StoreOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
+	st, err := cacheaccess.NewStore(reflect.TypeFor[T](), cacheaccess.StoreOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
 	if err != nil {
 		return nil, fmt.Errorf("cachetest: %w", err)
 	}
-	s := &Store[T]{s: st}
+	// The store's cache holds T registered with zero TypeOptions, so
+	// Register returns a Lister of that registration.
+	l, err := cache.Register[T](st.Cache().(*cache.Cache), cache.TypeOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cachetest: %w", err)
+	}
+	s := &Store[T]{s: st, l: l}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
 			return nil, fmt.Errorf("cachetest: add %s/%s: %w", o.GetNamespace(), o.GetName(), err)
