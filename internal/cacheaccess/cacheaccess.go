@@ -14,9 +14,11 @@
 package cacheaccess
 
 import (
+	"context"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -100,12 +102,35 @@ type Cache interface {
 	// Scheme returns the scheme the cache decodes typed objects with.
 	Scheme() *runtime.Scheme
 
+	// Written returns the write of obj, of kind gvk, for the cache's
+	// informers to catch up with: obj as the API server returned it from
+	// a create, update or patch (its resourceVersion is the write's), or,
+	// when deleted, the object deleted. Every registration of gvk, in
+	// every form, that would cache obj takes part; a kind not registered,
+	// or not yet started, gives a Write that has caught up: there is no
+	// cached copy to be stale.
+	Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) Write
+
 	// IndexControlledBy adds the controlled-by index, which
 	// cache.Lister.ControlledBy reads, to lister's type ahead of the first
 	// ControlledBy (manager.Owns calls it before Start, so that the
 	// initial list is indexed as it is stored). lister is a
 	// *cache.Lister[T]. It is idempotent.
 	IndexControlledBy(lister any) error
+}
+
+// Write is a write the cache is to catch up with (Cache.Written): the
+// write of one object, as seen by every informer of the cache that would
+// hold the object. Its methods are safe for concurrent use.
+type Write interface {
+	// CaughtUp reports, without blocking, whether every informer that
+	// would hold the object has seen the write: its store has reached the
+	// write's resourceVersion, or holds the object at that version or a
+	// newer one; for a delete, no longer holds the object.
+	CaughtUp() bool
+	// Wait blocks until CaughtUp or ctx ends, and returns ctx's error in
+	// that case.
+	Wait(ctx context.Context) error
 }
 
 // ObjectLister reads one registered kind without naming its Go type. It

@@ -34,7 +34,7 @@ func TestWaitIsBoundedAndCounted(t *testing.T) {
 
 	reconciled := make(chan struct{}, 2)
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		controller.RecordWrite(ctx, mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+		controller.RecordWrite(ctx, mgr.Cache(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false)
 		reconciled <- struct{}{}
 		return reconcile.Done(), nil
 	})

@@ -21,7 +21,7 @@ func NewClient[W Write](c crclient.Client, cache Cache[W]) crclient.Client {
 }
 
 // A Cache gives the Write of an object for its informers to catch up
-// with: *cache.Cache is one, with W its Written. obj is the object as the
+// with: cacheaccess.Cache is one, with W its Write. obj is the object as the
 // API server returned it from a write, or, when deleted, the object
 // deleted.
 type Cache[W Write] interface {

@@ -25,7 +25,7 @@
 //     writers Writer returns) are made with NewClient. Each
 //     successful create, update, patch, apply and delete, status and other
 //     subresources included, made with the context of a reconcile, is
-//     recorded in the reconcile's Writes (FromContext) as a cache.Written:
+//     recorded in the reconcile's Writes (FromContext) as a cacheaccess.Write:
 //     the resourceVersion the API server returned, or for a delete the
 //     object deleted. Writes outside a reconcile are not recorded, and cost
 //     nothing.
@@ -71,7 +71,7 @@
 //     write's own event, which arrives after the cache has it.
 //   - Only writes through a client of NewClient are recorded. A write
 //     through another client (a clientset, a dynamic client) is recorded
-//     with controller.RecordWrite(ctx, c.Written(gvk, obj, false)), which
+//     with controller.RecordWrite(ctx, c, gvk, obj, false), which
 //     adds it to FromContext(ctx).
 //   - DeleteAllOf and subresource creates (an eviction, a token request)
 //     are not recorded: their responses carry no version of the objects

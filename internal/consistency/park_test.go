@@ -39,7 +39,7 @@ func TestWaitHoldsNoWorker(t *testing.T) {
 	seen := make(chan string, 16)
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if req.Name == "p" {
-			controller.RecordWrite(ctx, mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+			controller.RecordWrite(ctx, mgr.Cache(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false)
 		}
 		seen <- req.Name
 		return reconcile.Done(), nil
@@ -93,7 +93,7 @@ func TestParkKeepsChangeTime(t *testing.T) {
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		n++
 		if n == 1 {
-			controller.RecordWrite(ctx, mgr.Cache().Written(corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false))
+			controller.RecordWrite(ctx, mgr.Cache(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), never, false)
 		}
 		seen <- n
 		return reconcile.Done(), nil

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/testenv"
@@ -40,7 +41,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Written(configMapGVK, cm, false).Wait(ctx); err != nil {
+	if err := cacheaccess.Of(c).Written(configMapGVK, cm, false).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	writes := func(ahead int64) *consistency.Writes {
@@ -51,7 +52,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 		o := cm.DeepCopy()
 		o.ResourceVersion = strconv.FormatInt(rv+ahead, 10)
 		w := new(consistency.Writes)
-		w.Add(c.Written(configMapGVK, o, false))
+		w.Add(cacheaccess.Of(c).Written(configMapGVK, o, false))
 		return w
 	}
 
@@ -78,7 +79,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 	if cm, err = cl.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Written(configMapGVK, cm, false).Wait(ctx); err != nil {
+	if err := cacheaccess.Of(c).Written(configMapGVK, cm, false).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Keys 1..69 are now caught up; growing to the next sweep drops them.

@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// A Write is one write the cache is to catch up with: pkg/cache's Written,
-// which this package does not import, so that it stays below pkg/.
+// A Write is one write the cache is to catch up with: cacheaccess.Write
+// is one.
 type Write interface {
 	// CaughtUp reports, without blocking, whether the cache has caught up.
 	CaughtUp() bool
@@ -38,7 +38,7 @@ func FromContext(ctx context.Context) *Writes {
 }
 
 // Add records a write. Use it for writes made by a client that NewClient
-// does not wrap; a Written that has caught up already is not kept.
+// does not wrap; a Write that has caught up already is not kept.
 func (w *Writes) Add(x Write) {
 	if x.CaughtUp() {
 		return

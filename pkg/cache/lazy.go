@@ -143,7 +143,7 @@ func (l *LazyLister[T]) Release() {
 }
 
 // Metadata returns the Lister of the metadata objects: for event sources,
-// List, indexes and Cache.Written.
+// List, indexes and read-your-writes (controller.RecordWrite).
 func (l *LazyLister[T]) Metadata() *Lister[*metav1.PartialObjectMetadata] { return l.meta }
 
 // GroupVersionKind returns the kind the LazyLister reads.

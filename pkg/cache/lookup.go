@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,11 @@ func init() {
 type internals struct{ c *Cache }
 
 var _ cacheaccess.Cache = internals{}
+
+// Written implements cacheaccess.Cache.
+func (i internals) Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) cacheaccess.Write {
+	return i.c.written(gvk, obj, deleted)
+}
 
 // LookupKind implements cacheaccess.Cache.
 func (i internals) LookupKind(gvk schema.GroupVersionKind, f form) (cacheaccess.ObjectLister, error) {

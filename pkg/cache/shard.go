@@ -71,8 +71,8 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 // cause: call SetSlots again.
 //
 // Every read contract of the cache (one store per namespace, zero-copy,
-// sorted, indexes, ControlledBy, Lazy, Written) holds across a swap, and
-// Written waits only for writes of held slots. One informer set per slot
+// sorted, indexes, ControlledBy, Lazy, read-your-writes) holds across a
+// swap, and read-your-writes waits only for writes of held slots. One informer set per slot
 // set, rather than one informer per run of slots gained together, costs a
 // relist of the replica's whole share at each change (rare: slots move
 // when members join or leave), in exchange for reads that never merge or

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -36,7 +37,7 @@ func TestShardedWrittenOfUnheldSlot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := sc.c.Written(configMapGVK, got, false)
+		w := cacheaccess.Of(sc.c).Written(configMapGVK, got, false)
 		if err := w.Wait(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +400,7 @@ func moveOwner(t *testing.T, c *cache.Cache, l *cache.Lister[*corev1.ConfigMap],
 		t.Errorf("Get of %s after its owner moved out = %v, want NotFound", leaving, err)
 	}
 	entering := reown(freeParent.Name+"-child-0", heldParent)
-	if err := c.Written(configMapGVK, entering, false).Wait(t.Context()); err != nil {
+	if err := cacheaccess.Of(c).Written(configMapGVK, entering, false).Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Get(ns, entering.Name); err != nil {

@@ -13,15 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// writtenPoll is how often Written.Wait looks again when no change of the
+// writtenPoll is how often written.Wait looks again when no change of the
 // store woke it: a watch bookmark moves a store's resource version without
 // a change that wakes waiters.
 const writtenPoll = 50 * time.Millisecond
 
-// Written is a write the cache is to catch up with, made by
-// Cache.Written: the write of one object, as seen by every informer of the
+// written is a write the cache is to catch up with, made by
+// Cache.written (cacheaccess.Cache.Written): the write of one object, as seen by every informer of the
 // cache that would hold the object. Its zero value has caught up.
-type Written struct {
+type written struct {
 	marks []mark
 }
 
@@ -38,7 +38,7 @@ type mark struct {
 	deleted         bool
 }
 
-// Written returns the write of obj, of kind gvk, for CaughtUp and Wait:
+// written returns the write of obj, of kind gvk, for CaughtUp and Wait:
 // obj as the API server returned it from a create, update or patch (its
 // resourceVersion is the write's), or, when deleted, the object deleted.
 //
@@ -49,14 +49,14 @@ type mark struct {
 // match, or whose namespaces do not include obj's, would never hold it and
 // takes no part. Nor does one with a field selector on fields other than
 // metadata.name and metadata.namespace, which the cache cannot evaluate.
-// A kind not registered, or not yet started, gives a Written that has
+// A kind not registered, or not yet started, gives a written that has
 // caught up: there is no cached copy to be stale.
-func (c *Cache) Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) Written {
+func (c *Cache) written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) written {
 	rv := obj.GetResourceVersion()
 	if !deleted && rv == "" {
-		return Written{}
+		return written{}
 	}
-	var w Written
+	var w written
 	for _, r := range c.registered(func(k regKey) bool { return k.gvk == gvk }) {
 		v := r.view.Load()
 		if v == nil || !r.wouldHold(obj) || !v.holdsSlotOf(r, obj) {
@@ -109,7 +109,7 @@ func (v *view) informerOf(namespace string) *nsInformer {
 // holds the object at that version or a newer one; for a delete, no longer
 // holds the object (or holds it marked for deletion, or another object of
 // its name).
-func (w Written) CaughtUp() bool {
+func (w written) CaughtUp() bool {
 	for _, m := range w.marks {
 		if !m.caughtUp() {
 			return false
@@ -146,7 +146,7 @@ func (m mark) caughtUp() bool {
 // Wait blocks until CaughtUp or ctx ends, and returns ctx's error in that
 // case. It wakes on every change of the informers' stores, and looks again
 // at least every 50ms.
-func (w Written) Wait(ctx context.Context) error {
+func (w written) Wait(ctx context.Context) error {
 	var t *time.Timer
 	for {
 		ch := w.pending()
@@ -171,7 +171,7 @@ func (w Written) Wait(ctx context.Context) error {
 // pending returns a channel closed at the next change of the store of the
 // first informer that has not caught up, or nil if all have. The channel
 // is taken before the store is looked at, so no change is missed.
-func (w Written) pending() <-chan struct{} {
+func (w written) pending() <-chan struct{} {
 	for _, m := range w.marks {
 		if m.caughtUp() {
 			continue

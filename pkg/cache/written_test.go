@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -68,10 +69,10 @@ func TestWrittenWaitsInEveryCacheShape(t *testing.T) {
 			if err := cl.Create(t.Context(), cm); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Written(configMapGVK, cm, false).Wait(bound(t)); err != nil {
+			if err := cacheaccess.Of(c).Written(configMapGVK, cm, false).Wait(bound(t)); err != nil {
 				t.Fatalf("Wait for a create: %v", err)
 			}
-			if w := c.Written(configMapGVK, ahead(t, cm, 1_000_000), false); w.CaughtUp() {
+			if w := cacheaccess.Of(c).Written(configMapGVK, ahead(t, cm, 1_000_000), false); w.CaughtUp() {
 				t.Errorf("a write a million versions ahead has caught up")
 			}
 			lister, err := cache.Lookup[*corev1.ConfigMap](c)
@@ -85,7 +86,7 @@ func TestWrittenWaitsInEveryCacheShape(t *testing.T) {
 			if err := cl.Delete(t.Context(), cm); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Written(configMapGVK, cm, true).Wait(bound(t)); err != nil {
+			if err := cacheaccess.Of(c).Written(configMapGVK, cm, true).Wait(bound(t)); err != nil {
 				t.Fatalf("Wait for a delete: %v", err)
 			}
 			if _, err := lister.Get(ns2, cm.Name); !apierrors.IsNotFound(err) {
@@ -129,11 +130,11 @@ func perNamespaceInformer(t *testing.T) (conclusive bool) {
 	if err := cl.Create(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Written(configMapGVK, first, false).Wait(bound(t)); err != nil {
+	if err := cacheaccess.Of(c).Written(configMapGVK, first, false).Wait(bound(t)); err != nil {
 		t.Fatal(err)
 	}
 	// still reports that ns2's informer has seen no version past first's.
-	still := func() bool { return !c.Written(configMapGVK, ahead(t, first, 1), false).CaughtUp() }
+	still := func() bool { return !cacheaccess.Of(c).Written(configMapGVK, ahead(t, first, 1), false).CaughtUp() }
 	// A write in ns2 five versions ahead of first: none will happen there.
 	inNS2 := ahead(t, first, 5)
 	inNS1 := inNS2.DeepCopy()
@@ -145,19 +146,19 @@ func perNamespaceInformer(t *testing.T) (conclusive bool) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Written(configMapGVK, last, false).Wait(bound(t)); err != nil {
+	if err := cacheaccess.Of(c).Written(configMapGVK, last, false).Wait(bound(t)); err != nil {
 		t.Fatal(err)
 	}
-	if !c.Written(configMapGVK, inNS1, false).CaughtUp() {
+	if !cacheaccess.Of(c).Written(configMapGVK, inNS1, false).CaughtUp() {
 		t.Errorf("ns1's informer has seen %s, past %s, but a write at %s there has not caught up", last.ResourceVersion, inNS1.ResourceVersion, inNS1.ResourceVersion)
 	}
 	if !still() {
 		return false
 	}
-	caughtUp := c.Written(configMapGVK, inNS2, false).CaughtUp()
+	caughtUp := cacheaccess.Of(c).Written(configMapGVK, inNS2, false).CaughtUp()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	waitErr := c.Written(configMapGVK, inNS2, false).Wait(ctx)
+	waitErr := cacheaccess.Of(c).Written(configMapGVK, inNS2, false).Wait(ctx)
 	if !still() {
 		return false
 	}
@@ -201,15 +202,15 @@ func TestWrittenSkipsWhatTheCacheWouldNotHold(t *testing.T) {
 	} {
 		o := far.DeepCopy()
 		tc.mutate(o)
-		if got := c.Written(configMapGVK, o, false).CaughtUp(); got == tc.held {
+		if got := cacheaccess.Of(c).Written(configMapGVK, o, false).CaughtUp(); got == tc.held {
 			t.Errorf("%s: CaughtUp = %v, want %v", name, got, !tc.held)
 		}
 	}
 	secret := &metav1.ObjectMeta{Namespace: ns1, Name: "s", ResourceVersion: far.ResourceVersion}
-	if !c.Written(corev1.SchemeGroupVersion.WithKind("Secret"), secret, false).CaughtUp() {
+	if !cacheaccess.Of(c).Written(corev1.SchemeGroupVersion.WithKind("Secret"), secret, false).CaughtUp() {
 		t.Error("a Secret under a field selector the cache cannot evaluate is waited for")
 	}
-	if !c.Written(corev1.SchemeGroupVersion.WithKind("Pod"), secret, false).CaughtUp() {
+	if !cacheaccess.Of(c).Written(corev1.SchemeGroupVersion.WithKind("Pod"), secret, false).CaughtUp() {
 		t.Error("a kind the cache does not hold is waited for")
 	}
 }

@@ -8,7 +8,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
@@ -116,12 +119,15 @@ func ReconcileID(ctx context.Context) string {
 // whose context ctx is made through a client the manager did not make (a
 // clientset, a dynamic client): the key's next reconcile waits for the
 // cache to catch up with it, as it does for the writes made through the
-// manager's clients, which are recorded without it. Get w from the cache
-// that would hold the object: cache.Cache.Written. Outside a reconcile, or
+// manager's clients, which are recorded without it. c is the cache that
+// would hold the object (mgr.Cache()), gvk its kind, and obj the object as
+// the API server returned it from a create, update or patch (its
+// resourceVersion is the write's) or, when deleted is true, the object
+// deleted. A kind c does not cache needs no wait. Outside a reconcile, or
 // with read-your-writes off, it does nothing.
-func RecordWrite(ctx context.Context, w cache.Written) {
+func RecordWrite(ctx context.Context, c *cache.Cache, gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) {
 	if ws := consistency.FromContext(ctx); ws != nil {
-		ws.Add(w)
+		ws.Add(cacheaccess.Of(c).Written(gvk, obj, deleted))
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/opkit-dev/opkit/internal/actas"
 	"github.com/opkit-dev/opkit/internal/bodybudget"
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
@@ -213,14 +214,14 @@ func (m *Manager) buildClients() error {
 		return fmt.Errorf("manager: build client: %w", err)
 	}
 	// Writes inside a reconcile are recorded for read-your-writes.
-	m.client = consistency.NewClient(c, m.cache)
+	m.client = consistency.NewClient(c, cacheaccess.Of(m.cache))
 	// The same HTTP client and connections, each request sent as the user
 	// its context names.
 	acting := &http.Client{Transport: actas.Transport(hc.Transport), Timeout: hc.Timeout}
 	if c, err = client.New(m.config, client.Options{HTTPClient: acting, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
 		return fmt.Errorf("manager: build client: %w", err)
 	}
-	m.actingClient = consistency.NewClient(c, m.cache)
+	m.actingClient = consistency.NewClient(c, cacheaccess.Of(m.cache))
 	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build clientset: %w", err)
 	}
