@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -110,6 +111,15 @@ type Cache interface {
 	// or not yet started, gives a Write that has caught up: there is no
 	// cached copy to be stale.
 	Written(gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) Write
+
+	// Informers returns the informers of lister's type (one per cached
+	// namespace, or one for all), or none while the API server does not
+	// serve the type: before its CRD is installed, and from its deletion
+	// until it is installed again, when fresh informers are made. lister
+	// is a *cache.Lister[T]. A sharded type's informers are replaced by
+	// each cache.Cache.SetSlots: add handlers with
+	// cache.Lister.AddEventHandler, which follows them, not to these.
+	Informers(lister any) ([]toolscache.SharedIndexInformer, error)
 
 	// IndexControlledBy adds the controlled-by index, which
 	// cache.Lister.ControlledBy reads, to lister's type ahead of the first

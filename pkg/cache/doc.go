@@ -1,7 +1,7 @@
 // Package cache is opkit's shared informer cache: one informer per cached
 // type and scope, read through typed Listers that hand out the cached
 // objects themselves. The informers are client-go SharedIndexInformers in
-// every method (Lister.Informers) and fill their stores with client-go's
+// every method and fill their stores with client-go's
 // reflector and queue; they differ in delivery: a pkg/source handler is
 // called on the informer's own goroutine right after each event is
 // stored, where client-go hands every event to every handler through a

@@ -169,13 +169,8 @@ func (l *Lister[T]) GroupVersionKind() schema.GroupVersionKind { return l.reg.ke
 // HasSynced reports whether every informer of the type has synced.
 func (l *Lister[T]) HasSynced() bool { return l.reg.synced.Load() }
 
-// Informers returns the type's informers (one per cached namespace, or one
-// for all), or nil while the API server does not serve the type: before its
-// CRD is installed, and from its deletion (ErrDeleted) until it is
-// installed again, when fresh informers are made.
-// A sharded type's informers are replaced by each Cache.SetSlots: add
-// handlers with AddEventHandler, which follows them, not to these.
-func (l *Lister[T]) Informers() []toolscache.SharedIndexInformer {
+// informers returns the type's informers (cacheaccess.Cache.Informers).
+func (l *Lister[T]) informers() []toolscache.SharedIndexInformer {
 	v := l.reg.view.Load()
 	if v == nil {
 		return nil

@@ -67,6 +67,17 @@ func (internals) IndexControlledBy(lister any) error {
 	return l.indexControlledBy()
 }
 
+// Informers implements cacheaccess.Cache.
+func (internals) Informers(lister any) ([]toolscache.SharedIndexInformer, error) {
+	l, ok := lister.(interface {
+		informers() []toolscache.SharedIndexInformer
+	})
+	if !ok {
+		return nil, fmt.Errorf("cache: informers: %T is not a *cache.Lister", lister)
+	}
+	return l.informers(), nil
+}
+
 // notRegistered says how to register gvk in form f, and in which other
 // forms it is registered, if any.
 func (c *Cache) notRegistered(gvk schema.GroupVersionKind, f form) error {

@@ -86,12 +86,12 @@ type registration struct {
 	// watch).
 	unwatched map[string]time.Time
 
-	// onIndex, set by NewStore, adds an index to a store that already has
+	// onIndex, set by newStatic, adds an index to a store that already has
 	// contents, so that a static store takes indexes at any time; nil for a
 	// cache's registration. Called with mu held.
 	onIndex func(r *registration, name string, fn toolscache.IndexFunc) error
 
-	// readError, set by NewStore from StoreOptions.ReadError, is asked
+	// readError, set by newStatic from StoreOptions.ReadError, is asked
 	// before each read of a Lister; nil for a cache's registration. Set
 	// before the registration is shared, then only read.
 	readError func(verb, namespace, name string) error

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -35,8 +36,8 @@ func TestSeveralNamespaces(t *testing.T) {
 	}
 	start(t, c)
 
-	if n := len(cms.Informers()); n != 2 {
-		t.Errorf("%d informers for two namespaces, want 2", n)
+	if infs, err := cacheaccess.Of(c).Informers(cms); err != nil || len(infs) != 2 {
+		t.Errorf("Informers = %d informers, %v for two namespaces, want 2, nil", len(infs), err)
 	}
 	want := []string{a, b}
 	slices.Sort(want)

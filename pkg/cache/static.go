@@ -82,8 +82,8 @@ func (s *static) start(r *registration, mapping *meta.RESTMapping) {
 	if namespaced {
 		indexers[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	}
-	// An informer that never runs: Lister.Informers and AddEventHandler
-	// work on it, and its indexer is the store.
+	// An informer that never runs: AddEventHandler
+	// works on it, and its indexer is the store.
 	inf := toolscache.NewSharedIndexInformerWithOptions(&toolscache.ListWatch{}, r.newObject(),
 		toolscache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: r.key.gvk.String()})
 	snaps.store = inf.GetIndexer()
