@@ -240,7 +240,7 @@ func state(st cache.TypeStatus) string {
 }
 
 // ControllerName is the name of gvk's controller, which also owns its
-// Lister's hold (cache.Hold.Owner): "kind-configmap.v1",
+// Lister's hold (a key of cache.TypeStatus.Owners): "kind-configmap.v1",
 // "kind-website.v1.example.opkit.dev".
 func ControllerName(gvk schema.GroupVersionKind) string {
 	name := "kind-" + strings.ToLower(gvk.Kind) + "." + gvk.Version

@@ -3,6 +3,7 @@ package dynamic_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,11 +116,14 @@ func waitHolds(t *testing.T, mgr *manager.Manager, owners ...string) {
 	var got []string
 	waitFor(t, func(context.Context) (bool, error) {
 		got = nil
-		for _, h := range mgr.Cache().Holds() {
-			if strings.HasPrefix(h.Owner, "kind-") {
-				got = append(got, h.Owner)
+		for _, st := range mgr.Cache().Status() {
+			for owner := range st.Owners {
+				if strings.HasPrefix(owner, "kind-") {
+					got = append(got, owner)
+				}
 			}
 		}
+		slices.Sort(got)
 		return strings.Join(got, ",") == strings.Join(owners, ","), nil
 	}, func() string { return fmt.Sprintf("holds by %v, want %v", got, owners) })
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Each kind's controller, and the hold on its kind, is named after the
-// kind: Cache.Holds and /debug/holds list these owners.
+// kind: cache.TypeStatus.Owners and /debug/holds list these owners.
 func ExampleControllerName() {
 	fmt.Println(dynamic.ControllerName(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}))
 	fmt.Println(dynamic.ControllerName(schema.GroupVersionKind{Group: "example.opkit.dev", Version: "v1", Kind: "Website"}))

@@ -200,6 +200,12 @@ type TypeStatus struct {
 	Namespaces []string
 	// Selector is the label and field selector, if any.
 	Selector string
+	// Owners says who holds the type: each TypeOptions.Owner whose
+	// Listers hold it, with how many of them have not been released.
+	// Empty for a type held only by registrations without an owner,
+	// which hold it for the cache's life. The manager serves every
+	// type's owners as JSON at /debug/holds on its metrics server.
+	Owners map[string]int
 	// Installed reports whether the API server serves the type.
 	Installed bool
 	// Synced reports whether every informer of the type has synced.

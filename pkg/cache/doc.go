@@ -42,7 +42,7 @@
 //     registration without an owner holds the type for the cache's life.
 //     A registration made as the last hold goes gets fresh informers,
 //     never the stopping ones, and its metric series are its own.
-//     Cache.Holds and opkit_cache_holds say who holds what.
+//     TypeStatus.Owners and opkit_cache_holds say who holds what.
 //   - Lazy for the many, full for the few read: Lazy caches a kind as
 //     metadata only and fetches a full object when first read, holding it
 //     until it changes; a Get never returns an object older than the

@@ -28,16 +28,15 @@ func ExampleLister_Release() {
 		fmt.Println(err)
 		return
 	}
-	for _, h := range c.Holds() {
-		fmt.Println(h.Owner, "holds", h.GVK.Kind)
+	for _, st := range c.Status() {
+		fmt.Println(st.GVK.Kind, "held by", st.Owners)
 	}
 	a.Release()
 	fmt.Println("types cached after a's release:", len(c.Status()))
 	b.Release()
 	fmt.Println("types cached after b's release:", len(c.Status()))
 	// Output:
-	// controller-a holds ConfigMap
-	// controller-b holds ConfigMap
+	// ConfigMap held by map[controller-a:1 controller-b:1]
 	// types cached after a's release: 1
 	// types cached after b's release: 0
 }

@@ -1,57 +1,14 @@
 package cache
 
 import (
-	"cmp"
 	"slices"
 	"sync/atomic"
-
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // hold is one Lister's claim on its registration, for TypeOptions.Owner.
 type hold struct {
 	owner    string
 	released atomic.Bool
-}
-
-// Hold is what one owner holds: the Listers it registered with
-// TypeOptions.Owner set to its name and has not released, on one cached
-// type and scope.
-type Hold struct {
-	// Owner is TypeOptions.Owner.
-	Owner string                  `json:"owner"`
-	GVK   schema.GroupVersionKind `json:"gvk"`
-	// Form is "typed", "metadata" or "unstructured".
-	Form string `json:"form"`
-	// Namespaces the type is cached in; empty for every namespace.
-	Namespaces []string `json:"namespaces,omitempty"`
-	// Selector is the label and field selector, if any.
-	Selector string `json:"selector,omitempty"`
-	// Listers is how many of the owner's Listers hold the type.
-	Listers int `json:"listers"`
-}
-
-// Holds returns every named owner's holds, sorted by owner, then kind.
-// Types registered without an owner, held for the cache's life, are not
-// listed: Status lists every type. The manager serves it as JSON at
-// /debug/holds on its metrics server.
-func (c *Cache) Holds() []Hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []Hold
-	for _, r := range c.regs {
-		for owner, n := range r.holds {
-			out = append(out, Hold{
-				Owner: owner, GVK: r.key.gvk, Form: r.key.form.String(),
-				Namespaces: slices.Clone(r.namespaces), Selector: r.key.selector, Listers: n,
-			})
-		}
-	}
-	slices.SortFunc(out, func(a, b Hold) int {
-		return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.GVK.String(), b.GVK.String()),
-			cmp.Compare(a.Form, b.Form), slices.Compare(a.Namespaces, b.Namespaces), cmp.Compare(a.Selector, b.Selector))
-	})
-	return out
 }
 
 // acquire records a new Lister of r for owner, and returns its hold; nil

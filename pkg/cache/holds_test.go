@@ -98,12 +98,8 @@ func TestLastReleaseStopsTheType(t *testing.T) {
 	if n := open.Load(); n != 1 {
 		t.Fatalf("%d ConfigMap watches open for three Listers of one registration, want 1", n)
 	}
-	want := []cache.Hold{
-		{Owner: "a", GVK: configMapGVK, Form: "typed", Namespaces: []string{ns}, Listers: 1},
-		{Owner: "b", GVK: configMapGVK, Form: "typed", Namespaces: []string{ns}, Listers: 2},
-	}
-	if diff := cmp.Diff(want, c.Holds()); diff != "" {
-		t.Errorf("Holds (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 2}, owners(t, c)); diff != "" {
+		t.Errorf("Status().Owners (-want +got):\n%s", diff)
 	}
 	wantMetric := fmt.Sprintf(`
 # HELP opkit_cache_holds Listers each named owner holds on a type (TypeOptions.Owner), by type and owner.
@@ -118,8 +114,8 @@ opkit_cache_holds{form="typed",group="",kind="ConfigMap",owner="b",scope=%[1]q,v
 	a.Release()
 	a.Release() // idempotent: b's holds stay
 	b.Release()
-	if got := c.Holds(); len(got) != 1 || got[0].Owner != "b" || got[0].Listers != 1 {
-		t.Errorf("Holds after a and one of b's released = %+v, want b's one", got)
+	if diff := cmp.Diff(map[string]int{"b": 1}, owners(t, c)); diff != "" {
+		t.Errorf("Status().Owners after a and one of b's released (-want +got):\n%s", diff)
 	}
 	if _, err := b2.Get(ns, "plain"); err != nil {
 		t.Errorf("Get through a Lister still held = %v", err)
@@ -132,9 +128,6 @@ opkit_cache_holds{form="typed",group="",kind="ConfigMap",owner="b",scope=%[1]q,v
 	waitFor(t, 10*time.Second, func() bool { return open.Load() == 0 })
 	if st := c.Status(); len(st) != 0 {
 		t.Errorf("Status after the last release = %+v, want none", st)
-	}
-	if h := c.Holds(); len(h) != 0 {
-		t.Errorf("Holds after the last release = %+v, want none", h)
 	}
 	if _, err := b2.Get(ns, "plain"); !errors.Is(err, cache.ErrRemoved) {
 		t.Errorf("Get after the last release = %v, want ErrRemoved", err)
@@ -207,8 +200,8 @@ func TestReleaseAndAcquireRace(t *testing.T) {
 		if n := seriesOf(t, reg, imetrics.CacheRelists, "ConfigMap"); n != 1 {
 			t.Fatalf("round %d: %d opkit_cache_relists_total series for the live registration, want 1", round, n)
 		}
-		if got := c.Holds(); len(got) != 1 || got[0].Owner != "new" {
-			t.Fatalf("round %d: Holds = %+v, want new's alone", round, got)
+		if diff := cmp.Diff(map[string]int{"new": 1}, owners(t, c)); diff != "" {
+			t.Fatalf("round %d: Status().Owners (-want +got):\n%s", round, diff)
 		}
 		next.Release()
 	}
@@ -226,4 +219,15 @@ func waitSynced(t *testing.T, c *cache.Cache) {
 	if err := c.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// owners returns the Owners of the one type c caches, which it fails t
+// unless it caches exactly one.
+func owners(t *testing.T, c *cache.Cache) map[string]int {
+	t.Helper()
+	st := c.Status()
+	if len(st) != 1 {
+		t.Fatalf("Status = %+v, want one type", st)
+	}
+	return st[0].Owners
 }

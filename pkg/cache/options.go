@@ -133,7 +133,7 @@ type TypeOptions struct {
 	// the type's informers run while any owner's Lister holds them and
 	// stop once the last is released (Lister.Release), so that watches
 	// can come and go while the cache runs. Owners share a registration
-	// like any two registrations of equal options; Cache.Holds and
+	// like any two registrations of equal options; TypeStatus.Owners and
 	// opkit_cache_holds say who holds what. Defaults to none: the type is
 	// held for the cache's life, as by every registration without an
 	// owner, and Release does nothing.

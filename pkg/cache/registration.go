@@ -461,6 +461,9 @@ func (r *registration) addIndex(name string, fn toolscache.IndexFunc) error {
 }
 
 func (r *registration) status() TypeStatus {
+	r.c.mu.Lock() // guards r.holds, and is taken before r.mu
+	owners := maps.Clone(r.holds)
+	r.c.mu.Unlock()
 	var held []int
 	if v := r.view.Load(); v != nil {
 		held = slices.Clone(v.held)
@@ -473,6 +476,7 @@ func (r *registration) status() TypeStatus {
 		Form:       r.key.form.String(),
 		Namespaces: slices.Clone(r.namespaces),
 		Selector:   r.key.selector,
+		Owners:     owners,
 		Installed:  r.view.Load() != nil,
 		Synced:     r.synced.Load(),
 		Err:        r.lastErr,

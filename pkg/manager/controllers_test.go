@@ -3,7 +3,9 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -101,7 +104,10 @@ func TestControllerAddedAndRemovedAHundredTimes(t *testing.T) {
 			t.Errorf("NewController of a name in use = %v, want an error saying it exists", err)
 		}
 		code, body := get(t, "http://"+m.MetricsAddr()+"/debug/holds")
-		var holds []cache.Hold
+		var holds []struct {
+			Owner string                  `json:"owner"`
+			GVK   schema.GroupVersionKind `json:"gvk"`
+		}
 		if err := json.Unmarshal([]byte(body), &holds); code != 200 || err != nil || len(holds) != 1 || holds[0].Owner != "churn" || holds[0].GVK.Kind != "ConfigMap" {
 			t.Errorf("/debug/holds = %d %s (%v), want churn holding ConfigMaps", code, body, err)
 		}
@@ -122,9 +128,6 @@ func TestControllerAddedAndRemovedAHundredTimes(t *testing.T) {
 		before, runtime.NumGoroutine(), float64(heapBefore)/(1<<20), float64(heapInUse())/(1<<20))
 	if s := seriesLabelled(t, m, "churn"); len(s) != 0 {
 		t.Errorf("%d series of the removed controller left, such as %s", len(s), s[0])
-	}
-	if h := m.Cache().Holds(); len(h) != 0 {
-		t.Errorf("holds after the last removal = %+v, want none", h)
 	}
 	if st := m.Cache().Status(); len(st) != 0 {
 		t.Errorf("cache Status after the last removal = %+v, want no type: the controller held the only one", st)
@@ -229,8 +232,14 @@ func TestRemoveControllerBeforeStartKeepsTheUsersLister(t *testing.T) {
 	if _, err := manager.NewController(m, "early", r, manager.For(&cms), manager.Owns[*corev1.Secret](nil)); err != nil {
 		t.Fatal(err)
 	}
-	if h := m.Cache().Holds(); len(h) != 1 || h[0].Owner != "early" || h[0].GVK.Kind != "Secret" {
-		t.Errorf("holds = %+v, want early's Secrets alone (the ConfigMap Lister is the user's)", h)
+	var held []string
+	for _, st := range m.Cache().Status() {
+		for owner, n := range st.Owners {
+			held = append(held, fmt.Sprintf("%s:%s:%d", owner, st.GVK.Kind, n))
+		}
+	}
+	if want := []string{"early:Secret:1"}; !slices.Equal(held, want) {
+		t.Errorf("owners holding types = %v, want %v: early's Secrets alone (the ConfigMap Lister is the user's)", held, want)
 	}
 	if err := m.RemoveController(t.Context(), "early", manager.Drop); err != nil {
 		t.Fatal(err)

@@ -70,7 +70,8 @@
 //     stops it, dropping or draining its queue (Removal), releases the
 //     cache types its watches hold and deletes its metric series, and
 //     frees its name. /debug/holds, beside /metrics and behind the same
-//     authorization, lists who holds which cached type (cache.Cache.Holds).
+//     authorization, lists who holds which cached type
+//     (cache.TypeStatus.Owners).
 //   - Finding the cluster: Config looks where kubectl and in-cluster pods
 //     look, and names every place it looked when none works.
 //

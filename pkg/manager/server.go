@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,9 +12,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/cert"
 
 	"github.com/opkit-dev/opkit/internal/metricsauth"
@@ -96,8 +99,40 @@ func (m *Manager) metricsServer(addr string) (*server, error) {
 	return &server{name: "metrics", listener: ln, srv: newHTTPServer(handler)}, nil
 }
 
-// serveHolds answers with cache.Cache.Holds as JSON: who holds which cached
-// type. It is served beside /metrics, behind the same authentication and
+// hold is one entry of /debug/holds: the Listers one owner holds on one
+// cached type and scope (cache.TypeStatus.Owners).
+type hold struct {
+	// Owner is cache.TypeOptions.Owner.
+	Owner string                  `json:"owner"`
+	GVK   schema.GroupVersionKind `json:"gvk"`
+	// Form is "typed", "metadata" or "unstructured".
+	Form string `json:"form"`
+	// Namespaces the type is cached in; empty for every namespace.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Selector is the label and field selector, if any.
+	Selector string `json:"selector,omitempty"`
+	// Listers is how many of the owner's Listers hold the type.
+	Listers int `json:"listers"`
+}
+
+// holds lists every named owner's holds in st, sorted by owner, then
+// kind. Types held only without an owner are not listed.
+func holds(st []cache.TypeStatus) []hold {
+	out := []hold{}
+	for _, s := range st {
+		for owner, n := range s.Owners {
+			out = append(out, hold{Owner: owner, GVK: s.GVK, Form: s.Form, Namespaces: s.Namespaces, Selector: s.Selector, Listers: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b hold) int {
+		return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.GVK.String(), b.GVK.String()),
+			cmp.Compare(a.Form, b.Form), slices.Compare(a.Namespaces, b.Namespaces), cmp.Compare(a.Selector, b.Selector))
+	})
+	return out
+}
+
+// serveHolds answers with who holds which cached type, as JSON (holds).
+// It is served beside /metrics, behind the same authentication and
 // authorization when Options.Metrics.Secure.
 func (m *Manager) serveHolds(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -106,11 +141,7 @@ func (m *Manager) serveHolds(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	holds := m.cache.Holds()
-	if holds == nil {
-		holds = []cache.Hold{}
-	}
-	_ = json.NewEncoder(w).Encode(holds)
+	_ = json.NewEncoder(w).Encode(holds(m.cache.Status()))
 }
 
 func newHTTPServer(h http.Handler) *http.Server {
