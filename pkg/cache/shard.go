@@ -72,9 +72,9 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 //
 // Every read contract of the cache (one store per namespace, zero-copy,
 // sorted, indexes, ControlledBy, Lazy, read-your-writes) holds across a
-// swap, and read-your-writes waits only for writes of held slots. One informer set per slot
-// set, rather than one informer per run of slots gained together, costs a
-// relist of the replica's whole share at each change (rare: slots move
+// swap, and read-your-writes waits only for writes of held slots. One
+// informer set per slot set, rather than one informer per run of slots
+// gained together, costs a relist of the replica's whole share at each change (rare: slots move
 // when members join or leave), in exchange for reads that never merge or
 // deduplicate stores. The cache's opkit_cache_slots counts each type's
 // slots; TypeStatus.Slots lists them.
@@ -101,14 +101,6 @@ func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Slots returns the slots of the last SetSlots, sorted, even if it failed
-// (TypeStatus.Slots says what each type holds).
-func (c *Cache) Slots() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.slots)
 }
 
 // setSlots swaps r's view for one of slots, once it has synced.

@@ -278,8 +278,8 @@ func TestShardedSlotsLifecycle(t *testing.T) {
 	if got := ev.names(func(e *events) map[string]int { return e.delete }); !slices.Equal(got, every) {
 		t.Errorf("giving every slot up handed %d deletes, want %d", len(got), len(every))
 	}
-	if !slices.Equal(c.Slots(), nil) {
-		t.Errorf("Slots() = %v, want none", c.Slots())
+	if st := c.Status(); len(st) != 1 || len(st[0].Slots) != 0 {
+		t.Errorf("Status() = %+v, want one type holding no slot", st)
 	}
 }
 
