@@ -30,7 +30,7 @@ import (
 type Hooks struct {
 	// Of returns the side of c, a *cache.Cache.
 	Of func(c any) Cache
-	// NewStore is NewStore.
+	// NewStore makes the store that NewStore returns.
 	NewStore func(t reflect.Type, opts StoreOptions) (Store, error)
 }
 
