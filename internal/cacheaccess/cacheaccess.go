@@ -2,20 +2,19 @@
 // client, testenv) reach what package cache keeps from its users, so that
 // pkg/cache exports what a user calls and no more:
 //
-//   - Of(c) returns a Cache, the cache's side for opkit's packages.
+//   - cache.Internal(c, Key{}) returns a Cache, the cache's side for
+//     opkit's packages.
 //   - The environment variables the cache reads, for testenv to set.
-//   - NewStore returns the in-memory store behind a real Lister that
-//     package cachetest wraps.
+//   - Store, the in-memory store behind a real Lister that package
+//     cachetest wraps (cache.NewStore).
 //
-// It imports nothing from pkg/, so that internal/ stays the floor: package
-// cache hands it its two entry points, once, when it is initialised
-// (Provide), and exports neither. Every caller holds a *cache.Cache or
-// imports package cache, so the hooks are set before any call.
+// It imports nothing from pkg/, so that internal/ stays the floor, and
+// holds no state: the two entry points are package cache's, and their
+// argument Key, which only opkit can name, keeps them opkit's.
 package cacheaccess
 
 import (
 	"context"
-	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,30 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Hooks are package cache's entry points for opkit's packages.
-type Hooks struct {
-	// Of returns the side of c, a *cache.Cache.
-	Of func(c any) Cache
-	// NewStore makes the store that NewStore returns.
-	NewStore func(t reflect.Type, opts StoreOptions) (Store, error)
-}
-
-// hooks is set once, by package cache's initialisation, and read only
-// after it.
-var hooks Hooks
-
-// Provide sets the hooks. Package cache calls it from its init, and
-// nothing else may.
-func Provide(h Hooks) { hooks = h }
-
-// Of returns the side for opkit's packages of c, a *cache.Cache. It panics
-// if c is anything else.
-func Of(c any) Cache { return hooks.Of(c) }
-
-// NewStore returns an empty in-memory store of the Go type t, a typed
-// pointer such as *corev1.ConfigMap (metadata-only and unstructured forms
-// are not supported).
-func NewStore(t reflect.Type, opts StoreOptions) (Store, error) { return hooks.NewStore(t, opts) }
+// Key is the second argument of cache.Internal and cache.NewStore. No
+// package outside opkit can name it, so only opkit's packages call them.
+type Key struct{}
 
 // The environment variables the cache reads (see package cache, "Finding
 // who modified a cached object", and its UnregisteredReadOptions).

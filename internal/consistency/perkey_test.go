@@ -41,7 +41,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cacheaccess.Of(c).Written(configMapGVK, cm, false).Wait(ctx); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, cm, false).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	writes := func(ahead int64) *consistency.Writes {
@@ -52,7 +52,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 		o := cm.DeepCopy()
 		o.ResourceVersion = strconv.FormatInt(rv+ahead, 10)
 		w := new(consistency.Writes)
-		w.Add(cacheaccess.Of(c).Written(configMapGVK, o, false))
+		w.Add(cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, o, false))
 		return w
 	}
 
@@ -79,7 +79,7 @@ func TestPerKeyKeepsAndSweeps(t *testing.T) {
 	if cm, err = cl.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cacheaccess.Of(c).Written(configMapGVK, cm, false).Wait(ctx); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, cm, false).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Keys 1..69 are now caught up; growing to the next sweep drops them.

@@ -125,7 +125,7 @@ func TestControlledByFollowsAChangeOfController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cacheaccess.Of(c).IndexControlledBy(cms); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).IndexControlledBy(cms); err != nil {
 		t.Fatal(err)
 	}
 	start(t, c)
@@ -157,7 +157,7 @@ func TestControlledByFollowsAChangeOfController(t *testing.T) {
 func TestIndexControlledByIsIdempotent(t *testing.T) {
 	ns := env.Namespace(t)
 	c := newCache(t, cache.Options{Namespaces: []string{ns}})
-	in := cacheaccess.Of(c)
+	in := cache.Internal(c, cacheaccess.Key{})
 	var listers []*cache.Lister[*corev1.ConfigMap]
 	for range 2 {
 		l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})

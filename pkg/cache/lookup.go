@@ -15,18 +15,19 @@ import (
 	"github.com/opkit-dev/opkit/internal/cacheaccess"
 )
 
-// init hands internal/cacheaccess the cache's side for opkit's own
-// packages (the manager, the cached client, cachetest): what they ask of
-// it beyond this package's API, which it leaves out. It is the one init
-// in opkit, and it registers nothing a user can see or change.
-func init() {
-	cacheaccess.Provide(cacheaccess.Hooks{
-		Of:       func(c any) cacheaccess.Cache { return internals{c.(*Cache)} },
-		NewStore: newStatic,
-	})
+// Internal returns c's side for opkit's own packages (the manager, the
+// cached client, package controller's RecordWrite): what they ask of the
+// cache beyond this package's API. Its second argument's type is internal
+// to opkit, so no other module can call it.
+func Internal(c *Cache, _ cacheaccess.Key) cacheaccess.Cache { return internals{c} }
+
+// NewStore returns an empty in-memory store of the Go type t behind a real
+// Lister, for package cachetest; like Internal, only opkit can call it.
+func NewStore(_ cacheaccess.Key, t reflect.Type, opts cacheaccess.StoreOptions) (cacheaccess.Store, error) {
+	return newStatic(t, opts)
 }
 
-// internals is cacheaccess.Of's Cache.
+// internals is Internal's Cache.
 type internals struct{ c *Cache }
 
 var _ cacheaccess.Cache = internals{}

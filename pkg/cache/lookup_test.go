@@ -28,7 +28,7 @@ func TestLookupKind(t *testing.T) {
 		{cacheaccess.Metadata, "register it with cache.Metadata"},
 		{cacheaccess.Unstructured, "register it with cache.Unstructured"},
 	} {
-		_, err := cacheaccess.Of(c).LookupKind(configMapGVK, tc.form)
+		_, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, tc.form)
 		if !errors.Is(err, cache.ErrNotRegistered) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "/v1, Kind=ConfigMap") {
 			t.Errorf("LookupKind(%s) of an unregistered kind = %v, want ErrNotRegistered naming /v1, Kind=ConfigMap and saying %q", tc.form, err, tc.says)
 		}
@@ -37,11 +37,11 @@ func TestLookupKind(t *testing.T) {
 	if _, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := cacheaccess.Of(c).LookupKind(configMapGVK, cacheaccess.Metadata)
+	l, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Metadata)
 	if err != nil || l.GroupVersionKind() != configMapGVK {
 		t.Errorf("LookupKind(metadata) after Metadata = %v, %v; want a lister of ConfigMaps", l, err)
 	}
-	_, err = cacheaccess.Of(c).LookupKind(configMapGVK, cacheaccess.Typed)
+	_, err = cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Typed)
 	if !errors.Is(err, cache.ErrNotRegistered) || !strings.Contains(err.Error(), "registered in metadata form") {
 		t.Errorf("LookupKind(typed) of a kind registered as metadata = %v, want ErrNotRegistered pointing at the metadata form", err)
 	}
@@ -49,7 +49,7 @@ func TestLookupKind(t *testing.T) {
 	if _, err := cache.Metadata(c, configMapGVK, cache.TypeOptions{Namespaces: []string{"elsewhere"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cacheaccess.Of(c).LookupKind(configMapGVK, cacheaccess.Metadata); err == nil || !strings.Contains(err.Error(), "2 registrations") {
+	if _, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Metadata); err == nil || !strings.Contains(err.Error(), "2 registrations") {
 		t.Errorf("LookupKind of a kind registered twice = %v, want an error saying so", err)
 	}
 }
@@ -72,7 +72,7 @@ func TestObjectListerListsAsListerDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			start(t, c)
-			untyped, err := cacheaccess.Of(c).LookupKind(configMapGVK, cacheaccess.Typed)
+			untyped, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Typed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,11 +121,11 @@ func TestUnregisteredReadsLoggedCountedReported(t *testing.T) {
 		UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(err *cache.UnregisteredReadError) { reports = append(reports, err) }},
 	})
 	for range 3 {
-		if _, err := cacheaccess.Of(c).LookupKind(configMapGVK, cacheaccess.Typed); !errors.Is(err, cache.ErrNotRegistered) {
+		if _, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Typed); !errors.Is(err, cache.ErrNotRegistered) {
 			t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
 		}
 	}
-	if _, err := cacheaccess.Of(c).LookupKind(configMapGVK, cacheaccess.Metadata); !errors.Is(err, cache.ErrNotRegistered) {
+	if _, err := cache.Internal(c, cacheaccess.Key{}).LookupKind(configMapGVK, cacheaccess.Metadata); !errors.Is(err, cache.ErrNotRegistered) {
 		t.Fatalf("LookupKind of an unregistered kind = %v, want ErrNotRegistered", err)
 	}
 	if len(logged) != 2 || !strings.Contains(logged[0], `"gvk"="/v1, Kind=ConfigMap"`) || !strings.Contains(logged[0], "cache.Register[*v1.ConfigMap]") {

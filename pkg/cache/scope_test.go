@@ -36,7 +36,7 @@ func TestSeveralNamespaces(t *testing.T) {
 	}
 	start(t, c)
 
-	if infs, err := cacheaccess.Of(c).Informers(cms); err != nil || len(infs) != 2 {
+	if infs, err := cache.Internal(c, cacheaccess.Key{}).Informers(cms); err != nil || len(infs) != 2 {
 		t.Errorf("Informers = %d informers, %v for two namespaces, want 2, nil", len(infs), err)
 	}
 	want := []string{a, b}

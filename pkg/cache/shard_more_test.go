@@ -37,7 +37,7 @@ func TestShardedWrittenOfUnheldSlot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := cacheaccess.Of(sc.c).Written(configMapGVK, got, false)
+		w := cache.Internal(sc.c, cacheaccess.Key{}).Written(configMapGVK, got, false)
 		if err := w.Wait(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +400,7 @@ func moveOwner(t *testing.T, c *cache.Cache, l *cache.Lister[*corev1.ConfigMap],
 		t.Errorf("Get of %s after its owner moved out = %v, want NotFound", leaving, err)
 	}
 	entering := reown(freeParent.Name+"-child-0", heldParent)
-	if err := cacheaccess.Of(c).Written(configMapGVK, entering, false).Wait(t.Context()); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, entering, false).Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Get(ns, entering.Name); err != nil {

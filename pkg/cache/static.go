@@ -33,33 +33,33 @@ type static struct {
 
 var _ cacheaccess.Store = (*static)(nil)
 
-// newStatic is cacheaccess.NewStore: an empty in-memory store of the Go
+// newStatic is NewStore: an empty in-memory store of the Go
 // type t for package cachetest.
 func newStatic(t reflect.Type, opts cacheaccess.StoreOptions) (cacheaccess.Store, error) {
 	if t.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("cache: NewStore[%v]: the type must be a pointer, such as *corev1.Pod", t)
+		return nil, fmt.Errorf("cache: NewStore(%v): the type must be a pointer, such as *corev1.Pod", t)
 	}
 	example, ok := reflect.New(t.Elem()).Interface().(Object)
 	if !ok {
-		return nil, fmt.Errorf("cache: NewStore[%v]: the type is not a Kubernetes object", t)
+		return nil, fmt.Errorf("cache: NewStore(%v): the type is not a Kubernetes object", t)
 	}
 	switch example.(type) {
 	case *metav1.PartialObjectMetadata, *unstructured.Unstructured:
-		return nil, fmt.Errorf("cache: NewStore[%v]: only typed objects are supported", t)
+		return nil, fmt.Errorf("cache: NewStore(%v): only typed objects are supported", t)
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}
 	if opts.Mapper == nil {
-		return nil, fmt.Errorf("cache: NewStore[%v]: StoreOptions.Mapper is required: it says the resource and scope", t)
+		return nil, fmt.Errorf("cache: NewStore(%v): StoreOptions.Mapper is required: it says the resource and scope", t)
 	}
 	gvk, err := apiutil.GVKForObject(example, opts.Scheme)
 	if err != nil {
-		return nil, fmt.Errorf("cache: NewStore[%v]: %w: add the type to the scheme", t, err)
+		return nil, fmt.Errorf("cache: NewStore(%v): %w: add the type to the scheme", t, err)
 	}
 	mapping, err := opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("cache: NewStore[%v]: map %s to its resource: %w", t, gvk, err)
+		return nil, fmt.Errorf("cache: NewStore(%v): map %s to its resource: %w", t, gvk, err)
 	}
 	c := &Cache{opts: Options{Scheme: opts.Scheme}}
 	c.opts.Mutations.defaults()

@@ -69,10 +69,10 @@ func TestWrittenWaitsInEveryCacheShape(t *testing.T) {
 			if err := cl.Create(t.Context(), cm); err != nil {
 				t.Fatal(err)
 			}
-			if err := cacheaccess.Of(c).Written(configMapGVK, cm, false).Wait(bound(t)); err != nil {
+			if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, cm, false).Wait(bound(t)); err != nil {
 				t.Fatalf("Wait for a create: %v", err)
 			}
-			if w := cacheaccess.Of(c).Written(configMapGVK, ahead(t, cm, 1_000_000), false); w.CaughtUp() {
+			if w := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, ahead(t, cm, 1_000_000), false); w.CaughtUp() {
 				t.Errorf("a write a million versions ahead has caught up")
 			}
 			lister, err := cache.Lookup[*corev1.ConfigMap](c)
@@ -86,7 +86,7 @@ func TestWrittenWaitsInEveryCacheShape(t *testing.T) {
 			if err := cl.Delete(t.Context(), cm); err != nil {
 				t.Fatal(err)
 			}
-			if err := cacheaccess.Of(c).Written(configMapGVK, cm, true).Wait(bound(t)); err != nil {
+			if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, cm, true).Wait(bound(t)); err != nil {
 				t.Fatalf("Wait for a delete: %v", err)
 			}
 			if _, err := lister.Get(ns2, cm.Name); !apierrors.IsNotFound(err) {
@@ -130,11 +130,13 @@ func perNamespaceInformer(t *testing.T) (conclusive bool) {
 	if err := cl.Create(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	if err := cacheaccess.Of(c).Written(configMapGVK, first, false).Wait(bound(t)); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, first, false).Wait(bound(t)); err != nil {
 		t.Fatal(err)
 	}
 	// still reports that ns2's informer has seen no version past first's.
-	still := func() bool { return !cacheaccess.Of(c).Written(configMapGVK, ahead(t, first, 1), false).CaughtUp() }
+	still := func() bool {
+		return !cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, ahead(t, first, 1), false).CaughtUp()
+	}
 	// A write in ns2 five versions ahead of first: none will happen there.
 	inNS2 := ahead(t, first, 5)
 	inNS1 := inNS2.DeepCopy()
@@ -146,19 +148,19 @@ func perNamespaceInformer(t *testing.T) (conclusive bool) {
 			t.Fatal(err)
 		}
 	}
-	if err := cacheaccess.Of(c).Written(configMapGVK, last, false).Wait(bound(t)); err != nil {
+	if err := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, last, false).Wait(bound(t)); err != nil {
 		t.Fatal(err)
 	}
-	if !cacheaccess.Of(c).Written(configMapGVK, inNS1, false).CaughtUp() {
+	if !cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, inNS1, false).CaughtUp() {
 		t.Errorf("ns1's informer has seen %s, past %s, but a write at %s there has not caught up", last.ResourceVersion, inNS1.ResourceVersion, inNS1.ResourceVersion)
 	}
 	if !still() {
 		return false
 	}
-	caughtUp := cacheaccess.Of(c).Written(configMapGVK, inNS2, false).CaughtUp()
+	caughtUp := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, inNS2, false).CaughtUp()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	waitErr := cacheaccess.Of(c).Written(configMapGVK, inNS2, false).Wait(ctx)
+	waitErr := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, inNS2, false).Wait(ctx)
 	if !still() {
 		return false
 	}
@@ -202,15 +204,15 @@ func TestWrittenSkipsWhatTheCacheWouldNotHold(t *testing.T) {
 	} {
 		o := far.DeepCopy()
 		tc.mutate(o)
-		if got := cacheaccess.Of(c).Written(configMapGVK, o, false).CaughtUp(); got == tc.held {
+		if got := cache.Internal(c, cacheaccess.Key{}).Written(configMapGVK, o, false).CaughtUp(); got == tc.held {
 			t.Errorf("%s: CaughtUp = %v, want %v", name, got, !tc.held)
 		}
 	}
 	secret := &metav1.ObjectMeta{Namespace: ns1, Name: "s", ResourceVersion: far.ResourceVersion}
-	if !cacheaccess.Of(c).Written(corev1.SchemeGroupVersion.WithKind("Secret"), secret, false).CaughtUp() {
+	if !cache.Internal(c, cacheaccess.Key{}).Written(corev1.SchemeGroupVersion.WithKind("Secret"), secret, false).CaughtUp() {
 		t.Error("a Secret under a field selector the cache cannot evaluate is waited for")
 	}
-	if !cacheaccess.Of(c).Written(corev1.SchemeGroupVersion.WithKind("Pod"), secret, false).CaughtUp() {
+	if !cache.Internal(c, cacheaccess.Key{}).Written(corev1.SchemeGroupVersion.WithKind("Pod"), secret, false).CaughtUp() {
 		t.Error("a kind the cache does not hold is waited for")
 	}
 }

@@ -45,7 +45,7 @@ type Reader struct {
 var _ crclient.Reader = (*Reader)(nil)
 
 // NewReader returns a Reader over c.
-func NewReader(c *cache.Cache) *Reader { return &Reader{cache: cacheaccess.Of(c)} }
+func NewReader(c *cache.Cache) *Reader { return &Reader{cache: cache.Internal(c, cacheaccess.Key{})} }
 
 // Get copies the cached object key into obj. An object the cache does not
 // hold is an error for which apierrors.IsNotFound is true. GetOptions are

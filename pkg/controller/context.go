@@ -127,7 +127,7 @@ func ReconcileID(ctx context.Context) string {
 // with read-your-writes off, it does nothing.
 func RecordWrite(ctx context.Context, c *cache.Cache, gvk schema.GroupVersionKind, obj metav1.Object, deleted bool) {
 	if ws := consistency.FromContext(ctx); ws != nil {
-		ws.Add(cacheaccess.Of(c).Written(gvk, obj, deleted))
+		ws.Add(cache.Internal(c, cacheaccess.Key{}).Written(gvk, obj, deleted))
 	}
 }
 

@@ -185,7 +185,7 @@ func Owns[T cache.Object](l **cache.Lister[T], preds ...source.Predicate[T]) Con
 				if lister == nil {
 					continue
 				}
-				if err := cacheaccess.Of(b.m.cache).IndexControlledBy(lister); err != nil {
+				if err := cache.Internal(b.m.cache, cacheaccess.Key{}).IndexControlledBy(lister); err != nil {
 					return nil, fmt.Errorf("own %v: %w", reflect.TypeFor[T](), err)
 				}
 			}

@@ -214,14 +214,14 @@ func (m *Manager) buildClients() error {
 		return fmt.Errorf("manager: build client: %w", err)
 	}
 	// Writes inside a reconcile are recorded for read-your-writes.
-	m.client = consistency.NewClient(c, cacheaccess.Of(m.cache))
+	m.client = consistency.NewClient(c, cache.Internal(m.cache, cacheaccess.Key{}))
 	// The same HTTP client and connections, each request sent as the user
 	// its context names.
 	acting := &http.Client{Transport: actas.Transport(hc.Transport), Timeout: hc.Timeout}
 	if c, err = client.New(m.config, client.Options{HTTPClient: acting, Scheme: m.scheme, Mapper: m.mapper}); err != nil {
 		return fmt.Errorf("manager: build client: %w", err)
 	}
-	m.actingClient = consistency.NewClient(c, cacheaccess.Of(m.cache))
+	m.actingClient = consistency.NewClient(c, cache.Internal(m.cache, cacheaccess.Key{}))
 	if m.clientset, err = kubernetes.NewForConfigAndClient(m.config, hc); err != nil {
 		return fmt.Errorf("manager: build clientset: %w", err)
 	}

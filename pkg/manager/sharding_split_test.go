@@ -56,7 +56,7 @@ func split(t *testing.T, n, limit int, live ...*shardedManager) {
 		seen := map[string]int{}
 		last = ""
 		for _, sm := range live {
-			l, err := cacheaccess.Of(sm.m.Cache()).LookupKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"), cacheaccess.Typed)
+			l, err := cache.Internal(sm.m.Cache(), cacheaccess.Key{}).LookupKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"), cacheaccess.Typed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func stuck(t *testing.T, cms []corev1.ConfigMap, want string, live []*shardedMan
 		n++
 		var in []string
 		for _, sm := range live {
-			if l, err := cacheaccess.Of(sm.m.Cache()).LookupKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"), cacheaccess.Typed); err == nil {
+			if l, err := cache.Internal(sm.m.Cache(), cacheaccess.Key{}).LookupKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"), cacheaccess.Typed); err == nil {
 				if _, err := l.Get(cm.Namespace, cm.Name); err == nil {
 					in = append(in, sm.who)
 				}

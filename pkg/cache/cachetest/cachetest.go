@@ -82,7 +82,7 @@ func New[T cache.Object](opts Options, objs ...T) (*Store[T], error) {
 	if opts.Mapper == nil {
 		opts.Mapper = testrestmapper.TestOnlyStaticRESTMapper(opts.Scheme)
 	}
-	st, err := cacheaccess.NewStore(reflect.TypeFor[T](), cacheaccess.StoreOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
+	st, err := cache.NewStore(cacheaccess.Key{}, reflect.TypeFor[T](), cacheaccess.StoreOptions{Scheme: opts.Scheme, Mapper: opts.Mapper, ReadError: opts.ReadError})
 	if err != nil {
 		return nil, fmt.Errorf("cachetest: %w", err)
 	}

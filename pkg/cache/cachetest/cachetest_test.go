@@ -378,7 +378,7 @@ func TestConcurrentReadsAndWrites(t *testing.T) {
 }
 
 func TestNewStaticRefusesWhatItCannotServe(t *testing.T) {
-	if _, err := cacheaccess.NewStore(reflect.TypeFor[*corev1.ConfigMap](), cacheaccess.StoreOptions{}); err == nil || !strings.Contains(err.Error(), "Mapper") {
+	if _, err := cache.NewStore(cacheaccess.Key{}, reflect.TypeFor[*corev1.ConfigMap](), cacheaccess.StoreOptions{}); err == nil || !strings.Contains(err.Error(), "Mapper") {
 		t.Errorf("NewStore without a mapper = %v, want an error naming StoreOptions.Mapper", err)
 	}
 	if _, err := cachetest.New[*metav1.PartialObjectMetadata](cachetest.Options{}); err == nil || !strings.Contains(err.Error(), "typed") {
