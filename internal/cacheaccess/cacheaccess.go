@@ -62,6 +62,11 @@ func (f Form) String() string {
 // Cache is what opkit's own packages ask of a cache beyond its exported
 // API. Its methods are safe for concurrent use.
 type Cache interface {
+	// ShedMemory, on, drops what the cache can fetch again (the objects
+	// LazyListers fetched) and keeps none it fetches until it is called
+	// off: the manager calls it as memory pressure begins and ends.
+	ShedMemory(on bool)
+
 	// LookupKind returns a Lister of the kind gvk cached in form f if
 	// exactly one registration caches it so, for readers that learn the
 	// kind at run time from the object they are given, such as the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +63,12 @@ type Cache struct {
 	// lazyDetectors watch the objects LazyListers fetched, with
 	// MutationOptions.Detect on.
 	lazyDetectors []*detector
+	// lazies are the LazyListers registered and not released, whose
+	// fetched objects shedMemory drops.
+	lazies []interface{ dropHeld() }
+	// shedding is whether memory runs short (cacheaccess.Cache.ShedMemory):
+	// LazyListers then hold nothing they fetch.
+	shedding atomic.Bool
 	// mutationFound wakes the periodic mutation check when a detector
 	// finds a replaced object modified; nil with MutationOptions.Detect off.
 	mutationFound chan struct{}

@@ -114,6 +114,9 @@ func Lazy[T Object](c *Cache, opts TypeOptions) (*LazyLister[T], error) {
 	}
 	l.handler = h
 	c.metrics.lazyRegistered(m.reg)
+	c.mu.Lock()
+	c.lazies = append(c.lazies, l)
+	c.mu.Unlock()
 	if c.opts.Mutations.Detect {
 		l.detector = newDetector(gvk, c.mutationFound)
 		c.mu.Lock()
@@ -133,8 +136,11 @@ func (l *LazyLister[T]) Release() {
 	}
 	// An error means the type is removed already, handlers and all.
 	_ = l.handler.Remove()
+	c := l.meta.reg.c
+	c.mu.Lock()
+	c.lazies = slices.DeleteFunc(c.lazies, func(d interface{ dropHeld() }) bool { return d == l })
+	c.mu.Unlock()
 	if l.detector != nil {
-		c := l.meta.reg.c
 		c.mu.Lock()
 		c.lazyDetectors = slices.DeleteFunc(c.lazyDetectors, func(d *detector) bool { return d == l.detector })
 		c.mu.Unlock()
@@ -224,7 +230,7 @@ func (l *LazyLister[T]) finish(k lazyKey, f *lazyFetch[T]) {
 	l.mu.Lock()
 	if l.inflight[k] == f {
 		delete(l.inflight, k)
-		if f.err == nil {
+		if f.err == nil && !l.meta.reg.c.shedding.Load() {
 			l.hold(k, heldObject[T]{obj: f.obj, rv: f.obj.GetResourceVersion(), metaRV: f.metaRV})
 		}
 	}
@@ -283,6 +289,24 @@ func (l *LazyLister[T]) hold(k lazyKey, h heldObject[T]) {
 	}
 }
 
+// dropHeld drops every object held, for shedMemory.
+func (l *LazyLister[T]) dropHeld() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.held {
+		l.drop(k)
+	}
+}
+
+// drop drops the object held under k. The caller holds l.mu.
+func (l *LazyLister[T]) drop(k lazyKey) {
+	delete(l.held, k)
+	l.meta.reg.c.metrics.lazyHeld(l.meta.reg, -1)
+	if l.detector != nil {
+		l.detector.forget(objectKey(k.namespace, k.name))
+	}
+}
+
 // changed drops what is held or being fetched of obj, an object the
 // metadata informer saw change to its resourceVersion or go, unless that
 // version is the one held (the informer caught up with a fetch) or the
@@ -295,11 +319,7 @@ func (l *LazyLister[T]) changed(obj any, deleted bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h, found := l.held[k]; found && (deleted || (rv != h.rv && rv != h.metaRV)) {
-		delete(l.held, k)
-		l.meta.reg.c.metrics.lazyHeld(l.meta.reg, -1)
-		if l.detector != nil {
-			l.detector.forget(objectKey(k.namespace, k.name))
-		}
+		l.drop(k)
 	}
 	if f, found := l.inflight[k]; found && (deleted || rv != f.metaRV) {
 		delete(l.inflight, k)
@@ -318,4 +338,19 @@ func keyOf(obj any) (lazyKey, string, bool) {
 		return lazyKey{}, "", false
 	}
 	return lazyKey{m.GetNamespace(), m.GetName()}, m.GetResourceVersion(), true
+}
+
+// shedMemory starts (on) or ends shedding: on, every LazyLister drops
+// what it holds, and holds nothing it fetches until it ends.
+func (c *Cache) shedMemory(on bool) {
+	c.shedding.Store(on)
+	if !on {
+		return
+	}
+	c.mu.Lock()
+	lazies := slices.Clone(c.lazies)
+	c.mu.Unlock()
+	for _, l := range lazies {
+		l.dropHeld()
+	}
 }

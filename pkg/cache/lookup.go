@@ -37,6 +37,9 @@ func (i internals) Written(gvk schema.GroupVersionKind, obj metav1.Object, delet
 	return i.c.written(gvk, obj, deleted)
 }
 
+// ShedMemory implements cacheaccess.Cache.
+func (i internals) ShedMemory(on bool) { i.c.shedMemory(on) }
+
 // LookupKind implements cacheaccess.Cache.
 func (i internals) LookupKind(gvk schema.GroupVersionKind, f form) (cacheaccess.ObjectLister, error) {
 	c := i.c

@@ -52,8 +52,13 @@
 //   - Webhooks: with Options.Webhook.Port, the webhook server runs on every
 //     replica, leader or not (WebhookOptions, GuardWebhook).
 //   - Process-wide settings: Start sets the Go memory limit from the
-//     container's (MemoryLimitOptions; off with Off, or by GOMEMLIMIT);
-//     SignalContext is main's.
+//     container's, less the binary's resident pages as measured
+//     (MemoryLimitOptions; off with Off, or by GOMEMLIMIT); SignalContext
+//     is main's.
+//   - Memory: under memory pressure the cache sheds what LazyListers
+//     fetched, opkit_memory_pressure says so and /readyz?verbose notes it;
+//     a process the collector has held for GCBoundExit fails with
+//     ErrGCBound, saying how large a limit would fit.
 //   - Thin builder: NewController takes the watches as values (For, Owns,
 //     Watches, WatchSource, Finalizer); each watch names its type once, in
 //     the reconciler's Lister field. Writer(name) is the controller's

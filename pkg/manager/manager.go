@@ -87,6 +87,7 @@ type Manager struct {
 	// bodies in flight; nil without Options.Webhook.
 	admissionBodies *bodybudget.Budget
 	shard           *sharded // nil without Options.Sharding
+	memory          memoryState
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -149,6 +150,10 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if _, err := imetrics.NewClientWrites(m.registry); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
+	if m.memory.metrics, err = imetrics.NewMemory(m.registry); err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	m.ready.addNoted("memory", m.memory.ready)
 	m.config = rest.CopyConfig(cfg)
 	m.config.Wrap(rm.Wrap)
 	m.leaseConfig = rest.CopyConfig(m.config)

@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
 
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
 
@@ -26,28 +27,40 @@ import (
 const memLimitChild = "OPKIT_TEST_MEMLIMIT_CHILD"
 
 // A manager started in a cgroup with a memory limit sets the Go memory
-// limit to 90% of it, unless GOMEMLIMIT is set or MemoryLimit.Off; a
-// child process of the test binary runs inside a cgroup made for it.
+// limit to 90% of it less the binary's resident pages, as the process
+// measured them (opkit_memory_reserved_bytes), unless GOMEMLIMIT is set
+// or MemoryLimit.Off; a child process of the test binary runs inside a
+// cgroup made for it.
 func TestMemoryLimitFromCgroup(t *testing.T) {
-	const cgroupLimit = 64 << 20
+	const cgroupLimit = 128 << 20
 	ratio := 0.9 // the default
 	dir := memoryCgroup(t, cgroupLimit)
+	share := func(r float64) func(reserved int64) int64 {
+		return func(reserved int64) int64 { return int64(float64(cgroupLimit-reserved) * r) }
+	}
+	fixed := func(b int64) func(int64) int64 { return func(int64) int64 { return b } }
 	for _, tt := range []struct {
-		name string
-		env  []string
-		off  bool
-		want int64
+		name     string
+		env      []string
+		off      bool
+		want     func(reserved int64) int64
+		reserves bool
 	}{
-		{"default", nil, false, int64(float64(cgroupLimit) * ratio)},
-		{"AUTOMEMLIMIT overrides the ratio", []string{"AUTOMEMLIMIT=0.5"}, false, cgroupLimit / 2},
-		{"GOMEMLIMIT wins", []string{"GOMEMLIMIT=50MiB"}, false, 50 << 20},
-		{"off", nil, true, math.MaxInt64},
-		{"AUTOMEMLIMIT off", []string{"AUTOMEMLIMIT=off"}, false, math.MaxInt64},
+		{"default", nil, false, share(ratio), true},
+		{"AUTOMEMLIMIT overrides the ratio", []string{"AUTOMEMLIMIT=0.5"}, false, share(0.5), true},
+		// The reserve is measured whenever the manager watches memory.
+		{"GOMEMLIMIT wins", []string{"GOMEMLIMIT=50MiB"}, false, fixed(50 << 20), true},
+		{"off", nil, true, fixed(math.MaxInt64), false},
+		{"AUTOMEMLIMIT off", []string{"AUTOMEMLIMIT=off"}, false, fixed(math.MaxInt64), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, log := runInCgroup(t, dir, tt.off, tt.env)
-			if got != tt.want {
-				t.Errorf("the Go memory limit in a cgroup limited to %d bytes = %d, want %d; the child logged:\n%s", cgroupLimit, got, tt.want, log)
+			got, reserved, log := runInCgroup(t, dir, tt.off, tt.env)
+			// The test binary's resident pages: several MiB, below the limit.
+			if tt.reserves != (reserved > 1<<20 && reserved < cgroupLimit/2) {
+				t.Errorf("measured %d bytes of the binary's resident pages; want some MiB: %v", reserved, tt.reserves)
+			}
+			if want := tt.want(reserved); got != want {
+				t.Errorf("the Go memory limit in a cgroup limited to %d bytes, %d reserved = %d, want %d; the child logged:\n%s", cgroupLimit, reserved, got, want, log)
 			}
 			if !tt.off && !strings.Contains(log, "Go memory limit") {
 				t.Errorf("the child did not log the limit:\n%s", log)
@@ -97,8 +110,9 @@ func memoryCgroup(t *testing.T, limit int64) string {
 }
 
 // runInCgroup runs the test binary as a manager in the cgroup dir and
-// returns its Go memory limit after Start, and what it logged.
-func runInCgroup(t *testing.T, dir string, off bool, env []string) (int64, string) {
+// returns its Go memory limit after Start, what it reserved for its
+// resident pages (opkit_memory_reserved_bytes), and what it logged.
+func runInCgroup(t *testing.T, dir string, off bool, env []string) (limit, reserved int64, log string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, memLimitChild+"="+strconv.FormatBool(off))...)
@@ -128,11 +142,10 @@ func runInCgroup(t *testing.T, dir string, off bool, env []string) (int64, strin
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the child failed: %v\n%s", err, stderr.String())
 	}
-	got, err := strconv.ParseInt(line, 10, 64)
-	if err != nil {
-		t.Fatalf("the child printed %q, not its memory limit:\n%s", line, stderr.String())
+	if _, err := fmt.Sscan(line, &limit, &reserved); err != nil {
+		t.Fatalf("the child printed %q, not its memory limit and reserve:\n%s", line, stderr.String())
 	}
-	return got, stderr.String()
+	return limit, reserved, stderr.String()
 }
 
 // runMemLimitChild is the child of runInCgroup: once told to go, it starts
@@ -154,6 +167,20 @@ func runMemLimitChild(off string) int {
 		fmt.Fprintln(os.Stderr, "Start =", err, "want ErrUnreachable")
 		return 1
 	}
-	fmt.Println(debug.SetMemoryLimit(-1))
+	fmt.Println(debug.SetMemoryLimit(-1), int64(childGauge(m, imetrics.MemoryReserved)))
+	return 0
+}
+
+// childGauge returns the value of m's gauge name, 0 if it has none.
+func childGauge(m *manager.Manager, name string) float64 {
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
 	return 0
 }

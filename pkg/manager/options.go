@@ -56,8 +56,9 @@ type Options struct {
 	Webhook WebhookOptions
 
 	// MemoryLimit sets the Go runtime's memory limit from the container's
-	// at Start. Defaults to 90% of the cgroup's memory limit, unless
-	// GOMEMLIMIT is set.
+	// at Start, and watches the collector while it runs. Defaults to 90%
+	// of the cgroup's memory limit less the binary's resident pages,
+	// unless GOMEMLIMIT is set.
 	MemoryLimit MemoryLimitOptions
 
 	// ShutdownTimeout bounds a graceful stop: reconciles in flight, the

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/opkit-dev/opkit/internal/fence"
+	"github.com/opkit-dev/opkit/internal/memguard"
 	"github.com/opkit-dev/opkit/pkg/controller"
 )
 
@@ -34,7 +35,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := m.markStarted(); err != nil {
 		return err
 	}
-	m.setMemoryLimit()
+	guard := m.setMemoryLimit()
 	if err := m.reachable(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it began
@@ -54,7 +55,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		// says where to connect.
 		m.log.Info("Serving", "server", s.name, "address", s.Addr().String())
 	}
-	return m.run(ctx, servers)
+	return m.run(ctx, servers, guard)
 }
 
 // reachTimeout bounds how long Start waits for the API server to answer
@@ -92,10 +93,11 @@ func (m *Manager) markStarted() error {
 // them fails, then stops them all in order within
 // Options.ShutdownTimeout. It returns the first failure joined with what
 // did not stop in time.
-func (m *Manager) run(ctx context.Context, servers []*server) error {
+func (m *Manager) run(ctx context.Context, servers []*server, guard *memguard.Guard) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	fail, closeFailures := firstFailure(stop)
+	stopGuard := runGuard(ctx, guard, fail)
 	stopServers := m.serve(ctx, servers, fail)
 	stopWork := m.work(ctx, fail)
 	<-ctx.Done()
@@ -106,7 +108,7 @@ func (m *Manager) run(ctx context.Context, servers []*server) error {
 		fmt.Errorf("manager: shutdown took longer than Options.ShutdownTimeout (%v)", timeout))
 	defer cancel()
 	workErr := stopWork(shutdown, context.Cause(ctx), closeFailures)
-	err := errors.Join(workErr, stopServers(shutdown))
+	err := errors.Join(workErr, stopServers(shutdown), stopGuard(shutdown))
 	if err == nil {
 		m.log.Info("Stopped")
 	}

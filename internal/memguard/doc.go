@@ -1,0 +1,25 @@
+// Package memguard keeps the Go runtime's memory limit inside a
+// container's and tells the manager when memory runs short, so that an
+// operator near its limit sheds work and says so instead of spinning in
+// the garbage collector:
+//
+//   - The limit is measured, not assumed: what the Go runtime does not
+//     count but the container's cgroup is charged for (the binary's
+//     resident pages, RssFile and RssShmem in /proc/self/status) is
+//     reserved first, and the Go limit is Ratio of the rest. The binary's
+//     pages become resident as its code runs, so the Guard measures them
+//     again every Interval and lowers the limit as they grow; it never
+//     raises it again.
+//   - Pressure is the collector's share of the CPU the process used over
+//     Window (runtime/metrics' /cpu/classes), or the live heap near the
+//     limit. The Guard reports each reading and each change of pressure to
+//     its Options' hooks; the manager turns them into a metric, a
+//     condition on /readyz and shedding in the cache.
+//   - GC-bound is the collector taking most of the CPU, and at least a
+//     quarter of a core, for ExitAfter without a break: the live heap does
+//     not fit the limit and no shedding helped. Run then returns an error
+//     wrapping ErrGCBound that says how large a limit would fit, rather
+//     than leave the process thrashing for minutes neither converging nor
+//     killed.
+//   - A Guard is used by one goroutine, its Run's.
+package memguard

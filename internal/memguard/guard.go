@@ -1,0 +1,242 @@
+package memguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrGCBound is wrapped by the error Run returns when the collector has
+// taken most of the process's CPU for Options.ExitAfter.
+var ErrGCBound = errors.New("the Go memory limit is too small for what the operator holds")
+
+// Options configure a Guard.
+type Options struct {
+	// CgroupBytes is the container's memory limit. 0: none; the Guard
+	// then only watches: it sets no limit and never fails.
+	CgroupBytes int64
+	// Ratio is the share given to the Go runtime of the cgroup's limit
+	// less the measured reserve, in (0, 1]. Defaults to 0.9.
+	Ratio float64
+	// Interval is how often the Guard reads a Sample. Defaults to 2s.
+	Interval time.Duration
+	// Window is the span over which the collector's share of the CPU is
+	// judged. Defaults to 10s.
+	Window time.Duration
+	// ExitAfter is how long the process may be GC-bound before Run
+	// fails. Defaults to 30s; negative: never.
+	ExitAfter time.Duration
+	// Read reads a Sample. Defaults to a Reader's Read.
+	Read func() (Sample, error)
+	// SetLimit sets the Go memory limit. Defaults to debug.SetMemoryLimit.
+	SetLimit func(int64)
+	// Observe is called with every reading. Defaults to nothing.
+	Observe func(State)
+	// Pressure is called when pressure begins (true) or ends (false), as
+	// State.Pressure changes. Defaults to nothing.
+	Pressure func(State)
+	// ReadError is called when Read fails; the Guard keeps the last
+	// limit and goes on. Defaults to nothing.
+	ReadError func(error)
+}
+
+// State is what a Guard found at one reading.
+type State struct {
+	// LimitBytes is the Go memory limit; ReservedBytes what was kept
+	// out of the cgroup's limit for what the runtime does not count (the
+	// most FileBytes seen).
+	LimitBytes, ReservedBytes int64
+	// LiveHeapBytes is the heap the last collection found live.
+	LiveHeapBytes int64
+	// GCShare is the collector's share of the CPU the process used over
+	// the last Window, and GCCores that CPU in cores.
+	GCShare, GCCores float64
+	// Pressure is whether memory runs short: the collector's share is
+	// high, or the live heap near the limit.
+	Pressure bool
+	// GCBoundFor is how long the process has been GC-bound without a
+	// break; 0 when it is not.
+	GCBoundFor time.Duration
+}
+
+// The thresholds of pressure and of GC-bound, with hysteresis: pressure
+// begins at pressureShare of the CPU (and pressureCores at least) or with
+// the live heap at pressureHeap of the limit, and ends once both are
+// below their calm values.
+const (
+	pressureShare = 0.25
+	calmShare     = 0.15
+	pressureCores = 0.05
+	pressureHeap  = 0.9
+	calmHeap      = 0.85
+	boundShare    = 0.5
+	boundCores    = 0.25
+)
+
+// minShare is the smallest share of the cgroup's limit the Go limit is
+// given, whatever the reserve: a binary whose pages take more leaves the
+// operator no room to run, and the log says so.
+const minShare = 0.25
+
+// Guard keeps the Go memory limit inside the container's (see the
+// package doc).
+type Guard struct {
+	opts    Options
+	window  []Sample // the readings of the last Window, oldest first
+	state   State
+	boundAt time.Time // when the current GC-bound spell began
+}
+
+// New returns a Guard; it sets nothing until Start.
+func New(opts Options) (*Guard, error) {
+	if opts.CgroupBytes < 0 {
+		return nil, fmt.Errorf("memguard: CgroupBytes is %d: pass the container's memory limit, or 0 for none", opts.CgroupBytes)
+	}
+	if math.IsNaN(opts.Ratio) || opts.Ratio < 0 || opts.Ratio > 1 {
+		return nil, fmt.Errorf("memguard: Ratio is %v: it must be 0 (the default, 0.9) or in (0, 1]", opts.Ratio)
+	}
+	if opts.Ratio == 0 {
+		opts.Ratio = 0.9
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 2 * time.Second
+	}
+	if opts.Window < opts.Interval {
+		opts.Window = max(10*time.Second, opts.Interval)
+	}
+	if opts.ExitAfter == 0 {
+		opts.ExitAfter = 30 * time.Second
+	}
+	if opts.Read == nil {
+		opts.Read = new(Reader).Read
+	}
+	if opts.SetLimit == nil {
+		opts.SetLimit = setMemoryLimit
+	}
+	return &Guard{opts: opts}, nil
+}
+
+// Start reads a first Sample and sets the Go memory limit from it; it
+// returns the State, for the caller to log.
+func (g *Guard) Start() (State, error) {
+	s, err := g.opts.Read()
+	if err != nil {
+		return State{}, err
+	}
+	g.window = append(g.window[:0], s)
+	g.reserve(s.FileBytes)
+	g.state.LiveHeapBytes = s.LiveHeapBytes
+	return g.state, nil
+}
+
+// Run reads a Sample every Interval until ctx ends (then it returns nil)
+// or the process has been GC-bound for ExitAfter (then an error wrapping
+// ErrGCBound). Call Start first.
+func (g *Guard) Run(ctx context.Context) error {
+	tick := time.NewTicker(g.opts.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		s, err := g.opts.Read()
+		if err != nil {
+			if g.opts.ReadError != nil {
+				g.opts.ReadError(err)
+			}
+			continue
+		}
+		if err := g.observe(s); err != nil {
+			return err
+		}
+	}
+}
+
+// observe takes one Sample.
+func (g *Guard) observe(s Sample) error {
+	now := time.Now()
+	g.window = append(g.window, s)
+	if keep := int(g.opts.Window/g.opts.Interval) + 1; len(g.window) > keep {
+		g.window = append(g.window[:0], g.window[len(g.window)-keep:]...)
+	}
+	g.reserve(s.FileBytes)
+	first := g.window[0]
+	st := &g.state
+	st.LiveHeapBytes = s.LiveHeapBytes
+	span := g.opts.Interval * time.Duration(len(g.window)-1)
+	gc, used := s.GCSeconds-first.GCSeconds, s.UsedSeconds-first.UsedSeconds
+	st.GCShare, st.GCCores = 0, gc/span.Seconds()
+	if used > 0 {
+		st.GCShare = min(1, gc/used)
+	}
+	heap := 0.0
+	if st.LimitBytes > 0 {
+		heap = float64(st.LiveHeapBytes) / float64(st.LimitBytes)
+	}
+	was := st.Pressure
+	switch {
+	case (st.GCShare >= pressureShare && st.GCCores >= pressureCores) || heap >= pressureHeap:
+		st.Pressure = true
+	case (st.GCShare < calmShare || st.GCCores < pressureCores) && heap < calmHeap:
+		st.Pressure = false
+	}
+	if st.GCShare >= boundShare && st.GCCores >= boundCores {
+		if g.boundAt.IsZero() {
+			g.boundAt = now.Add(-span)
+		}
+		st.GCBoundFor = now.Sub(g.boundAt)
+	} else {
+		g.boundAt, st.GCBoundFor = time.Time{}, 0
+	}
+	if g.opts.Observe != nil {
+		g.opts.Observe(*st)
+	}
+	if st.Pressure != was && g.opts.Pressure != nil {
+		g.opts.Pressure(*st)
+	}
+	if g.opts.ExitAfter > 0 && st.LimitBytes > 0 && st.GCBoundFor >= g.opts.ExitAfter {
+		return g.boundError()
+	}
+	return nil
+}
+
+// reserve keeps file bytes out of the limit if they are more than kept
+// so far, and sets the limit.
+func (g *Guard) reserve(file int64) {
+	if file <= g.state.ReservedBytes && g.state.LimitBytes != 0 {
+		return
+	}
+	g.state.ReservedBytes = max(file, g.state.ReservedBytes)
+	if g.opts.CgroupBytes == 0 {
+		return
+	}
+	rest := max(g.opts.CgroupBytes-g.state.ReservedBytes, int64(float64(g.opts.CgroupBytes)*minShare))
+	limit := int64(float64(rest) * g.opts.Ratio)
+	if limit == g.state.LimitBytes {
+		return
+	}
+	g.state.LimitBytes = limit
+	g.opts.SetLimit(limit)
+}
+
+// boundError says what happened and how large a limit would fit.
+func (g *Guard) boundError() error {
+	st := g.state
+	// The live heap, with the collector's room to work (twice the live
+	// heap, as GOGC=100 gives it, at most), plus the reserve, over the
+	// ratio.
+	need := int64(float64(st.LiveHeapBytes)*1.5/g.opts.Ratio) + st.ReservedBytes
+	return fmt.Errorf("%w: the garbage collector used %.0f%% of the CPU the process used (%.2f cores) for %v "+
+		"with %s live of the %s Go memory limit (the container's %s, less %s for the binary's resident pages, times %v): "+
+		"the operator holds more than fits; raise the container's memory limit to at least %s "+
+		"or cache less (docs/performance.md, \"When a cluster outgrows the cache\")",
+		ErrGCBound, st.GCShare*100, st.GCCores, st.GCBoundFor.Round(time.Second),
+		MiB(st.LiveHeapBytes), MiB(st.LimitBytes), MiB(g.opts.CgroupBytes), MiB(st.ReservedBytes), g.opts.Ratio, MiB(need))
+}
+
+// MiB formats bytes in MiB, rounded up.
+func MiB(b int64) string { return fmt.Sprintf("%d MiB", (b+1<<20-1)>>20) }
