@@ -97,7 +97,7 @@ type Options struct {
 func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Informer {
 	opts := o.SharedIndexInformerOptions
 	i := &Informer{
-		indexer: toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers),
+		indexer: newStore(opts.Indexers),
 		lw:      lw,
 		lag:     newLag(o.Lag),
 	}
