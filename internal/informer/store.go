@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -50,11 +51,10 @@ func (k objKey) String() string {
 }
 
 func newStore(indexers toolscache.Indexers) *store {
-	s := &store{byNS: map[string]map[string]any{}, indexers: toolscache.Indexers{}, indices: map[string]map[string]map[objKey]struct{}{}}
-	for name, f := range indexers {
-		s.indexers[name] = f
+	if indexers == nil {
+		indexers = toolscache.Indexers{}
 	}
-	return s
+	return &store{byNS: map[string]map[string]any{}, indexers: maps.Clone(indexers), indices: map[string]map[string]map[objKey]struct{}{}}
 }
 
 // keyOf returns obj's key: a tombstone's or an explicit key's, split, or
@@ -238,10 +238,12 @@ func (s *store) Bookmark(rv string) {
 	s.rv = rv
 }
 
+// GetIndexers returns a copy of the indexers, which AddIndexers may add
+// to meanwhile.
 func (s *store) GetIndexers() toolscache.Indexers {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.indexers
+	return maps.Clone(s.indexers)
 }
 
 func (s *store) AddIndexers(indexers toolscache.Indexers) error {
