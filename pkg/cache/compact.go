@@ -65,6 +65,8 @@ func (c *compactor) compact(obj any) {
 	case *corev1.Pod:
 		c.podSpec(&o.Spec)
 		c.podStatus(&o.Status)
+	case *corev1.ConfigMap:
+		c.shareEntries(o.Data)
 	}
 	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
@@ -154,6 +156,19 @@ func (c *compactor) podStatus(s *corev1.PodStatus) {
 func (c *compactor) share(p *string) {
 	if v := c.str(*p); unsafe.StringData(v) != unsafe.StringData(*p) {
 		*p = v
+	}
+}
+
+// shareEntries makes m's keys shared strings, in place: a ConfigMap's
+// data is rarely equal to another's as a whole, but its keys are. (Its
+// values are often one object's own, and would only crowd the table.) It
+// writes only an entry whose key is another string.
+func (c *compactor) shareEntries(m map[string]string) {
+	for k, v := range m {
+		if sk := c.str(k); unsafe.StringData(sk) != unsafe.StringData(k) {
+			// An existing key: the map takes sk as its key.
+			m[sk] = v
+		}
 	}
 }
 

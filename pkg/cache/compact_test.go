@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -85,3 +86,37 @@ func TestCompactorBounded(t *testing.T) {
 }
 
 func unsafeData(s string) *byte { return unsafe.StringData(s) }
+
+// ConfigMaps share their data's keys.
+func TestCompactorSharesConfigMapData(t *testing.T) {
+	c := newCompactor()
+	data := func(i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm-", i), Namespace: "shop"},
+			Data: map[string]string{
+				string([]byte("LOG_LEVEL")): string([]byte("info")),
+				string([]byte("config")):    strings.Repeat("x", 100),
+			},
+		}
+	}
+	a, b := data(1), data(2)
+	want := b.DeepCopy()
+	c.compact(a)
+	c.compact(b)
+	if diff := cmp.Diff(want, b); diff != "" {
+		t.Errorf("compaction changed b (-want +got):\n%s", diff)
+	}
+	key := func(m map[string]string, k string) string {
+		for mk := range m {
+			if mk == k {
+				return mk
+			}
+		}
+		return ""
+	}
+	for _, k := range []string{"LOG_LEVEL", "config"} {
+		if unsafeData(key(a.Data, k)) != unsafeData(key(b.Data, k)) {
+			t.Errorf("equal data keys %q not shared", k)
+		}
+	}
+}
