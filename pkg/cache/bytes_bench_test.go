@@ -8,7 +8,9 @@ package cache_test
 //   - B/obj: the live heap the synced cache added, divided by the objects
 //     it holds (the informers' fixed cost included);
 //   - floor-B/obj: the floor of the impl's kind, the mean over the objects;
-//   - xfloor: B/obj ÷ floor-B/obj.
+//   - xfloor: B/obj ÷ floor-B/obj;
+//   - json-B/obj: the mean size of the shape's objects as JSON, as the API
+//     server lists them (managed fields and annotations included).
 //
 // hack/benchtable divides opkit's rows by controller-runtime's of the same
 // kind. Impls: opkit (Register of *corev1.ConfigMap), opkitmeta (Metadata),
@@ -18,12 +20,13 @@ package cache_test
 // operators' caches do, limited by a label selector to the shape's objects.
 //
 // Shapes, bytesObjects ConfigMaps each, over bytesNamespaces namespaces:
-//   - realistic: about 1.8 KiB of data, four labels, an owner reference
+//   - realistic: about 1.2 KiB of data, four labels, an owner reference
 //     (four ConfigMaps per owner) and an annotation; every other one
 //     created with kubectl's client-side apply (the whole object again in
-//     the last-applied annotation: about 3.6 KiB as JSON), the others
-//     with server-side apply;
+//     the last-applied annotation), the others with server-side apply;
 //   - small: one short data entry and two labels, nothing else.
+//
+// json-B/obj says what the shapes weigh as JSON: about 3.5 KiB and 0.5.
 //
 // With OPKIT_BENCH_HEAP_PROFILE=dir, each row also writes the heap profile
 // of its synced cache to dir/<shape>-<impl>.pprof, sampled finely: read it
@@ -31,6 +34,7 @@ package cache_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,6 +101,10 @@ func realisticConfigMap(i int) *corev1.ConfigMap {
 	}
 	b.WriteString("logging:\n  level: info\n  format: json\n  sampling:\n    initial: 100\n    thereafter: 100\n")
 	b.WriteString("tracing:\n  endpoint: otel-collector.observability.svc:4317\n  sampleRatio: 0.05\n")
+	b.WriteString("routes:\n")
+	for _, r := range []string{"cart", "checkout", "catalog", "search"} {
+		fmt.Fprintf(&b, "  - path: /api/v1/%s\n    upstream: http://%s.shop-%04d.svc:8080\n    timeout: %ds\n", r, r, owner, 5+i%5)
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("shop-%04d-%s", owner, []string{"api", "worker", "cron", "web"}[i%4]),
@@ -136,8 +144,9 @@ func smallConfigMap(i int) *corev1.ConfigMap {
 	}
 }
 
-// floors are a shape's mean floors, metadata-only and typed.
-type floors struct{ meta, typed float64 }
+// floors are a shape's mean floors, metadata-only and typed, and the mean
+// size of its objects as JSON, as the API server lists them.
+type floors struct{ meta, typed, json float64 }
 
 // bytesObjectsOnce creates each shape's objects once per process, and
 // returns their floors, read back from the API server.
@@ -165,12 +174,17 @@ var bytesObjectsOnce = sync.OnceValues(func() (map[string]floors, error) {
 		}
 		var f floors
 		for i := range list.Items {
+			b, err := json.Marshal(&list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			f.json += float64(len(b))
 			m, t := floorBytes(&list.Items[i])
 			f.meta += float64(m)
 			f.typed += float64(t)
 		}
 		n := float64(len(list.Items))
-		out[s.name] = floors{f.meta / n, f.typed / n}
+		out[s.name] = floors{f.meta / n, f.typed / n, f.json / n}
 	}
 	return out, nil
 })
@@ -331,6 +345,7 @@ func BenchmarkBytesPerObject(b *testing.B) {
 						b.ReportMetric(perObject, "B/obj")
 						b.ReportMetric(floor, "floor-B/obj")
 						b.ReportMetric(perObject/floor, "xfloor")
+						b.ReportMetric(fl[s.name].json, "json-B/obj")
 						time.Sleep(100 * time.Millisecond) // let the informers end
 					}
 				})
