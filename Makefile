@@ -199,7 +199,7 @@ endif
 BENCH_TIME  ?= 1s
 BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,3)
 
-# The cache benchmarks create 20,000 objects in a local control plane first,
+# The cache benchmarks create 40,000 objects in a local control plane first,
 # and run with the mutation detectors off: they keep a copy of every object.
 CACHE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,3)
 

@@ -13,6 +13,11 @@
 // the hand-offs it saves. pkg/source's handlers, which only queue keys,
 // are Direct.
 //
+// Its store behaves as client-go's (toolscache.NewIndexer with
+// DeletionHandlingMetaNamespaceKeyFunc) in less memory: it holds objects by
+// namespace, then name, so that it makes no key string per object and
+// its namespace index is no set of keys (see store).
+//
 // With Options.Lag, the informer also dates each event by its object's
 // change at the API server, read as the object is ingested, and carries
 // the date with the object through its queue to the delivery, where it
@@ -97,7 +102,7 @@ type Options struct {
 func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Informer {
 	opts := o.SharedIndexInformerOptions
 	i := &Informer{
-		indexer: toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers),
+		indexer: newStore(opts.Indexers),
 		lw:      lw,
 		lag:     newLag(o.Lag),
 	}

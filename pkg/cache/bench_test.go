@@ -16,6 +16,8 @@ package cache_test
 //   - List200: a namespace of 200 ConfigMaps. Impls: opkit, ctrlruntime.
 //   - SyncPods: start a cache of 10,000 Pods and wait for it to sync
 //     (sync-s). Impls: opkit, ctrlruntime.
+//   - BytesPerObject/<shape>: the live heap per cached object against the
+//     floor, per cache kind (bytes_bench_test.go).
 
 import (
 	"context"

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"hash/maphash"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -8,24 +10,32 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // compactor makes the objects of one informer share what they have in
 // common: equal label, annotation, node-selector and resource maps become
-// one map, and repeated strings (namespaces, label keys, images, owner
-// names) one string. Cached objects are never modified (the Lister
+// one map, equal owner references one slice (the replicas of a ReplicaSet,
+// the objects an operator makes for one custom resource), and repeated
+// strings (namespaces, label keys, images) one string. Cached objects are never modified (the Lister
 // contract), so readers cannot tell; the heap can: a small Go map costs
 // about 300 bytes however few its entries, and the replicas of one workload
 // repeat nearly everything but their names.
 //
 // Its tables are bounded: past maxShared entries they start again, so that
-// objects that come and go do not pin what they no longer share.
+// objects that come and go do not pin what they no longer share. Maps and
+// owner references are found by a hash of their contents, compared in
+// full on a hit, so that a table holds no copy of what it shares: two
+// values whose hashes collide are left unshared.
 type compactor struct {
-	mu      sync.Mutex
-	strs    map[string]string
-	maps    map[string]map[string]string
-	lists   map[string]corev1.ResourceList
+	mu    sync.Mutex
+	strs  map[string]string
+	maps  map[uint64]map[string]string
+	refs  map[uint64][]metav1.OwnerReference
+	lists map[string]corev1.ResourceList
+	// yes and no are what every shared owner reference's Controller and
+	// BlockOwnerDeletion point to.
+	yes, no *bool
+	hash    maphash.Hash
 	scratch []byte
 	keys    []string
 }
@@ -35,8 +45,11 @@ const maxShared = 8192
 func newCompactor() *compactor {
 	return &compactor{
 		strs:  map[string]string{},
-		maps:  map[string]map[string]string{},
+		maps:  map[uint64]map[string]string{},
+		refs:  map[uint64][]metav1.OwnerReference{},
 		lists: map[string]corev1.ResourceList{},
+		yes:   new(true),
+		no:    new(false),
 	}
 }
 
@@ -52,6 +65,8 @@ func (c *compactor) compact(obj any) {
 	case *corev1.Pod:
 		c.podSpec(&o.Spec)
 		c.podStatus(&o.Status)
+	case *corev1.ConfigMap:
+		c.shareEntries(o.Data)
 	}
 	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
@@ -65,15 +80,7 @@ func (c *compactor) objectMeta(m *metav1.ObjectMeta) {
 	c.share(&m.GenerateName)
 	c.shareMap(&m.Labels)
 	c.shareMap(&m.Annotations)
-	for i := range m.OwnerReferences {
-		r := &m.OwnerReferences[i]
-		c.share(&r.APIVersion)
-		c.share(&r.Kind)
-		c.share(&r.Name)
-		if uid := c.str(string(r.UID)); unsafe.StringData(uid) != unsafe.StringData(string(r.UID)) {
-			r.UID = types.UID(uid)
-		}
-	}
+	c.shareRefs(&m.OwnerReferences)
 	for i := range m.Finalizers {
 		c.share(&m.Finalizers[i])
 	}
@@ -152,6 +159,19 @@ func (c *compactor) share(p *string) {
 	}
 }
 
+// shareEntries makes m's keys shared strings, in place: a ConfigMap's
+// data is rarely equal to another's as a whole, but its keys are. (Its
+// values are often one object's own, and would only crowd the table.) It
+// writes only an entry whose key is another string.
+func (c *compactor) shareEntries(m map[string]string) {
+	for k, v := range m {
+		if sk := c.str(k); unsafe.StringData(sk) != unsafe.StringData(k) {
+			// An existing key: the map takes sk as its key.
+			m[sk] = v
+		}
+	}
+}
+
 // shareMap sets *p to the shared map equal to it, writing only if that is
 // another map.
 func (c *compactor) shareMap(p *map[string]string) {
@@ -166,6 +186,82 @@ func (c *compactor) shareList(p *corev1.ResourceList) {
 	if v := c.resourceList(*p); !sameMap(v, *p) {
 		*p = v
 	}
+}
+
+// shareRefs sets *p to the shared owner references equal to it, writing
+// only if that is another slice. The first of its kind becomes the shared
+// one, its kinds and API versions shared strings and its bools pointing to
+// the compactor's.
+func (c *compactor) shareRefs(p *[]metav1.OwnerReference) {
+	refs := *p
+	if len(refs) == 0 {
+		return
+	}
+	h := c.refsHash(refs)
+	if shared, ok := c.refs[h]; ok {
+		if unsafe.SliceData(shared) != unsafe.SliceData(refs) && equalRefs(shared, refs) {
+			*p = shared
+		}
+		return
+	}
+	for i := range refs {
+		r := &refs[i]
+		c.share(&r.APIVersion)
+		c.share(&r.Kind)
+		c.shareBool(&r.Controller)
+		c.shareBool(&r.BlockOwnerDeletion)
+	}
+	if len(c.refs) >= maxShared {
+		clear(c.refs)
+	}
+	c.refs[h] = refs
+}
+
+// shareBool sets *p to the compactor's pointer to the same value, writing
+// only if that is another pointer.
+func (c *compactor) shareBool(p **bool) {
+	if *p == nil {
+		return
+	}
+	v := c.no
+	if **p {
+		v = c.yes
+	}
+	if *p != v {
+		*p = v
+	}
+}
+
+func (c *compactor) refsHash(refs []metav1.OwnerReference) uint64 {
+	c.hash.Reset()
+	for _, r := range refs {
+		for _, s := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID)} {
+			c.hash.WriteString(s)
+			c.hash.WriteByte(0)
+		}
+		c.hash.WriteByte(boolByte(r.Controller))
+		c.hash.WriteByte(boolByte(r.BlockOwnerDeletion))
+	}
+	return c.hash.Sum64()
+}
+
+// boolByte encodes an optional bool: unset, false or true.
+func boolByte(b *bool) byte {
+	switch {
+	case b == nil:
+		return 0
+	case *b:
+		return 2
+	default:
+		return 1
+	}
+}
+
+func equalRefs(a, b []metav1.OwnerReference) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
+		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
+			boolByte(x.Controller) == boolByte(y.Controller) && boolByte(x.BlockOwnerDeletion) == boolByte(y.BlockOwnerDeletion)
+	})
 }
 
 // sameMap reports whether a and b are the same map (not merely equal).
@@ -193,18 +289,20 @@ func (c *compactor) stringMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	c.keys = c.keys[:0]
-	for k := range m {
-		c.keys = append(c.keys, k)
+	// The sum of the entries' hashes does not depend on the map's order.
+	var h uint64
+	for k, v := range m {
+		c.hash.Reset()
+		c.hash.WriteString(k)
+		c.hash.WriteByte(0)
+		c.hash.WriteString(v)
+		h += c.hash.Sum64()
 	}
-	slices.Sort(c.keys)
-	b := c.scratch[:0]
-	for _, k := range c.keys {
-		b = append(append(append(append(b, k...), 0), m[k]...), 0)
-	}
-	c.scratch = b
-	if shared, ok := c.maps[string(b)]; ok {
-		return shared
+	if shared, ok := c.maps[h]; ok {
+		if maps.Equal(shared, m) {
+			return shared
+		}
+		return m
 	}
 	shared := make(map[string]string, len(m))
 	for k, v := range m {
@@ -213,7 +311,7 @@ func (c *compactor) stringMap(m map[string]string) map[string]string {
 	if len(c.maps) >= maxShared {
 		clear(c.maps)
 	}
-	c.maps[string(b)] = shared
+	c.maps[h] = shared
 	return shared
 }
 
