@@ -133,6 +133,9 @@ type Queue[K comparable] struct {
 	// reconcile.Request past one cache line (see node), and it is touched
 	// only by queues whose adds say when their changes happened.
 	changed map[*node[K]]int64
+	// latestChanged is no earlier than any time changed holds: the latest
+	// it was given.
+	latestChanged int64
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
 	// stamp is a recent reading of the clock, for aging. While ticking, the
