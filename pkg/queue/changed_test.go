@@ -121,7 +121,7 @@ func TestGetChanged(t *testing.T) {
 			}
 			q.mu.Lock()
 			defer q.mu.Unlock()
-			for n := range q.changed {
+			for _, n := range q.changed.all() {
 				if !n.timed || n.state == 0 {
 					t.Errorf("changed holds a node that is not timed or free: %+v", n)
 				}
