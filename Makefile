@@ -213,7 +213,7 @@ CACHE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,3)
 # a process each, no row's runs spread more than 12%.
 SOURCE_BENCH_TIME  ?= 3x
 SOURCE_BENCH_COUNT ?= $(if $(BENCH_QUICK_DEFAULT),1,7)
-SOURCE_ROWS := opkitlag opkit ctrlruntime default ctrlruntimedefault controller controllertraced
+SOURCE_ROWS := opkitlag opkit opkitlagloaded opkitloaded ctrlruntime default ctrlruntimedefault controller controllertraced
 
 # What acting as the tenant costs (pkg/manager): creates through a
 # controller's Writer and its WriterAs in turn, in one run, each row's time

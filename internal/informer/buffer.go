@@ -54,16 +54,19 @@ func (b *buffer) OnDelete(obj any) { b.push(event{kind: 'd', obj: obj}) }
 // The Timed methods keep an event's date; the handler is handed it with
 // the time of its own delivery.
 
-func (b *buffer) OnAddAt(obj any, isInInitialList bool, changed, _ time.Time) {
+func (b *buffer) OnAddAt(obj any, isInInitialList bool, changed, _ time.Time) time.Time {
 	b.push(event{kind: 'a', obj: obj, isInInitialList: isInInitialList, changed: changed})
+	return time.Time{}
 }
 
-func (b *buffer) OnUpdateAt(oldObj, newObj any, changed, _ time.Time) {
+func (b *buffer) OnUpdateAt(oldObj, newObj any, changed, _ time.Time) time.Time {
 	b.push(event{kind: 'u', obj: newObj, old: oldObj, changed: changed})
+	return time.Time{}
 }
 
-func (b *buffer) OnDeleteAt(obj any, changed, _ time.Time) {
+func (b *buffer) OnDeleteAt(obj any, changed, _ time.Time) time.Time {
 	b.push(event{kind: 'd', obj: obj, changed: changed})
+	return time.Time{}
 }
 
 func (b *buffer) push(n event) {

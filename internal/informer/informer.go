@@ -68,6 +68,11 @@ type Informer struct {
 	// while a handler added is handed the store's objects: so it sees
 	// every later event, once.
 	delivering sync.Mutex
+	// reading, under delivering, is a reading of the clock taken since the
+	// last event was delivered, with Lag: the next event's delivery time.
+	// Zero when there is none: before each batch of events, and after an
+	// event no handler returned a reading for.
+	reading time.Time
 	// handlers are read under delivering, and replaced (never modified)
 	// under mu, which no handler's code runs under.
 	handlers atomic.Pointer[[]*Registration]
@@ -203,6 +208,7 @@ func (i *Informer) watchError(ctx context.Context, r *toolscache.Reflector, err 
 func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) error {
 	i.delivering.Lock()
 	defer i.delivering.Unlock()
+	i.reading = time.Time{} // the queue may have waited for this batch
 	var errs []error
 	for _, d := range deltas {
 		if err := i.store(d, isInInitialList); err != nil {
@@ -215,6 +221,7 @@ func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) erro
 // store applies d to the store and delivers it. The caller holds
 // delivering.
 func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
+	i.now() // the delivery time, read before the store
 	switch d.Type {
 	case toolscache.Sync, toolscache.Replaced, toolscache.Added, toolscache.Updated:
 		obj, st := unwrap(d.Object)
@@ -256,13 +263,28 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 // deliver dates e from st and observes its lag, with Lag, and hands it to
 // every handler. The caller holds delivering.
 func (i *Informer) deliver(e *event, st stamp) {
-	if i.lag != nil {
-		e.date(st)
-		i.lag.observe(e)
+	if i.lag == nil {
+		for _, h := range i.registrations() {
+			i.lag.deliver(e, h.handler, h.timed)
+		}
+		return
 	}
+	e.date(st)
+	e.stamped = i.now()
+	i.lag.observe(e)
+	i.reading = time.Time{}
 	for _, h := range i.registrations() {
-		i.lag.deliver(e, h.handler, h.timed)
+		i.reading = i.lag.deliver(e, h.handler, h.timed)
 	}
+}
+
+// now returns reading, with Lag, reading the clock if it is zero. The
+// caller holds delivering.
+func (i *Informer) now() time.Time {
+	if i.lag != nil && i.reading.IsZero() {
+		i.reading = i.lag.Now()
+	}
+	return i.reading
 }
 
 // replaceAll replaces the store's objects with a relist's and delivers

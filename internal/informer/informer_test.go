@@ -333,9 +333,17 @@ type timedCount struct {
 	dated int
 }
 
-func (c *timedCount) OnAddAt(obj any, initial bool, _, _ time.Time) { c.OnAdd(obj, initial) }
-func (c *timedCount) OnDeleteAt(obj any, _, _ time.Time)            { c.OnDelete(obj) }
-func (c *timedCount) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) {
+func (c *timedCount) OnAddAt(obj any, initial bool, _, _ time.Time) time.Time {
+	c.OnAdd(obj, initial)
+	return time.Time{}
+}
+
+func (c *timedCount) OnDeleteAt(obj any, _, _ time.Time) time.Time {
+	c.OnDelete(obj)
+	return time.Time{}
+}
+
+func (c *timedCount) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) time.Time {
 	if c.block != nil {
 		<-c.block
 	}
@@ -345,6 +353,7 @@ func (c *timedCount) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time
 	}
 	c.mu.Unlock()
 	c.OnUpdate(oldObj, newObj)
+	return time.Time{}
 }
 
 // However far the informer falls behind its watch, every update is dated

@@ -34,7 +34,11 @@ import (
 //
 // Each dated event is observed once, however many handlers the informer
 // has, with one clock reading, which TimedEventHandlers are handed as the
-// delivery time.
+// delivery time. The reading is taken before the event is stored: the
+// reading a TimedEventHandler returned for the event before it in the
+// same batch from the informer's queue (its handlers take no time after
+// it), or a reading of the clock if it returned none. So an event whose
+// handler times itself costs one clock reading, the handler's.
 type Lag struct {
 	Add, Update, Delete func(seconds float64)
 	// Now defaults to a wallclock.Clock's Now: the wall-clock time for
@@ -45,12 +49,15 @@ type Lag struct {
 // TimedEventHandler is a handler that takes each event with changed, its
 // date (see Lag), or the zero time when it has none, and delivered, a
 // reading of the clock at its delivery, so that it need not read the
-// clock to time its work. An informer without Lag calls the plain methods
-// instead.
+// clock to time its work. It returns done, a reading of the clock (as
+// delivered is one: wall and monotonic) taken as it returned, or the zero
+// time if it took none; the informer dates the next event's delivery by
+// it rather than read the clock again. An informer without Lag calls the
+// plain methods instead.
 type TimedEventHandler interface {
-	OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time)
-	OnUpdateAt(oldObj, newObj any, changed, delivered time.Time)
-	OnDeleteAt(obj any, changed, delivered time.Time)
+	OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time) (done time.Time)
+	OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) (done time.Time)
+	OnDeleteAt(obj any, changed, delivered time.Time) (done time.Time)
 }
 
 // stamp is when an ingested object last changed, in whole Unix seconds: by
@@ -147,14 +154,13 @@ func resync(oldObj, newObj any) bool {
 	return err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion()
 }
 
-// observe observes e's lag, if it is dated, taking the clock reading that
-// is e's delivery time.
+// observe observes e's lag, if it is dated, from e.stamped, its delivery
+// time.
 func (l *Lag) observe(e *event) {
 	if e.changed.IsZero() {
 		return
 	}
-	now := l.Now()
-	e.stamped = now
+	now := e.stamped
 	var o func(float64)
 	switch e.kind {
 	case 'a':
@@ -173,8 +179,9 @@ func (l *Lag) observe(e *event) {
 }
 
 // deliver hands e to h, with its times if h is timed and the informer
-// keeps Lag (l non-nil).
-func (l *Lag) deliver(e *event, h toolscache.ResourceEventHandler, timed TimedEventHandler) {
+// keeps Lag (l non-nil), and returns the reading of the clock h returned,
+// if any.
+func (l *Lag) deliver(e *event, h toolscache.ResourceEventHandler, timed TimedEventHandler) (done time.Time) {
 	if l == nil || timed == nil {
 		switch e.kind {
 		case 'a':
@@ -184,18 +191,18 @@ func (l *Lag) deliver(e *event, h toolscache.ResourceEventHandler, timed TimedEv
 		default:
 			h.OnDelete(e.obj)
 		}
-		return
+		return time.Time{}
 	}
 	if e.stamped.IsZero() {
 		e.stamped = l.Now()
 	}
 	switch e.kind {
 	case 'a':
-		timed.OnAddAt(e.obj, e.isInInitialList, e.changed, e.stamped)
+		return timed.OnAddAt(e.obj, e.isInInitialList, e.changed, e.stamped)
 	case 'u':
-		timed.OnUpdateAt(e.old, e.obj, e.changed, e.stamped)
+		return timed.OnUpdateAt(e.old, e.obj, e.changed, e.stamped)
 	default:
-		timed.OnDeleteAt(e.obj, e.changed, e.stamped)
+		return timed.OnDeleteAt(e.obj, e.changed, e.stamped)
 	}
 }
 

@@ -23,7 +23,7 @@ type EventLag struct {
 func NewEventLag(reg prometheus.Registerer) (*EventLag, error) {
 	m := &EventLag{
 		Source: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: SourceEventLag, Help: "Seconds from an informer's delivery of an event to its keys being queued, per controller and type",
+			Name: SourceEventLag, Help: "Seconds from an informer's delivery of an event (dated as it begins to store it) to its keys being queued, per controller and type",
 			Buckets: LagBuckets,
 		}, []string{"controller", "type"}),
 		Controller: prometheus.NewHistogramVec(prometheus.HistogramOpts{

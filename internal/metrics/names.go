@@ -53,8 +53,10 @@ const HandlerPanics = "opkit_controller_handler_panics_total"
 const (
 	// SourceEventLag observes, per informer event that reached a
 	// controller's handler, the seconds from the informer's delivery to
-	// the handler's return, its keys queued: predicates, map functions and
-	// queue adds. Labelled by controller and type ("v1/ConfigMap").
+	// the handler's return, its keys queued: the informer's store (the
+	// delivery is dated as it begins it, by the reading that timed the
+	// event before), predicates, map functions and queue adds. Labelled
+	// by controller and type ("v1/ConfigMap").
 	SourceEventLag = "opkit_source_event_lag_seconds"
 	// ControllerEventLag observes, per reconcile caused by an informer
 	// event whose change time is known, the seconds from the change at the

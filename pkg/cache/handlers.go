@@ -171,19 +171,19 @@ type timedUnseenAdds struct {
 	timed timedEventHandler
 }
 
-func (u timedUnseenAdds) OnAddAt(obj any, initial bool, changed, delivered time.Time) {
+func (u timedUnseenAdds) OnAddAt(obj any, initial bool, changed, delivered time.Time) time.Time {
 	if initial && u.old.holdsVersion(obj) {
-		return
+		return time.Time{}
 	}
-	u.timed.OnAddAt(obj, initial, changed, delivered)
+	return u.timed.OnAddAt(obj, initial, changed, delivered)
 }
 
-func (u timedUnseenAdds) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) {
-	u.timed.OnUpdateAt(oldObj, newObj, changed, delivered)
+func (u timedUnseenAdds) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) time.Time {
+	return u.timed.OnUpdateAt(oldObj, newObj, changed, delivered)
 }
 
-func (u timedUnseenAdds) OnDeleteAt(obj any, changed, delivered time.Time) {
-	u.timed.OnDeleteAt(obj, changed, delivered)
+func (u timedUnseenAdds) OnDeleteAt(obj any, changed, delivered time.Time) time.Time {
+	return u.timed.OnDeleteAt(obj, changed, delivered)
 }
 
 // holdsVersion reports whether v holds obj at obj's resourceVersion.

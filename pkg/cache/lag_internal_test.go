@@ -55,12 +55,23 @@ func (d *dates) note(event string, obj any, changed time.Time) {
 	d.got = append(d.got, fmt.Sprintf("%s %s %d", event, cm.Name, at))
 }
 
-func (d *dates) OnAdd(any, bool)                               { panic("the plain methods are not called with Lag") }
-func (d *dates) OnUpdate(any, any)                             { panic("the plain methods are not called with Lag") }
-func (d *dates) OnDelete(any)                                  { panic("the plain methods are not called with Lag") }
-func (d *dates) OnAddAt(obj any, _ bool, changed, _ time.Time) { d.note("add", obj, changed) }
-func (d *dates) OnUpdateAt(_, obj any, changed, _ time.Time)   { d.note("update", obj, changed) }
-func (d *dates) OnDeleteAt(obj any, changed, _ time.Time)      { d.note("delete", obj, changed) }
+func (d *dates) OnAdd(any, bool)   { panic("the plain methods are not called with Lag") }
+func (d *dates) OnUpdate(any, any) { panic("the plain methods are not called with Lag") }
+func (d *dates) OnDelete(any)      { panic("the plain methods are not called with Lag") }
+func (d *dates) OnAddAt(obj any, _ bool, changed, _ time.Time) time.Time {
+	d.note("add", obj, changed)
+	return time.Time{}
+}
+
+func (d *dates) OnUpdateAt(_, obj any, changed, _ time.Time) time.Time {
+	d.note("update", obj, changed)
+	return time.Time{}
+}
+
+func (d *dates) OnDeleteAt(obj any, changed, _ time.Time) time.Time {
+	d.note("delete", obj, changed)
+	return time.Time{}
+}
 
 func (d *dates) snapshot() ([]string, []string) {
 	d.mu.Lock()
@@ -163,9 +174,12 @@ type updateTimes struct {
 	got *[]time.Time
 }
 
-func (u updateTimes) OnUpdateAt(_, _ any, at, _ time.Time)  { *u.got = append(*u.got, at) }
-func (updateTimes) OnAddAt(any, bool, time.Time, time.Time) {}
-func (updateTimes) OnDeleteAt(any, time.Time, time.Time)    {}
+func (u updateTimes) OnUpdateAt(_, _ any, at, _ time.Time) time.Time {
+	*u.got = append(*u.got, at)
+	return time.Time{}
+}
+func (updateTimes) OnAddAt(any, bool, time.Time, time.Time) time.Time { return time.Time{} }
+func (updateTimes) OnDeleteAt(any, time.Time, time.Time) time.Time    { return time.Time{} }
 
 // A TimedEventHandler is handed to the informers of a view that replaces
 // another (SetSlots), where the cache also drops the adds the old view

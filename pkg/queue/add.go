@@ -178,16 +178,21 @@ func (q *Queue[K]) addNew(key K, priority int, after time.Duration, early, chang
 }
 
 // noteChanged keeps changed as n's change time unless n has an earlier one.
+// Change times mostly come in order, so a key added again mostly has an
+// earlier one already: a time no earlier than any changed holds skips the
+// lookup.
 func (q *Queue[K]) noteChanged(n *node[K], changed int64) {
 	if !n.timed {
-		if q.changed == nil {
-			q.changed = map[*node[K]]int64{}
-		}
-		q.changed[n], n.timed = changed, true
+		q.changed.set(n, changed)
+		n.timed = true
+		q.latestChanged = max(q.latestChanged, changed)
 		return
 	}
-	if changed < q.changed[n] {
-		q.changed[n] = changed
+	if changed >= q.latestChanged {
+		return
+	}
+	if held, _ := q.changed.get(n); changed < held {
+		q.changed.set(n, changed)
 	}
 }
 
@@ -196,10 +201,8 @@ func (q *Queue[K]) takeChanged(n *node[K]) int64 {
 	if !n.timed {
 		return 0
 	}
-	changed := q.changed[n]
-	delete(q.changed, n)
 	n.timed = false
-	return changed
+	return q.changed.take(n)
 }
 
 // wait puts n, whose at is set, in the waiting heap, behind every node due

@@ -48,6 +48,17 @@ func TestGetChanged(t *testing.T) {
 		},
 		want: []got{{"a", t0}},
 	}, {
+		name: "an earlier time after another key's later one still wins",
+		run: func(q *Queue[string]) []got {
+			q.AddWithOpts(at(2), "a")
+			q.AddWithOpts(at(5), "b")
+			q.AddWithOpts(at(1), "a")
+			q.AddWithOpts(at(5), "a")
+			a, b := get(q), get(q)
+			return []got{a, b}
+		},
+		want: []got{{"a", t0.Add(time.Second)}, {"b", t0.Add(5 * time.Second)}},
+	}, {
 		name: "a re-add while processing keeps its own time",
 		run: func(q *Queue[string]) []got {
 			q.AddWithOpts(at(0), "a")
@@ -110,7 +121,7 @@ func TestGetChanged(t *testing.T) {
 			}
 			q.mu.Lock()
 			defer q.mu.Unlock()
-			for n := range q.changed {
+			for _, n := range q.changed.all() {
 				if !n.timed || n.state == 0 {
 					t.Errorf("changed holds a node that is not timed or free: %+v", n)
 				}

@@ -128,11 +128,14 @@ type Queue[K comparable] struct {
 	free       freeNodes[K] // recycled nodes: see freeNodes
 	// changed holds, as Unix nanoseconds, the earliest AddOpts.Changed of
 	// each key added with one since it was last handed out. A node is in
-	// changed if and only if its timed is set. A map beside the nodes
+	// changed if and only if its timed is set. A table beside the nodes
 	// rather than a field in them: a field would take a node for a
 	// reconcile.Request past one cache line (see node), and it is touched
 	// only by queues whose adds say when their changes happened.
-	changed map[*node[K]]int64
+	changed changeTimes[K]
+	// latestChanged is no earlier than any time changed holds: the latest
+	// it was given.
+	latestChanged int64
 
 	agedTurn bool // the next Get serves the oldest overdue node, if any
 	// stamp is a recent reading of the clock, for aging. While ticking, the

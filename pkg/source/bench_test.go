@@ -8,6 +8,8 @@ package source_test
 //     with the lag metrics on as a manager keeps them (see opkitLagSink):
 //     the source path as a manager runs it by default.
 //   - opkit: the same with the lag metrics off, which no manager does.
+//   - opkitlagloaded, opkitloaded: opkitlag and opkit beside another
+//     process that keeps every core busy (see withLoad).
 //   - ctrlruntime: controller-runtime's source.Informer with
 //     handler.EnqueueRequestForObject into its priority queue.
 //   - default: opkit through a controller.Controller exactly as a manager
@@ -70,6 +72,11 @@ func BenchmarkInformerUpdates(b *testing.B) {
 	// keeps them, and off: the cost of measuring lag is their difference.
 	b.Run("opkitlag", func(b *testing.B) { benchInformer(b, opkitLagSink, opkitInformerLag) })
 	b.Run("opkit", func(b *testing.B) { benchInformer(b, opkitSink, opkitInformer) })
+	// The same two with every core kept busy by another process: the
+	// cost of measuring lag on a busy node, where a goroutine may be
+	// descheduled anywhere on the path.
+	b.Run("opkitlagloaded", func(b *testing.B) { withLoad(b); benchInformer(b, opkitLagSink, opkitInformerLag) })
+	b.Run("opkitloaded", func(b *testing.B) { withLoad(b); benchInformer(b, opkitSink, opkitInformer) })
 	b.Run("ctrlruntime", func(b *testing.B) { benchInformer(b, ctrlRuntimeSink, clientGoInformer) })
 	b.Run("default", func(b *testing.B) { benchInformer(b, defaultSink, opkitInformerLag) })
 	b.Run("ctrlruntimedefault", func(b *testing.B) { benchInformer(b, ctrlRuntimeDefaultSink, clientGoInformer) })

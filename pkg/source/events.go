@@ -60,33 +60,34 @@ func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) {
 func (h *eventHandler[T, K]) OnDelete(obj any) { h.OnDeleteAt(obj, time.Time{}, time.Time{}) }
 
 // OnAddAt is OnAdd with the change's time and the delivery's, which
-// pkg/cache passes when it keeps metrics.
-func (h *eventHandler[T, K]) OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time) {
+// pkg/cache passes when it keeps metrics; it returns the reading of the
+// clock that timed it, if it took one (see handle).
+func (h *eventHandler[T, K]) OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time) time.Time {
 	o, ok := obj.(T)
 	if !ok {
 		h.unexpected("add", obj)
-		return
+		return time.Time{}
 	}
-	h.handle(Event[T]{Type: Create, Object: o, InInitialList: isInInitialList, Changed: changed}, delivered)
+	return h.handle(Event[T]{Type: Create, Object: o, InInitialList: isInInitialList, Changed: changed}, delivered)
 }
 
 // OnUpdateAt is OnUpdate with the change's time and the delivery's.
-func (h *eventHandler[T, K]) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) {
+func (h *eventHandler[T, K]) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) time.Time {
 	o, ok := newObj.(T)
 	if !ok {
 		h.unexpected("update", newObj)
-		return
+		return time.Time{}
 	}
 	old, ok := oldObj.(T)
 	if !ok {
 		h.unexpected("update", oldObj)
-		return
+		return time.Time{}
 	}
-	h.handle(Event[T]{Type: Update, Object: o, Old: old, Changed: changed}, delivered)
+	return h.handle(Event[T]{Type: Update, Object: o, Old: old, Changed: changed}, delivered)
 }
 
 // OnDeleteAt is OnDelete with the change's time and the delivery's.
-func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed, delivered time.Time) {
+func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed, delivered time.Time) time.Time {
 	e := Event[T]{Type: Delete, Changed: changed}
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		e.StateUnknown = true
@@ -95,20 +96,22 @@ func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed, delivered time.Time) {
 	o, ok := obj.(T)
 	if !ok {
 		h.unexpected("delete", obj)
-		return
+		return time.Time{}
 	}
 	e.Object = o
-	h.handle(e, delivered)
+	return h.handle(e, delivered)
 }
 
 // handle runs the predicates and the handler. A panic in either is
 // recovered and reported, and the event is dropped: it must not end the
 // informer's delivery goroutine, which would crash the process and every
 // controller in it. delivered is when the cache delivered e, or zero if
-// it did not say.
-func (h *eventHandler[T, K]) handle(e Event[T], delivered time.Time) {
+// it did not say. Under WithLag, an event the handler handles is timed
+// by one reading of the clock as it returns, done, which the cache takes
+// as the delivery time of its next event.
+func (h *eventHandler[T, K]) handle(e Event[T], delivered time.Time) (done time.Time) {
 	if h.stopped.Load() {
-		return
+		return time.Time{}
 	}
 	if h.queued != nil {
 		if delivered.IsZero() {
@@ -119,13 +122,16 @@ func (h *eventHandler[T, K]) handle(e Event[T], delivered time.Time) {
 	defer h.recover(&e)
 	for _, p := range h.preds {
 		if !p(e) {
-			return
+			return time.Time{}
 		}
 	}
 	h.handler.Handle(e, h.q)
-	if h.queued != nil {
-		h.queued(time.Since(delivered).Seconds())
+	if h.queued == nil {
+		return time.Time{}
 	}
+	took := time.Since(delivered)
+	h.queued(took.Seconds())
+	return delivered.Add(took)
 }
 
 // recover reports a panic of a predicate or handler handed e. It must be

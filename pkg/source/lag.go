@@ -13,7 +13,9 @@ type Lag struct {
 	// Queued returns the observer, for the events of type typ (as in
 	// HandlerPanic.Type), of the seconds from an informer's delivery of an
 	// event to the return of the handler that queued its keys (the
-	// predicates, map functions and queue adds). Nil: not observed.
+	// predicates, map functions and queue adds; pkg/cache dates the
+	// delivery as it begins to store the event, so its store counts
+	// too). Nil: not observed.
 	Queued func(typ string) func(seconds float64)
 	// Changes makes Enqueue, and so every handler of this package, add
 	// each key with its event's change time (Event.Changed) as

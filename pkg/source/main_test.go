@@ -13,6 +13,9 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	if os.Getenv(loadEnv) != "" {
+		spin()
+	}
 	// A run of benchmarks alone ('make bench' passes -run '^$') needs no
 	// control plane, and one idling beside them is noise.
 	flag.Parse()
