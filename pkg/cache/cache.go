@@ -52,7 +52,8 @@ type Cache struct {
 	metrics    *metrics
 	log        logr.Logger
 	// listWatchClient carries the informers' lists and watches:
-	// opts.HTTPClient, reporting failed watch streams with metrics on.
+	// opts.HTTPClient, asking for uncompressed responses, and reporting
+	// failed watch streams with metrics on.
 	listWatchClient *http.Client
 	// reach holds the informers' lists and watches while the API server
 	// is out of reach, so that they go on as soon as it is back.
@@ -138,9 +139,9 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 	if c.reach, err = newReach(cfg, opts.HTTPClient, c.codecs); err != nil {
 		return nil, fmt.Errorf("cache: build the API server probe: %w", err)
 	}
-	c.listWatchClient = opts.HTTPClient
+	c.listWatchClient = uncompressed(opts.HTTPClient)
 	if m != nil {
-		c.listWatchClient = withStreamErrors(opts.HTTPClient)
+		c.listWatchClient = withStreamErrors(c.listWatchClient)
 	}
 	return c, nil
 }
