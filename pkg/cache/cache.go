@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -49,6 +50,9 @@ type Cache struct {
 	opts       Options
 	codecs     serializer.CodecFactory
 	paramCodec runtime.ParameterCodec
+	// metaParams encodes the metadata watches' options, as client-go's
+	// metadata client does.
+	metaParams runtime.ParameterCodec
 	metrics    *metrics
 	log        logr.Logger
 	// listWatchClient carries the informers' lists and watches:
@@ -125,6 +129,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		opts:         opts,
 		codecs:       serializer.NewCodecFactory(opts.Scheme),
 		paramCodec:   runtime.NewParameterCodec(opts.Scheme),
+		metaParams:   metadataParameterCodec(),
 		log:          opts.Logger,
 		unregistered: unregisteredReads{logged: map[unregisteredKey]bool{}},
 	}
@@ -144,6 +149,14 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		c.listWatchClient = withStreamErrors(c.listWatchClient)
 	}
 	return c, nil
+}
+
+// metadataParameterCodec encodes list options as client-go's metadata
+// client does.
+func metadataParameterCodec() runtime.ParameterCodec {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, metav1.Unversioned)
+	return runtime.NewParameterCodec(s)
 }
 
 // Start starts an informer for every registered type, and for every type

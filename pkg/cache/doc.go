@@ -83,6 +83,9 @@
 //     Lists and watches ask for uncompressed responses, as
 //     kube-controller-manager's do: on a cluster's network gzip costs the
 //     API server and the operator more CPU than it saves in time.
+//     Metadata-only watch events are decoded once, in place, without what
+//     the cache strips (managed fields' field sets, the last-applied
+//     annotation).
 //   - Testable: Lister.WaitFor waits until the cache holds a write's
 //     resourceVersion; package cachetest puts a real
 //     Lister over objects in memory.
