@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -49,10 +50,14 @@ type Cache struct {
 	opts       Options
 	codecs     serializer.CodecFactory
 	paramCodec runtime.ParameterCodec
+	// metaParams encodes the metadata watches' options, as client-go's
+	// metadata client does.
+	metaParams runtime.ParameterCodec
 	metrics    *metrics
 	log        logr.Logger
 	// listWatchClient carries the informers' lists and watches:
-	// opts.HTTPClient, reporting failed watch streams with metrics on.
+	// opts.HTTPClient, asking for uncompressed responses, and reporting
+	// failed watch streams with metrics on.
 	listWatchClient *http.Client
 	// reach holds the informers' lists and watches while the API server
 	// is out of reach, so that they go on as soon as it is back.
@@ -124,6 +129,7 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 		opts:         opts,
 		codecs:       serializer.NewCodecFactory(opts.Scheme),
 		paramCodec:   runtime.NewParameterCodec(opts.Scheme),
+		metaParams:   metadataParameterCodec(),
 		log:          opts.Logger,
 		unregistered: unregisteredReads{logged: map[unregisteredKey]bool{}},
 	}
@@ -138,11 +144,19 @@ func New(cfg *rest.Config, opts Options) (*Cache, error) {
 	if c.reach, err = newReach(cfg, opts.HTTPClient, c.codecs); err != nil {
 		return nil, fmt.Errorf("cache: build the API server probe: %w", err)
 	}
-	c.listWatchClient = opts.HTTPClient
+	c.listWatchClient = uncompressed(opts.HTTPClient)
 	if m != nil {
-		c.listWatchClient = withStreamErrors(opts.HTTPClient)
+		c.listWatchClient = withStreamErrors(c.listWatchClient)
 	}
 	return c, nil
+}
+
+// metadataParameterCodec encodes list options as client-go's metadata
+// client does.
+func metadataParameterCodec() runtime.ParameterCodec {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, metav1.Unversioned)
+	return runtime.NewParameterCodec(s)
 }
 
 // Start starts an informer for every registered type, and for every type

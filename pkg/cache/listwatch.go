@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,10 +23,11 @@ import (
 
 // listWatchFactory returns a function that makes the ListWatch of one
 // namespace ("" for every namespace, or a cluster-scoped type).
-func (c *Cache) listWatchFactory(gvk schema.GroupVersionKind, f form, mapping *meta.RESTMapping) (func(ns string) *toolscache.ListWatch, error) {
-	switch f {
+func (c *Cache) listWatchFactory(key regKey, mapping *meta.RESTMapping) (func(ns string) *toolscache.ListWatch, error) {
+	gvk := key.gvk
+	switch key.form {
 	case metadataOnly:
-		return c.metadataListWatch(gvk, mapping)
+		return c.metadataListWatch(gvk, mapping, stripping{managedFields: !key.keepMF, lastApplied: !key.keepLA})
 	case unstructuredForm:
 		return c.dynamicListWatch(mapping)
 	default:
@@ -68,16 +70,28 @@ func (c *Cache) typedListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMa
 	}, nil
 }
 
-func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping) (func(string) *toolscache.ListWatch, error) {
+// metadataListWatch lists through client-go's metadata client, and
+// watches (streaming lists included) through a REST client of its own
+// that decodes as metaSerializer says, leaving out what strip says.
+func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RESTMapping, strip stripping) (func(string) *toolscache.ListWatch, error) {
 	cfg := rest.CopyConfig(c.cfg)
 	cfg.NegotiatedSerializer = nil
 	client, err := metadata.NewForConfigAndClient(cfg, c.listWatchClient)
 	if err != nil {
 		return nil, fmt.Errorf("make metadata client: %w", err)
 	}
+	cfg = metadata.ConfigFor(cfg)
+	cfg.NegotiatedSerializer = metaSerializer{NegotiatedSerializer: cfg.NegotiatedSerializer, strip: strip}
+	cfg.GroupVersion = &schema.GroupVersion{}
+	cfg.APIPath = "/this-value-should-never-be-sent" // as the metadata client's: every request sets its path
+	watcher, err := rest.RESTClientForConfigAndClient(cfg, c.listWatchClient)
+	if err != nil {
+		return nil, fmt.Errorf("make metadata watch client: %w", err)
+	}
 	resources := client.Resource(mapping.Resource)
 	return func(ns string) *toolscache.ListWatch {
 		ri := resources.Namespace(ns)
+		path := resourcePath(mapping.Resource, ns)
 		return &toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				list, err := ri.List(ctx, opts)
@@ -93,7 +107,7 @@ func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RES
 				return list, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				w, err := ri.Watch(ctx, opts)
+				w, err := c.metadataWatch(ctx, watcher, path, opts)
 				if err != nil {
 					return nil, err
 				}
@@ -106,6 +120,35 @@ func (c *Cache) metadataListWatch(gvk schema.GroupVersionKind, mapping *meta.RES
 			},
 		}
 	}, nil
+}
+
+// metadataWatch opens a watch of the metadata at path, as client-go's
+// metadata client's Watch does.
+func (c *Cache) metadataWatch(ctx context.Context, client rest.Interface, path []string, opts metav1.ListOptions) (watch.Interface, error) {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	opts.Watch = true
+	return client.Get().AbsPath(path...).
+		SetHeader("Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json").
+		SpecificallyVersionedParams(&opts, c.metaParams, metav1.Unversioned).
+		Timeout(timeout).
+		Watch(ctx)
+}
+
+// resourcePath is the path of resource in namespace ns ("" for every
+// namespace, or a cluster-scoped resource).
+func resourcePath(resource schema.GroupVersionResource, ns string) []string {
+	path := []string{"api"}
+	if resource.Group != "" {
+		path = []string{"apis", resource.Group}
+	}
+	path = append(path, resource.Version)
+	if ns != "" {
+		path = append(path, "namespaces", ns)
+	}
+	return append(path, resource.Resource)
 }
 
 // metadataListError marks err, from the metadata client's List, as a body

@@ -353,7 +353,7 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 		namespaces = r.namespaces
 		v.byNamespace = map[string]*nsInformer{}
 	}
-	lwf, err := r.c.listWatchFactory(r.key.gvk, r.key.form, mapping)
+	lwf, err := r.c.listWatchFactory(r.key, mapping)
 	if err != nil {
 		return nil, err
 	}
