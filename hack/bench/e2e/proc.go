@@ -96,6 +96,16 @@ func (p *process) start(start func() error) error {
 	return nil
 }
 
+// hasExited says whether the process has exited.
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // startBare starts the bare client, which writes the copies of w when told.
 func startBare(bin, kubeconfig string, workers int, w *workload, log io.Writer) (*process, error) {
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--home", w.home(), "--selector", runLabel+"="+w.run,
@@ -310,18 +320,67 @@ func fetch(ctx context.Context, url, path string) error {
 
 // peakRSS returns the process's peak resident set size (VmHWM) in bytes.
 func (p *process) peakRSS() (int64, error) {
+	return p.status("VmHWM")
+}
+
+// rssFile returns the process's resident file-backed pages (RssFile), in
+// bytes: its binary's, mostly.
+func (p *process) rssFile() (int64, error) {
+	return p.status("RssFile")
+}
+
+// status returns the field of /proc/<pid>/status that counts kB, in bytes.
+func (p *process) status(field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(v) // "123456 kB"
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmHWM in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in /proc/<pid>/status", field)
+}
+
+// userHZ is the unit of /proc's CPU times: fixed at 100 a second for
+// user space, whatever the kernel's own tick.
+const userHZ = 100
+
+// cpuSeconds returns the CPU seconds, user and system, the running
+// process has used so far, from /proc/<pid>/stat.
+func (p *process) cpuSeconds() (float64, error) {
+	path := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(path, string(b))
+}
+
+// parseStatCPU returns utime+stime of a /proc/<pid>/stat line in seconds.
+// The command name, in parentheses, may hold spaces: fields count from
+// the last ')'.
+func parseStatCPU(path, stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	var f []string
+	if i >= 0 {
+		f = strings.Fields(stat[i+1:]) // f[0] is field 3, the state
+	}
+	if len(f) < 13 {
+		return 0, fmt.Errorf("read %s: too few fields in %q", path, stat)
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // fields 14 and 15: utime, stime
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", path, err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / userHZ, nil
 }
 
 // stop stops the process with SIGTERM (SIGKILL after 30s) and returns the
