@@ -494,7 +494,7 @@ func readSyncPeak(p *process, c *cgroup) (cgroupPeak, rss int64, err error) {
 func goMemLimit(p *process, body []byte) (int64, error) {
 	v, err := promtext.Gauge(bytes.NewReader(body), "go_gc_gomemlimit_bytes")
 	if err != nil {
-		return 0, fmt.Errorf("read the Go memory limit of %s: %w", p.cmd.Path, err)
+		return 0, fmt.Errorf("read the Go memory limit of %s: %w", p.name(), err)
 	}
 	if v >= math.MaxInt64 { // none: the runtime's default, which float64 rounds up
 		return math.MaxInt64, nil
@@ -573,7 +573,7 @@ func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, read
 	default:
 		t.Survived = true
 	}
-	logf("memory %-14s limit %4.0f MiB: survived %t, ready %.2fs, converged in %.2fs with %.2fs CPU, peak %.1f MiB, OOM kills %d %s (log: %s)",
+	logf("memory %-14s limit %4.0f MiB: survived %t, ready %.2fs, %.2fs and %.2fs CPU to converge (or give up), peak %.1f MiB, OOM kills %d %s (log: %s)",
 		impl, mib(limit), t.Survived, t.ReadySeconds, t.Seconds, t.CPUSeconds, mib(t.PeakBytes), t.OOMKills, t.Why, log.Name())
 	return t, errors.Join(err, w.clean(ctx))
 }

@@ -25,6 +25,7 @@ import (
 // a child process.
 type process struct {
 	cmd         *exec.Cmd
+	path        string    // the program's, which cmd may start through a shell (cgroup.start)
 	metricsAddr string    // operators: where /metrics is served
 	healthAddr  string    // operators: where /readyz is served
 	pprofAddr   string    // operators with profiling on: where /debug/pprof is served
@@ -67,7 +68,7 @@ func newOperator(bin, kubeconfig string, workers int, args []string, log io.Writ
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m,
 		"--health-probe-bind-address", h, "--max-concurrent-reconciles", strconv.Itoa(workers))
 	cmd.Args = append(cmd.Args, args...)
-	p := &process{cmd: cmd, metricsAddr: m, healthAddr: h}
+	p := &process{cmd: cmd, path: bin, metricsAddr: m, healthAddr: h}
 	if pprof {
 		p.pprofAddr = m
 		if filepath.Base(bin) == "crmirror" {
@@ -94,6 +95,14 @@ func (p *process) start(start func() error) error {
 		close(p.exited)
 	}()
 	return nil
+}
+
+// name is the program's path.
+func (p *process) name() string {
+	if p.path != "" {
+		return p.path
+	}
+	return p.cmd.Path
 }
 
 // hasExited says whether the process has exited.
@@ -148,21 +157,23 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
+		last := fmt.Sprint(err)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				p.ready = time.Now()
 				return nil
 			}
+			last = resp.Status
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready within %v (last: %v)", p.cmd.Path, timeout, err)
+			return fmt.Errorf("%s not ready within %v (last: %s)", p.name(), timeout, last)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready: %w", p.cmd.Path, errors.Join(p.waitErr, errExited))
+			return fmt.Errorf("%s exited before it was ready: %w", p.name(), errors.Join(p.waitErr, errExited))
 		case <-time.After(20 * time.Millisecond): // the resolution of the time to ready
 		}
 	}
@@ -234,7 +245,7 @@ func (p *process) heapInuse(ctx context.Context) (int64, error) {
 	}
 	v, err := promtext.Gauge(bytes.NewReader(body), heapMetric)
 	if err != nil {
-		return 0, fmt.Errorf("read the heap of %s: %w", p.cmd.Path, err)
+		return 0, fmt.Errorf("read the heap of %s: %w", p.name(), err)
 	}
 	return int64(v), nil
 }
