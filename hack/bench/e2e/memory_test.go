@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,38 @@ func TestParseMemory(t *testing.T) {
 	}
 	if _, err := parse([]string{"-memory-precision", "0"}, t.TempDir()); err == nil {
 		t.Error("-memory-precision 0 accepted: the bisection would never stop on its interval")
+	}
+}
+
+// The fill's mean sizes are read back from the API server, for either
+// shape: the small shape's objects are much smaller than the realistic
+// shape's.
+func TestFillSizes(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string][2]float64{}
+	for _, shape := range shapes {
+		f := memoryOptions{objects: 6, shape: shape}.fill()
+		f.prefix = "memsize-" + shape
+		if err := fillCluster(t.Context(), cs, f); err != nil {
+			t.Fatal(err)
+		}
+		cm, secret, err := fillSizes(t.Context(), cs, f)
+		if err := errors.Join(err, unfill(t.Context(), cs, f)); err != nil {
+			t.Fatal(err)
+		}
+		if cm <= 0 || secret <= 0 {
+			t.Errorf("shape %s: mean ConfigMap %v B, Secret %v B; want both above 0", shape, cm, secret)
+		}
+		sizes[shape] = [2]float64{cm, secret}
+	}
+	if s, r := sizes[shapeSmall], sizes[shapeRealistic]; s[0] >= r[0]/2 || s[1] >= r[1]/2 {
+		t.Errorf("small shape's mean sizes %v B not under half the realistic shape's %v B", s, r)
+	}
+	got := memorySizes([]runResult{{Memory: &memoryResult{FillConfigMapBytes: 3584, FillSecretBytes: 1536}}})
+	if want := "; mean size as JSON from the API server: ConfigMap 3.5 KiB, Secret 1.5 KiB"; got != want {
+		t.Errorf("memorySizes = %q, want %q", got, want)
 	}
 }
