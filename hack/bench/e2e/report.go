@@ -247,9 +247,10 @@ func tableOf(runs []runResult, figs []figure, cols []column) (rows [][]string, m
 }
 
 // selfCheck returns what to append to opkit's cell for a target on its
-// own median, and whether it was met (1 of 1) or not.
+// own median, and whether it was met (1 of 1) or not; a median of 0, not
+// measured, has no verdict.
 func selfCheck(o stats, target float64) (suffix string, met, total int) {
-	if target == 0 || o.n == 0 {
+	if target == 0 || o.n == 0 || o.median == 0 { // 0: not measured
 		return "", 0, 0
 	}
 	if o.median <= target {
