@@ -10,6 +10,7 @@
 //	         [--leader-elect [--leader-election-namespace NS] [--leader-election-id NAME]
 //	          [--leader-elect-lease-duration D] [--leader-elect-renew-deadline D] [--leader-elect-retry-period D]]
 //	         [--record-reconciles FILE] [--kube-api-qps N [--kube-api-burst N]]
+//	         [--configmaps-only]
 //
 // With --leader-elect one replica works and the others stand by, as with
 // the sample's flag of that name; test/sharding freezes the leader of two
@@ -22,6 +23,11 @@
 // crmirror_list_requests_total by resource, the requests that fetch a
 // resource's whole state (lists, and watches that send initial events),
 // so that a test can count its informers' relists.
+//
+// --configmaps-only makes it the leaner peer of the memory benchmark: it
+// watches and caches ConfigMaps alone, no Secret, so it mirrors ConfigMap
+// sources only (a Secret source is refused). Without it, it caches every
+// ConfigMap and Secret in full, as the sample watches both.
 package main
 
 import (
@@ -78,6 +84,8 @@ type flags struct {
 	recordFile  string
 	qps         float64
 	burst       int
+	// configMapsOnly: watch ConfigMaps alone, no Secret (see store).
+	configMapsOnly bool
 }
 
 // leaderFlags are the sample's leader election flags, for
@@ -129,6 +137,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.recordFile, "record-reconciles", "", "test aid: append a line to this file when each reconcile starts and ends and when each write request is sent (package internal/actlog); empty: none")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "requests a second the client may send to the API server; 0: no client-side limit")
 	fs.IntVar(&f.burst, "kube-api-burst", 0, "with --kube-api-qps: requests the client may send at once above that rate; 0: --kube-api-qps rounded up")
+	fs.BoolVar(&f.configMapsOnly, "configmaps-only", false, "watch and cache ConfigMaps only, no Secret: mirror ConfigMap sources only (the memory benchmark's leaner peer)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -224,7 +233,7 @@ func newManager(cfg *rest.Config, f flags, acts *actlog.File, log logr.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
-	if err := setup(mgr, f.workers, acts); err != nil {
+	if err := setup(mgr, f.workers, f.configMapsOnly, acts); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -238,25 +247,28 @@ func newManager(cfg *rest.Config, f flags, acts *actlog.File, log logr.Logger) (
 }
 
 // setup adds the Mirror controller to mgr, as mirror.Setup adds it to
-// opkit's manager; acts, when not nil, records its reconciles.
-func setup(mgr ctrl.Manager, workers int, acts *actlog.File) error {
-	if err := indexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
+// opkit's manager, watching no Secret if configMapsOnly; acts, when not
+// nil, records its reconciles.
+func setup(mgr ctrl.Manager, workers int, configMapsOnly bool, acts *actlog.File) error {
+	s := store{r: mgr.GetCache(), configMapsOnly: configMapsOnly}
+	if err := s.indexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("set up the mirror controller: %w", err)
 	}
-	s := store{r: mgr.GetCache()}
 	mr := &mirror.Reconciler{Store: s, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("mirror")}
 	var r reconcile.Reconciler = finalizing{r: adapter{mr}, store: s, client: mgr.GetClient(), cleanup: mr.Cleanup}
 	if acts != nil {
 		r = recorded{r: r, acts: acts}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("mirror").
 		// The update that starts a deletion raises the generation
 		// (TestGenerationRisesWhenDeletionStarts in pkg/source).
 		For(&v1alpha1.Mirror{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf)).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsSelecting)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf))
+	if !configMapsOnly {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsOf))
+	}
+	return b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(s.mirrorsSelecting)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,21 +19,33 @@ import (
 // store is mirror.Store over controller-runtime's cache, read the way
 // controller-runtime users read it: through a client.Reader, which returns
 // deep copies, with field indexes registered through client.FieldIndexer.
+//
+// With configMapsOnly it never reads a Secret, as any read of a type
+// starts an informer of it in controller-runtime's cache: it has no
+// Secret copies (it makes none), and a Secret source is refused.
 type store struct {
-	r client.Reader
+	r              client.Reader
+	configMapsOnly bool
 }
 
 var _ mirror.Store = store{}
 
-// indexFields registers the indexes store reads by; call it before the
-// manager starts.
-func indexFields(ctx context.Context, fi client.FieldIndexer) error {
+// errConfigMapsOnly refuses a Secret source in configMapsOnly mode.
+var errConfigMapsOnly = errors.New("crmirror --configmaps-only mirrors ConfigMap sources only: it watches no Secret")
+
+// indexFields registers the indexes s reads by; call it before the
+// manager starts. An index starts an informer of its type.
+func (s store) indexFields(ctx context.Context, fi client.FieldIndexer) error {
 	if err := fi.IndexField(ctx, &v1alpha1.Mirror{}, mirror.IndexSource, func(o client.Object) []string {
 		return mirror.MirrorSources(o.(*v1alpha1.Mirror))
 	}); err != nil {
 		return fmt.Errorf("index Mirrors by source: %w", err)
 	}
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+	objs := []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}
+	if s.configMapsOnly {
+		objs = objs[:1]
+	}
+	for _, obj := range objs {
 		if err := fi.IndexField(ctx, obj, mirror.IndexCopyOf, mirror.CopyIndex); err != nil {
 			return fmt.Errorf("index %T by Mirror: %w", obj, err)
 		}
@@ -64,6 +77,9 @@ func (s store) Namespaces(selector labels.Selector) ([]*corev1.Namespace, error)
 }
 
 func (s store) Object(ctx context.Context, kind, namespace, name string) (client.Object, error) {
+	if s.configMapsOnly && kind == v1alpha1.KindSecret {
+		return nil, errConfigMapsOnly
+	}
 	obj, err := newObject(kind)
 	if err != nil {
 		return nil, err
@@ -97,6 +113,9 @@ func (s store) Copies(kind, mirrorNamespace, mirrorName string) ([]client.Object
 		}
 		return pointers(l.Items), nil
 	case v1alpha1.KindSecret:
+		if s.configMapsOnly {
+			return nil, nil // it makes no Secret copies
+		}
 		var l corev1.SecretList
 		if err := s.r.List(context.TODO(), &l, match); err != nil {
 			return nil, err

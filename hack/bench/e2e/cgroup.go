@@ -29,11 +29,14 @@ type cgroupFiles struct {
 	// every reader, v2 (Linux 6.12 or later) for the file descriptor
 	// written, which cgroup keeps open to read from.
 	resetPeak string
+	// cache is the key in memory.stat of the page cache charged to the
+	// cgroup itself (file-backed: the binary's pages among them).
+	cache string
 }
 
 var (
-	cgroupV2 = cgroupFiles{limit: "memory.max", current: "memory.current", peak: "memory.peak", events: "memory.events", resetPeak: "reset\n"}
-	cgroupV1 = cgroupFiles{limit: "memory.limit_in_bytes", current: "memory.usage_in_bytes", peak: "memory.max_usage_in_bytes", events: "memory.oom_control", resetPeak: "0\n"}
+	cgroupV2 = cgroupFiles{limit: "memory.max", current: "memory.current", peak: "memory.peak", events: "memory.events", resetPeak: "reset\n", cache: "file"}
+	cgroupV1 = cgroupFiles{limit: "memory.limit_in_bytes", current: "memory.usage_in_bytes", peak: "memory.max_usage_in_bytes", events: "memory.oom_control", resetPeak: "0\n", cache: "cache"}
 )
 
 // cgroupMount is where the host mounts its cgroups.
@@ -163,6 +166,22 @@ func (c *cgroup) resetPeakUsage() error {
 		return fmt.Errorf("reset %s (cgroup v2 needs Linux 6.12 or later): %w", c.peak.Name(), err)
 	}
 	return nil
+}
+
+// cacheBytes returns the page cache charged to c: file-backed pages, the
+// binary's among them.
+func (c *cgroup) cacheBytes() (int64, error) {
+	path := filepath.Join(c.dir, "memory.stat")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, c.files.cache+" "); ok {
+			return parseInt(path, v)
+		}
+	}
+	return 0, fmt.Errorf("no %q in %s", c.files.cache, path)
 }
 
 // oomKills returns how many processes the kernel killed in c for lack of

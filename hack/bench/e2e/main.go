@@ -24,13 +24,16 @@
 //     load offered during the flood and the flood's time. The bare client
 //     does not run it.
 //   - memory (not run unless named; needs root): in a cluster filled with
-//     -memory-objects ConfigMaps and Secrets of fill's realistic shape,
-//     opkit's operator and controller-runtime's, each started inside a
-//     memory cgroup of its own (cgroup v2, or v1's memory hierarchy):
-//     first under -memory-max, measuring the cgroup's peak until ready,
-//     its usage once settled and its peak through a small workload; then
-//     under smaller limits, bisecting the smallest each survives
-//     (memory.go, cgroup.go). The cgroups go when the benchmark ends.
+//     -memory-objects ConfigMaps and Secrets of fill's -memory-shape,
+//     opkit's operator and controller-runtime's two (caching ConfigMaps
+//     and Secrets in full, and ConfigMaps only), each started inside a
+//     memory cgroup of its own (cgroup v2, or v1's memory hierarchy) with
+//     its binary's pages charged to it (pagecache.go): first under
+//     -memory-max, measuring the cgroup's peak until ready, its usage once
+//     settled and its peak through a small workload; then under smaller
+//     limits, bisecting the smallest each survives, with the time and CPU
+//     to converge at each (memory.go, cgroup.go). The cgroups go when the
+//     benchmark ends.
 //
 // It prints each scenario's medians and opkit's ratios to its peers against
 // their targets as a table, and writes the tables as markdown, every run as
@@ -134,8 +137,9 @@ func parse(args []string, root string) (options, error) {
 	precision := fs.Int64("memory-precision", 4, "memory: the bisection of the smallest limit survived stops at this interval, in `MiB`")
 	fs.IntVar(&o.memory.steps, "memory-steps", 10, "memory: the bisection tries at most this many limits per implementation")
 	fs.DurationVar(&o.memory.settle, "memory-settle", 10*time.Second, "memory: from ready to the steady-state reading")
-	fs.BoolVar(&o.memory.peerLimit, "memory-peer-gomemlimit", false, "memory: run controller-runtime's Mirror with GOMEMLIMIT at 90% of its cgroup's limit, as opkit sets its own (default: none, as controller-runtime operators run)")
-	implList := fs.String("impls", strings.Join(impls, ","), "implementations to run, in this order every round")
+	fs.StringVar(&o.memory.shape, "memory-shape", shapeRealistic, "memory: the fill objects' shape, "+strings.Join(shapes, " or ")+" (see -fill-shape)")
+	fs.BoolVar(&o.memory.peerLimit, "memory-peer-gomemlimit", false, "memory: run controller-runtime's Mirrors with GOMEMLIMIT at 90% of their cgroup's limit, as opkit sets its own (default: none, as controller-runtime operators run)")
+	implList := fs.String("impls", strings.Join(impls, ","), "implementations to run, in this order every round ("+crCM+", controller-runtime's watching ConfigMaps only, in the memory scenario only)")
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table, the runs' JSON and the chart")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the binaries, the kubeconfig and the processes' logs")
 	fs.StringVar(&o.from, "from", "", "report the runs in this `e2e-runs.json` of an earlier run instead of running")
@@ -158,6 +162,9 @@ func parse(args []string, root string) (options, error) {
 	o.memory.max, o.memory.precision = *memoryMax<<20, *precision<<20
 	if !slices.Contains(shapes, o.fill.shape) {
 		return o, fmt.Errorf("-fill-shape: unknown shape %q (known: %s)", o.fill.shape, strings.Join(shapes, ", "))
+	}
+	if !slices.Contains(shapes, o.memory.shape) {
+		return o, fmt.Errorf("-memory-shape: unknown shape %q (known: %s)", o.memory.shape, strings.Join(shapes, ", "))
 	}
 	o.impls = strings.Split(*implList, ",")
 	for _, i := range o.impls {
@@ -349,8 +356,8 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 	dirs := map[string]string{opkit: root, cr: filepath.Join(root, "hack", "bench"), bare: filepath.Join(root, "hack", "bench")}
 	bins := map[string]string{}
 	for _, impl := range impls {
-		if impl == noRYW || impl == self {
-			continue // opkit's binary, with a flag
+		if impl == noRYW || impl == self || impl == crCM {
+			continue // opkit's or controller-runtime's binary, with a flag
 		}
 		bins[impl] = filepath.Join(dir, filepath.Base(pkgs[impl]))
 		logf("building %s", pkgs[impl])
@@ -365,6 +372,7 @@ func build(ctx context.Context, root, dir, opkitPkg string) (map[string]string, 
 	}
 	bins[noRYW] = bins[opkit]
 	bins[self] = bins[opkit]
+	bins[crCM] = bins[cr]
 	return bins, nil
 }
 
@@ -493,12 +501,21 @@ func report(dir string, titles map[string]string, runs []runResult) error {
 		if len(scRuns) == 0 {
 			continue
 		}
-		d := scenarioDoc(sc, titles[sc], scRuns)
+		title := titles[sc]
+		if sc == scenarioMemory {
+			title += memorySizes(scRuns)
+		}
+		d := scenarioDoc(sc, title, scRuns)
 		if md.Len() > 0 {
 			fmt.Println()
 		}
 		if err := printDoc(os.Stdout, d); err != nil {
 			return err
+		}
+		if sc == scenarioMemory {
+			// Every trial, a slow one among them, beside the table.
+			fmt.Println()
+			writeMemoryRuns(os.Stdout, scRuns)
 		}
 		d.title = "### " + d.title
 		writeDoc(&md, d)

@@ -3,27 +3,33 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
 )
 
 // The memory scenario: a cluster filled with many objects the operators
-// watch (fill.go's realistic shape), each operator started inside a memory
-// cgroup (cgroup.go), first under a generous limit to measure it, then
-// under smaller and smaller limits to find the smallest it survives.
+// watch (fill.go, of one shape), each operator started inside a memory
+// cgroup (cgroup.go) with its binary's pages charged to it
+// (pagecache.go), first under a generous limit to measure it, then under
+// smaller and smaller limits to find the smallest it survives, and how
+// fast it converged there.
 
 type memoryOptions struct {
 	objects   int           // fill objects: two thirds ConfigMaps, one third Secrets
+	shape     string        // the fill objects' shape: shapeRealistic or shapeSmall
 	max       int64         // the measured run's limit, bytes
 	precision int64         // the bisection stops when its interval is this narrow, bytes
 	steps     int           // the bisection tries at most this many limits
@@ -59,7 +65,7 @@ const (
 func (m memoryOptions) fill() fillOptions {
 	cms := m.objects * 2 / 3
 	return fillOptions{configMaps: cms, secrets: m.objects - cms, namespaces: max(1, m.objects/memoryPerNamespace),
-		shape: shapeRealistic, prefix: "memfill"}
+		shape: m.shape, prefix: "memfill"}
 }
 
 // memoryResult is the memory scenario's figures of one implementation.
@@ -79,6 +85,27 @@ type memoryResult struct {
 	SteadyPeakBytes int64 `json:"steadyPeakBytes"`
 	// OOMKills counts the measured run's kills for lack of memory.
 	OOMKills int64 `json:"oomKills"`
+	// RSSFileBytes is the process's RssFile once ready: its resident
+	// file-backed pages, its binary's mostly. CacheBytes is the page
+	// cache charged to its cgroup then, which holds them when they are
+	// charged as a container's are (pagecache.go).
+	RSSFileBytes int64 `json:"rssFileBytes"`
+	CacheBytes   int64 `json:"cacheBytes"`
+	// BinaryCachedBytes is how much of the binary was still in the page
+	// cache, charged to another cgroup, when the measured run started
+	// (0: all of its pages that it touched were charged to its own).
+	BinaryCachedBytes int64 `json:"binaryCachedBytes"`
+	// ConvergeSeconds is from the start until the workload converged and
+	// ConvergeCPUSeconds the process's CPU then, the settle time and its
+	// CPU left out: what a trial's Seconds and CPUSeconds compare with.
+	ConvergeSeconds    float64 `json:"convergeSeconds"`
+	ConvergeCPUSeconds float64 `json:"convergeCPUSeconds"`
+	// LoadAvg is the host's 1-minute load average when it started.
+	LoadAvg float64 `json:"loadAvg"`
+	// FillConfigMapBytes and FillSecretBytes are the fill objects' mean
+	// size as JSON, as the API server holds them (fillSizes).
+	FillConfigMapBytes float64 `json:"fillConfigMapBytes,omitempty"`
+	FillSecretBytes    float64 `json:"fillSecretBytes,omitempty"`
 	// SmallestLimitBytes is the smallest limit it survived;
 	// LargestFailedBytes the largest it did not (0: none tried).
 	SmallestLimitBytes int64         `json:"smallestLimitBytes"`
@@ -92,8 +119,16 @@ type memoryTrial struct {
 	Survived     bool    `json:"survived"`
 	Why          string  `json:"why,omitempty"` // why it did not survive
 	ReadySeconds float64 `json:"readySeconds,omitempty"`
-	PeakBytes    int64   `json:"peakBytes"` // the cgroup's peak over the trial
-	OOMKills     int64   `json:"oomKills"`
+	// Seconds is from the start until the workload converged, or, if it
+	// did not survive, until the trial gave up; CPUSeconds the process's
+	// CPU then.
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	PeakBytes  int64   `json:"peakBytes"` // the cgroup's peak over the trial
+	OOMKills   int64   `json:"oomKills"`
+	// BinaryCachedBytes and LoadAvg: as memoryResult's, at its start.
+	BinaryCachedBytes int64   `json:"binaryCachedBytes"`
+	LoadAvg           float64 `json:"loadAvg"`
 }
 
 // peerLimitText says what Go memory limit the peer runs with.
@@ -106,6 +141,37 @@ func peerLimitText(peerLimit bool) string {
 
 // peakBytes is the measured run's peak over its whole life.
 func (m *memoryResult) peakBytes() int64 { return max(m.SyncPeakBytes, m.SteadyPeakBytes) }
+
+// atSmallest returns the time to converge and the CPU at the smallest
+// limit survived: its trial's, or the measured run's if nothing smaller
+// survived.
+func (m *memoryResult) atSmallest() (seconds, cpu float64) {
+	for _, t := range m.Trials {
+		if t.Survived && t.LimitBytes == m.SmallestLimitBytes {
+			return t.Seconds, t.CPUSeconds
+		}
+	}
+	return m.ConvergeSeconds, m.ConvergeCPUSeconds
+}
+
+// binaryCached is the most of the binary left cached, charged to another
+// cgroup, at the start of any of the runs.
+func (m *memoryResult) binaryCached() int64 {
+	n := m.BinaryCachedBytes
+	for _, t := range m.Trials {
+		n = max(n, t.BinaryCachedBytes)
+	}
+	return n
+}
+
+// loadAvgMax is the highest load average at the start of any of the runs.
+func (m *memoryResult) loadAvgMax() float64 {
+	l := m.LoadAvg
+	for _, t := range m.Trials {
+		l = max(l, t.LoadAvg)
+	}
+	return l
+}
 
 // memoryRunner runs the memory scenario's operators.
 type memoryRunner struct {
@@ -125,8 +191,56 @@ func memoryScenario(ctx context.Context, o options, cs kubernetes.Interface, bin
 	if err := fillCluster(ctx, cs, f); err != nil {
 		return nil, errors.Join(err, unfill(ctx, cs, f))
 	}
+	cm, secret, err := fillSizes(ctx, cs, f)
+	if err != nil {
+		return nil, errors.Join(err, unfill(ctx, cs, f))
+	}
 	runs, err := runMemory(ctx, o, bins, kubeconfig, newWorkload)
+	for _, r := range runs {
+		r.Memory.FillConfigMapBytes, r.Memory.FillSecretBytes = cm, secret
+	}
 	return runs, errors.Join(err, unfill(ctx, cs, f))
+}
+
+// fillSizes returns the mean size of f's ConfigMaps and Secrets as JSON,
+// as the API server holds them (managedFields and annotations included),
+// over those of its first namespace.
+func fillSizes(ctx context.Context, cs kubernetes.Interface, f fillOptions) (cm, secret float64, err error) {
+	ns := f.namespace(0)
+	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: fillLabel + "=true"})
+	if err != nil {
+		return 0, 0, err
+	}
+	secrets, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: fillLabel + "=true"})
+	if err != nil {
+		return 0, 0, err
+	}
+	mean := func(n int, item func(int) any) (float64, error) {
+		var total int
+		for i := range n {
+			b, err := json.Marshal(item(i))
+			if err != nil {
+				return 0, err
+			}
+			total += len(b)
+		}
+		return float64(total) / float64(max(n, 1)), nil
+	}
+	if cm, err = mean(len(cms.Items), func(i int) any { return &cms.Items[i] }); err != nil {
+		return 0, 0, err
+	}
+	secret, err = mean(len(secrets.Items), func(i int) any { return &secrets.Items[i] })
+	return cm, secret, err
+}
+
+// memorySizes says the fill's mean object sizes, for the title.
+func memorySizes(runs []runResult) string {
+	for _, r := range runs {
+		if m := r.Memory; m != nil && m.FillConfigMapBytes > 0 {
+			return fmt.Sprintf("; mean size as JSON from the API server: ConfigMap %.1f KiB, Secret %.1f KiB", m.FillConfigMapBytes/1024, m.FillSecretBytes/1024)
+		}
+	}
+	return ""
 }
 
 // runMemory measures every operator of o.impls under o.memory.max, then
@@ -143,9 +257,10 @@ func runMemory(ctx context.Context, o options, bins map[string]string, kubeconfi
 		if err != nil {
 			return runs, fmt.Errorf("memory, %s: %w", impl, err)
 		}
-		logf("memory %-11s limit %.0f MiB, Go limit %.0f MiB: ready %.2fs, sync peak %.1f MiB (RSS %.1f), settled %.1f MiB, steady peak %.1f MiB, OOM kills %d",
+		logf("memory %-14s limit %.0f MiB, Go limit %.0f MiB: ready %.2fs, sync peak %.1f MiB (RSS %.1f, RssFile %.1f, page cache %.1f), settled %.1f MiB, steady peak %.1f MiB, converged in %.2fs with %.2fs CPU, OOM kills %d",
 			impl, mib(res.Memory.LimitBytes), mib(res.Memory.GoMemLimitBytes), res.ReadySeconds, mib(res.Memory.SyncPeakBytes),
-			mib(res.Memory.SyncPeakRSSBytes), mib(res.Memory.SettledBytes), mib(res.Memory.SteadyPeakBytes), res.Memory.OOMKills)
+			mib(res.Memory.SyncPeakRSSBytes), mib(res.Memory.RSSFileBytes), mib(res.Memory.CacheBytes), mib(res.Memory.SettledBytes),
+			mib(res.Memory.SteadyPeakBytes), res.Memory.ConvergeSeconds, res.Memory.ConvergeCPUSeconds, res.Memory.OOMKills)
 		readyTimeout := max(memoryReadyFloor, memoryReadyFactor*time.Duration(res.ReadySeconds*float64(time.Second)))
 		m := res.Memory
 		m.SmallestLimitBytes, m.LargestFailedBytes, err = bisect(ctx, o.memory, roundUp(m.peakBytes(), o.memory.precision), m.LimitBytes,
@@ -157,7 +272,7 @@ func runMemory(ctx context.Context, o options, bins map[string]string, kubeconfi
 		if err != nil {
 			return runs, fmt.Errorf("memory, %s: %w", impl, err)
 		}
-		logf("memory %-11s smallest limit survived %.0f MiB, largest not survived %.0f MiB, in %d trials",
+		logf("memory %-14s smallest limit survived %.0f MiB, largest not survived %.0f MiB, in %d trials",
 			impl, mib(m.SmallestLimitBytes), mib(m.LargestFailedBytes), len(m.Trials))
 		runs = append(runs, res)
 	}
@@ -205,26 +320,61 @@ func roundUp(b, unit int64) int64 {
 	return (b + unit - 1) / unit * unit
 }
 
-// start starts impl's operator in a new cgroup limited to limit bytes.
-func (r *memoryRunner) start(impl string, limit int64, log io.Writer) (*process, *cgroup, error) {
+// started is what memoryRunner.start saw as it started a run.
+type started struct {
+	binaryCached int64   // bytes of the binary still cached after eviction
+	loadAvg      float64 // the host's 1-minute load average
+}
+
+// start starts impl's operator in a new cgroup limited to limit bytes,
+// its binary evicted from the page cache first, so that the pages it
+// touches are charged to that cgroup (pagecache.go).
+func (r *memoryRunner) start(impl string, limit int64, log io.Writer) (*process, *cgroup, started, error) {
 	r.runs++
+	var st started
+	var err error
+	if st.loadAvg, err = loadAvg(); err != nil {
+		return nil, nil, st, err
+	}
 	c, err := r.cgroups.child(fmt.Sprintf("%s-%d", impl, r.runs), limit)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, st, err
 	}
 	// Not the log file itself: the page cache of its writes would be
 	// charged to the cgroup.
 	p, err := newOperator(r.bins[impl], r.kubeconfig, r.o.workers, implArgs[impl], struct{ io.Writer }{log}, false)
-	if err == nil && impl == cr && r.o.memory.peerLimit {
+	if err == nil && isCR(impl) && r.o.memory.peerLimit {
 		p.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", int64(float64(limit)*peerLimitRatio)))
+	}
+	if err == nil {
+		st.binaryCached, err = evictPageCache(r.bins[impl])
+	}
+	if err == nil && st.binaryCached > 0 {
+		logf("memory %-14s %.1f MiB of %s still cached after eviction, charged to another cgroup (is it running elsewhere?)", impl, mib(st.binaryCached), r.bins[impl])
 	}
 	if err == nil {
 		err = p.start(func() error { return c.start(p.cmd) })
 	}
 	if err != nil {
-		return nil, nil, errors.Join(err, c.remove())
+		return nil, nil, st, errors.Join(err, c.remove())
 	}
-	return p, c, nil
+	return p, c, st, nil
+}
+
+// isCR says whether impl is one of controller-runtime's Mirrors.
+func isCR(impl string) bool { return impl == cr || impl == crCM }
+
+// loadAvg returns the host's 1-minute load average.
+func loadAvg() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("read /proc/loadavg: empty")
+	}
+	return strconv.ParseFloat(f[0], 64)
 }
 
 // stopIn stops p and removes its cgroup c.
@@ -252,19 +402,24 @@ func (r *memoryRunner) measure(ctx context.Context, impl string) (res runResult,
 		return res, err
 	}
 	defer log.Close()
-	p, c, err := r.start(impl, r.o.memory.max, log)
+	p, c, st, err := r.start(impl, r.o.memory.max, log)
 	if err != nil {
 		return res, err
 	}
 	w := r.newWorkload(name)
 	m := res.Memory
+	m.BinaryCachedBytes, m.LoadAvg = st.binaryCached, st.loadAvg
+	var readyCPU, settledCPU, convergedCPU float64
 	err = p.waitReady(ctx, 10*time.Minute)
 	if err == nil {
 		res.ReadySeconds = p.ready.Sub(p.started).Seconds()
 		m.SyncPeakBytes, m.SyncPeakRSSBytes, err = readSyncPeak(p, c)
 	}
 	if err == nil {
-		m.GoMemLimitBytes, err = goMemLimit(ctx, p)
+		readyCPU, err = p.cpuSeconds()
+	}
+	if err == nil {
+		err = r.readReady(ctx, impl, p, c, m)
 	}
 	if err == nil {
 		err = sleep(ctx, r.o.memory.settle)
@@ -276,7 +431,15 @@ func (r *memoryRunner) measure(ctx context.Context, impl string) (res runResult,
 		err = c.resetPeakUsage()
 	}
 	if err == nil {
+		settledCPU, err = p.cpuSeconds()
+	}
+	if err == nil {
 		err = phases(ctx, r.o, p, w, &res)
+	}
+	if err == nil {
+		convergedCPU, err = p.cpuSeconds()
+		m.ConvergeSeconds = res.ReadySeconds + res.CreateSeconds + res.UpdateSeconds
+		m.ConvergeCPUSeconds = readyCPU + convergedCPU - settledCPU
 	}
 	if err == nil {
 		m.SteadyPeakBytes, err = c.peakUsage()
@@ -296,6 +459,27 @@ func (r *memoryRunner) measure(ctx context.Context, impl string) (res runResult,
 	return res, errors.Join(err, w.clean(ctx))
 }
 
+// readReady reads, once p is ready, its Go memory limit, its resident
+// file-backed pages and the page cache charged to c; and checks that
+// controller-runtime's ConfigMap-only Mirror has listed no Secret.
+func (r *memoryRunner) readReady(ctx context.Context, impl string, p *process, c *cgroup, m *memoryResult) error {
+	body, err := p.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	if m.GoMemLimitBytes, err = goMemLimit(p, body); err != nil {
+		return err
+	}
+	if impl == crCM && bytes.Contains(body, []byte(`crmirror_list_requests_total{resource="secrets"}`)) {
+		return fmt.Errorf("%s listed Secrets, which it must not watch", impl)
+	}
+	if m.RSSFileBytes, err = p.rssFile(); err != nil {
+		return err
+	}
+	m.CacheBytes, err = c.cacheBytes()
+	return err
+}
+
 // readSyncPeak reads the cgroup's peak and the process's VmHWM when it has
 // just become ready.
 func readSyncPeak(p *process, c *cgroup) (cgroupPeak, rss int64, err error) {
@@ -306,15 +490,11 @@ func readSyncPeak(p *process, c *cgroup) (cgroupPeak, rss int64, err error) {
 	return cgroupPeak, rss, err
 }
 
-// goMemLimit reads go_gc_gomemlimit_bytes from p's /metrics.
-func goMemLimit(ctx context.Context, p *process) (int64, error) {
-	body, err := p.scrape(ctx)
-	if err != nil {
-		return 0, err
-	}
+// goMemLimit reads go_gc_gomemlimit_bytes from body, p's /metrics.
+func goMemLimit(p *process, body []byte) (int64, error) {
 	v, err := promtext.Gauge(bytes.NewReader(body), "go_gc_gomemlimit_bytes")
 	if err != nil {
-		return 0, fmt.Errorf("read the Go memory limit of %s: %w", p.cmd.Path, err)
+		return 0, fmt.Errorf("read the Go memory limit of %s: %w", p.name(), err)
 	}
 	if v >= math.MaxInt64 { // none: the runtime's default, which float64 rounds up
 		return math.MaxInt64, nil
@@ -344,10 +524,11 @@ func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, read
 		return t, err
 	}
 	defer log.Close()
-	p, c, err := r.start(impl, limit, log)
+	p, c, st, err := r.start(impl, limit, log)
 	if err != nil {
 		return t, err
 	}
+	t.BinaryCachedBytes, t.LoadAvg = st.binaryCached, st.loadAvg
 	w := r.newWorkload(name)
 	o := r.o
 	o.phaseTimeout = memoryPhaseTimeout
@@ -358,17 +539,23 @@ func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, read
 		t.ReadySeconds = p.ready.Sub(p.started).Seconds()
 		runErr = phases(ctx, o, p, w, &res)
 	}
+	t.Seconds = time.Since(p.started).Seconds()
+	if readyErr == nil && runErr == nil {
+		t.Seconds = t.ReadySeconds + res.CreateSeconds + res.UpdateSeconds
+	}
+	cpuErr := errors.New("exited")
+	if !p.hasExited() {
+		t.CPUSeconds, cpuErr = p.cpuSeconds()
+	}
 	t.PeakBytes, err = c.peakUsage()
 	if err == nil {
 		t.OOMKills, err = c.oomKills()
 	}
-	exited := false
-	select {
-	case <-p.exited:
-		exited = true
-	default:
+	exited := p.hasExited()
+	cpu, stopErr := stopIn(p, c)
+	if cpuErr != nil {
+		t.CPUSeconds = cpu // over its whole life: it exited, or /proc said no
 	}
-	_, stopErr := stopIn(p, c)
 	switch {
 	case ctx.Err() != nil:
 		err = errors.Join(context.Cause(ctx), err)
@@ -386,72 +573,7 @@ func (r *memoryRunner) trial(ctx context.Context, impl string, limit int64, read
 	default:
 		t.Survived = true
 	}
-	logf("memory %-11s limit %4.0f MiB: survived %t, ready %.2fs, peak %.1f MiB, OOM kills %d %s (log: %s)",
-		impl, mib(limit), t.Survived, t.ReadySeconds, mib(t.PeakBytes), t.OOMKills, t.Why, log.Name())
+	logf("memory %-14s limit %4.0f MiB: survived %t, ready %.2fs, %.2fs and %.2fs CPU to converge (or give up), peak %.1f MiB, OOM kills %d %s (log: %s)",
+		impl, mib(limit), t.Survived, t.ReadySeconds, t.Seconds, t.CPUSeconds, mib(t.PeakBytes), t.OOMKills, t.Why, log.Name())
 	return t, errors.Join(err, w.clean(ctx))
-}
-
-// memoryValue returns f of r's memory figures, or 0 for a run without.
-func memoryValue(f func(*memoryResult) float64) func(runResult) float64 {
-	return func(r runResult) float64 {
-		if r.Memory == nil {
-			return 0
-		}
-		return f(r.Memory)
-	}
-}
-
-func memoryMiB(f func(*memoryResult) int64) func(runResult) float64 {
-	return memoryValue(func(m *memoryResult) float64 { return mib(f(m)) })
-}
-
-// memoryFigures are the rows of the memory scenario's table.
-func memoryFigures() []figure {
-	return []figure{
-		{name: "time to ready (s)", value: func(r runResult) float64 { return r.ReadySeconds }, operatorsOnly: true},
-		{name: "Go memory limit (MiB, 0: none)", value: memoryMiB(func(m *memoryResult) int64 {
-			if m.GoMemLimitBytes >= m.LimitBytes {
-				return 0 // math.MaxInt64: the runtime's default, none
-			}
-			return m.GoMemLimitBytes
-		}), operatorsOnly: true},
-		{name: "peak during sync, cgroup (MiB)", value: memoryMiB(func(m *memoryResult) int64 { return m.SyncPeakBytes }), operatorsOnly: true},
-		{name: "peak RSS during sync (MiB)", value: memoryMiB(func(m *memoryResult) int64 { return m.SyncPeakRSSBytes }), operatorsOnly: true},
-		{name: "settled, cgroup (MiB)", value: memoryMiB(func(m *memoryResult) int64 { return m.SettledBytes }), operatorsOnly: true},
-		{name: "steady peak, cgroup (MiB)", value: memoryMiB(func(m *memoryResult) int64 { return m.SteadyPeakBytes }), operatorsOnly: true},
-		{name: "sync peak / steady peak (x)", value: memoryValue(func(m *memoryResult) float64 {
-			if m.SteadyPeakBytes == 0 {
-				return 0
-			}
-			return float64(m.SyncPeakBytes) / float64(m.SteadyPeakBytes)
-		}), selfTarget: 1.2, operatorsOnly: true},
-		{name: "peak, cgroup (MiB)", value: memoryMiB((*memoryResult).peakBytes), crTarget: 0.2, operatorsOnly: true},
-		{name: "smallest limit survived (MiB)", value: memoryMiB(func(m *memoryResult) int64 { return m.SmallestLimitBytes }), crTarget: 0.25, operatorsOnly: true},
-		{name: "largest limit not survived (MiB)", value: memoryMiB(func(m *memoryResult) int64 { return m.LargestFailedBytes }), operatorsOnly: true},
-		{name: "OOM kills, measured run", value: memoryValue(func(m *memoryResult) float64 { return float64(m.OOMKills) }), operatorsOnly: true},
-		{name: "CPU, measured run (s)", value: func(r runResult) float64 { return r.CPUSeconds }, operatorsOnly: true},
-	}
-}
-
-const memoryFooter = "Each operator ran in a memory cgroup of its own, first under the measured run's limit: the sync peak is the cgroup's peak usage " +
-	"(what the kernel's OOM killer judges: anonymous memory, kernel memory and page cache charged to it) from start to the first passing /readyz, " +
-	"the RSS peak the process's VmHWM then; settled is the cgroup's usage the settle time after; the steady peak the cgroup's peak from then " +
-	"through a workload of 10 Mirrors × 10 namespaces created and updated. Then a bisection: a limit is survived if the operator becomes ready " +
-	"and converges that workload with no OOM kill. The Go memory limit is go_gc_gomemlimit_bytes: opkit sets it from the cgroup's limit, " +
-	"controller-runtime's Mirror, as controller-runtime operators do by default, does not (unless -memory-peer-gomemlimit gives it GOMEMLIMIT at 90% of its limit)."
-
-// writeMemoryRuns writes every trial of the memory scenario.
-func writeMemoryRuns(w io.Writer, runs []runResult) {
-	fmt.Fprintf(w, "| implementation | limit (MiB) | survived | ready (s) | peak, cgroup (MiB) | OOM kills | why not |\n|---|---|---|---|---|---|---|\n")
-	for _, r := range runs {
-		if r.Memory == nil {
-			continue
-		}
-		trials := slices.Clone(r.Memory.Trials)
-		slices.SortStableFunc(trials, func(a, b memoryTrial) int { return int((b.LimitBytes - a.LimitBytes) >> 20) })
-		for _, t := range trials {
-			fmt.Fprintf(w, "| %s | %.0f | %t | %.2f | %.1f | %d | %s |\n", r.Impl, mib(t.LimitBytes), t.Survived, t.ReadySeconds, mib(t.PeakBytes), t.OOMKills, t.Why)
-		}
-	}
-	fmt.Fprintln(w)
 }

@@ -25,6 +25,7 @@ import (
 // a child process.
 type process struct {
 	cmd         *exec.Cmd
+	path        string    // the program's, which cmd may start through a shell (cgroup.start)
 	metricsAddr string    // operators: where /metrics is served
 	healthAddr  string    // operators: where /readyz is served
 	pprofAddr   string    // operators with profiling on: where /debug/pprof is served
@@ -67,7 +68,7 @@ func newOperator(bin, kubeconfig string, workers int, args []string, log io.Writ
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m,
 		"--health-probe-bind-address", h, "--max-concurrent-reconciles", strconv.Itoa(workers))
 	cmd.Args = append(cmd.Args, args...)
-	p := &process{cmd: cmd, metricsAddr: m, healthAddr: h}
+	p := &process{cmd: cmd, path: bin, metricsAddr: m, healthAddr: h}
 	if pprof {
 		p.pprofAddr = m
 		if filepath.Base(bin) == "crmirror" {
@@ -94,6 +95,24 @@ func (p *process) start(start func() error) error {
 		close(p.exited)
 	}()
 	return nil
+}
+
+// name is the program's path.
+func (p *process) name() string {
+	if p.path != "" {
+		return p.path
+	}
+	return p.cmd.Path
+}
+
+// hasExited says whether the process has exited.
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // startBare starts the bare client, which writes the copies of w when told.
@@ -138,21 +157,23 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
+		last := fmt.Sprint(err)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				p.ready = time.Now()
 				return nil
 			}
+			last = resp.Status
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready within %v (last: %v)", p.cmd.Path, timeout, err)
+			return fmt.Errorf("%s not ready within %v (last: %s)", p.name(), timeout, last)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready: %w", p.cmd.Path, errors.Join(p.waitErr, errExited))
+			return fmt.Errorf("%s exited before it was ready: %w", p.name(), errors.Join(p.waitErr, errExited))
 		case <-time.After(20 * time.Millisecond): // the resolution of the time to ready
 		}
 	}
@@ -224,7 +245,7 @@ func (p *process) heapInuse(ctx context.Context) (int64, error) {
 	}
 	v, err := promtext.Gauge(bytes.NewReader(body), heapMetric)
 	if err != nil {
-		return 0, fmt.Errorf("read the heap of %s: %w", p.cmd.Path, err)
+		return 0, fmt.Errorf("read the heap of %s: %w", p.name(), err)
 	}
 	return int64(v), nil
 }
@@ -310,18 +331,67 @@ func fetch(ctx context.Context, url, path string) error {
 
 // peakRSS returns the process's peak resident set size (VmHWM) in bytes.
 func (p *process) peakRSS() (int64, error) {
+	return p.status("VmHWM")
+}
+
+// rssFile returns the process's resident file-backed pages (RssFile), in
+// bytes: its binary's, mostly.
+func (p *process) rssFile() (int64, error) {
+	return p.status("RssFile")
+}
+
+// status returns the field of /proc/<pid>/status that counts kB, in bytes.
+func (p *process) status(field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(v) // "123456 kB"
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmHWM in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in /proc/<pid>/status", field)
+}
+
+// userHZ is the unit of /proc's CPU times: fixed at 100 a second for
+// user space, whatever the kernel's own tick.
+const userHZ = 100
+
+// cpuSeconds returns the CPU seconds, user and system, the running
+// process has used so far, from /proc/<pid>/stat.
+func (p *process) cpuSeconds() (float64, error) {
+	path := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(path, string(b))
+}
+
+// parseStatCPU returns utime+stime of a /proc/<pid>/stat line in seconds.
+// The command name, in parentheses, may hold spaces: fields count from
+// the last ')'.
+func parseStatCPU(path, stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	var f []string
+	if i >= 0 {
+		f = strings.Fields(stat[i+1:]) // f[0] is field 3, the state
+	}
+	if len(f) < 13 {
+		return 0, fmt.Errorf("read %s: too few fields in %q", path, stat)
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // fields 14 and 15: utime, stime
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", path, err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / userHZ, nil
 }
 
 // stop stops the process with SIGTERM (SIGKILL after 30s) and returns the

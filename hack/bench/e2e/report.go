@@ -19,7 +19,11 @@ import (
 const (
 	opkit = "opkit"
 	cr    = "ctrlruntime"
-	bare  = "bare"
+	// crCM is controller-runtime's Mirror watching ConfigMaps only, no
+	// Secret (crmirror --configmaps-only): the memory scenario's leaner
+	// peer, which runs in that scenario only.
+	crCM = "ctrlruntime-cm"
+	bare = "bare"
 	// noRYW is opkit's operator with read-your-writes off: the same
 	// binary, run with --read-your-writes=false, to measure what the
 	// feature costs.
@@ -31,7 +35,7 @@ const (
 	self = "opkit-self"
 )
 
-var impls = []string{opkit, cr, bare, noRYW, self}
+var impls = []string{opkit, cr, crCM, bare, noRYW, self}
 
 // implArgs are the flags an implementation's binary runs with beyond
 // those every operator takes. opkit's runs without its webhook server,
@@ -41,6 +45,7 @@ var implArgs = map[string][]string{
 	opkit: {"--webhook-port=0"},
 	noRYW: {"--read-your-writes=false", "--webhook-port=0"},
 	self:  {"--act-as-operator", "--webhook-port=0"},
+	crCM:  {"--configmaps-only"},
 }
 
 // runResult is the figures of one run of one implementation.
@@ -172,45 +177,80 @@ func median(vs []float64) float64 {
 	return (vs[(n-1)/2] + vs[n/2]) / 2
 }
 
-var header = []string{"figure (median, range)", "opkit", "ctrlruntime", "opkit/ctrlruntime", "bare", "opkit/bare",
-	"opkit, read-your-writes off", "on/off", "opkit, acting as itself", "as tenant/as itself"}
+// column is a peer's two columns in a table: its figures, and opkit's
+// over them, against the target of the figure's that target returns (nil:
+// none).
+type column struct {
+	impl, name, ratio string
+	target            func(figure) float64
+}
+
+func crTarget(f figure) float64 { return f.crTarget }
+
+// peerColumns are the peers of every table but the memory scenario's.
+var peerColumns = []column{
+	{impl: cr, name: "ctrlruntime", ratio: "opkit/ctrlruntime", target: crTarget},
+	{impl: bare, name: "bare", ratio: "opkit/bare", target: func(f figure) float64 { return f.bareTarget }},
+	{impl: noRYW, name: "opkit, read-your-writes off", ratio: "on/off"},
+	{impl: self, name: "opkit, acting as itself", ratio: "as tenant/as itself"},
+}
+
+// memoryColumns are the memory scenario's peers: controller-runtime's
+// Mirror caching ConfigMaps and Secrets in full, and watching ConfigMaps
+// only.
+var memoryColumns = []column{
+	{impl: cr, name: "ctrlruntime", ratio: "opkit/ctrlruntime", target: crTarget},
+	{impl: crCM, name: "ctrlruntime-cm", ratio: "opkit/ctrlruntime-cm", target: crTarget},
+}
+
+// headerOf is the header of a table of cols.
+func headerOf(cols []column) []string {
+	h := []string{"figure (median, range)", "opkit"}
+	for _, c := range cols {
+		h = append(h, c.name, c.ratio)
+	}
+	return h
+}
+
+var header = headerOf(peerColumns)
 
 // table returns the cells of the original scenario's table, header
 // first, and how many targets opkit met of how many.
 func table(runs []runResult) (rows [][]string, met, total int) {
-	return tableOf(runs, figures(runs))
+	return tableOf(runs, figures(runs), peerColumns)
 }
 
-// tableOf returns the cells of a table of figs over runs, header first,
-// and how many targets opkit met of how many.
-func tableOf(runs []runResult, figs []figure) (rows [][]string, met, total int) {
-	rows = append(rows, header)
+// tableOf returns the cells of a table of figs over runs with the peers
+// of cols, header first, and how many targets opkit met of how many.
+func tableOf(runs []runResult, figs []figure, cols []column) (rows [][]string, met, total int) {
+	rows = append(rows, headerOf(cols))
 	for _, f := range figs {
-		s := map[string]stats{}
-		for _, impl := range impls {
-			if impl != bare || !f.operatorsOnly {
-				s[impl] = summarize(runs, impl, f.value)
-			}
-		}
-		own, m, t := selfCheck(s[opkit], f.selfTarget)
+		o := summarize(runs, opkit, f.value)
+		own, m, t := selfCheck(o, f.selfTarget)
 		met, total = met+m, total+t
-		cells := []string{f.name, cell(s[opkit]) + own, cell(s[cr])}
-		c, m, t := ratio(s[opkit], s[cr], f.crTarget)
-		cells, met, total = append(cells, c, cell(s[bare])), met+m, total+t
-		c, m, t = ratio(s[opkit], s[bare], f.bareTarget)
-		cells, met, total = append(cells, c), met+m, total+t
-		c, _, _ = ratio(s[opkit], s[noRYW], 0)
-		cells = append(cells, cell(s[noRYW]), c)
-		c, _, _ = ratio(s[opkit], s[self], 0)
-		rows = append(rows, append(cells, cell(s[self]), c))
+		cells := []string{f.name, cell(o) + own}
+		for _, col := range cols {
+			var s stats
+			if col.impl != bare || !f.operatorsOnly {
+				s = summarize(runs, col.impl, f.value)
+			}
+			var target float64
+			if col.target != nil {
+				target = col.target(f)
+			}
+			c, m, t := ratio(o, s, target)
+			cells, met, total = append(cells, cell(s), c), met+m, total+t
+		}
+		rows = append(rows, cells)
 	}
 	return rows, met, total
 }
 
 // selfCheck returns what to append to opkit's cell for a target on its
-// own median, and whether it was met (1 of 1) or not.
+// own median, and whether it was met (1 of 1) or not; a median of 0, not
+// measured, has no verdict.
 func selfCheck(o stats, target float64) (suffix string, met, total int) {
-	if target == 0 || o.n == 0 {
+	if target == 0 || o.n == 0 || o.median == 0 { // 0: not measured
 		return "", 0, 0
 	}
 	if o.median <= target {

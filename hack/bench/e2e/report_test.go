@@ -106,3 +106,15 @@ func TestFormatRequests(t *testing.T) {
 		t.Errorf("formatRequests = %q, want %q", got, want)
 	}
 }
+
+// A figure opkit's runs did not measure (0: a ratio to a measured run
+// that has none, or runs written before the figure existed) neither
+// passes nor misses its target.
+func TestSelfCheckUnmeasured(t *testing.T) {
+	if suffix, met, total := selfCheck(stats{n: 1}, 2); suffix != "" || met != 0 || total != 0 {
+		t.Errorf("selfCheck of 0 = %q, %d of %d; want no verdict", suffix, met, total)
+	}
+	if suffix, met, total := selfCheck(stats{n: 1, median: 3, min: 3, max: 3}, 2); suffix != " (≤2.0 MISS)" || met != 0 || total != 1 {
+		t.Errorf("selfCheck of 3 against 2 = %q, %d of %d; want a miss", suffix, met, total)
+	}
+}

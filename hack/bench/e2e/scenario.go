@@ -49,15 +49,15 @@ func parseScenarios(list string) ([]string, error) {
 // scenarioImpls returns the implementations of impls that run in scenario
 // s: the bare client is not an operator with tenants, so not in noisy.
 // The memory scenario compares opkit's operator with controller-runtime's
-// alone.
+// two alone; the ConfigMap-only one runs in no other.
 func scenarioImpls(s string, impls []string) []string {
 	switch s {
 	case scenarioNoisy:
-		return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i == bare })
+		return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i == bare || i == crCM })
 	case scenarioMemory:
-		return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i != opkit && i != cr })
+		return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i != opkit && i != cr && i != crCM })
 	}
-	return impls
+	return slices.DeleteFunc(slices.Clone(impls), func(i string) bool { return i == crCM })
 }
 
 // ofScenario returns the runs of scenario s.
@@ -226,11 +226,12 @@ func scenarioDoc(s, title string, runs []runResult) doc {
 	case scenarioNoisy:
 		figs, foot = noisyFigures(runs), noisyFooter
 	case scenarioMemory:
-		figs, foot = memoryFigures(), memoryFooter
+		rows, met, total := tableOf(runs, memoryFigures(), memoryColumns)
+		return doc{title: title, rows: rows, met: met, total: total, footer: memoryFooter}
 	default:
 		figs = figures(runs)
 	}
-	rows, met, total := tableOf(runs, figs)
+	rows, met, total := tableOf(runs, figs, peerColumns)
 	return doc{title: title, rows: rows, met: met, total: total, footer: foot}
 }
 
@@ -242,9 +243,12 @@ func (o options) titles(date time.Time) map[string]string {
 		o.namespaces, o.sources, o.namespaces*o.sources, o.namespaces*o.sources, o.workers, o.rounds)
 	f, mf := o.fill, o.memory.fill()
 	return map[string]string{
-		scenarioMemory: fmt.Sprintf("Memory under a cgroup limit: %d ConfigMaps and %d Secrets in %d namespaces (%s); measured under %d MiB, "+
-			"then the smallest limit survived, bisected to %d MiB in at most %d trials; settle %v; controller-runtime's Go memory limit: %s; %s",
-			mf.configMaps, mf.secrets, mf.namespaces, mf.describe(), o.memory.max>>20, o.memory.precision>>20, o.memory.steps, o.memory.settle, peerLimitText(o.memory.peerLimit), day),
+		scenarioMemory: fmt.Sprintf("Memory under a cgroup limit, %s; fill: %d objects, %d ConfigMaps and %d Secrets in %d namespaces, shape %s (%s); "+
+			"peers: ctrlruntime caches ConfigMaps and Secrets in full, ctrlruntime-cm ConfigMaps only, Go memory limit %s; opkit watches both as metadata, lazily; "+
+			"load: %d Mirrors × %d namespaces created, then updated, %d workers; binary's pages charged to each cgroup; measured under %d MiB, "+
+			"then the smallest limit survived, bisected to %d MiB in at most %d trials; settle %v",
+			day, o.memory.objects, mf.configMaps, mf.secrets, mf.namespaces, mf.shape, strings.TrimPrefix(mf.describe(), shapeSmall+": "), peerLimitText(o.memory.peerLimit),
+			memorySources, memoryNamespaces, o.workers, o.memory.max>>20, o.memory.precision>>20, o.memory.steps, o.memory.settle),
 		scenarioOriginal: "Mirror end to end: " + orig + "; " + day,
 		scenarioFill: fmt.Sprintf("Mirror in a filled cluster: %d ConfigMaps and %d Secrets in %d namespaces (%s), then %s; %s",
 			f.configMaps, f.secrets, f.namespaces, f.describe(), orig, day),

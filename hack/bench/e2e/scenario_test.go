@@ -121,10 +121,10 @@ func TestScenarioImpls(t *testing.T) {
 	if diff := cmp.Diff([]string{opkit, cr}, scenarioImpls(scenarioNoisy, []string{opkit, cr, bare})); diff != "" {
 		t.Errorf("noisy runs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(impls, scenarioImpls(scenarioFill, impls)); diff != "" {
+	if diff := cmp.Diff([]string{opkit, cr, bare, noRYW, self}, scenarioImpls(scenarioFill, impls)); diff != "" {
 		t.Errorf("fill runs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{opkit, cr}, scenarioImpls(scenarioMemory, impls)); diff != "" {
+	if diff := cmp.Diff([]string{opkit, cr, crCM}, scenarioImpls(scenarioMemory, impls)); diff != "" {
 		t.Errorf("memory runs (-want +got):\n%s", diff)
 	}
 }
@@ -252,7 +252,7 @@ func TestReportEveryScenario(t *testing.T) {
 		{Impl: opkit, Scenario: scenarioFill, Round: 1, ReadySeconds: 2, HeapAfterSyncBytes: 1 << 20},
 		{Impl: cr, Scenario: scenarioNoisy, Round: 1, Noisy: &noisyResult{QuietFlood: []float64{0.25}, QuietFloor: []float64{0.125}}},
 		{Impl: opkit, Scenario: scenarioMemory, Round: 1, Memory: &memoryResult{LimitBytes: 1 << 30, SmallestLimitBytes: 64 << 20,
-			Trials: []memoryTrial{{LimitBytes: 64 << 20, Survived: true}, {LimitBytes: 32 << 20, Why: "1 OOM kills", OOMKills: 1}}}},
+			Trials: []memoryTrial{{LimitBytes: 64 << 20, Survived: true}, {LimitBytes: 32 << 20, Why: "1 OOM kills", OOMKills: 1, Seconds: 95.5, CPUSeconds: 40.25, LoadAvg: 3.5}}}},
 	}
 	titles := map[string]string{scenarioOriginal: "T-original", scenarioFill: "T-fill", scenarioNoisy: "T-noisy", scenarioMemory: "T-memory"}
 	if err := report(dir, titles, runs); err != nil {
@@ -260,7 +260,7 @@ func TestReportEveryScenario(t *testing.T) {
 	}
 	md := string(mustRead(t, dir+"/e2e.md"))
 	for _, want := range []string{"### T-original\n", "### T-fill\n", "### T-noisy\n", "| time to ready (s) | 2 |", "| 1 | ctrlruntime | 0.125 / 0.125 / 0.125, 1 | 0.250 / 0.250 / 0.250, 1 |",
-		"### T-memory\n", "| smallest limit survived (MiB) | 64 |", "| opkit | 32 | false | 0.00 | 0.0 | 1 | 1 OOM kills |"} {
+		"### T-memory\n", "| smallest limit survived (MiB) | 64 |", "| opkit | 32 | false | 0.00 | 95.50 | 40.25 | 0.0 | 1 | 3.5 | 1 OOM kills |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("e2e.md lacks %q:\n%s", want, md)
 		}
