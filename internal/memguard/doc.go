@@ -3,13 +3,16 @@
 // operator near its limit sheds work and says so instead of spinning in
 // the garbage collector:
 //
-//   - The limit is measured, not assumed: what the Go runtime does not
-//     count but the container's cgroup is charged for (the binary's
-//     resident pages, RssFile and RssShmem in /proc/self/status) is
-//     reserved first, and the Go limit is Ratio of the rest. The binary's
-//     pages become resident as its code runs, so the Guard measures them
-//     again every Interval and lowers the limit as they grow; it never
-//     raises it again.
+//   - The limit is measured, not assumed: what the container's cgroup is
+//     charged for but the Go runtime does not count is reserved first, and
+//     the Go limit is Ratio of the rest. That is the cgroup's charge (v2
+//     memory.current, v1 memory.usage_in_bytes) less the runtime's mapped
+//     memory: the binary's pages, mapped or read ahead, and the kernel's
+//     memory; and never less than the process's resident file pages
+//     (RssFile and RssShmem in /proc/self/status), which is all it can
+//     measure where it finds no cgroup file. These grow as the binary's
+//     code runs, so the Guard measures them again every Interval and
+//     lowers the limit as they grow; it never raises it again.
 //   - Pressure is the collector's share of the CPU the process used over
 //     Window (runtime/metrics' /cpu/classes), or the live heap near the
 //     limit. The Guard reports each reading and each change of pressure to

@@ -46,7 +46,8 @@ type Options struct {
 type State struct {
 	// LimitBytes is the Go memory limit; ReservedBytes what was kept
 	// out of the cgroup's limit for what the runtime does not count (the
-	// most FileBytes seen).
+	// most seen of the cgroup's charge beyond the runtime's memory, or of
+	// the process's resident file pages, whichever is more).
 	LimitBytes, ReservedBytes int64
 	// LiveHeapBytes is the heap the last collection found live.
 	LiveHeapBytes int64
@@ -126,7 +127,7 @@ func (g *Guard) Start() (State, error) {
 		return State{}, err
 	}
 	g.window = append(g.window[:0], s)
-	g.reserve(s.FileBytes)
+	g.reserve(s.outside())
 	g.state.LiveHeapBytes = s.LiveHeapBytes
 	return g.state, nil
 }
@@ -163,7 +164,7 @@ func (g *Guard) observe(s Sample) error {
 	if keep := int(g.opts.Window/g.opts.Interval) + 1; len(g.window) > keep {
 		g.window = append(g.window[:0], g.window[len(g.window)-keep:]...)
 	}
-	g.reserve(s.FileBytes)
+	g.reserve(s.outside())
 	first := g.window[0]
 	st := &g.state
 	st.LiveHeapBytes = s.LiveHeapBytes
@@ -202,6 +203,13 @@ func (g *Guard) observe(s Sample) error {
 		return g.boundError()
 	}
 	return nil
+}
+
+// outside is what s says the cgroup holds beyond the Go runtime's
+// memory: the cgroup's charge less the runtime's, where known, and never
+// less than the process's own resident file pages.
+func (s Sample) outside() int64 {
+	return max(s.FileBytes, s.ChargedBytes-s.GoBytes)
 }
 
 // reserve keeps file bytes out of the limit if they are more than kept

@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/metrics"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Sample is one reading of the process's memory and CPU.
@@ -14,6 +17,12 @@ type Sample struct {
 	// FileBytes is the process's resident memory that the Go runtime
 	// does not count: RssFile (the binary's mapped pages) plus RssShmem.
 	FileBytes int64
+	// ChargedBytes is the memory the process's cgroup is charged for
+	// (v2 memory.current, v1 memory.usage_in_bytes): the Go runtime's,
+	// page cache (the binary's pages, mapped or read ahead) and kernel
+	// memory; 0 when unknown. GoBytes is what the Go runtime has mapped
+	// and not released.
+	ChargedBytes, GoBytes int64
 	// GCSeconds is the CPU the collector used since the start;
 	// UsedSeconds all the CPU the process used (the collector's, the
 	// program's and the runtime's, not idle time).
@@ -27,6 +36,8 @@ type Sample struct {
 type Reader struct {
 	metrics []metrics.Sample
 	buf     []byte
+	found   bool   // usage is known
+	usage   string // the cgroup's file of charged memory; "": none
 }
 
 // Read returns a Sample of this process.
@@ -37,6 +48,8 @@ func (r *Reader) Read() (Sample, error) {
 			"/cpu/classes/total:cpu-seconds",
 			"/cpu/classes/idle:cpu-seconds",
 			"/gc/heap/live:bytes",
+			"/memory/classes/total:bytes",
+			"/memory/classes/heap/released:bytes",
 		} {
 			r.metrics = append(r.metrics, metrics.Sample{Name: name})
 		}
@@ -49,9 +62,14 @@ func (r *Reader) Read() (Sample, error) {
 		return r.metrics[i].Value.Float64()
 	}
 	s := Sample{GCSeconds: f(0), UsedSeconds: f(1) - f(2)}
-	if r.metrics[3].Value.Kind() == metrics.KindUint64 {
-		s.LiveHeapBytes = int64(r.metrics[3].Value.Uint64())
+	u := func(i int) int64 {
+		if r.metrics[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(r.metrics[i].Value.Uint64())
 	}
+	s.LiveHeapBytes, s.GoBytes = u(3), u(4)-u(5)
+	s.ChargedBytes = r.charged()
 	status, err := readFile("/proc/self/status", r.buf[:0])
 	r.buf = status
 	if err != nil {
@@ -61,6 +79,54 @@ func (r *Reader) Read() (Sample, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// charged reads the cgroup's charged memory, finding the file on the
+// first call; 0 when there is none.
+func (r *Reader) charged() int64 {
+	if !r.found {
+		r.found, r.usage = true, usageFile()
+	}
+	if r.usage == "" {
+		return 0
+	}
+	b, err := os.ReadFile(r.usage)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// usageFile returns the file that says how much memory this process's
+// cgroup is charged for, as /proc/self/cgroup names it under the usual
+// mount points (in a container with a cgroup namespace, the cgroup is
+// "/"); "" if there is none.
+func usageFile() string {
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	var candidates []string
+	for line := range strings.Lines(string(self)) {
+		id, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		controllers, path, _ := strings.Cut(rest, ":")
+		switch {
+		case slices.Contains(strings.Split(controllers, ","), "memory"):
+			candidates = append(candidates, filepath.Join("/sys/fs/cgroup/memory", path, "memory.usage_in_bytes"))
+		case id == "0" && controllers == "":
+			candidates = append(candidates, filepath.Join("/sys/fs/cgroup", path, "memory.current"))
+		}
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
+	}
+	return ""
 }
 
 // readFile reads name into buf, reusing it.

@@ -30,3 +30,21 @@ func TestReaderReadsThisProcess(t *testing.T) {
 		t.Errorf("Read = %+v: want resident file pages, CPU used and the collector's part of it", s)
 	}
 }
+
+// What the cgroup holds beyond the Go runtime is its charge less the
+// runtime's memory where that is known and more, else the resident file
+// pages.
+func TestOutside(t *testing.T) {
+	for _, tt := range []struct {
+		s    Sample
+		want int64
+	}{
+		{Sample{FileBytes: 20}, 20},
+		{Sample{FileBytes: 20, ChargedBytes: 100, GoBytes: 70}, 30},
+		{Sample{FileBytes: 20, ChargedBytes: 80, GoBytes: 70}, 20},
+	} {
+		if got := tt.s.outside(); got != tt.want {
+			t.Errorf("%+v.outside() = %d, want %d", tt.s, got, tt.want)
+		}
+	}
+}

@@ -30,12 +30,14 @@ import (
 // twice what is live. Start logs the limit it set.
 //
 // The limit is measured, not assumed: what the cgroup is charged for but
-// the Go runtime does not count, the binary's resident pages (RssFile and
-// RssShmem in /proc/self/status, about 30 MiB for an operator built on
-// client-go), is kept out of it first, and the limit is Ratio of the
-// rest. The manager measures the pages again every two seconds while it
-// runs, as more of the binary becomes resident, and lowers the limit to
-// match.
+// the Go runtime does not count is kept out of it first, and the limit is
+// Ratio of the rest. That is the cgroup's charge less the runtime's
+// memory (the binary's pages, mapped or read ahead, about 30 to 40 MiB for
+// an operator built on client-go, and the kernel's memory), and never
+// less than the process's resident file pages (RssFile and RssShmem in
+// /proc/self/status). The manager measures it again every two seconds
+// while it runs, as more of the binary becomes resident, and lowers the
+// limit to match (opkit_memory_reserved_bytes).
 //
 // While it runs the manager also watches the collector (see
 // docs/performance.md, "Sizing the memory limit"):

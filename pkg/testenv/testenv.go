@@ -44,7 +44,10 @@ type Options struct {
 
 	// StartTimeout bounds the start of etcd and of kube-apiserver, each,
 	// and then the wait for the default namespace and the CRDs together.
-	// Defaults to 60s.
+	// Defaults to 3 minutes: on a two-core machine under load (builds and
+	// tests of several packages at once) the API server took over a
+	// minute to serve its default namespace, and a start that fails then
+	// fails the whole package.
 	StartTimeout time.Duration
 
 	// StopTimeout bounds the stop of each process. Defaults to 20s.
@@ -85,7 +88,7 @@ func (o *Options) defaults() error {
 		o.Version = v
 	}
 	if o.StartTimeout == 0 {
-		o.StartTimeout = 60 * time.Second
+		o.StartTimeout = 3 * time.Minute
 	}
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 20 * time.Second
