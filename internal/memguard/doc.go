@@ -18,9 +18,11 @@
 //     limit. The Guard reports each reading and each change of pressure to
 //     its Options' hooks; the manager turns them into a metric, a
 //     condition on /readyz and shedding in the cache.
-//   - GC-bound is the collector taking most of the CPU, and at least a
-//     quarter of a core, for ExitAfter without a break: the live heap does
-//     not fit the limit and no shedding helped. Run then returns an error
+//   - GC-bound is the collector taking at least a quarter of a core and
+//     either most of the CPU, or with the live heap at 95% of the limit
+//     or more, or with the runtime's GC CPU limiter holding it to half the
+//     CPU, for ExitAfter without a break: the live heap does not fit the
+//     limit and no shedding helped. Run then returns an error
 //     wrapping ErrGCBound that says how large a limit would fit, rather
 //     than leave the process thrashing for minutes neither converging nor
 //     killed.

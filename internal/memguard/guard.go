@@ -65,7 +65,9 @@ type State struct {
 // The thresholds of pressure and of GC-bound, with hysteresis: pressure
 // begins at pressureShare of the CPU (and pressureCores at least) or with
 // the live heap at pressureHeap of the limit, and ends once both are
-// below their calm values.
+// below their calm values. GC-bound is the collector using boundCores
+// and boundShare of the CPU, or boundCores with the live heap at
+// boundHeap of the limit or the runtime's GC CPU limiter on.
 const (
 	pressureShare = 0.25
 	calmShare     = 0.15
@@ -73,6 +75,7 @@ const (
 	pressureHeap  = 0.9
 	calmHeap      = 0.85
 	boundShare    = 0.5
+	boundHeap     = 0.95
 	boundCores    = 0.25
 )
 
@@ -185,7 +188,12 @@ func (g *Guard) observe(s Sample) error {
 	case (st.GCShare < calmShare || st.GCCores < pressureCores) && heap < calmHeap:
 		st.Pressure = false
 	}
-	if st.GCShare >= boundShare && st.GCCores >= boundCores {
+	// The collector spins when it takes most of the CPU, when the heap
+	// the last collection found live does not fit the limit (each
+	// collection then starts as the last ends), or when the runtime's
+	// limiter had to hold it to half the CPU.
+	limited := s.LimiterCycle > first.LimiterCycle
+	if st.GCCores >= boundCores && (st.GCShare >= boundShare || heap >= boundHeap || limited) {
 		if g.boundAt.IsZero() {
 			g.boundAt = now.Add(-span)
 		}

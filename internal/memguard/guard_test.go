@@ -22,6 +22,7 @@ type process struct {
 	gc, used       float64   // seconds at at
 	gcRate, usRate float64   // cores
 	file, live     int64
+	limiter        int64 // the last cycle the GC CPU limiter was on
 }
 
 func (p *process) set(gcCores, usedCores float64) {
@@ -52,7 +53,7 @@ func (p *process) read() (Sample, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.advance()
-	return Sample{FileBytes: p.file, GCSeconds: p.gc, UsedSeconds: p.used, LiveHeapBytes: p.live}, nil
+	return Sample{FileBytes: p.file, GCSeconds: p.gc, UsedSeconds: p.used, LiveHeapBytes: p.live, LimiterCycle: p.limiter}, nil
 }
 
 // The limit is the cgroup's less the binary's resident pages, times the
@@ -241,6 +242,60 @@ func TestWatchOnly(t *testing.T) {
 		}
 		if g.state.ReservedBytes != 20*mib || g.state.LimitBytes != 0 || len(pressure) != 1 {
 			t.Errorf("state %+v, pressure changes %v; want 20 MiB reserved, no limit, pressure begun", g.state, pressure)
+		}
+	})
+}
+
+// The collector also spins, short of most of the CPU, when the live heap
+// does not fit the limit, or when the runtime's limiter holds it to half
+// the CPU: either, for ExitAfter, fails Run.
+func TestGCBoundShortOfMostOfTheCPU(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		live, limiter int64 // MiB; the limiter's cycle each tick
+	}{
+		{"live heap over the limit", 75, 0},
+		{"limiter on", 40, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &process{file: 20 * mib, live: tt.live * mib}
+				g, err := New(Options{CgroupBytes: 100 * mib, Read: func() (Sample, error) {
+					p.mu.Lock()
+					p.limiter += tt.limiter
+					p.mu.Unlock()
+					return p.read()
+				}, SetLimit: func(int64) {}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := g.Start(); err != nil {
+					t.Fatal(err)
+				}
+				p.set(0.3, 1) // 30% of the CPU, 0.3 cores
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+				defer cancel()
+				if err := g.Run(ctx); !errors.Is(err, ErrGCBound) {
+					t.Fatalf("Run = %v, want ErrGCBound", err)
+				}
+			})
+		})
+	}
+	// Neither: pressure, not bound.
+	synctest.Test(t, func(t *testing.T) {
+		p := &process{file: 20 * mib, live: 40 * mib}
+		g, err := New(Options{CgroupBytes: 100 * mib, Read: p.read, SetLimit: func(int64) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.set(0.3, 1)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		if err := g.Run(ctx); err != nil {
+			t.Fatalf("Run = %v, want nil: the heap fits and the limiter never came on", err)
 		}
 	})
 }

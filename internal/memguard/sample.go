@@ -29,6 +29,9 @@ type Sample struct {
 	GCSeconds, UsedSeconds float64
 	// LiveHeapBytes is the heap the last collection found live.
 	LiveHeapBytes int64
+	// LimiterCycle is the last collection in which the runtime's GC CPU
+	// limiter was on: the collector wanted more than half the CPU.
+	LimiterCycle int64
 }
 
 // Reader reads Samples of this process. The zero Reader is ready; it is
@@ -50,6 +53,7 @@ func (r *Reader) Read() (Sample, error) {
 			"/gc/heap/live:bytes",
 			"/memory/classes/total:bytes",
 			"/memory/classes/heap/released:bytes",
+			"/gc/limiter/last-enabled:gc-cycle",
 		} {
 			r.metrics = append(r.metrics, metrics.Sample{Name: name})
 		}
@@ -68,7 +72,7 @@ func (r *Reader) Read() (Sample, error) {
 		}
 		return int64(r.metrics[i].Value.Uint64())
 	}
-	s.LiveHeapBytes, s.GoBytes = u(3), u(4)-u(5)
+	s.LiveHeapBytes, s.GoBytes, s.LimiterCycle = u(3), u(4)-u(5), u(6)
 	s.ChargedBytes = r.charged()
 	status, err := readFile("/proc/self/status", r.buf[:0])
 	r.buf = status

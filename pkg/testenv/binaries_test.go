@@ -112,7 +112,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if err := o.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Version: DefaultVersion, StartTimeout: 60 * time.Second, StopTimeout: 20 * time.Second}
+	want := Options{Version: DefaultVersion, StartTimeout: 3 * time.Minute, StopTimeout: 20 * time.Second}
 	if o.Version != want.Version || o.StartTimeout != want.StartTimeout || o.StopTimeout != want.StopTimeout {
 		t.Errorf("defaults = %+v, want %+v", o, want)
 	}
