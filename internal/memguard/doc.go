@@ -21,8 +21,9 @@
 //   - GC-bound is the collector taking at least a quarter of a core and
 //     either most of the CPU, or with the live heap at 95% of the limit
 //     or more, or with the runtime's GC CPU limiter holding it to half the
-//     CPU, for ExitAfter without a break: the live heap does not fit the
-//     limit and no shedding helped. Run then returns an error
+//     CPU, for ExitAfter without a break, or for 6s with the live heap
+//     over the limit, which no collection can bring under it: the live
+//     heap does not fit the limit and no shedding helped. Run then returns an error
 //     wrapping ErrGCBound that says how large a limit would fit, rather
 //     than leave the process thrashing for minutes neither converging nor
 //     killed.

@@ -79,6 +79,11 @@ const (
 	boundCores    = 0.25
 )
 
+// overLimitExit is how long a GC-bound process whose live heap is over
+// the limit, which no collection can bring under it, runs before Run
+// fails, if ExitAfter is longer.
+const overLimitExit = 6 * time.Second
+
 // minShare is the smallest share of the cgroup's limit the Go limit is
 // given, whatever the reserve: a binary whose pages take more leaves the
 // operator no room to run, and the log says so.
@@ -91,6 +96,7 @@ type Guard struct {
 	window  []Sample // the readings of the last Window, oldest first
 	state   State
 	boundAt time.Time // when the current GC-bound spell began
+	overAt  time.Time // since when the live heap is over the limit; zero: it is not
 }
 
 // New returns a Guard; it sets nothing until Start.
@@ -207,7 +213,21 @@ func (g *Guard) observe(s Sample) error {
 	if st.Pressure != was && g.opts.Pressure != nil {
 		g.opts.Pressure(*st)
 	}
-	if g.opts.ExitAfter > 0 && st.LimitBytes > 0 && st.GCBoundFor >= g.opts.ExitAfter {
+	if st.LimitBytes > 0 && st.LiveHeapBytes >= st.LimitBytes {
+		if g.overAt.IsZero() {
+			g.overAt = now
+		}
+	} else {
+		g.overAt = time.Time{}
+	}
+	switch {
+	case g.opts.ExitAfter <= 0 || st.LimitBytes == 0:
+	case st.GCBoundFor >= g.opts.ExitAfter:
+		return g.boundError()
+	case !g.overAt.IsZero() && now.Sub(g.overAt) >= min(g.opts.ExitAfter, overLimitExit) && st.GCBoundFor > 0:
+		// The live heap alone is over the limit: every collection
+		// starts as the last ends, and the operator crawls until the
+		// collector's spell runs out; it will not fit.
 		return g.boundError()
 	}
 	return nil

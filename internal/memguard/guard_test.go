@@ -299,3 +299,26 @@ func TestGCBoundShortOfMostOfTheCPU(t *testing.T) {
 		}
 	})
 }
+
+// A GC-bound process whose live heap is over the limit fails within
+// seconds, not after ExitAfter: no collection can bring it under.
+func TestOverTheLimitFailsSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &process{file: 20 * mib, live: 80 * mib}
+		g, err := New(Options{CgroupBytes: 100 * mib, Read: p.read, SetLimit: func(int64) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.set(0.3, 1)
+		start := time.Now()
+		if err := g.Run(t.Context()); !errors.Is(err, ErrGCBound) {
+			t.Fatalf("Run = %v, want ErrGCBound", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("Run failed after %v, want within 10s of the live heap (80 MiB) going over the limit (72 MiB)", took)
+		}
+	})
+}

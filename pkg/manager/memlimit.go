@@ -47,9 +47,11 @@ import (
 //     "memory" check (which does not fail), and makes the cache shed what
 //     it can drop: the objects LazyListers fetched are dropped, and
 //     fetched again when read, until the pressure ends.
-//   - GC-bound (the collector taking half or more of that CPU, and a
-//     quarter of a core, for GCBoundExit without a break) means the live
-//     heap does not fit: Start fails with an error wrapping ErrGCBound
+//   - GC-bound (the collector taking a quarter of a core and half or more
+//     of that CPU, or with the live heap at 95% of the limit or the
+//     runtime's GC CPU limiter on, for GCBoundExit without a break, or for
+//     6s with the live heap over the limit) means the live heap does not
+//     fit: Start fails with an error wrapping ErrGCBound
 //     that says how large a limit would fit, rather than leave the
 //     operator thrashing for minutes, neither converging nor killed.
 //
