@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,37 +37,11 @@ func TestGCBoundFails(t *testing.T) {
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), gcBoundChild+"="+kubeconfig)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("move the child into the cgroup: %v", err)
-	}
-	fmt.Fprintln(stdin, "go")
-	out := bufio.NewScanner(stdout)
-	out.Scan()
-	line := out.Text()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the child failed (killed for lack of memory?): %v\n%s", err, stderr.String())
-	}
+	line, log := childInCgroup(t, dir, []string{gcBoundChild + "=" + kubeconfig})
 	t.Logf("the child: %s", line)
 	for _, want := range []string{"ErrGCBound", "raise the container's memory limit to at least", "MiB for the binary's resident pages, times 0.1"} {
 		if !strings.Contains(line, want) {
-			t.Errorf("the child's Start returned %q, which does not say %q; it logged:\n%s", line, want, stderr.String())
+			t.Errorf("the child's Start returned %q, which does not say %q; it logged:\n%s", line, want, log)
 		}
 	}
 }

@@ -114,8 +114,21 @@ func memoryCgroup(t *testing.T, limit int64) string {
 // resident pages (opkit_memory_reserved_bytes), and what it logged.
 func runInCgroup(t *testing.T, dir string, off bool, env []string) (limit, reserved int64, log string) {
 	t.Helper()
+	line, log := childInCgroup(t, dir, append(env, memLimitChild+"="+strconv.FormatBool(off)))
+	if _, err := fmt.Sscan(line, &limit, &reserved); err != nil {
+		t.Fatalf("the child printed %q, not its memory limit and reserve:\n%s", line, log)
+	}
+	return limit, reserved, log
+}
+
+// childInCgroup runs the test binary with env added in the cgroup dir,
+// tells it to go once it is there, and returns the first line it printed
+// and what it logged; it fails t if the child fails (is killed for lack
+// of memory, say).
+func childInCgroup(t *testing.T, dir string, env []string) (line, log string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append(env, memLimitChild+"="+strconv.FormatBool(off))...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -138,14 +151,11 @@ func runInCgroup(t *testing.T, dir string, off bool, env []string) (limit, reser
 	fmt.Fprintln(stdin, "go")
 	out := bufio.NewScanner(stdout)
 	out.Scan()
-	line := out.Text()
+	line = out.Text()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the child failed: %v\n%s", err, stderr.String())
 	}
-	if _, err := fmt.Sscan(line, &limit, &reserved); err != nil {
-		t.Fatalf("the child printed %q, not its memory limit and reserve:\n%s", line, stderr.String())
-	}
-	return limit, reserved, stderr.String()
+	return line, stderr.String()
 }
 
 // runMemLimitChild is the child of runInCgroup: once told to go, it starts
