@@ -58,7 +58,7 @@ var ErrStopped = errors.New("the informer has stopped")
 // Informer is a toolscache.SharedIndexInformer; see the package doc. Make
 // it with New.
 type Informer struct {
-	indexer    toolscache.Indexer
+	indexer    *store
 	controller toolscache.Controller
 	lw         toolscache.ListerWatcher // as given to New
 	fifo       *toolscache.RealFIFO
@@ -100,6 +100,14 @@ type Options struct {
 	// Lag, if set, has the informer date its events and observe their
 	// lag (see Lag).
 	Lag *Lag
+	// CompactMetadata, if set, has the store hold the
+	// *metav1.PartialObjectMetadata objects it is given packed, in a
+	// fraction of the memory: each read of one (from the indexer, and
+	// the old object of an update handed to handlers) is then a new
+	// object, DeepEqual to the one stored, whose maps, slices and
+	// pointers are the stored object's. The objects handed to handlers
+	// as new are those the queue gave, as without it.
+	CompactMetadata bool
 }
 
 // New returns an informer of the objects lw lists and watches, like
@@ -110,6 +118,9 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Inform
 		indexer: newStore(opts.Indexers),
 		lw:      lw,
 		lag:     newLag(o.Lag),
+	}
+	if o.CompactMetadata {
+		i.indexer.packer = &packer{}
 	}
 	description := opts.ObjectDescription
 	if description == "" {
@@ -225,15 +236,13 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 	switch d.Type {
 	case toolscache.Sync, toolscache.Replaced, toolscache.Added, toolscache.Updated:
 		obj, st := unwrap(d.Object)
-		if old, ok, err := i.indexer.Get(obj); err == nil && ok {
-			if err := i.indexer.Update(obj); err != nil {
-				return err
-			}
+		old, ok, err := i.indexer.swap(obj)
+		if err != nil {
+			return err
+		}
+		if ok {
 			i.deliver(&event{kind: 'u', obj: obj, old: old}, st)
 			return nil
-		}
-		if err := i.indexer.Add(obj); err != nil {
-			return err
 		}
 		i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList}, st)
 	case toolscache.Deleted:

@@ -25,11 +25,17 @@ import (
 // be toolscache.MetaNamespaceIndexFunc, and its function is not called.
 // Every other index function is called as client-go's store calls it: for
 // the old and the new object of every change, under the store's lock.
+//
+// With a packer, the store holds metadata objects packed (see packedMeta),
+// and every read of one (Get, List, an index, the old object of a change)
+// is a new *metav1.PartialObjectMetadata, DeepEqual to the object stored.
 type store struct {
 	mu sync.RWMutex
 	// byNS holds the objects, by namespace ("" for cluster-scoped ones),
-	// then name. A namespace is in it if and only if it holds objects.
+	// then name, packed if packer is set. A namespace is in it if and
+	// only if it holds objects.
 	byNS     map[string]map[string]any
+	packer   *packer // nil: objects are held as they are
 	indexers toolscache.Indexers
 	// indices hold, for each index but toolscache.NamespaceIndex, the
 	// objects of each indexed value. A value is in it if and only if some
@@ -93,24 +99,49 @@ func resourceVersion(obj any) (string, bool) {
 func (s *store) Add(obj any) error { return s.Update(obj) }
 
 func (s *store) Update(obj any) error {
+	_, _, err := s.swap(obj)
+	return err
+}
+
+// swap stores obj, as Update, and returns the object it replaced, if
+// any: the informer hands it to handlers as the old object, unpacked
+// once for them and the indexes.
+func (s *store) swap(obj any) (old any, ok bool, err error) {
 	k, err := keyOf(obj)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
+	stored := s.pack(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.getLocked(k)
+	old = s.getLocked(k)
 	names := s.byNS[k.namespace]
 	if names == nil {
 		names = map[string]any{}
 		s.byNS[k.namespace] = names
 	}
-	names[k.name] = obj
+	names[k.name] = stored
 	s.updateIndices(old, obj, k)
 	if rv, ok := resourceVersion(obj); ok {
 		s.rv = rv
 	}
-	return nil
+	return old, old != nil, nil
+}
+
+// pack returns obj as the store holds it.
+func (s *store) pack(obj any) any {
+	if s.packer == nil {
+		return obj
+	}
+	return s.packer.pack(obj)
+}
+
+// unpack returns the object k that v, as the store holds it, stands for.
+func (s *store) unpack(k objKey, v any) any {
+	if s.packer == nil || v == nil {
+		return v
+	}
+	return s.packer.unpack(k.namespace, k.name, v)
 }
 
 func (s *store) Delete(obj any) error {
@@ -134,7 +165,8 @@ func (s *store) Delete(obj any) error {
 	return nil
 }
 
-func (s *store) getLocked(k objKey) any { return s.byNS[k.namespace][k.name] }
+// getLocked returns the object k, unpacked, or nil.
+func (s *store) getLocked(k objKey) any { return s.unpack(k, s.byNS[k.namespace][k.name]) }
 
 func (s *store) lenLocked() int {
 	n := 0
@@ -148,9 +180,9 @@ func (s *store) List() []any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	list := make([]any, 0, s.lenLocked())
-	for _, names := range s.byNS {
-		for _, obj := range names {
-			list = append(list, obj)
+	for ns, names := range s.byNS {
+		for name, obj := range names {
+			list = append(list, s.unpack(objKey{ns, name}, obj))
 		}
 	}
 	return list
@@ -204,16 +236,20 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 	for ns, n := range sizes {
 		byNS[ns] = make(map[string]any, n)
 	}
+	stored := make([]any, len(list))
 	for i, obj := range list {
-		byNS[keys[i].namespace][keys[i].name] = obj
+		stored[i] = s.pack(obj)
+		byNS[keys[i].namespace][keys[i].name] = stored[i]
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byNS, s.rv = byNS, resourceVersion
 	clear(s.indices)
-	for ns, names := range s.byNS {
-		for name, obj := range names {
-			s.updateIndices(nil, obj, objKey{ns, name})
+	// Indexed as given, not unpacked again; of objects with the same
+	// key, the last listed is the one held.
+	for i, obj := range list {
+		if byNS[keys[i].namespace][keys[i].name] == stored[i] {
+			s.updateIndices(nil, obj, keys[i])
 		}
 	}
 	return nil
@@ -264,8 +300,10 @@ func (s *store) AddIndexers(indexers toolscache.Indexers) error {
 	}
 	for ns, names := range s.byNS {
 		for name, obj := range names {
+			k := objKey{ns, name}
+			obj = s.unpack(k, obj)
 			for index := range indexers {
-				s.updateIndex(index, nil, obj, objKey{ns, name})
+				s.updateIndex(index, nil, obj, k)
 			}
 		}
 	}
@@ -349,7 +387,8 @@ func (s *store) indexFunc(index string) (toolscache.IndexFunc, error) {
 func (s *store) eachLocked(index, value string, f func(objKey, any)) {
 	if index == toolscache.NamespaceIndex {
 		for name, obj := range s.byNS[value] {
-			f(objKey{value, name}, obj)
+			k := objKey{value, name}
+			f(k, s.unpack(k, obj))
 		}
 		return
 	}

@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -14,73 +15,106 @@ import (
 
 // The store answers every read as client-go's store does, after the same
 // random adds, updates, deletes (some through tombstones), replaces and
-// indexes added on the way.
+// indexes added on the way: of ConfigMaps, and of metadata objects in a
+// store that packs them, whose reads are new objects DeepEqual to those
+// stored.
 func TestStoreAsClientGos(t *testing.T) {
 	byLabel := func(obj any) ([]string, error) {
-		cm := obj.(*corev1.ConfigMap)
 		var vs []string
-		for k, v := range cm.Labels {
+		for k, v := range obj.(metav1.Object).GetLabels() {
 			vs = append(vs, k+"="+v)
 		}
 		return vs, nil
 	}
-	byData := func(obj any) ([]string, error) { return []string{obj.(*corev1.ConfigMap).Data["v"]}, nil }
+	// The value v is a ConfigMap's data, a metadata object's annotation.
+	byData := func(obj any) ([]string, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			return []string{cm.Data["v"]}, nil
+		}
+		return []string{obj.(metav1.Object).GetAnnotations()["v"]}, nil
+	}
 	indexers := func() toolscache.Indexers {
 		return toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, "label": byLabel}
 	}
-	for seed := range uint64(20) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rnd := rand.New(rand.NewPCG(seed, 1))
-			want := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, indexers())
-			got := newStore(indexers())
-			object := func() *corev1.ConfigMap {
-				cm := &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{
-						Namespace: []string{"", "a", "b"}[rnd.IntN(3)], Name: fmt.Sprint("cm-", rnd.IntN(12)),
-						ResourceVersion: fmt.Sprint(rnd.IntN(1000)),
-						Labels:          map[string]string{"x": fmt.Sprint(rnd.IntN(3))},
-					},
-					Data: map[string]string{"v": fmt.Sprint(rnd.IntN(4))},
-				}
-				if rnd.IntN(2) == 0 {
-					cm.Labels["y"] = fmt.Sprint(rnd.IntN(2))
-				}
-				return cm
-			}
-			for step := range 300 {
-				var errWant, errGot error
-				switch op := rnd.IntN(20); {
-				case op < 10:
-					obj := object()
-					errWant, errGot = want.Update(obj), got.Update(obj)
-				case op < 15:
-					obj := object()
-					errWant, errGot = want.Delete(obj), got.Delete(obj)
-				case op < 17:
-					obj := object()
-					key, _ := toolscache.MetaNamespaceKeyFunc(obj)
-					tomb := toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj}
-					errWant, errGot = want.Delete(tomb), got.Delete(tomb)
-				case op < 19:
-					var list []any
-					for range rnd.IntN(15) {
-						list = append(list, object())
-					}
-					errWant, errGot = want.Replace(slices.Clone(list), "r"), got.Replace(list, "r")
-				case step > 100 && len(want.GetIndexers()) == 2:
-					errWant = want.AddIndexers(toolscache.Indexers{"data": byData})
-					errGot = got.AddIndexers(toolscache.Indexers{"data": byData})
-				}
-				if (errWant == nil) != (errGot == nil) {
-					t.Fatalf("step %d: error %v, client-go's %v", step, errGot, errWant)
-				}
-				compareStores(t, step, want, got)
-			}
-			if err := got.AddIndexers(toolscache.Indexers{"label": byLabel}); err == nil {
-				t.Error("adding an index twice: no error")
-			}
-		})
+	for _, compact := range []bool{false, true} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprintf("compact=%v/%d", compact, seed), func(t *testing.T) {
+				testStoreAsClientGos(t, seed, compact, indexers, byLabel, byData)
+			})
+		}
 	}
+}
+
+func testStoreAsClientGos(t *testing.T, seed uint64, compact bool, indexers func() toolscache.Indexers, byLabel, byData toolscache.IndexFunc) {
+	rnd := rand.New(rand.NewPCG(seed, 1))
+	want := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, indexers())
+	got := newStore(indexers())
+	if compact {
+		got.packer = &packer{}
+	}
+	object := func() metav1.Object {
+		om := metav1.ObjectMeta{
+			Namespace: []string{"", "a", "b"}[rnd.IntN(3)], Name: fmt.Sprint("cm-", rnd.IntN(12)),
+			ResourceVersion: fmt.Sprint(rnd.IntN(1000)),
+			Labels:          map[string]string{"x": fmt.Sprint(rnd.IntN(3))},
+		}
+		if rnd.IntN(2) == 0 {
+			om.Labels["y"] = fmt.Sprint(rnd.IntN(2))
+		}
+		v := fmt.Sprint(rnd.IntN(4))
+		if compact {
+			om.Annotations = map[string]string{"v": v}
+			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: om}
+		}
+		return &corev1.ConfigMap{ObjectMeta: om, Data: map[string]string{"v": v}}
+	}
+	for step := range 300 {
+		var errWant, errGot error
+		switch op := rnd.IntN(20); {
+		case op < 10:
+			obj := object()
+			errWant, errGot = want.Update(obj), got.Update(obj)
+		case op < 15:
+			obj := object()
+			errWant, errGot = want.Delete(obj), got.Delete(obj)
+		case op < 17:
+			obj := object()
+			key, _ := toolscache.MetaNamespaceKeyFunc(obj)
+			tomb := toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj}
+			errWant, errGot = want.Delete(tomb), got.Delete(tomb)
+		case op < 19:
+			var list []any
+			for range rnd.IntN(15) {
+				list = append(list, object())
+			}
+			errWant, errGot = want.Replace(slices.Clone(list), "r"), got.Replace(list, "r")
+		case step > 100 && len(want.GetIndexers()) == 2:
+			errWant = want.AddIndexers(toolscache.Indexers{"data": byData})
+			errGot = got.AddIndexers(toolscache.Indexers{"data": byData})
+		}
+		if (errWant == nil) != (errGot == nil) {
+			t.Fatalf("step %d: error %v, client-go's %v", step, errGot, errWant)
+		}
+		compareStores(t, step, want, got)
+	}
+	if err := got.AddIndexers(toolscache.Indexers{"label": byLabel}); err == nil {
+		t.Error("adding an index twice: no error")
+	}
+	if packed := countPacked(got); compact != (packed > 0) {
+		t.Errorf("compact=%v, and the store holds %d packed objects", compact, packed)
+	}
+}
+
+func countPacked(s *store) int {
+	n := 0
+	for _, names := range s.byNS {
+		for _, obj := range names {
+			if _, ok := obj.(*packedMeta); ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func compareStores(t *testing.T, step int, want toolscache.Indexer, got *store) {
@@ -88,8 +122,8 @@ func compareStores(t *testing.T, step int, want toolscache.Indexer, got *store) 
 	sorted := func(objs []any) []string {
 		var keys []string
 		for _, o := range objs {
-			cm := o.(*corev1.ConfigMap)
-			keys = append(keys, cm.Namespace+"/"+cm.Name+"@"+cm.ResourceVersion)
+			m := o.(metav1.Object)
+			keys = append(keys, m.GetNamespace()+"/"+m.GetName()+"@"+m.GetResourceVersion())
 		}
 		slices.Sort(keys)
 		return keys
@@ -105,12 +139,17 @@ func compareStores(t *testing.T, step int, want toolscache.Indexer, got *store) 
 	for _, key := range want.ListKeys() {
 		w, _, _ := want.GetByKey(key)
 		g, ok, _ := got.GetByKey(key)
-		if !ok || w != g {
+		// A packed object is read as a new one; any other is the one stored.
+		if _, packed := w.(*metav1.PartialObjectMetadata); !ok || (packed && (w == g || !reflect.DeepEqual(w, g))) || (!packed && w != g) {
 			t.Fatalf("step %d: GetByKey(%q) = %v, %v; want %v", step, key, g, ok, w)
 		}
 	}
 	if _, ok, _ := got.GetByKey("a/missing"); ok {
 		t.Fatalf("step %d: GetByKey of a missing key found it", step)
+	}
+	var w0 any // any object, to tell the test's kind
+	if l := want.List(); len(l) > 0 {
+		w0 = l[0]
 	}
 	for index := range want.GetIndexers() {
 		check("ListIndexFuncValues("+index+")",
@@ -124,7 +163,10 @@ func compareStores(t *testing.T, step int, want toolscache.Indexer, got *store) 
 			gk, _ := got.IndexKeys(index, v)
 			check("IndexKeys("+index+", "+v+")", wk, gk)
 		}
-		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Labels: map[string]string{"x": "1", "y": "0"}}, Data: map[string]string{"v": "2"}}
+		var probe any = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Labels: map[string]string{"x": "1", "y": "0"}}, Data: map[string]string{"v": "2"}}
+		if _, ok := w0.(*metav1.PartialObjectMetadata); ok {
+			probe = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Labels: map[string]string{"x": "1", "y": "0"}, Annotations: map[string]string{"v": "2"}}}
+		}
 		w, _ := want.Index(index, probe)
 		g, _ := got.Index(index, probe)
 		check("Index("+index+")", sorted(w), sorted(g))
