@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,14 +98,18 @@ func (p *packer) unpack(namespace, name string, v any) any {
 	if !ok {
 		return v
 	}
-	m := &metav1.PartialObjectMetadata{TypeMeta: *p.typeMeta.Load()}
+	u := &unpacked{}
+	m := &u.obj
+	m.TypeMeta = *p.typeMeta.Load()
 	m.Namespace, m.Name = namespace, name
 	m.Generation, m.Labels, m.Annotations = pm.generation, pm.labels, pm.annotations
 	if pm.uid != [16]byte{} {
-		m.UID = formatUID(pm.uid)
+		formatUID(u.uid[:0], pm.uid)
+		m.UID = types.UID(unsafe.String(&u.uid[0], len(u.uid)))
 	}
 	if pm.rv != 0 {
-		m.ResourceVersion = strconv.FormatUint(pm.rv-1, 10)
+		rv := strconv.AppendUint(u.rv[:0], pm.rv-1, 10)
+		m.ResourceVersion = unsafe.String(&u.rv[0], len(rv))
 	}
 	if pm.created != noTime {
 		m.CreationTimestamp = metav1.Time{Time: time.Unix(pm.created, 0).Local()}
@@ -114,6 +119,16 @@ func (p *packer) unpack(namespace, name string, v any) any {
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = r.deletionTimestamp, r.deletionGracePeriodSeconds
 	}
 	return m
+}
+
+// unpacked is an object unpacked and the bytes of its uid and
+// resourceVersion strings: one allocation per read, where three separate
+// ones cost twice the time. The bytes are written once, before the
+// strings are made.
+type unpacked struct {
+	obj metav1.PartialObjectMetadata
+	uid [36]byte
+	rv  [20]byte // the longest uint64
 }
 
 // packTime returns t in Unix seconds, noTime for the zero time, and false
@@ -183,16 +198,13 @@ func hexValue(c byte) int {
 	return -1
 }
 
-func formatUID(b [16]byte) types.UID {
-	var s [36]byte
-	j := 0
+// formatUID appends b as a lowercase UUID, 36 bytes, to dst.
+func formatUID(dst []byte, b [16]byte) []byte {
 	for i, c := range b {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			s[j] = '-'
-			j++
+			dst = append(dst, '-')
 		}
-		s[j], s[j+1] = hexDigits[c>>4], hexDigits[c&0xf]
-		j += 2
+		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
 	}
-	return types.UID(s[:])
+	return dst
 }
