@@ -12,7 +12,10 @@
 //
 //   - Zero-copy: Lister.Get, List and ByIndex return the cached objects, not
 //     copies; Get allocates nothing. Callers must not modify what they get:
-//     DeepCopy first. Listers are safe for concurrent use.
+//     DeepCopy first. Listers are safe for concurrent use. Metadata-only
+//     Listers (Metadata, Lazy's) read packed objects: each read returns a
+//     new PartialObjectMetadata, equal to the one cached and sharing its
+//     maps and slices, so must not be modified either.
 //   - Stripped on ingest: by default every object loses
 //     metadata.managedFields and the last-applied-configuration annotation
 //     (TypeOptions.KeepManagedFields and TypeOptions.KeepLastApplied opt
@@ -22,8 +25,11 @@
 //   - Compact: objects of one informer share equal maps, owner references
 //     and strings, which no reader can see, since no reader modifies what
 //     it reads; the store keys objects by their own namespace and name
-//     strings. BenchmarkBytesPerObject measures the bytes per object each
-//     kind of cache takes against the bytes a controller can read.
+//     strings, and packs metadata-only objects (uid as 16 bytes,
+//     resourceVersion as a number, rare fields behind one pointer).
+//     BenchmarkBytesPerObject measures the bytes per object each kind of
+//     cache takes against the bytes a controller can read;
+//     BenchmarkMetadataRead what a packed read costs.
 //   - Sorted: List, ByIndex and ByIndexInNamespace return objects sorted by
 //     namespace, then name, the same order call after call.
 //   - One way to each Lister: Register (the Go type), Metadata

@@ -34,6 +34,14 @@ type Object interface {
 // DeepCopy it first. Tests run with a mutation detector that fails a test
 // which modifies a cached object (see the package documentation).
 //
+// A metadata-only Lister (Metadata, LazyLister.Metadata) is the exception
+// in form, not in rule: its cache holds each object packed, in less
+// memory, and every read returns a new *metav1.PartialObjectMetadata
+// made from it, equal to the object cached, whose labels, annotations,
+// owner references, finalizers and deletion fields are the cache's own
+// and must not be modified either. Two reads of one object return two
+// pointers; compare objects by namespace, name and resourceVersion.
+//
 // Its methods are safe for concurrent use. Reads before the type has synced
 // see whatever has been listed so far; wait with Cache.WaitForSync.
 type Lister[T Object] struct {
@@ -68,7 +76,8 @@ func Register[T Object](c *Cache, opts TypeOptions) (*Lister[T], error) {
 }
 
 // Metadata registers the kind gvk in metadata-only form, which caches only
-// each object's metadata (a fraction of the memory), and returns its Lister.
+// each object's metadata (a fraction of the memory), packed, and returns
+// its Lister, whose reads make the objects they return (see Lister).
 func Metadata(c *Cache, gvk schema.GroupVersionKind, opts TypeOptions) (*Lister[*metav1.PartialObjectMetadata], error) {
 	newObject := func() runtime.Object {
 		m := &metav1.PartialObjectMetadata{}
@@ -184,7 +193,9 @@ func (l *Lister[T]) informers() []toolscache.SharedIndexInformer {
 
 // Get returns the cached object namespace/name (namespace empty for a
 // cluster-scoped type), or an error for which apierrors.IsNotFound is true
-// if the cache does not hold it. It does not copy and does not allocate.
+// if the cache does not hold it. It does not copy and does not allocate,
+// except in a metadata-only Lister, where it makes the object it returns
+// (see Lister).
 func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	var zero T
 	if err := l.reg.injected("get", namespace, name); err != nil {
@@ -251,7 +262,9 @@ func getByKey(ix toolscache.Indexer, namespace, name string) (any, bool, error) 
 // then name. The slice is the caller's; the objects in it are the cache's.
 //
 // The objects of a namespace are remembered, sorted, until the store
-// changes, so that repeated Lists of a namespace cost a copy of the slice.
+// changes, so that repeated Lists of a namespace cost a copy of the slice;
+// a metadata-only Lister makes and sorts its objects on every List
+// instead, since remembering them would hold what packing saves.
 func (l *Lister[T]) List(namespace string, selector labels.Selector) ([]T, error) {
 	if err := l.reg.injected("list", namespace, ""); err != nil {
 		return nil, err

@@ -280,13 +280,18 @@ func sortedKeys(a, b map[string]any) []string {
 }
 
 // read records where obj was handed out: the first caller outside this
-// package.
+// package. obj is the object ingested, or, from a metadata-only store,
+// which packs what it holds, a new object made from it: one of the same
+// resourceVersion.
 func (d *detector) read(obj Object) {
 	key := objectKey(obj.GetNamespace(), obj.GetName())
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.entries[key]
-	if e == nil || e.obj != apiruntime.Object(obj) || len(e.readAt) >= 5 {
+	if e == nil || len(e.readAt) >= 5 {
+		return
+	}
+	if m, ok := e.obj.(Object); e.obj != apiruntime.Object(obj) && (!ok || m.GetResourceVersion() != obj.GetResourceVersion()) {
 		return
 	}
 	if site := readSite(); site != "" && !slices.Contains(e.readAt, site) {

@@ -397,6 +397,9 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 	}
 	lw = r.retirable(r.instrument(lw, ns), retired)
 	snaps := newSnapshots()
+	// A packed store's List makes new objects: remembered, they would
+	// hold again what packing saves, until the store's next change.
+	snaps.off = r.key.form == metadataOnly
 	indexers := maps.Clone(r.indexers)
 	indexers[versionIndex] = snaps.indexFunc
 	if ns != "" || !namespaced {
@@ -412,7 +415,8 @@ func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns st
 			Indexers:          indexers,
 			ObjectDescription: r.key.gvk.String(),
 		},
-		Lag: r.c.metrics.informerLag(r),
+		Lag:             r.c.metrics.informerLag(r),
+		CompactMetadata: r.key.form == metadataOnly,
 	})
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, fmt.Errorf("set transform for %s: %w", r.key.gvk, err)

@@ -25,6 +25,9 @@ const versionIndex = "opkit.dev/version"
 // runs none. Replace always sets the resource version of the list it
 // replaces the store with, which is newer than any the store saw before.
 type snapshots struct {
+	// off, set before the informer runs, keeps none: every List reads
+	// the store.
+	off     bool
 	changes atomic.Uint64
 	// store is the informer's store, read for its resource version; set
 	// before the informer runs.
@@ -92,6 +95,9 @@ func (s *snapshots) version() storeVersion {
 // get returns the snapshot of namespace ns if the store has not changed
 // since it was taken.
 func (s *snapshots) get(ns string) (any, bool) {
+	if s.off {
+		return nil, false
+	}
 	v := s.version()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,6 +108,9 @@ func (s *snapshots) get(ns string) (any, bool) {
 // put records items, read from the store after version was taken: the
 // snapshot is at least as new as its version, so it is never served stale.
 func (s *snapshots) put(ns string, version storeVersion, items any) {
+	if s.off {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byNS[ns] = snapshot{version, items}

@@ -11,8 +11,8 @@ import (
 )
 
 // waitForInterval is how often WaitFor looks at the cache again. A look is
-// one Get, which does not allocate: a waiter costs about a hundred map
-// lookups a second, and sees the object at most this long after the cache
+// one Get, which does not allocate (but for the object a metadata-only
+// Lister makes): a waiter costs about a hundred map lookups a second, and sees the object at most this long after the cache
 // has it.
 const waitForInterval = 10 * time.Millisecond
 
@@ -20,7 +20,7 @@ const waitForInterval = 10 * time.Millisecond
 // resourceVersion or a newer one, or ctx ends: "has the cache caught up
 // with my write". Pass the object a write returned, which carries the
 // resourceVersion the API server gave it. It looks at the cache every
-// 10ms, with one Get that does not allocate.
+// 10ms, with one Get.
 //
 // Versions are compared as Kubernetes 1.35 made them comparable
 // (apimachinery's resourceversion.CompareResourceVersion: decimal integers,
