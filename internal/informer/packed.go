@@ -83,9 +83,8 @@ func (p *packer) pack(obj any) any {
 	if pm.created, ok = packTime(m.CreationTimestamp); !ok {
 		return obj
 	}
-	r := rareMeta{m.GenerateName, m.OwnerReferences, m.Finalizers, m.DeletionTimestamp, m.DeletionGracePeriodSeconds}
-	if r.generateName != "" || r.ownerReferences != nil || r.finalizers != nil || r.deletionTimestamp != nil || r.deletionGracePeriodSeconds != nil {
-		pm.rare = &r
+	if m.GenerateName != "" || m.OwnerReferences != nil || m.Finalizers != nil || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil {
+		pm.rare = &rareMeta{m.GenerateName, m.OwnerReferences, m.Finalizers, m.DeletionTimestamp, m.DeletionGracePeriodSeconds}
 	}
 	return pm
 }
@@ -149,7 +148,8 @@ func parseRV(rv string) (uint64, bool) {
 		return 0, true
 	}
 	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil || n == 1<<64-1 || strconv.FormatUint(n, 10) != rv {
+	var b [20]byte
+	if err != nil || n == 1<<64-1 || string(strconv.AppendUint(b[:0], n, 10)) != rv {
 		return 0, false
 	}
 	return n + 1, true
