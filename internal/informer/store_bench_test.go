@@ -47,10 +47,12 @@ func readObject(i int, name string, labels, annotations map[string]string, refs 
 // a store that holds it as it is (held, as before packing) and from one
 // that packs it (packed), side by side: Get is one GetByKey, List the
 // store's List of all readObjects objects (ns/obj, allocs/obj per object),
+// ListSorted the same sorted by namespace and name, as a packed Lister's
+// List reads them,
 // Update what the informer does to store an update (swap: the object
 // packed, the old one unpacked for indexes and handlers), with an index
 // as pkg/cache's registrations always have one. Rows are
-// StoreRead/<shape>/<Get|List|Update>/<held|packed>.
+// StoreRead/<shape>/<Get|List|ListSorted|Update>/<held|packed>.
 func BenchmarkStoreRead(b *testing.B) {
 	yes := true
 	labels := map[string]string{"app": "shop", "bench.opkit.dev/shape": "realistic"}
@@ -98,6 +100,14 @@ func BenchmarkStoreRead(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/obj")
 				b.ReportMetric(testing.AllocsPerRun(1, func() { s.List() })/readObjects, "allocs/obj")
+			})
+			b.Run(shape.name+"/ListSorted/"+impl, func(b *testing.B) {
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					n += len(s.ListSorted("", true))
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/obj")
 			})
 			b.Run(shape.name+"/Update/"+impl, func(b *testing.B) {
 				objs := make([]*metav1.PartialObjectMetadata, readObjects)

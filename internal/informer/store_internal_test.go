@@ -135,6 +135,23 @@ func compareStores(t *testing.T, step int, want toolscache.Indexer, got *store) 
 		}
 	}
 	check("List", sorted(want.List()), sorted(got.List()))
+	inOrder := func(objs []any) []string {
+		var keys []string
+		for _, o := range objs {
+			m := o.(metav1.Object)
+			keys = append(keys, m.GetNamespace()+"\x00"+m.GetName()+"\x00"+m.GetResourceVersion())
+		}
+		return keys
+	}
+	wantSorted := inOrder(want.List())
+	slices.Sort(wantSorted)
+	check("ListSorted", wantSorted, inOrder(got.ListSorted("", true)))
+	for _, ns := range []string{"", "a", "b"} {
+		objs, _ := want.ByIndex(toolscache.NamespaceIndex, ns)
+		w := inOrder(objs)
+		slices.Sort(w)
+		check("ListSorted("+ns+")", w, inOrder(got.ListSorted(ns, false)))
+	}
 	check("ListKeys", slices.Sorted(slices.Values(want.ListKeys())), slices.Sorted(slices.Values(got.ListKeys())))
 	for _, key := range want.ListKeys() {
 		w, _, _ := want.GetByKey(key)

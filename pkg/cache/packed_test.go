@@ -1,8 +1,11 @@
 package cache_test
 
 import (
+	"cmp"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +99,34 @@ func TestMetadataReadsEqualTheServers(t *testing.T) {
 	}
 	if d, _ := cms.Get(ns, "deleting"); d.DeletionTimestamp == nil {
 		t.Error("the object being deleted has no deletionTimestamp in the cache")
+	}
+	checkSorted(t, "List of one namespace's cache", cached)
+
+	// One informer for every namespace: Lists of one and of all are sorted.
+	all := newCache(t, cache.Options{})
+	allCMs, err := cache.Metadata(all, configMapGVK, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, all)
+	for _, namespace := range []string{ns, ""} {
+		got, err := allCMs.List(namespace, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if namespace == ns && len(got) != len(cached) {
+			t.Errorf("List(%s) of a cluster-wide cache: %d objects, want %d", ns, len(got), len(cached))
+		}
+		checkSorted(t, "List("+namespace+") of a cluster-wide cache", got)
+	}
+}
+
+func checkSorted(t *testing.T, what string, objs []*metav1.PartialObjectMetadata) {
+	t.Helper()
+	if !slices.IsSortedFunc(objs, func(a, b *metav1.PartialObjectMetadata) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	}) {
+		t.Errorf("%s is not sorted by namespace and name", what)
 	}
 }
 
