@@ -281,7 +281,8 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 	s.byNS, s.rv = byNS, resourceVersion
 	clear(s.indices)
 	// Indexed as given, not unpacked again; of objects with the same
-	// key, the last listed is the one held.
+	// key, the last listed is the one held (objects are pointers: ==
+	// compares identity).
 	for i, obj := range list {
 		if byNS[keys[i].namespace][keys[i].name] == stored[i] {
 			s.updateIndices(nil, obj, keys[i])
