@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 )
 
@@ -32,6 +33,8 @@ type Options struct {
 	Read func() (Sample, error)
 	// SetLimit sets the Go memory limit. Defaults to debug.SetMemoryLimit.
 	SetLimit func(int64)
+	// Collect runs a garbage collection. Defaults to runtime.GC.
+	Collect func()
 	// Observe is called with every reading. Defaults to nothing.
 	Observe func(State)
 	// Pressure is called when pressure begins (true) or ends (false), as
@@ -51,6 +54,11 @@ type State struct {
 	LimitBytes, ReservedBytes int64
 	// LiveHeapBytes is the heap the last collection found live.
 	LiveHeapBytes int64
+	// Room is the collector's room to work: how far the heap may grow
+	// past the live heap before the next collection, as a share of what
+	// GOGC alone would allow (1: the limit leaves all of it; 0: none, each
+	// collection begins as the last ends); 1 when unknown.
+	Room float64
 	// GCShare is the collector's share of the CPU the process used over
 	// the last Window, and GCCores that CPU in cores.
 	GCShare, GCCores float64
@@ -63,26 +71,36 @@ type State struct {
 }
 
 // The thresholds of pressure and of GC-bound, with hysteresis: pressure
-// begins at pressureShare of the CPU (and pressureCores at least) or with
-// the live heap at pressureHeap of the limit, and ends once both are
-// below their calm values. GC-bound is the collector using boundCores
-// and boundShare of the CPU, or boundCores with the live heap at
-// boundHeap of the limit or the runtime's GC CPU limiter on.
+// begins at pressureShare of the CPU (and pressureCores at least), with
+// the live heap at pressureHeap of the limit or with the collector's room
+// under pressureRoom, and ends once all are back at their calm values.
+// GC-bound is the collector using boundCores and boundShare of the CPU,
+// or boundCores with the live heap at boundHeap of the limit, with its
+// room under tightRoom, or with the runtime's GC CPU limiter on.
+//
+// The collector's work per byte allocated grows as its room shrinks: with
+// a quarter of GOGC's room, each byte costs four times the marking it
+// costs with all of it, and the program's allocations wait on it.
 const (
 	pressureShare = 0.25
 	calmShare     = 0.15
 	pressureCores = 0.05
 	pressureHeap  = 0.9
 	calmHeap      = 0.85
+	pressureRoom  = 0.5
+	calmRoom      = 0.6
 	boundShare    = 0.5
 	boundHeap     = 0.95
 	boundCores    = 0.25
+	tightRoom     = 0.25
 )
 
-// overLimitExit is how long a GC-bound process whose live heap is over
-// the limit, which no collection can bring under it, runs before Run
-// fails, if ExitAfter is longer.
-const overLimitExit = 6 * time.Second
+// tightExit is how long a GC-bound process whose collector has under
+// tightRoom of its room (or whose live heap is over the limit, which no
+// collection can bring under it) runs before Run fails, if ExitAfter is
+// longer: the operator then crawls, each collection beginning as the
+// last ends, for as long as it has work.
+const tightExit = 6 * time.Second
 
 // minShare is the smallest share of the cgroup's limit the Go limit is
 // given, whatever the reserve: a binary whose pages take more leaves the
@@ -95,8 +113,14 @@ type Guard struct {
 	opts    Options
 	window  []Sample // the readings of the last Window, oldest first
 	state   State
-	boundAt time.Time // when the current GC-bound spell began
-	overAt  time.Time // since when the live heap is over the limit; zero: it is not
+	boundAt time.Time       // when the current GC-bound spell began
+	tightAt time.Time       // since when the collector has had under tightRoom; zero: it has not
+	synced  chan chan error // Synced's requests, which Run answers
+	sawSync bool            // Synced has been answered: the cache holds what it listed
+	// beyondHeap is what the runtime holds beyond the heap (stacks, its
+	// own metadata, free and partly used spans): the limit less the heap
+	// goal, at the last reading where the limit set the goal.
+	beyondHeap int64
 }
 
 // New returns a Guard; it sets nothing until Start.
@@ -125,7 +149,10 @@ func New(opts Options) (*Guard, error) {
 	if opts.SetLimit == nil {
 		opts.SetLimit = setMemoryLimit
 	}
-	return &Guard{opts: opts}, nil
+	if opts.Collect == nil {
+		opts.Collect = runtime.GC
+	}
+	return &Guard{opts: opts, synced: make(chan chan error)}, nil
 }
 
 // Start reads a first Sample and sets the Go memory limit from it; it
@@ -137,7 +164,7 @@ func (g *Guard) Start() (State, error) {
 	}
 	g.window = append(g.window[:0], s)
 	g.reserve(s.outside())
-	g.state.LiveHeapBytes = s.LiveHeapBytes
+	g.state.LiveHeapBytes, g.state.Room = s.LiveHeapBytes, 1
 	return g.state, nil
 }
 
@@ -151,6 +178,10 @@ func (g *Guard) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case reply := <-g.synced:
+			g.sawSync = true
+			reply <- g.atSync()
+			continue
 		case <-tick.C:
 		}
 		s, err := g.opts.Read()
@@ -164,6 +195,64 @@ func (g *Guard) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// Synced judges, once the cache has synced, whether what the operator
+// holds fits the limit with room to collect it: what it caches stays in
+// the heap from then on, and with under a quarter of GOGC's room past it
+// the operator would crawl through all its work, each collection
+// beginning soon after the last ends. It returns an error wrapping
+// ErrGCBound that says how large a limit would fit if not; nil if it
+// fits, if the Guard sets no limit or may not fail (ExitAfter negative),
+// or if ctx ends first. Run, which must be running, takes the reading,
+// collecting first when the limit holds the heap goal down, so that the
+// live heap it judges is what the cache holds, not the garbage of its
+// lists. Safe to call from any goroutine; nil-safe.
+func (g *Guard) Synced(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	reply := make(chan error, 1)
+	select {
+	case g.synced <- reply:
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// atSync is Synced's reading, on Run's goroutine.
+func (g *Guard) atSync() error {
+	if g.opts.ExitAfter <= 0 || g.state.LimitBytes == 0 {
+		return nil
+	}
+	s, err := g.opts.Read()
+	if err == nil && s.room() < 1 {
+		g.opts.Collect()
+		s, err = g.opts.Read()
+	}
+	if err != nil {
+		if g.opts.ReadError != nil {
+			g.opts.ReadError(err)
+		}
+		return nil
+	}
+	room := s.room()
+	if s.LiveHeapBytes < g.state.LimitBytes && room >= tightRoom {
+		return nil
+	}
+	g.state.LiveHeapBytes, g.state.Room = s.LiveHeapBytes, room
+	g.beyondHeap = max(0, g.state.LimitBytes-s.HeapGoalBytes)
+	return fmt.Errorf("%w: once the cache synced, the operator held %s live of the %s Go memory limit, "+
+		"leaving the collector %.0f%% of the room past it that GOGC gives (the container's %s, less %s for the binary's resident pages, times %v): "+
+		"each collection would begin soon after the last ended, and the operator would crawl through its work; %s",
+		ErrGCBound, MiB(s.LiveHeapBytes), MiB(g.state.LimitBytes), room*100,
+		MiB(g.opts.CgroupBytes), MiB(g.state.ReservedBytes), g.opts.Ratio, g.advice())
 }
 
 // observe takes one Sample.
@@ -184,22 +273,28 @@ func (g *Guard) observe(s Sample) error {
 		st.GCShare = min(1, gc/used)
 	}
 	heap := 0.0
+	st.Room = 1
 	if st.LimitBytes > 0 {
 		heap = float64(st.LiveHeapBytes) / float64(st.LimitBytes)
+		st.Room = s.room()
+		if st.Room < 1 {
+			g.beyondHeap = max(0, st.LimitBytes-s.HeapGoalBytes)
+		}
 	}
 	was := st.Pressure
 	switch {
-	case (st.GCShare >= pressureShare && st.GCCores >= pressureCores) || heap >= pressureHeap:
+	case (st.GCShare >= pressureShare && st.GCCores >= pressureCores) || heap >= pressureHeap || st.Room < pressureRoom:
 		st.Pressure = true
-	case (st.GCShare < calmShare || st.GCCores < pressureCores) && heap < calmHeap:
+	case (st.GCShare < calmShare || st.GCCores < pressureCores) && heap < calmHeap && st.Room >= calmRoom:
 		st.Pressure = false
 	}
-	// The collector spins when it takes most of the CPU, when the heap
-	// the last collection found live does not fit the limit (each
-	// collection then starts as the last ends), or when the runtime's
-	// limiter had to hold it to half the CPU.
+	// The collector spins when it takes most of the CPU, when the limit
+	// leaves it little room past the live heap (each collection then
+	// starts soon after the last ends), or when the runtime's limiter had
+	// to hold it to half the CPU.
 	limited := s.LimiterCycle > first.LimiterCycle
-	if st.GCCores >= boundCores && (st.GCShare >= boundShare || heap >= boundHeap || limited) {
+	tight := st.LimitBytes > 0 && (st.LiveHeapBytes >= st.LimitBytes || st.Room < tightRoom)
+	if st.GCCores >= boundCores && (st.GCShare >= boundShare || heap >= boundHeap || tight || limited) {
 		if g.boundAt.IsZero() {
 			g.boundAt = now.Add(-span)
 		}
@@ -213,24 +308,37 @@ func (g *Guard) observe(s Sample) error {
 	if st.Pressure != was && g.opts.Pressure != nil {
 		g.opts.Pressure(*st)
 	}
-	if st.LimitBytes > 0 && st.LiveHeapBytes >= st.LimitBytes {
-		if g.overAt.IsZero() {
-			g.overAt = now
+	if tight && st.GCBoundFor > 0 {
+		if g.tightAt.IsZero() {
+			g.tightAt = now.Add(-g.opts.Interval) // the collections the reading saw
 		}
 	} else {
-		g.overAt = time.Time{}
+		g.tightAt = time.Time{}
 	}
 	switch {
 	case g.opts.ExitAfter <= 0 || st.LimitBytes == 0:
 	case st.GCBoundFor >= g.opts.ExitAfter:
 		return g.boundError()
-	case !g.overAt.IsZero() && now.Sub(g.overAt) >= min(g.opts.ExitAfter, overLimitExit) && st.GCBoundFor > 0:
-		// The live heap alone is over the limit: every collection
-		// starts as the last ends, and the operator crawls until the
-		// collector's spell runs out; it will not fit.
+	case !g.tightAt.IsZero() && now.Sub(g.tightAt) >= min(g.opts.ExitAfter, tightExit):
+		// Every collection starts soon after the last ends, and the
+		// operator crawls for as long as it has work: what it holds
+		// does not fit the limit with room to collect it.
 		return g.boundError()
 	}
 	return nil
+}
+
+// room is the collector's room to work (State.Room): the heap goal past
+// the live heap, over what GOGC alone would give; 1 when unknown.
+func (s Sample) room() float64 {
+	if s.HeapGoalBytes <= 0 || s.LiveHeapBytes <= 0 {
+		return 1
+	}
+	gogc := float64(s.GOGC)
+	if gogc <= 0 {
+		gogc = 100 // off: the limit alone paces the collector; judge it against the default
+	}
+	return min(1, max(0, float64(s.HeapGoalBytes-s.LiveHeapBytes)/float64(s.LiveHeapBytes)/(gogc/100)))
 }
 
 // outside is what s says the cgroup holds beyond the Go runtime's
@@ -262,16 +370,26 @@ func (g *Guard) reserve(file int64) {
 // boundError says what happened and how large a limit would fit.
 func (g *Guard) boundError() error {
 	st := g.state
-	// The live heap, with the collector's room to work (twice the live
-	// heap, as GOGC=100 gives it, at most), plus the reserve, over the
-	// ratio.
-	need := int64(float64(st.LiveHeapBytes)*1.5/g.opts.Ratio) + st.ReservedBytes
 	return fmt.Errorf("%w: the garbage collector used %.0f%% of the CPU the process used (%.2f cores) for %v "+
-		"with %s live of the %s Go memory limit (the container's %s, less %s for the binary's resident pages, times %v): "+
-		"the operator holds more than fits; raise the container's memory limit to at least %s "+
-		"or cache less (docs/performance.md, \"When a cluster outgrows the cache\")",
+		"with %s live of the %s Go memory limit and %.0f%% of its room to collect in "+
+		"(the container's %s, less %s for the binary's resident pages, times %v): the operator holds more than fits; %s",
 		ErrGCBound, st.GCShare*100, st.GCCores, st.GCBoundFor.Round(time.Second),
-		MiB(st.LiveHeapBytes), MiB(st.LimitBytes), MiB(g.opts.CgroupBytes), MiB(st.ReservedBytes), g.opts.Ratio, MiB(need))
+		MiB(st.LiveHeapBytes), MiB(st.LimitBytes), st.Room*100, MiB(g.opts.CgroupBytes), MiB(st.ReservedBytes), g.opts.Ratio, g.advice())
+}
+
+// advice says how large a limit would fit: the live heap with half of
+// GOGC's room to collect in, plus what the runtime holds beyond the heap
+// (the limit less the heap goal, when the limit set the goal), over the
+// ratio, plus the reserve.
+func (g *Guard) advice() string {
+	st := g.state
+	need := int64((float64(st.LiveHeapBytes)*1.5+float64(g.beyondHeap))/g.opts.Ratio) + st.ReservedBytes
+	more := ""
+	if !g.sawSync {
+		more = " (more: the cache had not synced, and holds more once it has)"
+	}
+	return fmt.Sprintf("raise the container's memory limit to at least %s%s "+
+		"or cache less (docs/performance.md, \"When a cluster outgrows the cache\")", MiB(need), more)
 }
 
 // MiB formats bytes in MiB, rounded up.

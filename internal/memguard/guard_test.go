@@ -22,6 +22,7 @@ type process struct {
 	gc, used       float64   // seconds at at
 	gcRate, usRate float64   // cores
 	file, live     int64
+	goal           int64 // the heap goal; 0: unknown
 	limiter        int64 // the last cycle the GC CPU limiter was on
 }
 
@@ -49,11 +50,19 @@ func (p *process) setMemory(file, live int64) {
 	p.file, p.live = file*mib, live*mib
 }
 
+// setGoal sets the heap goal, in MiB.
+func (p *process) setGoal(goal int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.goal = goal * mib
+}
+
 func (p *process) read() (Sample, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.advance()
-	return Sample{FileBytes: p.file, GCSeconds: p.gc, UsedSeconds: p.used, LiveHeapBytes: p.live, LimiterCycle: p.limiter}, nil
+	return Sample{FileBytes: p.file, GCSeconds: p.gc, UsedSeconds: p.used, LiveHeapBytes: p.live, HeapGoalBytes: p.goal,
+		GOGC: 100, LimiterCycle: p.limiter}, nil
 }
 
 // The limit is the cgroup's less the binary's resident pages, times the
@@ -132,11 +141,16 @@ func TestPressure(t *testing.T) {
 		step("live heap at 95% of the limit", 2*time.Second, true)
 		p.setMemory(10, 80)
 		step("live heap at 80%", 2*time.Second, false)
+		p.setMemory(10, 40)
+		p.setGoal(55)
+		step("the limit leaves the collector 37% of its room", 2*time.Second, true)
+		p.setGoal(80)
+		step("all of it", 2*time.Second, false)
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]bool{true, false, true, false}, changes); diff != "" {
+		if diff := cmp.Diff([]bool{true, false, true, false, true, false}, changes); diff != "" {
 			t.Errorf("pressure changes (-want +got):\n%s", diff)
 		}
 	})
@@ -321,4 +335,131 @@ func TestOverTheLimitFailsSoon(t *testing.T) {
 			t.Errorf("Run failed after %v, want within 10s of the live heap (80 MiB) going over the limit (72 MiB)", took)
 		}
 	})
+}
+
+// A process whose heap fits the limit, but with too little room past it
+// for the collector to work in, crawls: each collection begins soon after
+// the last ends. GC-bound so for seconds fails Run, with a limit that
+// leaves room, counting what the runtime holds beyond the heap; with
+// enough room the same collector's CPU is pressure, not bound.
+func TestTooLittleRoomFailsSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &process{file: 20 * mib, live: 40 * mib, goal: 44 * mib} // 10% of GOGC's room
+		g, err := New(Options{CgroupBytes: 100 * mib, Read: p.read, SetLimit: func(int64) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.set(0.3, 1) // 30% of the CPU: short of most of it
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		err = g.Run(ctx)
+		if !errors.Is(err, ErrGCBound) {
+			t.Fatalf("Run = %v, want ErrGCBound", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("Run failed after %v, want within 10s", took)
+		}
+		// 40 MiB live with half GOGC's room (60), and the 28 MiB the
+		// runtime holds beyond a 44 MiB goal under a 72 MiB limit, over
+		// 0.9, plus the 20 MiB reserve: 117.8 MiB.
+		for _, want := range []string{"40 MiB live of the 72 MiB Go memory limit and 10% of its room", "at least 118 MiB",
+			"the cache had not synced"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not say %q:\n%v", want, err)
+			}
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		p := &process{file: 20 * mib, live: 40 * mib, goal: 56 * mib} // 40% of GOGC's room
+		var pressure []bool
+		g, err := New(Options{CgroupBytes: 100 * mib, Read: p.read, SetLimit: func(int64) {},
+			Pressure: func(s State) { pressure = append(pressure, s.Pressure) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.set(0.3, 1)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		if err := g.Run(ctx); err != nil {
+			t.Fatalf("Run = %v, want nil: the collector has room enough", err)
+		}
+		if len(pressure) != 1 || !pressure[0] {
+			t.Errorf("pressure changes %v, want it begun", pressure)
+		}
+	})
+}
+
+// Once the cache has synced, a heap that leaves the collector under a
+// quarter of its room fails at once, judged after a collection when the
+// limit holds the heap goal down; one with room, or a Guard that may not
+// fail, passes.
+func TestSynced(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		goal       int64 // MiB; the live heap is 40 MiB of a 72 MiB limit
+		exitAfter  time.Duration
+		want       string // in the error; "": none
+		collection bool
+	}{
+		{name: "no room", goal: 44, want: "40 MiB live of the 72 MiB Go memory limit, leaving the collector 10% of the room", collection: true},
+		{name: "over the limit", goal: 72, want: "at least", collection: true},
+		{name: "room enough", goal: 60, collection: true},
+		{name: "all of GOGC's room", goal: 80},
+		{name: "may not fail", goal: 44, exitAfter: -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &process{file: 20 * mib, live: 40 * mib, goal: tt.goal * mib}
+				if tt.name == "over the limit" {
+					p.live = 75 * mib
+				}
+				collections := 0
+				g, err := New(Options{CgroupBytes: 100 * mib, ExitAfter: tt.exitAfter, Read: p.read, SetLimit: func(int64) {},
+					Collect: func() { collections++ }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := g.Start(); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- g.Run(ctx) }()
+				err = g.Synced(t.Context())
+				switch {
+				case tt.want == "" && err != nil:
+					t.Errorf("Synced = %v, want nil", err)
+				case tt.want != "" && (!errors.Is(err, ErrGCBound) || !strings.Contains(err.Error(), tt.want)):
+					t.Errorf("Synced = %v, want ErrGCBound saying %q", err, tt.want)
+				}
+				if got := collections > 0; got != tt.collection {
+					t.Errorf("collected %d times, want a collection %v", collections, tt.collection)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run = %v, want nil: Synced's verdict is Synced's to return", err)
+				}
+			})
+		})
+	}
+	// A nil Guard (MemoryLimitOptions.Off), and one whose Run has ended.
+	if err := (*Guard)(nil).Synced(t.Context()); err != nil {
+		t.Errorf("nil Guard: Synced = %v", err)
+	}
+	g, err := New(Options{CgroupBytes: 100 * mib, SetLimit: func(int64) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := g.Synced(ctx); err != nil {
+		t.Errorf("ended: Synced = %v", err)
+	}
 }

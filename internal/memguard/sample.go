@@ -27,8 +27,14 @@ type Sample struct {
 	// UsedSeconds all the CPU the process used (the collector's, the
 	// program's and the runtime's, not idle time).
 	GCSeconds, UsedSeconds float64
-	// LiveHeapBytes is the heap the last collection found live.
-	LiveHeapBytes int64
+	// LiveHeapBytes is the heap the last collection found live, and
+	// HeapGoalBytes the heap size at which the next begins: twice the
+	// live heap with GOGC's default, less where the memory limit leaves
+	// less room; 0 when unknown.
+	LiveHeapBytes, HeapGoalBytes int64
+	// GOGC is the runtime's GOGC percentage: 100 by default, negative
+	// when off.
+	GOGC int64
 	// LimiterCycle is the last collection in which the runtime's GC CPU
 	// limiter was on: the collector wanted more than half the CPU.
 	LimiterCycle int64
@@ -54,6 +60,8 @@ func (r *Reader) Read() (Sample, error) {
 			"/memory/classes/total:bytes",
 			"/memory/classes/heap/released:bytes",
 			"/gc/limiter/last-enabled:gc-cycle",
+			"/gc/heap/goal:bytes",
+			"/gc/gogc:percent",
 		} {
 			r.metrics = append(r.metrics, metrics.Sample{Name: name})
 		}
@@ -73,6 +81,10 @@ func (r *Reader) Read() (Sample, error) {
 		return int64(r.metrics[i].Value.Uint64())
 	}
 	s.LiveHeapBytes, s.GoBytes, s.LimiterCycle = u(3), u(4)-u(5), u(6)
+	s.HeapGoalBytes, s.GOGC = u(7), u(8)
+	if r.metrics[8].Value.Kind() == metrics.KindBad {
+		s.GOGC = 100
+	}
 	s.ChargedBytes = r.charged()
 	status, err := readFile("/proc/self/status", r.buf[:0])
 	r.buf = status

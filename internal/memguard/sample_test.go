@@ -2,6 +2,7 @@ package memguard
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
@@ -28,6 +29,11 @@ func TestReaderReadsThisProcess(t *testing.T) {
 	}
 	if s.FileBytes <= 0 || s.UsedSeconds <= 0 || s.GCSeconds < 0 || s.GCSeconds > s.UsedSeconds {
 		t.Errorf("Read = %+v: want resident file pages, CPU used and the collector's part of it", s)
+	}
+	gogc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gogc)
+	if s.HeapGoalBytes <= s.LiveHeapBytes || s.GOGC != int64(gogc) {
+		t.Errorf("Read = %+v: want a heap goal past the live heap and GOGC %d", s, gogc)
 	}
 }
 

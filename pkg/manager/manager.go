@@ -26,6 +26,7 @@ import (
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
 	"github.com/opkit-dev/opkit/internal/logging"
+	"github.com/opkit-dev/opkit/internal/memguard"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -88,6 +89,7 @@ type Manager struct {
 	admissionBodies *bodybudget.Budget
 	shard           *sharded // nil without Options.Sharding
 	memory          memoryState
+	guard           *memguard.Guard // set by Start; nil when MemoryLimitOptions.Off
 
 	mu        sync.Mutex
 	runnables []Runnable

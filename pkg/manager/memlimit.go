@@ -42,18 +42,26 @@ import (
 // While it runs the manager also watches the collector (see
 // docs/performance.md, "Sizing the memory limit"):
 //   - Memory pressure (the collector taking a quarter or more of the CPU
-//     the process uses, or the live heap at 90% of the limit) is reported
+//     the process uses, the live heap at 90% of the limit, or the limit
+//     leaving the collector under half the room past the live heap that
+//     GOGC gives it, opkit_memory_gc_room_ratio) is reported
 //     by opkit_memory_pressure, logged, shown by /readyz?verbose's
 //     "memory" check (which does not fail), and makes the cache shed what
 //     it can drop: the objects LazyListers fetched are dropped, and
 //     fetched again when read, until the pressure ends.
 //   - GC-bound (the collector taking a quarter of a core and half or more
-//     of that CPU, or with the live heap at 95% of the limit or the
-//     runtime's GC CPU limiter on, for GCBoundExit without a break, or for
-//     6s with the live heap over the limit) means the live heap does not
-//     fit: Start fails with an error wrapping ErrGCBound
-//     that says how large a limit would fit, rather than leave the
-//     operator thrashing for minutes, neither converging nor killed.
+//     of that CPU, or with the live heap at 95% of the limit, with under a
+//     quarter of its room, or with the runtime's GC CPU limiter on, for
+//     GCBoundExit without a break, or for 6s with the live heap over the
+//     limit or under a quarter of the collector's room) means what the
+//     operator holds does not fit: Start fails with an error wrapping
+//     ErrGCBound that says how large a limit would fit, rather than leave
+//     the operator crawling, each collection beginning as the last ends,
+//     neither converging at its speed nor killed.
+//   - Once the cache has synced, what it holds stays in the heap: if that
+//     leaves the collector under a quarter of its room, Start fails with
+//     ErrGCBound then, before the controllers start, saying how large a
+//     limit would fit.
 //
 // Start sets nothing and watches nothing when the GOMEMLIMIT environment
 // variable is set (the runtime took it at start), when AUTOMEMLIMIT is
@@ -70,7 +78,8 @@ type MemoryLimitOptions struct {
 	// memory charged to the cgroup. Defaults to 0.9.
 	Ratio float64
 	// GCBoundExit is how long the collector may take most of the CPU
-	// before Start fails with ErrGCBound. Defaults to 30s; negative:
+	// before Start fails with ErrGCBound (6s, if shorter, when the limit
+	// leaves it under a quarter of its room). Defaults to 30s; negative:
 	// never.
 	GCBoundExit time.Duration
 }
@@ -209,6 +218,7 @@ func (s *memoryState) observe(st memguard.State) {
 	s.metrics.Reserved.Set(float64(st.ReservedBytes))
 	s.metrics.GCShare.Set(st.GCShare)
 	s.metrics.LiveHeap.Set(float64(st.LiveHeapBytes))
+	s.metrics.GCRoom.Set(st.Room)
 }
 
 func (s *memoryState) setPressure(st memguard.State) {

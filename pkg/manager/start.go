@@ -36,6 +36,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	guard := m.setMemoryLimit()
+	m.guard = guard
 	if err := m.reachable(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it began
@@ -220,8 +221,15 @@ func (m *Manager) waitForSync(ctx context.Context, fail func(error)) bool {
 		}
 		return false
 	}
-	m.synced.Store(true)
 	m.log.Info("Cache synced")
+	// What the cache holds stays in the heap from now on: an operator
+	// that it leaves no room to collect in would crawl through all its
+	// work, so it fails before its controllers start.
+	if err := m.guard.Synced(ctx); err != nil {
+		fail(fmt.Errorf("manager: %w", err))
+		return false
+	}
+	m.synced.Store(true)
 	return true
 }
 
