@@ -152,11 +152,17 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
+		// A process thrashing near its memory limit may accept the
+		// connection and never answer: no request outlives the deadline
+		// by more than a second.
+		reqCtx, cancel := context.WithDeadline(ctx, deadline.Add(time.Second))
+		req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
 		if err != nil {
+			cancel()
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
+		cancel()
 		last := fmt.Sprint(err)
 		if err == nil {
 			resp.Body.Close()
@@ -215,6 +221,9 @@ func (p *process) requests(ctx context.Context) (byMethod, byCode map[string]int
 }
 
 func (p *process) scrape(ctx context.Context) ([]byte, error) {
+	// Bounded, as waitReady's requests are, for a process that answers no more.
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -230,6 +239,9 @@ func (p *process) scrape(ctx context.Context) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// scrapeTimeout bounds a scrape of /metrics.
+const scrapeTimeout = 30 * time.Second
 
 // heapMetric is the heap figure read after sync: the bytes in in-use
 // spans, which both operators' Go collectors export (opkit's manager and
