@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -153,5 +154,27 @@ func TestDecodedObjectsPack(t *testing.T) {
 		if got := p.unpack("ns", "cm", v); !reflect.DeepEqual(got, m) {
 			t.Errorf("%s: packed and unpacked:\n got %#v\nwant %#v", name, got, m)
 		}
+	}
+}
+
+// An object read by a key the caller builds in a buffer it reuses, as the
+// cache's Lister.Get does, owns its namespace and name: they do not
+// change when the buffer does.
+func TestPackedReadOwnsItsKey(t *testing.T) {
+	s := newStore(nil)
+	s.packer = &packer{}
+	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "settings", UID: "0f8e3b1c-6a3e-4c3e-9d0e-2b8f7a6c5d4e", ResourceVersion: "7"}}
+	if err := s.Add(m); err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte("team-a/settings")
+	got, ok, err := s.GetByKey(unsafe.String(unsafe.SliceData(buf), len(buf)))
+	if err != nil || !ok {
+		t.Fatalf("GetByKey = %v, %v, %v", got, ok, err)
+	}
+	copy(buf, "xxxxxxxxxxxxxxx")
+	if o := got.(*metav1.PartialObjectMetadata); o.Namespace != "team-a" || o.Name != "settings" {
+		t.Errorf("after the caller reused its key's buffer, the object read is %s/%s, want team-a/settings", o.Namespace, o.Name)
 	}
 }

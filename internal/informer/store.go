@@ -242,16 +242,31 @@ func (s *store) Get(obj any) (any, bool, error) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	item := s.getLocked(k)
-	return item, item != nil, nil
+	v := s.byNS[k.namespace][k.name]
+	if v == nil {
+		return nil, false, nil
+	}
+	if _, packed := v.(*packedMeta); packed {
+		k = splitKey(strings.Clone(k.namespace + "/" + k.name)) // as GetByKey's
+	}
+	return s.unpack(k, v), true, nil
 }
 
 func (s *store) GetByKey(key string) (any, bool, error) {
 	k := splitKey(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	item := s.getLocked(k)
-	return item, item != nil, nil
+	v := s.byNS[k.namespace][k.name]
+	if v == nil {
+		return nil, false, nil
+	}
+	if _, packed := v.(*packedMeta); packed {
+		// The object made takes its namespace and name from the key,
+		// which may be the caller's reused buffer (the cache's
+		// Lister.Get builds it in a pooled one): it gets its own.
+		k = splitKey(strings.Clone(key))
+	}
+	return s.unpack(k, v), true, nil
 }
 
 func (s *store) Replace(list []any, resourceVersion string) error {
