@@ -308,7 +308,12 @@ func (g *Guard) observe(s Sample) error {
 	if st.Pressure != was && g.opts.Pressure != nil {
 		g.opts.Pressure(*st)
 	}
-	if tight && st.GCBoundFor > 0 {
+	// A live heap over the limit is out of room whatever the collector's
+	// CPU: the runtime then holds more than the limit, and the kernel
+	// takes it from the binary's pages, so the process waits on faults
+	// more than it collects.
+	over := st.LimitBytes > 0 && st.LiveHeapBytes >= st.LimitBytes
+	if (tight && st.GCBoundFor > 0) || over {
 		if g.tightAt.IsZero() {
 			g.tightAt = now.Add(-g.opts.Interval) // the collections the reading saw
 		}

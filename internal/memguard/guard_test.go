@@ -463,3 +463,29 @@ func TestSynced(t *testing.T) {
 		t.Errorf("ended: Synced = %v", err)
 	}
 }
+
+// A live heap over the limit fails within seconds even when the collector
+// takes little CPU: the process then waits on the kernel reclaiming the
+// binary's pages more than it collects.
+func TestOverTheLimitFailsWithoutTheCollectorsCPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &process{file: 20 * mib, live: 80 * mib}
+		g, err := New(Options{CgroupBytes: 100 * mib, Read: p.read, SetLimit: func(int64) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.set(0.05, 0.2)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		if err := g.Run(ctx); !errors.Is(err, ErrGCBound) {
+			t.Fatalf("Run = %v, want ErrGCBound", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("Run failed after %v, want within 10s", took)
+		}
+	})
+}
