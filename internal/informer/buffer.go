@@ -52,20 +52,21 @@ func (b *buffer) OnUpdate(oldObj, newObj any) {
 func (b *buffer) OnDelete(obj any) { b.push(event{kind: 'd', obj: obj}) }
 
 // The Timed methods keep an event's date; the handler is handed it with
-// the time of its own delivery.
+// the time of its own delivery, or with zero times if the event is not in
+// the informer's sample (delivered is zero).
 
-func (b *buffer) OnAddAt(obj any, isInInitialList bool, changed, _ time.Time) time.Time {
-	b.push(event{kind: 'a', obj: obj, isInInitialList: isInInitialList, changed: changed})
+func (b *buffer) OnAddAt(obj any, isInInitialList bool, changed, delivered time.Time) time.Time {
+	b.push(event{kind: 'a', obj: obj, isInInitialList: isInInitialList, changed: changed, untimed: delivered.IsZero()})
 	return time.Time{}
 }
 
-func (b *buffer) OnUpdateAt(oldObj, newObj any, changed, _ time.Time) time.Time {
-	b.push(event{kind: 'u', obj: newObj, old: oldObj, changed: changed})
+func (b *buffer) OnUpdateAt(oldObj, newObj any, changed, delivered time.Time) time.Time {
+	b.push(event{kind: 'u', obj: newObj, old: oldObj, changed: changed, untimed: delivered.IsZero()})
 	return time.Time{}
 }
 
-func (b *buffer) OnDeleteAt(obj any, changed, _ time.Time) time.Time {
-	b.push(event{kind: 'd', obj: obj, changed: changed})
+func (b *buffer) OnDeleteAt(obj any, changed, delivered time.Time) time.Time {
+	b.push(event{kind: 'd', obj: obj, changed: changed, untimed: delivered.IsZero()})
 	return time.Time{}
 }
 

@@ -63,6 +63,7 @@ type Informer struct {
 	lw         toolscache.ListerWatcher // as given to New
 	fifo       *toolscache.RealFIFO
 	lag        *Lag // nil without Options.Lag
+	samples    sampler
 
 	// delivering is held while an event is stored and delivered, and
 	// while a handler added is handed the store's objects: so it sees
@@ -168,7 +169,7 @@ func New(lw toolscache.ListerWatcher, example runtime.Object, o Options) *Inform
 
 // fifoKey is an object's UID, or its namespace/name if it has none.
 func fifoKey(obj any) (string, error) {
-	obj, _ = unwrap(obj)
+	obj, _, _ = unwrap(obj)
 	if o, ok := obj.(metav1.Object); ok {
 		if uid := o.GetUID(); uid != "" {
 			return string(uid), nil
@@ -179,7 +180,7 @@ func fifoKey(obj any) (string, error) {
 
 // storeKey is an object's key in the store, namespace/name.
 func storeKey(obj any) (string, error) {
-	obj, _ = unwrap(obj)
+	obj, _, _ = unwrap(obj)
 	return toolscache.MetaNamespaceKeyFunc(obj)
 }
 
@@ -191,8 +192,9 @@ func (i *Informer) transformObject(obj any) (any, error) {
 	if _, ok := obj.(*stamped); ok {
 		return obj, nil
 	}
+	timed := i.lag != nil && i.samples.take()
 	var st stamp
-	if i.lag != nil {
+	if timed {
 		st = changeTimes(obj)
 	}
 	if i.transform != nil { // set only before Run
@@ -201,7 +203,7 @@ func (i *Informer) transformObject(obj any) (any, error) {
 			return obj, err
 		}
 	}
-	if i.lag != nil {
+	if timed {
 		return &stamped{obj: obj, stamp: st}, nil
 	}
 	return obj, nil
@@ -232,25 +234,29 @@ func (i *Informer) process(deltas []toolscache.Delta, isInInitialList bool) erro
 // store applies d to the store and delivers it. The caller holds
 // delivering.
 func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
-	i.now() // the delivery time, read before the store
 	switch d.Type {
 	case toolscache.Sync, toolscache.Replaced, toolscache.Added, toolscache.Updated:
-		obj, st := unwrap(d.Object)
+		obj, st, timed := unwrap(d.Object)
+		i.dateDelivery(timed)
 		old, ok, err := i.indexer.swap(obj)
 		if err != nil {
 			return err
 		}
 		if ok {
-			i.deliver(&event{kind: 'u', obj: obj, old: old}, st)
+			i.deliver(&event{kind: 'u', obj: obj, old: old, untimed: !timed}, st)
 			return nil
 		}
-		i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList}, st)
+		i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList, untimed: !timed}, st)
 	case toolscache.Deleted:
-		obj, st := unwrap(d.Object)
+		obj, st, timed := unwrap(d.Object)
+		if _, tomb := obj.(toolscache.DeletedFinalStateUnknown); tomb {
+			timed = i.take()
+		}
+		i.dateDelivery(timed)
 		if err := i.indexer.Delete(obj); err != nil {
 			return err
 		}
-		i.deliver(&event{kind: 'd', obj: obj}, st)
+		i.deliver(&event{kind: 'd', obj: obj, untimed: !timed}, st)
 	case toolscache.ReplacedAll:
 		info, ok := d.Object.(toolscache.ReplacedAllInfo)
 		if !ok {
@@ -259,7 +265,7 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 		return i.replaceAll(info, isInInitialList)
 	case toolscache.SyncAll:
 		for _, obj := range i.indexer.List() {
-			i.deliver(&event{kind: 'u', obj: obj, old: obj}, stamp{})
+			i.deliver(&event{kind: 'u', obj: obj, old: obj, untimed: !i.take()}, stamp{})
 		}
 	case toolscache.Bookmark:
 		if info, ok := d.Object.(toolscache.BookmarkInfo); ok {
@@ -269,10 +275,14 @@ func (i *Informer) store(d toolscache.Delta, isInInitialList bool) error {
 	return nil
 }
 
-// deliver dates e from st and observes its lag, with Lag, and hands it to
-// every handler. The caller holds delivering.
+// deliver dates e from st and observes its lag, with Lag if e is timed,
+// and hands it to every handler. The caller holds delivering.
 func (i *Informer) deliver(e *event, st stamp) {
-	if i.lag == nil {
+	if i.lag == nil || e.untimed {
+		if i.lag != nil {
+			i.samples.delivered(time.Time{})
+			i.reading = time.Time{} // the handlers take time, untimed
+		}
 		for _, h := range i.registrations() {
 			i.lag.deliver(e, h.handler, h.timed)
 		}
@@ -280,10 +290,26 @@ func (i *Informer) deliver(e *event, st stamp) {
 	}
 	e.date(st)
 	e.stamped = i.now()
+	i.samples.delivered(e.stamped)
 	i.lag.observe(e)
 	i.reading = time.Time{}
 	for _, h := range i.registrations() {
 		i.reading = i.lag.deliver(e, h.handler, h.timed)
+	}
+}
+
+// take reports whether an event that was not ingested (a resync's, or a
+// relist's inferred delete) is timed: with Lag, as the sampler picks.
+func (i *Informer) take() bool {
+	return i.lag != nil && i.samples.take()
+}
+
+// dateDelivery reads the delivery time of a timed event, with Lag, before
+// it is stored, unless the handlers of the event before it returned one.
+// The caller holds delivering.
+func (i *Informer) dateDelivery(timed bool) {
+	if timed {
+		i.now()
 	}
 }
 
@@ -303,8 +329,9 @@ func (i *Informer) now() time.Time {
 func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList bool) error {
 	objs := make([]any, len(info.Objects))
 	stamps := make([]stamp, len(info.Objects))
+	timed := make([]bool, len(info.Objects))
 	for j, obj := range info.Objects {
-		objs[j], stamps[j] = unwrap(obj)
+		objs[j], stamps[j], timed[j] = unwrap(obj)
 	}
 	olds := make([]any, len(objs))
 	var gone []toolscache.DeletedFinalStateUnknown
@@ -333,13 +360,13 @@ func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList b
 		return err
 	}
 	for _, tomb := range gone {
-		i.deliver(&event{kind: 'd', obj: tomb}, stamp{})
+		i.deliver(&event{kind: 'd', obj: tomb, untimed: !i.take()}, stamp{})
 	}
 	for j, obj := range objs {
 		if olds[j] != nil {
-			i.deliver(&event{kind: 'u', obj: obj, old: olds[j]}, stamps[j])
+			i.deliver(&event{kind: 'u', obj: obj, old: olds[j], untimed: !timed[j]}, stamps[j])
 		} else {
-			i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList}, stamps[j])
+			i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList, untimed: !timed[j]}, stamps[j])
 		}
 	}
 	return nil

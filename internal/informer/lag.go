@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,14 @@ import (
 //     is no date of its delete); a delete inferred on a relist is not
 //     dated.
 //
+// Under a flood the informer times a sample of its events, not each (see
+// sampler): above SampleRate events a second, one in two, four, and so on
+// up to one in MaxSampleStride, chosen by count as they are ingested, so
+// that the metrics' cost stays a small share of the event's. An event not
+// in the sample is neither dated nor observed, and its TimedEventHandlers
+// are handed zero times: they must not time it either. Below the rate,
+// every event is.
+//
 // Each dated event is observed once, however many handlers the informer
 // has, with one clock reading, which TimedEventHandlers are handed as the
 // delivery time. The reading is taken before the event is stored: the
@@ -49,7 +58,8 @@ type Lag struct {
 // TimedEventHandler is a handler that takes each event with changed, its
 // date (see Lag), or the zero time when it has none, and delivered, a
 // reading of the clock at its delivery, so that it need not read the
-// clock to time its work. It returns done, a reading of the clock (as
+// clock to time its work; or the zero time when the event is not in the
+// informer's sample, which the handler must then not time. It returns done, a reading of the clock (as
 // delivered is one: wall and monotonic) taken as it returned, or the zero
 // time if it took none; the informer dates the next event's delivery by
 // it rather than read the clock again. An informer without Lag calls the
@@ -96,19 +106,20 @@ func changeTimes(obj any) stamp {
 	return st
 }
 
-// unwrap returns an object as the store is to hold it, and its stamp.
-func unwrap(obj any) (any, stamp) {
+// unwrap returns an object as the store is to hold it, its stamp, and
+// whether it was stamped: with Lag, whether its event is timed.
+func unwrap(obj any) (any, stamp, bool) {
 	switch o := obj.(type) {
 	case *stamped:
-		return o.obj, o.stamp
+		return o.obj, o.stamp, true
 	case toolscache.DeletedFinalStateUnknown:
 		// A relist's inferred delete of an object still queued.
 		if s, ok := o.Obj.(*stamped); ok {
 			o.Obj = s.obj
 		}
-		return o, stamp{}
+		return o, stamp{}, false
 	}
-	return obj, stamp{}
+	return obj, stamp{}, false
 }
 
 func unix(sec int64) time.Time {
@@ -124,6 +135,7 @@ type event struct {
 	kind             byte // 'a', 'u', 'd'
 	obj, old         any
 	isInInitialList  bool
+	untimed          bool      // not in the sample: neither dated nor timed
 	changed, stamped time.Time // stamped: the delivery time, zero until read
 }
 
@@ -193,7 +205,7 @@ func (l *Lag) deliver(e *event, h toolscache.ResourceEventHandler, timed TimedEv
 		}
 		return time.Time{}
 	}
-	if e.stamped.IsZero() {
+	if e.stamped.IsZero() && !e.untimed {
 		e.stamped = l.Now()
 	}
 	switch e.kind {
@@ -215,4 +227,79 @@ func newLag(l *Lag) *Lag {
 		c.Now = new(wallclock.Clock).Now
 	}
 	return &c
+}
+
+const (
+	// SampleRate is the events a second an informer times each of; above
+	// it, a sample.
+	SampleRate = 2000
+	// MaxSampleStride is the most events an informer delivers for each
+	// it times.
+	MaxSampleStride = 32
+	// sampleWindow is how often, at most, the informer sets its stride
+	// from the rate of its events.
+	sampleWindow = 10 * time.Millisecond
+)
+
+// sampler picks the events an informer with Lag times: every one while
+// it delivers fewer than SampleRate a second, else one in stride, the
+// least power of two that brings the events timed to SampleRate a second
+// or fewer, up to MaxSampleStride. The pick is made as the object is
+// ingested, before it is stamped (so that an event not timed costs no
+// stamp), by a count. The stride is set on the delivery goroutine at each
+// timed event's clock reading: from the rate of a window of sampleWindow
+// or more, and lowered at once when the events since the last timed one
+// took a window or more and came slower than the stride is for, so that a
+// flood's end is noticed within a stride's events.
+type sampler struct {
+	stride  atomic.Uint32 // 0 or 1: every event
+	counted atomic.Uint64 // objects ingested while stride > 1
+
+	// Under the informer's delivering:
+	events    int       // delivered since since
+	since     time.Time // the start of the window; zero before the first
+	untimed   int       // delivered since the last timed event
+	lastTimed time.Time // the reading of the last timed event
+}
+
+// take reports whether the next object ingested is to be timed. It may be
+// called on any goroutine.
+func (s *sampler) take() bool {
+	stride := s.stride.Load()
+	return stride <= 1 || s.counted.Add(1)%uint64(stride) == 0
+}
+
+// delivered counts an event delivered, and with now, the clock reading of
+// a timed one, sets the stride. The caller holds the informer's
+// delivering.
+func (s *sampler) delivered(now time.Time) {
+	s.events++
+	if now.IsZero() {
+		s.untimed++
+		return
+	}
+	if s.since.IsZero() {
+		s.since, s.events, s.lastTimed, s.untimed = now, 0, now, 0
+		return
+	}
+	if gap := now.Sub(s.lastTimed); gap >= sampleWindow {
+		if recent := strideFor(float64(s.untimed+1) / gap.Seconds()); recent < s.stride.Load() {
+			s.stride.Store(recent)
+			s.since, s.events = now, 0 // the window held the flood
+		}
+	}
+	s.lastTimed, s.untimed = now, 0
+	if elapsed := now.Sub(s.since); elapsed >= sampleWindow {
+		s.stride.Store(strideFor(float64(s.events) / elapsed.Seconds()))
+		s.since, s.events = now, 0
+	}
+}
+
+// strideFor is the stride for events at rate a second.
+func strideFor(rate float64) uint32 {
+	stride := uint32(1)
+	for stride < MaxSampleStride && rate > SampleRate*float64(stride) {
+		stride *= 2
+	}
+	return stride
 }

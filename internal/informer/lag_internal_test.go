@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,5 +73,116 @@ func TestDeliveryTimesChain(t *testing.T) {
 	}
 	if reads != 2 {
 		t.Errorf("%d clock readings after a second batch, want 2", reads)
+	}
+}
+
+// An event not timed takes its handlers' time: the timed event after it
+// reads the clock rather than take the reading before it.
+func TestUntimedEventEndsTheChain(t *testing.T) {
+	changed := time.Unix(1_700_000_000, 0)
+	reads := 0
+	i := New(fcache.NewFakeControllerSource(), &corev1.ConfigMap{}, Options{Lag: &Lag{
+		Now: func() time.Time { reads++; return changed.Add(time.Duration(reads) * time.Second) },
+	}})
+	h := &chain{}
+	if _, err := i.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	deltas := []toolscache.Delta{
+		{Type: toolscache.Added, Object: &stamped{obj: cm("a")}},
+		{Type: toolscache.Added, Object: cm("b")}, // not in the sample
+		{Type: toolscache.Added, Object: &stamped{obj: cm("c")}},
+	}
+	if err := i.process(deltas, false); err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{changed.Add(time.Second), {}, changed.Add(2 * time.Second)}
+	if diff := cmp.Diff(want, h.delivered); diff != "" {
+		t.Errorf("delivery times (-want +got):\n%s", diff)
+	}
+}
+
+// timedCounts is a Direct TimedEventHandler that counts the updates it is
+// handed, and those handed with a delivery time.
+type timedCounts struct{ updates, timed int }
+
+func (*timedCounts) DeliverDirectly()                                  {}
+func (*timedCounts) OnAdd(any, bool)                                   {}
+func (*timedCounts) OnUpdate(_, _ any)                                 {}
+func (*timedCounts) OnDelete(any)                                      {}
+func (*timedCounts) OnAddAt(any, bool, time.Time, time.Time) time.Time { return time.Time{} }
+func (*timedCounts) OnDeleteAt(any, time.Time, time.Time) time.Time    { return time.Time{} }
+func (c *timedCounts) OnUpdateAt(_, _ any, changed, delivered time.Time) time.Time {
+	c.updates++
+	if !delivered.IsZero() {
+		c.timed++
+	} else if !changed.IsZero() {
+		panic("an event not timed was dated")
+	}
+	return time.Time{}
+}
+
+// Under a flood the informer times a sample of its events, and every
+// event again once the flood ends; every event is delivered either way.
+func TestLagSamplesAFlood(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	observed := 0
+	i := New(fcache.NewFakeControllerSource(), &corev1.ConfigMap{}, Options{Lag: &Lag{
+		Update: func(float64) { observed++ },
+		Now:    func() time.Time { return now },
+	}})
+	h := &timedCounts{}
+	if _, err := i.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	rv := 0
+	// events delivers n updates, one every step, and returns how many of
+	// them the lag metrics observed and the handler was handed timed.
+	events := func(n int, step time.Duration) (observedN, timedN int) {
+		t.Helper()
+		o, tm := observed, h.timed
+		for range n {
+			rv++
+			now = now.Add(step)
+			obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns", Name: "a", ResourceVersion: strconv.Itoa(rv),
+				CreationTimestamp: metav1.NewTime(now.Add(-time.Second)),
+			}}
+			queued, err := i.transformObject(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := i.process([]toolscache.Delta{{Type: toolscache.Updated, Object: queued}}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return observed - o, h.timed - tm
+	}
+
+	// Below SampleRate, every event.
+	if o, tm := events(1000, time.Millisecond); o != 999 || tm != 999 {
+		// The first is an add.
+		t.Errorf("at 1,000 events a second: %d observed, %d timed of 999 updates; want all", o, tm)
+	}
+	// A flood of a million a second: one in MaxSampleStride, after the
+	// first window.
+	const flood = 300_000
+	o, tm := events(flood, time.Microsecond)
+	if o != tm {
+		t.Errorf("flood: %d observed but %d timed", o, tm)
+	}
+	if most := flood/MaxSampleStride + 2*int(sampleWindow/time.Microsecond); o > most || o < flood/MaxSampleStride {
+		t.Errorf("flood of %d events at 1e6/s: %d observed, want from %d to %d", flood, o, flood/MaxSampleStride, most)
+	}
+	// Its end is noticed within MaxSampleStride events.
+	events(MaxSampleStride, 10*time.Millisecond)
+	if o, tm := events(100, 10*time.Millisecond); o != 100 || tm != 100 {
+		t.Errorf("after the flood, at 100 a second: %d observed, %d timed of 100; want all", o, tm)
+	}
+	if want := 999 + flood + MaxSampleStride + 100; h.updates != want {
+		t.Errorf("handler handed %d updates, want every one of %d", h.updates, want)
 	}
 }

@@ -23,11 +23,11 @@ type EventLag struct {
 func NewEventLag(reg prometheus.Registerer) (*EventLag, error) {
 	m := &EventLag{
 		Source: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: SourceEventLag, Help: "Seconds from an informer's delivery of an event (dated as it begins to store it) to its keys being queued, per controller and type",
+			Name: SourceEventLag, Help: "Seconds from an informer's delivery of an event (dated as it begins to store it) to its keys being queued, per controller and type; a sample of the events above 2,000 a second per informer",
 			Buckets: LagBuckets,
 		}, []string{"controller", "type"}),
 		Controller: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: ControllerEventLag, Help: "Seconds from a change at the API server (estimated from the object's timestamps, whole seconds) to the start of the reconcile it caused, per controller",
+			Name: ControllerEventLag, Help: "Seconds from a change at the API server (estimated from the object's timestamps, whole seconds) to the start of the reconcile it caused, per controller; a sample of the events above 2,000 a second per informer",
 			Buckets: LagBuckets,
 		}, []string{"controller"}),
 	}

@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) (*metrics, error) {
 			Name: imetrics.CacheFirstSync, Help: "Seconds from Start (or registration, if later) until the type first synced.",
 		}, metricLabels),
 		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: imetrics.CacheEventLag, Help: "Seconds from a change at the API server to the informer's delivery of its event, by type and event; estimated from the object's timestamps (whole seconds).",
+			Name: imetrics.CacheEventLag, Help: "Seconds from a change at the API server to the informer's delivery of its event, by type and event; estimated from the object's timestamps (whole seconds); a sample of the events above 2,000 a second per informer.",
 			Buckets: imetrics.LagBuckets, // 1ms to 60s
 		}, []string{"type", "event"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{

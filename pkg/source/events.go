@@ -50,14 +50,24 @@ var (
 func (h *eventHandler[T, K]) DeliverDirectly() {}
 
 func (h *eventHandler[T, K]) OnAdd(obj any, isInInitialList bool) {
-	h.OnAddAt(obj, isInInitialList, time.Time{}, time.Time{})
+	h.OnAddAt(obj, isInInitialList, time.Time{}, h.delivered())
 }
 
 func (h *eventHandler[T, K]) OnUpdate(oldObj, newObj any) {
-	h.OnUpdateAt(oldObj, newObj, time.Time{}, time.Time{})
+	h.OnUpdateAt(oldObj, newObj, time.Time{}, h.delivered())
 }
 
-func (h *eventHandler[T, K]) OnDelete(obj any) { h.OnDeleteAt(obj, time.Time{}, time.Time{}) }
+func (h *eventHandler[T, K]) OnDelete(obj any) { h.OnDeleteAt(obj, time.Time{}, h.delivered()) }
+
+// delivered dates the delivery of an event the cache handed without
+// times (it keeps no metrics): now, when the handler measures lag, else
+// zero.
+func (h *eventHandler[T, K]) delivered() time.Time {
+	if h.queued == nil {
+		return time.Time{}
+	}
+	return h.epoch.Add(time.Since(h.epoch))
+}
 
 // OnAddAt is OnAdd with the change's time and the delivery's, which
 // pkg/cache passes when it keeps metrics; it returns the reading of the
@@ -106,17 +116,16 @@ func (h *eventHandler[T, K]) OnDeleteAt(obj any, changed, delivered time.Time) t
 // recovered and reported, and the event is dropped: it must not end the
 // informer's delivery goroutine, which would crash the process and every
 // controller in it. delivered is when the cache delivered e, or zero if
-// it did not say. Under WithLag, an event the handler handles is timed
-// by one reading of the clock as it returns, done, which the cache takes
-// as the delivery time of its next event.
+// e is not to be timed (the cache times a sample of a flood's events).
+// Under WithLag, an event the handler handles is timed by one reading of
+// the clock as it returns, done, which the cache takes as the delivery
+// time of its next event.
 func (h *eventHandler[T, K]) handle(e Event[T], delivered time.Time) (done time.Time) {
 	if h.stopped.Load() {
 		return time.Time{}
 	}
-	if h.queued != nil {
-		if delivered.IsZero() {
-			delivered = h.epoch.Add(time.Since(h.epoch))
-		}
+	timed := h.queued != nil && !delivered.IsZero()
+	if timed {
 		e.changes = h.changes
 	}
 	defer h.recover(&e)
@@ -126,7 +135,7 @@ func (h *eventHandler[T, K]) handle(e Event[T], delivered time.Time) (done time.
 		}
 	}
 	h.handler.Handle(e, h.q)
-	if h.queued == nil {
+	if !timed {
 		return time.Time{}
 	}
 	took := time.Since(delivered)

@@ -100,8 +100,16 @@ func TestLagTimesFromDelivery(t *testing.T) {
 	}
 	h := inf.events().(informer.TimedEventHandler)
 	h.OnAddAt(configMap("ns", "a", 1), false, time.Time{}, time.Now().Add(-time.Hour))
-	h.OnAddAt(configMap("ns", "b", 1), false, time.Time{}, time.Time{})
+	// A cache that keeps no metrics hands the event without times: the
+	// handler times it itself.
+	inf.events().OnAdd(configMap("ns", "b", 1), false)
+	// An event the cache did not sample is handed with zero times: it is
+	// queued, not timed.
+	h.OnAddAt(configMap("ns", "c", 1), false, time.Time{}, time.Time{})
 	if len(queued) != 2 || queued[0] < time.Hour.Seconds() || queued[1] < 0 || queued[1] >= time.Hour.Seconds() {
-		t.Errorf("queued %v, want an hour or more, then less", queued)
+		t.Errorf("queued %v, want an hour or more, then less, and no third", queued)
+	}
+	if q.Len() != 3 {
+		t.Errorf("queue holds %d keys, want all 3 events' keys", q.Len())
 	}
 }

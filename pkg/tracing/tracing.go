@@ -39,7 +39,9 @@ const (
 	// EventChangedKey is when the earliest change that queued the key
 	// happened at the API server (RFC 3339, whole seconds, as the object's
 	// timestamps tell it); absent when unknown: a retry, a timer, the
-	// initial list or a resync.
+	// initial list, a resync, or an event the cache did not time (above
+	// 2,000 events a second an informer times a sample of them; see
+	// docs/metrics.md).
 	EventChangedKey = attribute.Key("opkit.event.changed")
 	// EventLagKey is the seconds from EventChangedKey's time to the
 	// reconcile's start.
