@@ -282,9 +282,19 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/writeras.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
+	$(MAKE) --no-print-directory bench-fleet
 	$(MAKE) --no-print-directory bench-memory
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
-	  for t in queue cache source writeras e2e scaleout memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+	  for t in queue cache source writeras e2e scaleout fleet memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+
+# make bench-fleet engages 10, 100 and 1,000 members (namespaces of the
+# test control plane, three empty kinds each) and reports the goroutines
+# and live heap each adds (pkg/fleet's BenchmarkCostPerMember).
+.PHONY: bench-fleet
+bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members.
+	mkdir -p $(RESULTS)
+	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^BenchmarkCostPerMember$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
+	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/fleet.txt
 
 .PHONY: bench-memory
 bench-memory: envtest ## Run opkit's Mirror and controller-runtime's two (Secrets cached, ConfigMaps only) under a real memory limit among OBJECTS (60000) objects of each of MEMORY_SHAPES (realistic small); bisect the smallest limit each survives, and its speed there (root).

@@ -1,0 +1,37 @@
+// Package fleet reconciles across many clusters from one operator: a Fleet
+// engages member clusters at run time, as Providers find them, and gives
+// each a cache and a client of its own; controllers keyed by Request (a
+// reconcile.Request and the member it is in) watch a type in every member
+// with one Source and reach the member's Listers and client from the
+// request.
+//
+// Its contract:
+//
+//   - Engaged at run time: a Provider engages a member with a context and
+//     disengages it by ending that context. A member disengaged releases
+//     everything it held: its informers stop, its cached objects are freed
+//     and the Sources' handlers on it detach. Engaging a name again
+//     replaces the member.
+//   - Never blocked by a member: Engage returns at once, without waiting
+//     for the member's caches to sync; Fleet.Cluster answers ErrNotEngaged
+//     at once for a member not engaged; a Watch never waits for any
+//     member's sync before its controller starts; a member whose API server
+//     is unreachable delays only its own keys.
+//   - Exactly the member's: a request is reconciled with the Cluster it
+//     names (ClusterFrom), whose context ends when the member is
+//     disengaged; a key queued by a member since disengaged is dropped, not
+//     retried. A member confined to a namespace (Member.Namespace) caches and
+//     writes that namespace only.
+//   - Fair across members: Request.Tenant keys the controller queue's
+//     fairness on the member, so a member with a flood of events delays
+//     another member's key by at most one key.
+//   - Safe kubeconfigs: KubeconfigSecrets accepts only kubeconfigs whose
+//     credentials are inline; one that names a file, runs a command or
+//     calls an auth provider is refused, so that whoever writes the Secret
+//     cannot make the operator read its own files (its ServiceAccount
+//     token) or run programs.
+//
+// Providers here: Namespaces (the namespaces of one API server as members,
+// for tests and scale runs) and KubeconfigSecrets (a kubeconfig in a Secret
+// on the hub per member).
+package fleet

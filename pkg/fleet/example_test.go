@@ -1,0 +1,28 @@
+package fleet_test
+
+import (
+	"fmt"
+
+	"github.com/opkit-dev/opkit/pkg/fleet"
+	"github.com/opkit-dev/opkit/pkg/queue"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// A fleet controller's queue keyed on the member: the quiet member's key
+// is served second, after the first of the flooding member's hundred.
+func ExampleRequest_Tenant() {
+	q := queue.New(queue.Options[fleet.Request]{Tenant: fleet.Request.Tenant})
+	defer q.ShutDown()
+	for i := range 100 {
+		q.Add(fleet.Request{Cluster: "east", Request: reconcile.Request{Namespace: "shop", Name: fmt.Sprint("order-", i)}})
+	}
+	q.Add(fleet.Request{Cluster: "west", Request: reconcile.Request{Namespace: "shop", Name: "order-0"}})
+	for range 2 {
+		key, _, _ := q.Get()
+		fmt.Println(key)
+		q.Done(key)
+	}
+	// Output:
+	// east/shop/order-0
+	// west/shop/order-0
+}

@@ -1,0 +1,273 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+)
+
+// ErrNotEngaged is wrapped by the errors about a member the fleet has not
+// engaged, or has disengaged: Fleet.Cluster's, Lister.In's, and the cause
+// of a reconcile's context when its member goes.
+var ErrNotEngaged = errors.New("the member cluster is not engaged")
+
+// ErrStopped is wrapped by Engage's error once the fleet's Start has
+// returned.
+var ErrStopped = errors.New("the fleet has stopped")
+
+// Member is a cluster a Provider engages.
+type Member struct {
+	// Name names the member in Requests and logs; engaging a name again
+	// replaces the member of that name.
+	Name string
+	// Config reaches the member's API server. The fleet does not modify
+	// it.
+	Config *rest.Config
+	// Namespace, if set, confines the member to one namespace of the API
+	// server Config reaches: its cache holds that namespace only and its
+	// client refuses to write elsewhere (namespaces as clusters).
+	Namespace string
+}
+
+// Engager engages members: what a Provider is handed.
+type Engager interface {
+	// Engage reconciles m until ctx ends (or the fleet stops), and returns
+	// at once, without waiting for m's caches to sync. It fails only if m
+	// is invalid or the fleet has stopped. It is safe for concurrent use.
+	Engage(ctx context.Context, m Member) error
+}
+
+// Provider finds a fleet's members.
+type Provider interface {
+	// Run engages each member it finds with e, with a context it ends
+	// when the member goes, until ctx ends; it returns nil then. An error
+	// stops the fleet, which returns it.
+	Run(ctx context.Context, e Engager) error
+}
+
+// ProviderFunc is a Provider that is a function.
+type ProviderFunc func(ctx context.Context, e Engager) error
+
+// Run calls p.
+func (p ProviderFunc) Run(ctx context.Context, e Engager) error { return p(ctx, e) }
+
+var _ Provider = ProviderFunc(nil)
+
+// Options configure New.
+type Options struct {
+	// Scheme maps Go types to kinds in every member's cache and client.
+	// Defaults to client-go's kubernetes scheme.
+	Scheme *runtime.Scheme
+	// Providers find the members; Start runs each. Defaults to none:
+	// members are engaged by calling Engage.
+	Providers []Provider
+	// Logger logs members engaged and disengaged, and keys dropped because
+	// their member went; each member's cache logs to it with the
+	// member's name as "cluster". Defaults to logr.Discard().
+	Logger logr.Logger
+}
+
+// Fleet is the member clusters a fleet operator reconciles across. Make
+// it with New, register types with Register, watch them with Watch, and
+// run it with Start (a manager.Runnable: add it to the manager, which runs
+// it on the leader).
+type Fleet struct {
+	opts Options
+
+	mu      sync.Mutex
+	members map[string]*Cluster
+	types   []*registration // registered with Register, in order
+	watches []*watching     // started Watches
+	stopped bool
+}
+
+// New returns a fleet with no member.
+func New(opts Options) *Fleet {
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	return &Fleet{opts: opts, members: map[string]*Cluster{}}
+}
+
+// Start runs the providers until ctx ends or one fails, then disengages
+// every member and returns: nil when ctx ended, else the provider's error.
+func (f *Fleet) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(f.opts.Providers))
+	var wg sync.WaitGroup
+	for _, p := range f.opts.Providers {
+		wg.Go(func() {
+			if err := p.Run(ctx, f); err != nil {
+				errs <- fmt.Errorf("run fleet provider %T: %w", p, err)
+				cancel()
+			}
+		})
+	}
+	<-ctx.Done()
+	wg.Wait()
+	f.stop()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+// stop disengages every member and refuses later engagements.
+func (f *Fleet) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+	for name, c := range f.members {
+		c.cancel()
+		delete(f.members, name)
+	}
+}
+
+// Engage engages m until ctx ends; see Engager.
+func (f *Fleet) Engage(ctx context.Context, m Member) error {
+	if m.Name == "" || m.Config == nil {
+		return fmt.Errorf("engage member %q: a member needs a name and a config", m.Name)
+	}
+	c, err := f.newCluster(ctx, m)
+	if err != nil {
+		return fmt.Errorf("engage member %q: %w", m.Name, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		c.cancel()
+		return fmt.Errorf("engage member %q: %w", m.Name, ErrStopped)
+	}
+	if old, ok := f.members[m.Name]; ok {
+		old.cancel()
+	}
+	f.members[m.Name] = c
+	for _, r := range f.types {
+		c.register(r)
+	}
+	if err := c.cache.Start(c.life); err != nil {
+		delete(f.members, m.Name)
+		c.cancel()
+		return fmt.Errorf("engage member %q: start its cache: %w", m.Name, err)
+	}
+	for _, w := range f.watches {
+		w.startOn(c)
+	}
+	context.AfterFunc(c.life, func() { f.disengaged(c) })
+	f.opts.Logger.Info("Member cluster engaged", "cluster", m.Name, "namespace", m.Namespace)
+	return nil
+}
+
+// disengaged forgets c once its life has ended, unless a member of its
+// name has replaced it.
+func (f *Fleet) disengaged(c *Cluster) {
+	f.mu.Lock()
+	if f.members[c.name] == c {
+		delete(f.members, c.name)
+	}
+	f.mu.Unlock()
+	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
+}
+
+// Cluster returns the engaged member named name, or an error wrapping
+// ErrNotEngaged at once if there is none.
+func (f *Fleet) Cluster(name string) (*Cluster, error) {
+	f.mu.Lock()
+	c, ok := f.members[name]
+	f.mu.Unlock()
+	if !ok || c.life.Err() != nil {
+		return nil, fmt.Errorf("cluster %q: %w", name, ErrNotEngaged)
+	}
+	return c, nil
+}
+
+// Clusters returns the names of the engaged members, in no order.
+func (f *Fleet) Clusters() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := make([]string, 0, len(f.members))
+	for name := range f.members {
+		names = append(names, name)
+	}
+	return names
+}
+
+// Cluster is one engaged member: its cache, its client and the Listers of
+// the types registered with the fleet.
+type Cluster struct {
+	name   string
+	member Member
+	cache  *cache.Cache
+	client client.Client
+	// life ends when the member is disengaged: the member's own lifetime,
+	// which its cache, its sources and its reconciles run under, kept
+	// here because the member is what it describes.
+	life   context.Context
+	cancel context.CancelFunc
+
+	mu sync.Mutex
+	// listers holds each registration's Lister (a *cache.Lister[T]) or
+	// the error registering it.
+	listers map[*registration]any
+}
+
+func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
+	// One HTTP client for the member's cache and client: one transport,
+	// one set of connections. (client-go shares transports between
+	// clients of equal TLS configs, so namespaces of one API server share
+	// theirs too.)
+	hc, err := rest.HTTPClientFor(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("make its HTTP client: %w", err)
+	}
+	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name)}
+	if m.Namespace != "" {
+		opts.Namespaces = []string{m.Namespace}
+	}
+	ca, err := cache.New(m.Config, opts)
+	if err != nil {
+		return nil, fmt.Errorf("make its cache: %w", err)
+	}
+	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("make its client: %w", err)
+	}
+	if m.Namespace != "" {
+		cl = client.NewNamespacedClient(cl, m.Namespace)
+	}
+	life, cancel := context.WithCancel(ctx)
+	return &Cluster{name: m.Name, member: m, cache: ca, client: cl, life: life, cancel: cancel, listers: map[*registration]any{}}, nil
+}
+
+// Name returns the member's name.
+func (c *Cluster) Name() string { return c.name }
+
+// Namespace returns the namespace the member is confined to, or "".
+func (c *Cluster) Namespace() string { return c.member.Namespace }
+
+// Cache returns the member's cache.
+func (c *Cluster) Cache() *cache.Cache { return c.cache }
+
+// Client returns a client of the member's API server, uncached, as the
+// operator's own identity there. A member confined to a namespace has one
+// that refuses objects of other namespaces.
+func (c *Cluster) Client() client.Client { return c.client }
+
+// Done is closed once the member is disengaged.
+func (c *Cluster) Done() <-chan struct{} { return c.life.Done() }

@@ -1,0 +1,183 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/queue"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/source"
+)
+
+// Request is the key of a fleet controller: an object in a member.
+type Request struct {
+	// Cluster is the member's name (Member.Name).
+	Cluster string
+	reconcile.Request
+}
+
+// String returns "cluster/namespace/name", or "cluster/name" for a
+// cluster-scoped object.
+func (r Request) String() string { return r.Cluster + "/" + r.Request.String() }
+
+// Tenant is the member: as controller.Options.Tenant, it makes the
+// controller's queue serve members round-robin, so a member with a flood
+// of events cannot delay another member's keys by more than one key each.
+func (r Request) Tenant() string { return r.Cluster }
+
+// Handler turns an event of a member into keys on a queue, as
+// source.Handler does for one cluster; cluster is the member's name. It is
+// called on the member's informer goroutine and must not block.
+type Handler[T cache.Object] interface {
+	Handle(cluster string, e source.Event[T], q *queue.Queue[Request])
+}
+
+// HandlerFunc is a Handler that is a function.
+type HandlerFunc[T cache.Object] func(cluster string, e source.Event[T], q *queue.Queue[Request])
+
+// Handle calls h.
+func (h HandlerFunc[T]) Handle(cluster string, e source.Event[T], q *queue.Queue[Request]) {
+	h(cluster, e, q)
+}
+
+// EnqueueObject queues the object of each event, in its member.
+func EnqueueObject[T cache.Object]() Handler[T] {
+	return HandlerFunc[T](func(cluster string, e source.Event[T], q *queue.Queue[Request]) {
+		source.Enqueue(e, q, Request{Cluster: cluster, Request: reconcile.Request{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
+	})
+}
+
+// EnqueueMapped queues the keys fn maps each event's object to. fn is
+// handed the member the object is in, and may map it to keys in any
+// member (a hub object to its copies in every member, say).
+func EnqueueMapped[T cache.Object](fn func(cluster string, obj T) []Request) Handler[T] {
+	return HandlerFunc[T](func(cluster string, e source.Event[T], q *queue.Queue[Request]) {
+		source.Enqueue(e, q, fn(cluster, e.Object)...)
+	})
+}
+
+// memberHandler is a Handler bound to one member: a source.Handler.
+type memberHandler[T cache.Object] struct {
+	cluster string
+	h       Handler[T]
+}
+
+func (m memberHandler[T]) Handle(e source.Event[T], q *queue.Queue[Request]) {
+	m.h.Handle(m.cluster, e, q)
+}
+
+// Watch returns the Source of a type registered with the fleet: the
+// events of the type in every member, engaged now or later, through the
+// predicates, to h. Its Start returns at once and it has no sync to wait
+// for: each member syncs on its own, and one that cannot does not hold
+// back the controller or the other members.
+func Watch[T cache.Object](l *Lister[T], h Handler[T], preds ...source.Predicate[T]) source.Source[Request] {
+	return &watchSource[T]{lister: l, handler: h, preds: preds}
+}
+
+type watchSource[T cache.Object] struct {
+	lister  *Lister[T]
+	handler Handler[T]
+	preds   []source.Predicate[T]
+
+	once sync.Once
+}
+
+var errWatchStarted = errors.New("the source was started already")
+
+func (w *watchSource[T]) Start(ctx context.Context, q *queue.Queue[Request]) error {
+	if q == nil {
+		return fmt.Errorf("start %s: the queue is nil", w)
+	}
+	started := false
+	w.once.Do(func() { started = true })
+	if !started {
+		return fmt.Errorf("start %s: %w", w, errWatchStarted)
+	}
+	f := w.lister.fleet
+	wt := &watching{life: ctx}
+	wt.startOn = func(c *Cluster) { w.startOn(wt, c, q) }
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watches = append(f.watches, wt)
+	for _, c := range f.members {
+		wt.startOn(c)
+	}
+	context.AfterFunc(ctx, func() { f.unwatch(wt) })
+	return nil
+}
+
+func (w *watchSource[T]) String() string { return "fleet watch of " + w.lister.reg.name }
+
+// startOn starts the source on c, until c is disengaged or the watch's
+// context ends. A member whose cache could not register the type is
+// logged and skipped.
+func (w *watchSource[T]) startOn(wt *watching, c *Cluster, q *queue.Queue[Request]) {
+	log := w.lister.fleet.opts.Logger.WithValues("cluster", c.name, "source", w.String())
+	l, err := inCluster[T](c, w.lister.reg)
+	if err != nil {
+		log.Error(err, "Cannot watch the member cluster")
+		return
+	}
+	ctx, cancel := context.WithCancel(c.life)
+	stop := context.AfterFunc(wt.life, cancel)
+	context.AfterFunc(ctx, func() { stop() })
+	if err := source.NewKind(l, memberHandler[T]{cluster: c.name, h: w.handler}, w.preds...).Start(ctx, q); err != nil {
+		cancel()
+		log.Error(err, "Cannot watch the member cluster")
+	}
+}
+
+// watching is a started Watch: what starts it on each member engaged.
+type watching struct {
+	// life is the context the Watch was started with: the source's
+	// lifetime, which its start on each member also ends with.
+	life    context.Context
+	startOn func(*Cluster) // called under the fleet's mu
+}
+
+// unwatch forgets w, whose context has ended.
+func (f *Fleet) unwatch(w *watching) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, x := range f.watches {
+		if x == w {
+			f.watches = append(f.watches[:i], f.watches[i+1:]...)
+			return
+		}
+	}
+}
+
+type clusterKey struct{}
+
+// ClusterFrom returns the member a Reconciler's request is in, which the
+// reconciler that Reconciler returns puts in the context; nil elsewhere.
+func ClusterFrom(ctx context.Context) *Cluster {
+	c, _ := ctx.Value(clusterKey{}).(*Cluster)
+	return c
+}
+
+// Reconciler returns r behind the fleet: each request is reconciled with
+// its member in the context (ClusterFrom), under a context that also ends
+// when the member is disengaged, with a cause wrapping ErrNotEngaged. A
+// request whose member is not engaged is dropped, logged at V(1), not
+// retried: its member went, and with it what the key named.
+func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[Request] {
+	return reconcile.Func[Request](func(ctx context.Context, req Request) (reconcile.Result, error) {
+		c, err := f.Cluster(req.Cluster)
+		if err != nil {
+			f.opts.Logger.V(1).Info("Dropping the key of a member cluster not engaged", "cluster", req.Cluster, "namespace", req.Namespace, "name", req.Name)
+			return reconcile.Done(), nil
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(c.life, func() {
+			cancel(fmt.Errorf("cluster %q: %w", c.name, ErrNotEngaged))
+		})
+		defer stop()
+		return r.Reconcile(context.WithValue(ctx, clusterKey{}, c), req)
+	})
+}
