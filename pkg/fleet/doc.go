@@ -33,5 +33,6 @@
 //
 // Providers here: Namespaces (the namespaces of one API server as members,
 // for tests and scale runs) and KubeconfigSecrets (a kubeconfig in a Secret
-// on the hub per member).
+// on the hub per member); package mcprovider runs multicluster-runtime's
+// providers as a fleet's.
 package fleet

@@ -1,0 +1,14 @@
+package mcprovider_test
+
+import (
+	"testing"
+
+	"github.com/opkit-dev/opkit/pkg/testenv"
+)
+
+// env is the control plane of the tests.
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{}, func(e *testenv.Environment) { env = e })
+}
