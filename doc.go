@@ -52,6 +52,12 @@
 //     copies what it reads, for ported code and controller-runtime
 //     helpers; a writer that applies as the controller's field owner and
 //     skips writes that change nothing.
+//   - pkg/fleet: one operator across many clusters: members engaged and
+//     disengaged at run time by providers, each with a cache and a client
+//     of its own, reached from a fleet.Request; queue fairness on the
+//     member; kubeconfigs taken only with inline credentials.
+//   - pkg/fleet/mcprovider: multicluster-runtime's cluster providers,
+//     unchanged, as a fleet's.
 //   - pkg/owner: controller owner references built from the scheme.
 //   - pkg/finalizer: add and remove a finalizer by guarded patch, and run
 //     a cleanup before removal, never modifying the cached object.
