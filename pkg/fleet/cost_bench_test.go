@@ -30,7 +30,7 @@ func BenchmarkCostPerMember(b *testing.B) {
 }
 
 func costOf(b *testing.B, n int) (goroutines, heap float64) {
-	f := fleet.New(fleet.Options{})
+	f := newFleet(b, fleet.Options{})
 	for _, register := range []func() error{
 		func() error { _, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{}); return err },
 		func() error { _, err := fleet.Register[*corev1.Secret](f, cache.TypeOptions{}); return err },

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,10 +74,18 @@ type Options struct {
 	// Providers find the members; Start runs each. Defaults to none:
 	// members are engaged by calling Engage.
 	Providers []Provider
-	// Logger logs members engaged and disengaged, and keys dropped because
-	// their member went; each member's cache logs to it with the
-	// member's name as "cluster". Defaults to logr.Discard().
+	// Logger logs members engaged and disengaged, members that become
+	// unreachable and reachable again, and keys dropped because their
+	// member went; each member's cache logs to it with the member's name
+	// as "cluster". Defaults to logr.Discard().
 	Logger logr.Logger
+	// ProbeInterval is how often Start asks each member's API server
+	// whether it is ready (Cluster.Health), a few members at a time.
+	// Defaults to 10s; negative: never.
+	ProbeInterval time.Duration
+	// Registerer receives the fleet's metrics (MetricMembers,
+	// MetricMemberReachable). Defaults to none.
+	Registerer prometheus.Registerer
 }
 
 // Fleet is the member clusters a fleet operator reconciles across. Make
@@ -81,7 +93,8 @@ type Options struct {
 // run it with Start (a manager.Runnable: add it to the manager, which runs
 // it on the leader).
 type Fleet struct {
-	opts Options
+	opts    Options
+	metrics *fleetMetrics // nil without Options.Registerer
 
 	mu      sync.Mutex
 	members map[string]*Cluster
@@ -90,12 +103,20 @@ type Fleet struct {
 	stopped bool
 }
 
-// New returns a fleet with no member.
-func New(opts Options) *Fleet {
+// New returns a fleet with no member. It fails only if the metrics cannot
+// be registered.
+func New(opts Options) (*Fleet, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}
-	return &Fleet{opts: opts, members: map[string]*Cluster{}}
+	if opts.ProbeInterval == 0 {
+		opts.ProbeInterval = defaultProbeInterval
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}}, nil
 }
 
 // Start runs the providers until ctx ends or one fails, then disengages
@@ -105,6 +126,9 @@ func (f *Fleet) Start(ctx context.Context) error {
 	defer cancel()
 	errs := make(chan error, len(f.opts.Providers))
 	var wg sync.WaitGroup
+	if f.opts.ProbeInterval > 0 {
+		wg.Go(func() { f.probeAll(ctx, f.opts.ProbeInterval) })
+	}
 	for _, p := range f.opts.Providers {
 		wg.Go(func() {
 			if err := p.Run(ctx, f); err != nil {
@@ -158,6 +182,10 @@ func (f *Fleet) Engage(ctx context.Context, m Member) error {
 		old.cancel()
 	}
 	f.members[m.Name] = c
+	if f.metrics != nil {
+		f.metrics.members.Set(float64(len(f.members)))
+		f.metrics.reachable.WithLabelValues(m.Name).Set(1)
+	}
 	for _, r := range f.types {
 		c.register(r)
 	}
@@ -180,6 +208,10 @@ func (f *Fleet) disengaged(c *Cluster) {
 	f.mu.Lock()
 	if f.members[c.name] == c {
 		delete(f.members, c.name)
+		if f.metrics != nil {
+			f.metrics.members.Set(float64(len(f.members)))
+			f.metrics.reachable.DeleteLabelValues(c.name)
+		}
 	}
 	f.mu.Unlock()
 	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
@@ -211,10 +243,12 @@ func (f *Fleet) Clusters() []string {
 // Cluster is one engaged member: its cache, its client and the Listers of
 // the types registered with the fleet.
 type Cluster struct {
-	name   string
-	member Member
-	cache  *cache.Cache
-	client client.Client
+	name       string
+	member     Member
+	cache      *cache.Cache
+	client     client.Client
+	httpClient *http.Client               // the cache's and the client's
+	discovery  *discovery.DiscoveryClient // the probe's
 	// life ends when the member is disengaged: the member's own lifetime,
 	// which its cache, its sources and its reconciles run under, kept
 	// here because the member is what it describes.
@@ -225,6 +259,7 @@ type Cluster struct {
 	// listers holds each registration's Lister (a *cache.Lister[T]) or
 	// the error registering it.
 	listers map[*registration]any
+	health  Health
 }
 
 func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
@@ -251,8 +286,13 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if m.Namespace != "" {
 		cl = client.NewNamespacedClient(cl, m.Namespace)
 	}
-	life, cancel := context.WithCancel(ctx)
-	return &Cluster{name: m.Name, member: m, cache: ca, client: cl, life: life, cancel: cancel, listers: map[*registration]any{}}, nil
+	c := &Cluster{name: m.Name, member: m, cache: ca, client: cl, httpClient: hc, listers: map[*registration]any{},
+		health: Health{Reachable: true, Since: time.Now()}}
+	if err := newDiscovery(c); err != nil {
+		return nil, err
+	}
+	c.life, c.cancel = context.WithCancel(ctx)
+	return c, nil
 }
 
 // Name returns the member's name.

@@ -5,17 +5,21 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -166,7 +170,7 @@ func waitEngaged(t *testing.T, f *fleet.Fleet, name string, engaged bool) {
 func TestNamespacesAsMembers(t *testing.T) {
 	label := "members-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	sel := labels.SelectorFromSet(labels.Set{"fleet-test": label})
-	f := fleet.New(fleet.Options{Providers: []fleet.Provider{fleet.Namespaces{Config: env.Config(), Selector: sel}}})
+	f := newFleet(t, fleet.Options{Providers: []fleet.Provider{fleet.Namespaces{Config: env.Config(), Selector: sel}}})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +223,7 @@ func TestNamespacesAsMembers(t *testing.T) {
 // refusal logged; the Secret deleted keeps it disengaged.
 func TestKubeconfigSecrets(t *testing.T) {
 	hub := env.Namespace(t)
-	f := fleet.New(fleet.Options{Providers: []fleet.Provider{fleet.KubeconfigSecrets{Config: env.Config(), Namespace: hub}}})
+	f := newFleet(t, fleet.Options{Providers: []fleet.Provider{fleet.KubeconfigSecrets{Config: env.Config(), Namespace: hub}}})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +283,7 @@ func testKubeconfig(t *testing.T, edit func(*clientcmdapi.AuthInfo)) []byte {
 
 // A member that is not engaged is answered at once, everywhere.
 func TestNotEngagedAnswersAtOnce(t *testing.T) {
-	f := fleet.New(fleet.Options{})
+	f := newFleet(t, fleet.Options{})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +331,7 @@ func TestFairAcrossMembers(t *testing.T) {
 // handlers end (the HTTP connections its transport keeps idle aside, which
 // client-go shares between clients of one config).
 func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
-	f := fleet.New(fleet.Options{})
+	f := newFleet(t, fleet.Options{})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -352,4 +356,84 @@ func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
+
+// newFleet returns a new fleet, failing tb if it cannot.
+func newFleet(tb testing.TB, opts fleet.Options) *fleet.Fleet {
+	tb.Helper()
+	f, err := fleet.New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// A member whose API server does not answer is reported unreachable (its
+// Health and its metric) while the other members go on; its keys are
+// requeued, not reconciled, so no worker waits on it.
+func TestUnreachableMemberIsReported(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFleet(t, fleet.Options{ProbeInterval: 100 * time.Millisecond, Registerer: reg})
+	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFleet(t, f, cms)
+	good := member(t, "", "g1")
+	if err := f.Engage(t.Context(), fleet.Member{Name: "good", Config: env.Config(), Namespace: good}); err != nil {
+		t.Fatal(err)
+	}
+	dead := rest.CopyConfig(env.Config())
+	dead.Host = "https://127.0.0.1:1" // nothing listens there
+	if err := f.Engage(t.Context(), fleet.Member{Name: "dead", Config: dead, Namespace: "dead"}); err != nil {
+		t.Fatal(err)
+	}
+	waitCopy(t, good, "g1")
+	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		c, err := f.Cluster("dead")
+		return err == nil && !c.Health().Reachable, nil
+	})
+	if err != nil {
+		t.Fatalf("the dead member never reported unreachable: %v", err)
+	}
+	c, _ := f.Cluster("dead")
+	if h := c.Health(); h.Err == nil || h.Since.IsZero() {
+		t.Errorf("the dead member's health: %+v, want the probe's error and when", h)
+	}
+	if h := mustCluster(t, f, "good").Health(); !h.Reachable {
+		t.Errorf("the good member's health: %+v, want reachable", h)
+	}
+	want := `
+# HELP opkit_fleet_member_reachable 1 if the member cluster's API server answered the fleet's last probe ready, else 0, by cluster.
+# TYPE opkit_fleet_member_reachable gauge
+opkit_fleet_member_reachable{cluster="dead"} 0
+opkit_fleet_member_reachable{cluster="good"} 1
+# HELP opkit_fleet_members Member clusters the fleet has engaged.
+# TYPE opkit_fleet_members gauge
+opkit_fleet_members 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), fleet.MetricMemberReachable, fleet.MetricMembers); err != nil {
+		t.Error(err)
+	}
+	setSource(t, good, "g2")
+	waitCopy(t, good, "g2")
+
+	called := false
+	r := fleet.Reconciler(f, reconcile.Func[fleet.Request](func(context.Context, fleet.Request) (reconcile.Result, error) {
+		called = true
+		return reconcile.Done(), nil
+	}))
+	res, err := r.Reconcile(t.Context(), fleet.Request{Cluster: "dead", Request: reconcile.Request{Namespace: "dead", Name: "source"}})
+	if after, ok := res.Requeue(); err != nil || called || !ok || after != 100*time.Millisecond {
+		t.Errorf("reconcile of the dead member's key: %v, %v, reconciler called %t; want it requeued after the probe interval", res, err, called)
+	}
+}
+
+func mustCluster(t *testing.T, f *fleet.Fleet, name string) *fleet.Cluster {
+	t.Helper()
+	c, err := f.Cluster(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

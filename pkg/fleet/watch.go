@@ -164,13 +164,20 @@ func ClusterFrom(ctx context.Context) *Cluster {
 // its member in the context (ClusterFrom), under a context that also ends
 // when the member is disengaged, with a cause wrapping ErrNotEngaged. A
 // request whose member is not engaged is dropped, logged at V(1), not
-// retried: its member went, and with it what the key named.
+// retried: its member went, and with it what the key named. A request
+// whose member's API server did not answer the last probe (Cluster.Health)
+// is not reconciled but requeued after Options.ProbeInterval, so that no
+// worker waits on a member that cannot answer while other members' keys
+// queue.
 func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[Request] {
 	return reconcile.Func[Request](func(ctx context.Context, req Request) (reconcile.Result, error) {
 		c, err := f.Cluster(req.Cluster)
 		if err != nil {
 			f.opts.Logger.V(1).Info("Dropping the key of a member cluster not engaged", "cluster", req.Cluster, "namespace", req.Namespace, "name", req.Name)
 			return reconcile.Done(), nil
+		}
+		if !c.Health().Reachable {
+			return reconcile.RequeueAfter(f.opts.ProbeInterval), nil
 		}
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)

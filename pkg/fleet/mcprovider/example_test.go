@@ -18,7 +18,10 @@ import (
 func ExampleAware() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := fleet.New(fleet.Options{})
+	f, err := fleet.New(fleet.Options{})
+	if err != nil {
+		panic(err)
+	}
 	cl, err := cluster.New(&rest.Config{Host: "https://east.example:6443"})
 	if err != nil {
 		panic(err)

@@ -45,7 +45,7 @@ func waitEngaged(t *testing.T, f *fleet.Fleet, name string, engaged bool) *fleet
 // multicluster-runtime's clusters provider, unchanged, engages fleet
 // members: added, the same cluster again (a no-op), removed.
 func TestClustersProviderEngagesMembers(t *testing.T) {
-	f := fleet.New(fleet.Options{})
+	f := newFleet(t, fleet.Options{})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func (r runnable) Start(ctx context.Context, aw multicluster.Aware) error {
 // A ProviderRunnable runs as a fleet's provider: the fleet's Start runs it
 // and returns nil when its context ends.
 func TestProviderRuns(t *testing.T) {
-	f := fleet.New(fleet.Options{Providers: []fleet.Provider{mcprovider.Provider(runnable{newCluster(t)})}})
+	f := newFleet(t, fleet.Options{Providers: []fleet.Provider{mcprovider.Provider(runnable{newCluster(t)})}})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	var startErr error
@@ -114,4 +114,14 @@ func TestProviderRuns(t *testing.T) {
 	if _, err := f.Cluster("west"); !errors.Is(err, fleet.ErrNotEngaged) {
 		t.Errorf("member after the fleet stopped: %v, want ErrNotEngaged", err)
 	}
+}
+
+// newFleet returns a new fleet, failing tb if it cannot.
+func newFleet(tb testing.TB, opts fleet.Options) *fleet.Fleet {
+	tb.Helper()
+	f, err := fleet.New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
 }

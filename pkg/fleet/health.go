@@ -1,0 +1,171 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
+)
+
+// Health is whether a member's API server answered the fleet's last probe
+// of it (its /readyz), and since when that has been so: the member's
+// reachable condition.
+type Health struct {
+	// Reachable is true once the API server answered ready, false once it
+	// did not; a member not probed yet is reachable.
+	Reachable bool
+	// Since is when Reachable last changed: the engagement, or a probe.
+	Since time.Time
+	// Err is why the last probe failed; nil when Reachable.
+	Err error
+}
+
+const (
+	defaultProbeInterval = 10 * time.Second
+	// probers is how many members are probed at once, however many the
+	// fleet has: a thousand members cost no thousand goroutines.
+	probers = 4
+)
+
+// Metric names of the fleet (Options.Registerer).
+const (
+	// MetricMembers is the number of engaged members.
+	MetricMembers = "opkit_fleet_members"
+	// MetricMemberReachable is 1 for a member whose API server answered
+	// the last probe ready, 0 for one that did not, by cluster.
+	MetricMemberReachable = "opkit_fleet_member_reachable"
+)
+
+type fleetMetrics struct {
+	members   prometheus.Gauge
+	reachable *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*fleetMetrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &fleetMetrics{
+		members: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricMembers, Help: "Member clusters the fleet has engaged."}),
+		reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricMemberReachable, Help: "1 if the member cluster's API server answered the fleet's last probe ready, else 0, by cluster.",
+		}, []string{"cluster"}),
+	}
+	for _, c := range []prometheus.Collector{m.members, m.reachable} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register the fleet's metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Health returns the member's reachable condition.
+func (c *Cluster) Health() Health {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health
+}
+
+// setHealth records a probe's outcome, and reports whether it changed
+// the member's reachability.
+func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reachable := err == nil
+	changed = reachable != c.health.Reachable
+	if changed {
+		c.health.Since = now
+	}
+	c.health.Reachable, c.health.Err = reachable, err
+	return changed
+}
+
+// probe asks the member's API server whether it is ready, within timeout.
+func (c *Cluster) probe(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := c.discovery.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("probe the API server of member cluster %q: %w", c.name, err)
+	}
+	return nil
+}
+
+// newDiscovery returns the client the member is probed with.
+func newDiscovery(c *Cluster) error {
+	d, err := discovery.NewDiscoveryClientForConfigAndClient(c.member.Config, c.httpClient)
+	if err != nil {
+		return fmt.Errorf("make its probe's client: %w", err)
+	}
+	c.discovery = d
+	return nil
+}
+
+// probeAll probes every engaged member every interval, probers at a time,
+// until ctx ends, and records each outcome in the member's Health and the
+// reachable metric; a member whose reachability changes is logged.
+func (f *Fleet) probeAll(ctx context.Context, interval time.Duration) {
+	timeout := min(interval, 5*time.Second)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.probeOnce(ctx, timeout)
+	}
+}
+
+func (f *Fleet) probeOnce(ctx context.Context, timeout time.Duration) {
+	f.mu.Lock()
+	members := make([]*Cluster, 0, len(f.members))
+	for _, c := range f.members {
+		members = append(members, c)
+	}
+	f.mu.Unlock()
+	work := make(chan *Cluster)
+	var wg sync.WaitGroup
+	for range min(probers, len(members)) {
+		wg.Go(func() {
+			for c := range work {
+				f.record(c, c.probe(ctx, timeout))
+			}
+		})
+	}
+	for _, c := range members {
+		select {
+		case work <- c:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// record records the outcome of a probe of c.
+func (f *Fleet) record(c *Cluster, err error) {
+	if c.setHealth(err, time.Now()) && c.life.Err() == nil {
+		if err != nil {
+			f.opts.Logger.Error(err, "Member cluster unreachable", "cluster", c.name)
+		} else {
+			f.opts.Logger.Info("Member cluster reachable again", "cluster", c.name)
+		}
+	}
+	if f.metrics == nil {
+		return
+	}
+	v := 0.0
+	if err == nil {
+		v = 1
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.members[c.name] == c { // else disengaged meanwhile: its series is gone
+		f.metrics.reachable.WithLabelValues(c.name).Set(v)
+	}
+}
