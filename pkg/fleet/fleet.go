@@ -37,8 +37,10 @@ type Member struct {
 	// it.
 	Config *rest.Config
 	// Namespace, if set, confines the member to one namespace of the API
-	// server Config reaches: its cache holds that namespace only and its
-	// client refuses to write elsewhere (namespaces as clusters).
+	// server Config reaches (namespaces as clusters): its cache holds the
+	// namespaced types of that namespace only and its client refuses
+	// namespaced objects of any other. Cluster-scoped types are the API
+	// server's, shared by every member on it, and pass.
 	Namespace string
 }
 
