@@ -289,11 +289,14 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 
 # make bench-fleet engages 10, 100 and 1,000 members (namespaces of the
 # test control plane, three empty kinds each) and reports the goroutines
-# and live heap each adds (pkg/fleet's BenchmarkCostPerMember).
+# and live heap each adds (pkg/fleet's BenchmarkCostPerMember); then one
+# member floods a controller ten times the others' rate, and the quiet
+# members' p99 latency is reported against a run without the flood, with
+# the queue fair across members and without (BenchmarkFlood).
 .PHONY: bench-fleet
-bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members.
+bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, and the quiet members' latency under one member's flood.
 	mkdir -p $(RESULTS)
-	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^BenchmarkCostPerMember$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
+	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood)$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/fleet.txt
 
 .PHONY: bench-memory

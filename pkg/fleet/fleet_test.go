@@ -429,7 +429,7 @@ opkit_fleet_members 2
 	}
 }
 
-func mustCluster(t *testing.T, f *fleet.Fleet, name string) *fleet.Cluster {
+func mustCluster(t testing.TB, f *fleet.Fleet, name string) *fleet.Cluster {
 	t.Helper()
 	c, err := f.Cluster(name)
 	if err != nil {
