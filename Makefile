@@ -21,7 +21,7 @@ GOFILES   = $(shell find . -path ./bin -prune -o -name '*.go' -print)
 # the API listing, benchmark table and test matrix tools), so that the SDK's go.mod holds
 # only what the SDK imports. Each replaces opkit with this checkout; no
 # go.work. build, lint and test cover them, each run in its own directory.
-MODULES := hack/apilist hack/bench hack/benchtable hack/image hack/matrix test/container
+MODULES := hack/apilist hack/bench hack/bench/mcrcost hack/benchtable hack/image hack/matrix test/container
 
 # Tests run with opkit's cache mutation detector on (testenv.Main also
 # turns it on), so a test that mutates an object shared through the cache
@@ -289,7 +289,9 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 
 # make bench-fleet engages 10, 100 and 1,000 members (namespaces of the
 # test control plane, three empty kinds each) and reports the goroutines
-# and live heap each adds (pkg/fleet's BenchmarkCostPerMember); then one
+# and live heap each adds (pkg/fleet's BenchmarkCostPerMember), beside
+# multicluster-runtime engaging as many (hack/bench/mcrcost, a module of
+# its own on the controller-runtime it needs); then one
 # member floods a controller ten times the others' rate, and the quiet
 # members' p99 latency is reported against a run without the flood, with
 # the queue fair across members and without (BenchmarkFlood).
