@@ -29,10 +29,13 @@
 //     credentials are inline; one that names a file, runs a command or
 //     calls an auth provider is refused, so that whoever writes the Secret
 //     cannot make the operator read its own files (its ServiceAccount
-//     token) or run programs.
+//     token) or run programs. ClusterProfiles runs only the credential
+//     plugins the operator's own access configuration names, never one a
+//     profile names.
 //
 // Providers here: Namespaces (the namespaces of one API server as members,
-// for tests and scale runs) and KubeconfigSecrets (a kubeconfig in a Secret
-// on the hub per member); package mcprovider runs multicluster-runtime's
+// for tests and scale runs), KubeconfigSecrets (a kubeconfig in a Secret
+// on the hub per member) and ClusterProfiles (the SIG-Multicluster cluster
+// inventory's ClusterProfiles on the hub); package mcprovider runs multicluster-runtime's
 // providers as a fleet's.
 package fleet

@@ -6,10 +6,10 @@ import (
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
-// env is the control plane of the integration tests; the unit tests do
-// not use it.
+// env is the control plane of the integration tests, with
+// cluster-inventory-api's ClusterProfile CRD; the unit tests do not use it.
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Environment) { env = e })
+	testenv.Main(m, testenv.Options{CRDDirs: []string{"testdata/crd"}}, func(e *testenv.Environment) { env = e })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -40,7 +41,7 @@ func (p Namespaces) Run(ctx context.Context, e Engager) error {
 	}
 	members := newMemberSet(ctx, e, p.Logger)
 	defer members.stop()
-	return watchHub[*corev1.Namespace](ctx, p.Config, p.Logger, cache.TypeOptions{LabelSelector: p.Selector},
+	return watchHub[*corev1.Namespace](ctx, p.Config, p.Logger, nil, cache.TypeOptions{LabelSelector: p.Selector},
 		func(ns *corev1.Namespace) {
 			members.engage(Member{Name: ns.Name, Config: p.Config, Namespace: ns.Name}, nil)
 		},
@@ -98,16 +99,16 @@ func (p KubeconfigSecrets) Run(ctx context.Context, e Engager) error {
 		}
 		members.engage(Member{Name: s.Name, Config: cfg}, data)
 	}
-	return watchHub[*corev1.Secret](ctx, p.Config, p.Logger,
+	return watchHub[*corev1.Secret](ctx, p.Config, p.Logger, nil,
 		cache.TypeOptions{Namespaces: []string{p.Namespace}, LabelSelector: p.Selector},
 		engage, func(s *corev1.Secret) { members.disengage(s.Name) })
 }
 
 // watchHub caches the objects of type T opts selects on the hub and hands
 // each added or changed one to set and each deleted one to unset, on one
-// goroutine, until ctx ends.
-func watchHub[T cache.Object](ctx context.Context, cfg *rest.Config, log logr.Logger, opts cache.TypeOptions, set, unset func(T)) error {
-	hub, err := cache.New(cfg, cache.Options{Logger: log})
+// goroutine, until ctx ends. A nil scheme is client-go's.
+func watchHub[T cache.Object](ctx context.Context, cfg *rest.Config, log logr.Logger, scheme *runtime.Scheme, opts cache.TypeOptions, set, unset func(T)) error {
+	hub, err := cache.New(cfg, cache.Options{Logger: log, Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("make the hub's cache: %w", err)
 	}
