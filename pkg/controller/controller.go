@@ -95,7 +95,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		}
 		writes = newPendingWrites[K](name, opts.ReadYourWritesTimeout, wait)
 	}
-	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant, Clock: opts.Clock}
+	qopts := queue.Options[K]{Name: name, RateLimiter: opts.RateLimiter, Tenant: opts.Tenant, TenantGroup: opts.TenantGroup, Clock: opts.Clock}
 	if opts.Registerer != nil {
 		qm, err := metrics.NewQueueMetrics(opts.Registerer)
 		if err != nil {

@@ -84,6 +84,14 @@ type Options[K comparable] struct {
 	// when K is reconcile.Request, and to no fairness otherwise.
 	Tenant func(K) string
 
+	// TenantGroup, with Tenant, makes the queue's fairness two-level:
+	// round-robin across groups of tenants, then across the tenants of a
+	// group (queue.Options.TenantGroup). A fleet controller groups each
+	// member's namespaces under the member (fleet.TenantMember), so that a
+	// member with many busy namespaces gets one turn, as a member with one
+	// does. Defaults to nil: every tenant a turn.
+	TenantGroup func(tenant string) string
+
 	// SpareWorkers is how many workers the controller runs beyond
 	// MaxConcurrentReconciles that, while every regular worker is busy,
 	// take only keys of a tenant (see Tenant) with no key in flight
@@ -145,6 +153,9 @@ func (o Options[K]) validate() error {
 	var errs []error
 	if o.MaxConcurrentReconciles < 0 {
 		errs = append(errs, fmt.Errorf("Options.MaxConcurrentReconciles is %d: it must be 0 (the default, 1) or positive", o.MaxConcurrentReconciles))
+	}
+	if o.TenantGroup != nil && o.tenant() == nil {
+		errs = append(errs, errors.New("Options.TenantGroup is set but the controller has no Tenant: groups hold tenants; set Options.Tenant too"))
 	}
 	if o.SpareWorkers > 0 && o.tenant() == nil {
 		errs = append(errs, fmt.Errorf("Options.SpareWorkers is %d but the controller has no Tenant: spare workers serve tenants with no key in flight; set Options.Tenant, or leave SpareWorkers 0 (none without a Tenant)", o.SpareWorkers))

@@ -248,3 +248,16 @@ func TestSpareWorkersWithoutTenantRejected(t *testing.T) {
 type stringKeys struct{}
 
 func (stringKeys) Start(context.Context, *queue.Queue[string]) error { return nil }
+
+// Groups hold tenants: a TenantGroup without a Tenant is refused.
+func TestTenantGroupWithoutTenantRejected(t *testing.T) {
+	noopString := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Done(), nil })
+	group := func(tenant string) string { return tenant }
+	_, err := controller.New("c", noopString, controller.Options[string]{TenantGroup: group})
+	if err == nil || !strings.Contains(err.Error(), "TenantGroup is set but the controller has no Tenant") {
+		t.Errorf("New with a TenantGroup and no Tenant = %v, want an error saying to set Options.Tenant", err)
+	}
+	if _, err := controller.New("c", noopString, controller.Options[string]{TenantGroup: group, Tenant: func(k string) string { return k }}); err != nil {
+		t.Errorf("New with a TenantGroup and a Tenant = %v", err)
+	}
+}

@@ -24,7 +24,9 @@
 //     writes that namespace only.
 //   - Fair across members: Request.Tenant keys the controller queue's
 //     fairness on the member, so a member with a flood of events delays
-//     another member's key by at most one key.
+//     another member's key by at most one key. With Request.NamespaceTenant
+//     as the Tenant and TenantMember as the TenantGroup, fairness has two
+//     levels: members, then each member's namespaces.
 //   - Safe kubeconfigs: KubeconfigSecrets accepts only kubeconfigs whose
 //     credentials are inline; one that names a file, runs a command or
 //     calls an auth provider is refused, so that whoever writes the Secret

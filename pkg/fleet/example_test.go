@@ -26,3 +26,29 @@ func ExampleRequest_Tenant() {
 	// east/shop/order-0
 	// west/shop/order-0
 }
+
+// A fleet controller's queue fair on two levels: across members, then
+// across each member's namespaces. The quiet member's key is served
+// second, though the other member has three busy namespaces, and those
+// namespaces take that member's turns in round.
+func ExampleTenantMember() {
+	q := queue.New(queue.Options[fleet.Request]{Tenant: fleet.Request.NamespaceTenant, TenantGroup: fleet.TenantMember})
+	defer q.ShutDown()
+	for i := range 2 {
+		for _, ns := range []string{"shop", "mail", "news"} {
+			q.Add(fleet.Request{Cluster: "east", Request: reconcile.Request{Namespace: ns, Name: fmt.Sprint("item-", i)}})
+		}
+	}
+	q.Add(fleet.Request{Cluster: "west", Request: reconcile.Request{Namespace: "shop", Name: "item-0"}})
+	for range 5 {
+		key, _, _ := q.Get()
+		fmt.Println(key)
+		q.Done(key)
+	}
+	// Output:
+	// east/shop/item-0
+	// west/shop/item-0
+	// east/mail/item-0
+	// east/news/item-0
+	// east/shop/item-1
+}

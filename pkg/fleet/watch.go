@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -27,6 +28,24 @@ func (r Request) String() string { return r.Cluster + "/" + r.Request.String() }
 // controller's queue serve members round-robin, so a member with a flood
 // of events cannot delay another member's keys by more than one key each.
 func (r Request) Tenant() string { return r.Cluster }
+
+// NamespaceTenant is the namespace in the member, "member/namespace" (and
+// "member/" for a cluster-scoped object): as controller.Options.Tenant,
+// with TenantMember as its TenantGroup, it makes the controller's queue
+// fair on two levels, across members first and then across each member's
+// namespaces, so that neither a flooding member nor a flooding namespace
+// in a member delays the others by more than a key each.
+func (r Request) NamespaceTenant() string { return r.Cluster + "/" + r.Namespace }
+
+// TenantMember is the member of a tenant NamespaceTenant names, for
+// controller.Options.TenantGroup. A namespace holds no "/", so the member
+// is what comes before the last one.
+func TenantMember(tenant string) string {
+	if i := strings.LastIndexByte(tenant, '/'); i >= 0 {
+		return tenant[:i]
+	}
+	return tenant
+}
 
 // Handler turns an event of a member into keys on a queue, as
 // source.Handler does for one cluster; cluster is the member's name. It is

@@ -16,7 +16,11 @@
 //   - Starvation-free: once a key has been ready for Options.MaxWait
 //     (default 10s), at least every other Get serves the oldest such key.
 //   - Fair (optional): a tenant with a backlog delays another tenant's key
-//     by at most one key per other tenant at the same priority.
+//     by at most one key per other tenant at the same priority. With
+//     Options.TenantGroup, two-level: a group of tenants with a backlog
+//     delays another group's key by at most one key per other group, and
+//     a tenant another tenant of its group by at most one per other tenant
+//     of the group.
 //   - Spare gets: GetSpare hands out only keys of tenants with nothing in
 //     flight, and only while every worker that calls Get is busy.
 //   - Rate-limited: AddRateLimited delays a key by Options.RateLimiter

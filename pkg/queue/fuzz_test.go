@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,8 +51,11 @@ func (q *Queue[K]) checkInvariants() error {
 	fifo := 0
 	for _, b := range q.ready.buckets {
 		inBucket := 0
-		if t := b.ring; t != nil {
-			for {
+		if err := b.checkGroups(); err != nil {
+			return err
+		}
+		for t := range b.tenantsInTurn {
+			{
 				if err := t.line.check(); err != nil {
 					return fmt.Errorf("line of tenant %q: %w", t.name, err)
 				}
@@ -71,9 +75,6 @@ func (q *Queue[K]) checkInvariants() error {
 							return err
 						}
 					}
-				}
-				if t = t.next; t == b.ring {
-					break
 				}
 			}
 		}
@@ -192,12 +193,13 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{6, 6, 6, 6, 12, 12, 12, 18, 18, 24, 30, 36, 42, 255, 254, 253})
 	f.Add(make([]byte, 64))
 	f.Add([]byte("metrics on: the quick brown fox jumps over the lazy dog")) // 'm' is odd
+	f.Add([]byte("grouped tenants, metrics on"))                             // 'g' is odd and has its second bit set
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 4096 {
 			t.Skip("long inputs add time, not coverage")
 		}
 		opts := Options[int]{
-			Tenant:      func(k int) string { return fmt.Sprint(k % 3) },
+			Tenant:      func(k int) string { return fmt.Sprint(k % 5) },
 			MaxWait:     time.Millisecond,
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond),
 		}
@@ -206,6 +208,11 @@ func FuzzQueue(f *testing.F) {
 		m := newFakeMetrics()
 		if len(ops) > 0 && ops[0]%2 == 1 {
 			opts.Metrics = m
+		}
+		// Tenants in two groups, "0" alone and the rest together, when
+		// the first byte's second bit is set.
+		if len(ops) > 0 && ops[0]&2 != 0 {
+			opts.TenantGroup = func(tenant string) string { return strconv.FormatBool(tenant == "0") }
 		}
 		q := New(opts)
 		h := newHarness(q)
@@ -393,4 +400,62 @@ func (h *harness) checkNothingLost(t *testing.T) {
 			t.Errorf("key %d added (seq %d) after its last hand-out (seq %d) is gone", k, added, h.lastGet[k])
 		}
 	}
+}
+
+// checkGroups verifies a bucket's groups: each group in its ring has ready
+// tenants, all its own, and the bucket's tenant served next is the group
+// served next's; each tenant of the map is counted in its group.
+func (b *bucket[K]) checkGroups() error {
+	if b.groups == nil {
+		if b.groupRing != nil {
+			return fmt.Errorf("bucket %d has a ring of groups but no groups", b.priority)
+		}
+		return nil
+	}
+	if (b.groupRing == nil) != (b.ring == nil) || b.groupRing != nil && b.ring != b.groupRing.ring {
+		return fmt.Errorf("bucket %d serves tenant %p next, its group served next serves another", b.priority, b.ring)
+	}
+	seen := map[*tenantGroup[K]]bool{}
+	for g := b.groupRing; g != nil; {
+		if seen[g] {
+			return fmt.Errorf("group %q twice in the ring of bucket %d", g.name, b.priority)
+		}
+		seen[g] = true
+		if b.groups[g.name] != g {
+			return fmt.Errorf("group %q in the ring of bucket %d is not the one in its map", g.name, b.priority)
+		}
+		if g.ring == nil {
+			return fmt.Errorf("group %q without a ready tenant in the ring of bucket %d", g.name, b.priority)
+		}
+		if g.next.prev != g || g.prev.next != g {
+			return fmt.Errorf("group ring of bucket %d broken at %q", b.priority, g.name)
+		}
+		for t := g.ring; ; {
+			if t.group != g || t.next.prev != t || t.prev.next != t {
+				return fmt.Errorf("tenant %q in the ring of group %q is broken or another group's", t.name, g.name)
+			}
+			if t = t.next; t == g.ring {
+				break
+			}
+		}
+		if g = g.next; g == b.groupRing {
+			break
+		}
+	}
+	counts := map[*tenantGroup[K]]int{}
+	for _, t := range b.tenants {
+		if t.group == nil || b.groups[t.group.name] != t.group {
+			return fmt.Errorf("tenant %q of bucket %d has no group in the map", t.name, b.priority)
+		}
+		counts[t.group]++
+	}
+	for name, g := range b.groups {
+		if counts[g] != g.tenants {
+			return fmt.Errorf("group %q of bucket %d counts %d tenants, has %d", name, b.priority, g.tenants, counts[g])
+		}
+		if g.ring != nil && !seen[g] {
+			return fmt.Errorf("group %q of bucket %d has ready tenants but is not in the ring", name, b.priority)
+		}
+	}
+	return nil
 }

@@ -41,6 +41,17 @@ type Options[K comparable] struct {
 	// to nil: first in, first out within a priority.
 	Tenant func(K) string
 
+	// TenantGroup, with Tenant, makes fairness two-level: ready keys of one
+	// priority are handed out round-robin across groups of tenants (one key
+	// per group per turn), and within a group round-robin across its
+	// tenants. A group with a thousand busy tenants then gets one turn, as
+	// a group with one does. A fleet's controller groups the namespaces of
+	// a member cluster under the member. TenantGroup is called with a
+	// tenant's name when the queue first files a key under that tenant, so
+	// a tenant's group must not change. Ignored without Tenant. Defaults to
+	// nil: one level, every tenant a turn.
+	TenantGroup func(tenant string) string
+
 	// MaxWait bounds starvation. Once the oldest ready key has been ready
 	// for MaxWait, at least every other Get hands out the oldest such key,
 	// whatever the priorities and tenants of the others. A key that has been
@@ -184,6 +195,9 @@ func New[K comparable](opts Options[K]) *Queue[K] {
 	q.cond.L = &q.mu
 	q.spares.cond.L = &q.mu
 	q.ready.fair = opts.Tenant != nil
+	if q.ready.fair {
+		q.ready.groupOf = opts.TenantGroup
+	}
 	q.ready.aging = opts.MaxWait > 0
 	q.ready.age.slot = ageSlot
 	if opts.Metrics != nil {

@@ -105,23 +105,40 @@ const (
 type tenantQueue[K comparable] struct {
 	name       string
 	line       ring[K]         // first in, first out
-	prev, next *tenantQueue[K] // ring of the bucket's non-empty tenants
+	prev, next *tenantQueue[K] // ring of the bucket's (or group's) non-empty tenants
 	bucket     *bucket[K]
-	swept      bool // idle, and taken out of its bucket's map
+	group      *tenantGroup[K] // nil unless Options.TenantGroup is set
+	swept      bool            // idle, and taken out of its bucket's map
+}
+
+// tenantGroup is a group of tenants at one priority (Options.TenantGroup):
+// a ring of its non-empty tenants, itself in its bucket's ring of groups
+// while it has one. Groups are served round-robin, and within a group its
+// tenants.
+type tenantGroup[K comparable] struct {
+	name       string
+	ring       *tenantQueue[K] // the group's tenant served next; nil when it has none ready
+	prev, next *tenantGroup[K] // ring of the bucket's groups with ready tenants
+	tenants    int             // tenants in the bucket's map that belong to it
 }
 
 // bucket holds the ready nodes of one priority. ring is the tenant served
 // next; tenants are served round-robin, one node each.
+//
+// With groups (Options.TenantGroup), ring is always the tenant served next
+// of the group served next, groupRing.
 type bucket[K comparable] struct {
-	priority int
-	n        int
-	ring     *tenantQueue[K]
-	tenants  map[string]*tenantQueue[K] // nil when fairness is off
-	recent   [recentTenants]*tenantQueue[K]
-	idle     int            // empty tenants in tenants
-	single   tenantQueue[K] // the only tenant when fairness is off
-	depth    workqueue.GaugeMetric
-	pruned   bool // empty, and taken out of the ready set
+	priority  int
+	n         int
+	ring      *tenantQueue[K]
+	groupRing *tenantGroup[K]
+	groups    map[string]*tenantGroup[K] // nil without groups
+	tenants   map[string]*tenantQueue[K] // nil when fairness is off
+	recent    [recentTenants]*tenantQueue[K]
+	idle      int            // empty tenants in tenants
+	single    tenantQueue[K] // the only tenant when fairness is off
+	depth     workqueue.GaugeMetric
+	pruned    bool // empty, and taken out of the ready set
 }
 
 // readySet holds ready nodes by priority, then tenant, then age, and also,
@@ -139,6 +156,7 @@ type readySet[K comparable] struct {
 	aging    bool
 	n        int
 	fair     bool
+	groupOf  func(tenant string) string // Options.TenantGroup
 	newDepth func(priority int) workqueue.GaugeMetric
 }
 
@@ -169,6 +187,10 @@ func (r *readySet[K]) removeOutOfTurn(n *node[K]) {
 	t := n.tenantQueue
 	b := t.bucket
 	r.remove(n)
+	if t.group != nil {
+		r.groupedOutOfTurn(b, t)
+		return
+	}
 	if b.ring == nil || b.ring == t || b.ring.prev == t || t.line.len() == 0 {
 		return
 	}
@@ -215,7 +237,7 @@ func (r *readySet[K]) line(priority int, tenant string) *tenantQueue[K] {
 	if t := b.tenant(tenant); t != nil {
 		return t
 	}
-	return newTenant(b, tenant)
+	return newTenant(b, tenant, r.groupOf)
 }
 
 // link appends n to its line. If that line, or its bucket, was dropped while
@@ -230,7 +252,11 @@ func (r *readySet[K]) link(n *node[K]) {
 		b.idle--
 	}
 	n.tenantQueue = t
-	if t.line.len() == 0 {
+	if t.group != nil {
+		if t.line.len() == 0 {
+			joinGroup(b, t)
+		}
+	} else if t.line.len() == 0 {
 		// A tenant that was empty joins the ring just behind the tenant
 		// served next: it waits at most one turn of every other tenant.
 		if b.ring == nil {
@@ -260,6 +286,10 @@ func (r *readySet[K]) unlink(n *node[K]) {
 	if b.depth != nil {
 		b.depth.Dec()
 	}
+	if t.group != nil {
+		r.groupedUnlink(b, t, wasTurn)
+		return
+	}
 	switch {
 	case t.line.len() == 0:
 		r.dropTenant(b, t)
@@ -271,6 +301,11 @@ func (r *readySet[K]) unlink(n *node[K]) {
 // dropTenant takes an emptied tenant out of its bucket's ring; it stays in
 // the map, idle.
 func (r *readySet[K]) dropTenant(b *bucket[K], t *tenantQueue[K]) {
+	if t.group != nil {
+		leaveGroup(b, t)
+		b.idle++
+		return
+	}
 	if t.next == t {
 		b.ring = nil
 	} else {
@@ -291,18 +326,27 @@ func (r *readySet[K]) dropTenant(b *bucket[K], t *tenantQueue[K]) {
 // that tenants which come and go do not pile up.
 const maxIdleTenants = 1024
 
-func newTenant[K comparable](b *bucket[K], name string) *tenantQueue[K] {
+func newTenant[K comparable](b *bucket[K], name string, groupOf func(string) string) *tenantQueue[K] {
 	if b.idle > maxIdleTenants {
 		for name, t := range b.tenants {
 			if t.line.len() == 0 {
 				delete(b.tenants, name)
 				t.swept = true
+				if g := t.group; g != nil {
+					if g.tenants--; g.tenants == 0 {
+						delete(b.groups, g.name)
+					}
+				}
 			}
 		}
 		b.idle = 0
 		clear(b.recent[:])
 	}
 	t := &tenantQueue[K]{name: name, bucket: b, line: ring[K]{slot: lineSlot}}
+	if groupOf != nil {
+		t.group = b.group(groupOf(name))
+		t.group.tenants++
+	}
 	b.tenants[name] = t
 	b.recent[recentSlot(name)] = t
 	b.idle++ // until a node joins it
@@ -365,6 +409,9 @@ func (r *readySet[K]) bucket(p int) *bucket[K] {
 	b.single.bucket = b
 	if r.fair {
 		b.tenants = map[string]*tenantQueue[K]{}
+	}
+	if r.groupOf != nil {
+		b.groups = map[string]*tenantGroup[K]{}
 	}
 	if r.newDepth != nil {
 		b.depth = r.newDepth(p)

@@ -184,14 +184,15 @@ func (q *Queue[K]) nextFree() *node[K] {
 		if b.n == 0 {
 			continue
 		}
-		t := b.ring
-		for {
+		var free *node[K]
+		for t := range b.tenantsInTurn {
 			if q.spares.inFlight[t.name] == 0 {
-				return t.line.front()
-			}
-			if t = t.next; t == b.ring {
+				free = t.line.front()
 				break
 			}
+		}
+		if free != nil {
+			return free
 		}
 	}
 	return nil
