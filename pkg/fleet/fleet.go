@@ -86,8 +86,23 @@ type Options struct {
 	// Defaults to 10s; negative: never.
 	ProbeInterval time.Duration
 	// Registerer receives the fleet's metrics (MetricMembers,
-	// MetricMemberReachable). Defaults to none.
+	// MetricMemberReachable) and the members' writers'
+	// (opkit_client_writes_total). Defaults to none.
 	Registerer prometheus.Registerer
+	// Mutations configure each member's detector of cached objects
+	// modified in place, as cache.Options.Mutations does one cache's:
+	// off unless OPKIT_CACHE_MUTATION_DETECTOR is "true". Each report
+	// names its member (cache.MutationError.Cluster). Defaults to the
+	// cache's defaults.
+	Mutations cache.MutationOptions
+	// UnregisteredReads say what a read of a kind nobody registered,
+	// through a member's CachedClient or Writer, does besides returning
+	// ErrNotRegistered, as cache.Options.UnregisteredReads does for one
+	// cache: failing the test with OPKIT_CACHE_FAIL_UNREGISTERED_READS
+	// set. Each report names its member
+	// (cache.UnregisteredReadError.Cluster). Defaults to the cache's
+	// defaults.
+	UnregisteredReads cache.UnregisteredReadOptions
 }
 
 // Fleet is the member clusters a fleet operator reconciles across. Make
@@ -216,6 +231,7 @@ func (f *Fleet) disengaged(c *Cluster) {
 		}
 	}
 	f.mu.Unlock()
+	c.releaseClients()
 	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
 }
 
@@ -242,15 +258,16 @@ func (f *Fleet) Clusters() []string {
 	return names
 }
 
-// Cluster is one engaged member: its cache, its client and the Listers of
-// the types registered with the fleet.
+// Cluster is one engaged member: its cache, its clients and writers, and
+// the Listers of the types registered with the fleet.
 type Cluster struct {
 	name       string
 	member     Member
 	cache      *cache.Cache
 	client     client.Client
-	httpClient *http.Client               // the cache's and the client's
+	httpClient *http.Client               // the cache's and the clients'
 	discovery  *discovery.DiscoveryClient // the probe's
+	clients    clients                    // the writers and the cached client: client.go
 	// life ends when the member is disengaged: the member's own lifetime,
 	// which its cache, its sources and its reconciles run under, kept
 	// here because the member is what it describes.
@@ -273,7 +290,8 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
-	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name)}
+	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name),
+		Mutations: f.memberMutations(m.Name), UnregisteredReads: f.memberUnregisteredReads(m.Name)}
 	if m.Namespace != "" {
 		opts.Namespaces = []string{m.Namespace}
 	}
@@ -285,11 +303,9 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
-	if m.Namespace != "" {
-		cl = client.NewNamespacedClient(cl, m.Namespace)
-	}
-	c := &Cluster{name: m.Name, member: m, cache: ca, client: cl, httpClient: hc, listers: map[*registration]any{},
+	c := &Cluster{name: m.Name, member: m, cache: ca, httpClient: hc, listers: map[*registration]any{},
 		health: Health{Reachable: true, Since: time.Now()}}
+	c.setClient(cl, f.opts.Registerer)
 	if err := newDiscovery(c); err != nil {
 		return nil, err
 	}
@@ -307,7 +323,9 @@ func (c *Cluster) Namespace() string { return c.member.Namespace }
 func (c *Cluster) Cache() *cache.Cache { return c.cache }
 
 // Client returns a client of the member's API server, uncached, as the
-// operator's own identity there. A member confined to a namespace has one
+// operator's own identity there: manager.Manager.UncachedClient for the
+// member. Its writes inside a reconcile are recorded for read-your-writes
+// against the member's cache. A member confined to a namespace has one
 // that refuses objects of other namespaces.
 func (c *Cluster) Client() client.Client { return c.client }
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -329,7 +330,8 @@ func TestFairAcrossMembers(t *testing.T) {
 
 // A member disengaged releases what it ran: its informers, reflectors and
 // handlers end (the HTTP connections its transport keeps idle aside, which
-// client-go shares between clients of one config).
+// client-go shares between clients of one config), and it keeps no
+// writer.
 func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
 	f := newFleet(t, fleet.Options{})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
@@ -349,8 +351,18 @@ func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCopy(t, ns, "1")
+	m := mustCluster(t, f, "m")
+	if err := m.Writer("w").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriterAs("w", rest.ImpersonationConfig{UserName: "alice"}).Get(t.Context(), client.ObjectKey{Name: "source"}, &corev1.ConfigMap{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("get as alice: %v, want Forbidden", err)
+	}
 	cancel()
 	waitEngaged(t, f, "m", false)
+	if m.Writer("w") == m.Writer("w") {
+		t.Errorf("a disengaged member keeps its writers")
+	}
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
