@@ -315,7 +315,8 @@ func TestMemberCacheReportsNameTheMember(t *testing.T) {
 	mutations := make(chan *cache.MutationError, 10)
 	reads := make(chan *cache.UnregisteredReadError, 10)
 	f := newFleet(t, fleet.Options{
-		Mutations:         cache.MutationOptions{Detect: true, Interval: 20 * time.Millisecond, OnMutation: func(err *cache.MutationError) { mutations <- err }},
+		Mutations: cache.MutationOptions{Detect: true, TraceReads: true, Interval: 20 * time.Millisecond,
+			OnMutation: func(err *cache.MutationError) { mutations <- err }},
 		UnregisteredReads: cache.UnregisteredReadOptions{Fail: true, OnRead: func(err *cache.UnregisteredReadError) { reads <- err }},
 	})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
@@ -342,11 +343,18 @@ func TestMemberCacheReportsNameTheMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm.Data["k"] = "modified in place" // the bug the detector is for
+	// A traced read takes the detector's lock, which orders the
+	// modification before the detector's next check for the race
+	// detector: this test modifies the object on purpose.
+	if _, err := l.Get(m.Namespace(), "shared"); err != nil {
+		t.Fatal(err)
+	}
 
 	select {
 	case err := <-mutations:
-		if err.Cluster != m.Name() || !strings.Contains(err.Error(), `of member cluster "`+m.Name()+`"`) || err.Name != "shared" {
-			t.Errorf("mutation report: cluster %q, %v; want it to name member %s and the object", err.Cluster, err, m.Name())
+		if err.Cluster != m.Name() || !strings.Contains(err.Error(), `of member cluster "`+m.Name()+`"`) || err.Name != "shared" ||
+			!strings.Contains(err.Error(), "TestMemberCacheReportsNameTheMember") {
+			t.Errorf("mutation report: cluster %q, %v; want it to name member %s, the object and its reader", err.Cluster, err, m.Name())
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("no mutation reported")
