@@ -33,7 +33,7 @@ import (
 
 // copier is a fleet controller's reconciler: in each member, it copies
 // the ConfigMap "source" to "copy", reading through the member's Lister
-// and writing with the member's client.
+// and writing with the member's Writer.
 type copier struct {
 	cms *fleet.Lister[*corev1.ConfigMap]
 }
@@ -55,9 +55,10 @@ func (c copier) Reconcile(ctx context.Context, req fleet.Request) (reconcile.Res
 		return reconcile.Done(), err
 	}
 	cp := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: "copy"}, Data: src.Data}
-	err = member.Client().Create(ctx, cp)
+	w := member.Writer("copier")
+	err = w.Create(ctx, cp)
 	if apierrors.IsAlreadyExists(err) {
-		err = member.Client().Update(ctx, cp)
+		err = w.Update(ctx, cp)
 	}
 	return reconcile.Done(), err
 }
