@@ -213,3 +213,33 @@ func (c *Cluster) dropClientsLocked() {
 	c.clients.writers, c.clients.actingWriters = nil, nil
 	c.clients.released = true
 }
+
+// whileEngaged returns rt refusing, unsent, every request made once gone
+// is closed (the member's life has ended): whoever holds a client of a
+// member disengaged (its kubeconfig revoked, say), with whatever context,
+// sends nothing more to it.
+func whileEngaged(cluster string, gone <-chan struct{}, rt http.RoundTripper) http.RoundTripper {
+	return engagedTransport{cluster: cluster, gone: gone, next: rt}
+}
+
+type engagedTransport struct {
+	cluster string
+	gone    <-chan struct{}
+	next    http.RoundTripper
+}
+
+func (t engagedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	select {
+	case <-t.gone:
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on errors
+		}
+		return nil, fmt.Errorf("cluster %q: %w", t.cluster, ErrNotEngaged)
+	default:
+		return t.next.RoundTrip(req)
+	}
+}
+
+// WrappedTransport returns the transport it wraps, so that client-go can
+// find the transports underneath (utilnet.CloseIdleConnectionsFor).
+func (t engagedTransport) WrappedTransport() http.RoundTripper { return t.next }

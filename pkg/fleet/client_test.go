@@ -373,3 +373,42 @@ func TestMemberCacheReportsNameTheMember(t *testing.T) {
 		t.Error("no unregistered read reported")
 	}
 }
+
+// A member disengaged writes nothing more, whoever holds its clients and
+// with whatever context: every request through them is refused with
+// ErrNotEngaged before it is sent, so a member whose kubeconfig was
+// revoked, or that another replica took over, is not written through a
+// client kept from before.
+func TestDisengagedMemberWritesNothing(t *testing.T) {
+	f := newFleet(t, fleet.Options{})
+	if _, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startFleet(t, f)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := f.Engage(ctx, fleet.Member{Name: "gone", Config: env.Config(), Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	m := mustCluster(t, f, "gone")
+	kept := map[string]client.Client{
+		"Client": m.Client(), "CachedClient": m.CachedClient(), "Writer": m.Writer("w"),
+		"WriterAs": m.WriterAs("w", rest.ImpersonationConfig{UserName: "alice"}),
+	}
+	cancel()
+	waitEngaged(t, f, "gone", false)
+	for name, c := range kept {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after-" + strings.ToLower(name)}}
+		if err := c.Create(context.Background(), cm); !errors.Is(err, fleet.ErrNotEngaged) {
+			t.Errorf("%s of the disengaged member: create: %v, want ErrNotEngaged", name, err)
+		}
+		if _, err := env.Client().CoreV1().ConfigMaps(ns).Get(t.Context(), cm.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s of the disengaged member reached the API server: %v", name, err)
+		}
+	}
+	for name, c := range map[string]client.Client{"Writer": m.Writer("w"), "WriterAs": m.WriterAs("w", rest.ImpersonationConfig{UserName: "alice"})} {
+		if err := c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}); !errors.Is(err, fleet.ErrNotEngaged) {
+			t.Errorf("%s asked for once the member was disengaged: create: %v, want ErrNotEngaged", name, err)
+		}
+	}
+}

@@ -27,7 +27,8 @@
 //     nothing by what its cache holds, and record their writes for
 //     read-your-writes against its cache; its WriterAs acts as a user on
 //     the member's API server, whose RBAC decides. A member disengaged
-//     keeps no writer.
+//     keeps no writer, and its clients, wherever they were kept, send it
+//     nothing more: each request is refused with ErrNotEngaged.
 //   - Checked per member: each member's cache has the mutation detector
 //     and the check of unregistered reads (Options.Mutations,
 //     Options.UnregisteredReads), and their reports name the member.

@@ -20,8 +20,9 @@ import (
 )
 
 // ErrNotEngaged is wrapped by the errors about a member the fleet has not
-// engaged, or has disengaged: Fleet.Cluster's, Lister.In's, and the cause
-// of a reconcile's context when its member goes.
+// engaged, or has disengaged: Fleet.Cluster's, Lister.In's, the cause
+// of a reconcile's context when its member goes, and the error of every
+// request through a disengaged member's clients.
 var ErrNotEngaged = errors.New("the member cluster is not engaged")
 
 // ErrStopped is wrapped by Engage's error once the fleet's Start has
@@ -281,7 +282,13 @@ type Cluster struct {
 	health  Health
 }
 
-func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
+func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error) {
+	life, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 	// One HTTP client for the member's cache and client: one transport,
 	// one set of connections. (client-go shares transports between
 	// clients of equal TLS configs, so namespaces of one API server share
@@ -290,6 +297,7 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
+	hc.Transport = whileEngaged(m.Name, life.Done(), hc.Transport)
 	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name),
 		Mutations: f.memberMutations(m.Name), UnregisteredReads: f.memberUnregisteredReads(m.Name)}
 	if m.Namespace != "" {
@@ -303,13 +311,12 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
-	c := &Cluster{name: m.Name, member: m, cache: ca, httpClient: hc, listers: map[*registration]any{},
+	c := &Cluster{name: m.Name, member: m, cache: ca, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
 		health: Health{Reachable: true, Since: time.Now()}}
 	c.setClient(cl, f.opts.Registerer)
 	if err := newDiscovery(c); err != nil {
 		return nil, err
 	}
-	c.life, c.cancel = context.WithCancel(ctx)
 	return c, nil
 }
 
