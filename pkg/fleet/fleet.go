@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
@@ -298,7 +299,13 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
 	hc.Transport = whileEngaged(m.Name, life.Done(), hc.Transport)
-	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name),
+	// One REST mapper too: its discovery of a group, held per mapper,
+	// is most of what a member's first write would cost otherwise.
+	mapper, err := apiutil.NewDynamicRESTMapper(m.Config, hc)
+	if err != nil {
+		return nil, fmt.Errorf("make its REST mapper: %w", err)
+	}
+	opts := cache.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name),
 		Mutations: f.memberMutations(m.Name), UnregisteredReads: f.memberUnregisteredReads(m.Name)}
 	if m.Namespace != "" {
 		opts.Namespaces = []string{m.Namespace}
@@ -307,7 +314,7 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 	if err != nil {
 		return nil, fmt.Errorf("make its cache: %w", err)
 	}
-	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, HTTPClient: hc})
+	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: hc})
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
