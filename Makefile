@@ -294,11 +294,13 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 # its own on the controller-runtime it needs); then one
 # member floods a controller ten times the others' rate, and the quiet
 # members' p99 latency is reported against a run without the flood, with
-# the queue fair across members and without (BenchmarkFlood).
+# the queue fair across members and without (BenchmarkFlood); and what a
+# member's writers add, and a skipped apply's time against a sent one's
+# (BenchmarkMemberWriters).
 .PHONY: bench-fleet
-bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, and the quiet members' latency under one member's flood.
+bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, the quiet members' latency under one member's flood, and what a member's writers add.
 	mkdir -p $(RESULTS)
-	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood)$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
+	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood|MemberWriters)$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/fleet.txt
 
 .PHONY: bench-memory

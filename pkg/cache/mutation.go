@@ -82,6 +82,10 @@ type MutationError struct {
 	// ReadAt lists where Listers handed the object out, as
 	// "file:line by function", with TraceReads on; else nil.
 	ReadAt []string
+	// Cluster names the member cluster whose cache holds the object, in
+	// the reports a fleet's member caches make (package pkg/fleet); else
+	// "".
+	Cluster string
 	// replaced: found when a watch event replaced or removed the object,
 	// not by a comparison of the objects still cached.
 	replaced bool
@@ -89,8 +93,8 @@ type MutationError struct {
 
 func (e *MutationError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache: a cached %s %s was modified in place (changed: %s)",
-		e.GVK.Kind, objectKey(e.Namespace, e.Name), strings.Join(e.Fields, ", "))
+	fmt.Fprintf(&b, "cache: a cached %s %s%s was modified in place (changed: %s)",
+		e.GVK.Kind, objectKey(e.Namespace, e.Name), ofMember(e.Cluster), strings.Join(e.Fields, ", "))
 	if e.replaced {
 		b.WriteString(" before a watch event replaced it, as when a reader writes back the object it modified")
 	}
@@ -102,6 +106,15 @@ func (e *MutationError) Error() string {
 	}
 	fmt.Fprintf(&b, "\n%s (-cached +now):\n%s", e.GVK, e.Diff)
 	return b.String()
+}
+
+// ofMember says which member cluster's cache, if a fleet's, a report
+// is about.
+func ofMember(cluster string) string {
+	if cluster == "" {
+		return ""
+	}
+	return fmt.Sprintf(" of member cluster %q", cluster)
 }
 
 func objectKey(namespace, name string) string {

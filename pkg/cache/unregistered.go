@@ -55,10 +55,13 @@ type UnregisteredReadError struct {
 	Err error
 	// Stack is the reading goroutine's stack.
 	Stack string
+	// Cluster names the member cluster whose cache was read, in the
+	// reports a fleet's member caches make (package pkg/fleet); else "".
+	Cluster string
 }
 
 func (e *UnregisteredReadError) Error() string {
-	return fmt.Sprintf("cache: read of a kind nobody registered: %v; the reader got this error, and may have swallowed it: production would fail the same way\nread at:\n%s", e.Err, e.Stack)
+	return fmt.Sprintf("cache: read of a kind nobody registered%s: %v; the reader got this error, and may have swallowed it: production would fail the same way\nread at:\n%s", ofMember(e.Cluster), e.Err, e.Stack)
 }
 
 func (e *UnregisteredReadError) Unwrap() error { return e.Err }

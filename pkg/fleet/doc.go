@@ -1,6 +1,6 @@
 // Package fleet reconciles across many clusters from one operator: a Fleet
 // engages member clusters at run time, as Providers find them, and gives
-// each a cache and a client of its own; controllers keyed by Request (a
+// each a cache, clients and writers of its own; controllers keyed by Request (a
 // reconcile.Request and the member it is in) watch a type in every member
 // with one Source and reach the member's Listers and client from the
 // request.
@@ -21,7 +21,17 @@
 //     names (ClusterFrom), whose context ends when the member is
 //     disengaged; a key queued by a member since disengaged is dropped, not
 //     retried. A member confined to a namespace (Member.Namespace) caches and
-//     writes that namespace only.
+//     writes that namespace only, through every client it hands out.
+//   - Written per member: a member's Writer (per controller) and
+//     CachedClient read its cache, skip the writes that would change
+//     nothing by what its cache holds, and record their writes for
+//     read-your-writes against its cache; its WriterAs acts as a user on
+//     the member's API server, whose RBAC decides. A member disengaged
+//     keeps no writer, and its clients, wherever they were kept, send it
+//     nothing more: each request is refused with ErrNotEngaged.
+//   - Checked per member: each member's cache has the mutation detector
+//     and the check of unregistered reads (Options.Mutations,
+//     Options.UnregisteredReads), and their reports name the member.
 //   - Fair across members: Request.Tenant keys the controller queue's
 //     fairness on the member, so a member with a flood of events delays
 //     another member's key by at most one key. With Request.NamespaceTenant

@@ -1,9 +1,16 @@
 package fleet_test
 
 import (
+	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/fleet"
+	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -51,4 +58,34 @@ func ExampleTenantMember() {
 	// east/mail/item-0
 	// east/news/item-0
 	// east/shop/item-1
+}
+
+// A fleet reconciler that labels each ConfigMap as the ServiceAccount
+// "deployer" of its namespace in the ConfigMap's member: that member's API
+// server decides, by its own RBAC, whether the ServiceAccount may, and
+// a patch that would change nothing is not sent.
+func ExampleCluster_WriterAs() {
+	f, err := fleet.New(fleet.Options{})
+	if err != nil {
+		panic(err)
+	}
+	configMaps, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
+	if err != nil {
+		panic(err)
+	}
+	r := reconcile.Func[fleet.Request](func(ctx context.Context, req fleet.Request) (reconcile.Result, error) {
+		l, err := configMaps.In(req.Cluster)
+		if err != nil {
+			return reconcile.Done(), err
+		}
+		cm, err := l.Get(req.Namespace, req.Name)
+		if err != nil {
+			return reconcile.Done(), client.IgnoreNotFound(err)
+		}
+		cp := cm.DeepCopy() // cached objects are shared: never modify them
+		cp.Labels = labels.Merge(cp.Labels, labels.Set{"example.com/member": req.Cluster})
+		as := fleet.ClusterFrom(ctx).WriterAs("labeller", manager.ServiceAccount(req.Namespace, "deployer"))
+		return reconcile.Done(), as.Patch(ctx, cp, client.MergeFrom(cm))
+	})
+	_ = fleet.Reconciler(f, r) // a controller.New[fleet.Request]'s reconciler
 }

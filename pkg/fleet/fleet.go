@@ -15,13 +15,15 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
 // ErrNotEngaged is wrapped by the errors about a member the fleet has not
-// engaged, or has disengaged: Fleet.Cluster's, Lister.In's, and the cause
-// of a reconcile's context when its member goes.
+// engaged, or has disengaged: Fleet.Cluster's, Lister.In's, the cause
+// of a reconcile's context when its member goes, and the error of every
+// request through a disengaged member's clients.
 var ErrNotEngaged = errors.New("the member cluster is not engaged")
 
 // ErrStopped is wrapped by Engage's error once the fleet's Start has
@@ -86,8 +88,23 @@ type Options struct {
 	// Defaults to 10s; negative: never.
 	ProbeInterval time.Duration
 	// Registerer receives the fleet's metrics (MetricMembers,
-	// MetricMemberReachable). Defaults to none.
+	// MetricMemberReachable) and the members' writers'
+	// (opkit_client_writes_total). Defaults to none.
 	Registerer prometheus.Registerer
+	// Mutations configure each member's detector of cached objects
+	// modified in place, as cache.Options.Mutations does one cache's:
+	// off unless OPKIT_CACHE_MUTATION_DETECTOR is "true". Each report
+	// names its member (cache.MutationError.Cluster). Defaults to the
+	// cache's defaults.
+	Mutations cache.MutationOptions
+	// UnregisteredReads say what a read of a kind nobody registered,
+	// through a member's CachedClient or Writer, does besides returning
+	// ErrNotRegistered, as cache.Options.UnregisteredReads does for one
+	// cache: failing the test with OPKIT_CACHE_FAIL_UNREGISTERED_READS
+	// set. Each report names its member
+	// (cache.UnregisteredReadError.Cluster). Defaults to the cache's
+	// defaults.
+	UnregisteredReads cache.UnregisteredReadOptions
 }
 
 // Fleet is the member clusters a fleet operator reconciles across. Make
@@ -216,6 +233,7 @@ func (f *Fleet) disengaged(c *Cluster) {
 		}
 	}
 	f.mu.Unlock()
+	c.releaseClients()
 	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
 }
 
@@ -242,15 +260,16 @@ func (f *Fleet) Clusters() []string {
 	return names
 }
 
-// Cluster is one engaged member: its cache, its client and the Listers of
-// the types registered with the fleet.
+// Cluster is one engaged member: its cache, its clients and writers, and
+// the Listers of the types registered with the fleet.
 type Cluster struct {
 	name       string
 	member     Member
 	cache      *cache.Cache
 	client     client.Client
-	httpClient *http.Client               // the cache's and the client's
+	httpClient *http.Client               // the cache's and the clients'
 	discovery  *discovery.DiscoveryClient // the probe's
+	clients    clients                    // the writers and the cached client: client.go
 	// life ends when the member is disengaged: the member's own lifetime,
 	// which its cache, its sources and its reconciles run under, kept
 	// here because the member is what it describes.
@@ -264,7 +283,13 @@ type Cluster struct {
 	health  Health
 }
 
-func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
+func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error) {
+	life, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 	// One HTTP client for the member's cache and client: one transport,
 	// one set of connections. (client-go shares transports between
 	// clients of equal TLS configs, so namespaces of one API server share
@@ -273,7 +298,15 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
-	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name)}
+	hc.Transport = whileEngaged(m.Name, life.Done(), hc.Transport)
+	// One REST mapper too: its discovery of a group, held per mapper,
+	// is most of what a member's first write would cost otherwise.
+	mapper, err := apiutil.NewDynamicRESTMapper(m.Config, hc)
+	if err != nil {
+		return nil, fmt.Errorf("make its REST mapper: %w", err)
+	}
+	opts := cache.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name),
+		Mutations: f.memberMutations(m.Name), UnregisteredReads: f.memberUnregisteredReads(m.Name)}
 	if m.Namespace != "" {
 		opts.Namespaces = []string{m.Namespace}
 	}
@@ -281,19 +314,16 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its cache: %w", err)
 	}
-	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, HTTPClient: hc})
+	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: hc})
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
-	if m.Namespace != "" {
-		cl = client.NewNamespacedClient(cl, m.Namespace)
-	}
-	c := &Cluster{name: m.Name, member: m, cache: ca, client: cl, httpClient: hc, listers: map[*registration]any{},
+	c := &Cluster{name: m.Name, member: m, cache: ca, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
 		health: Health{Reachable: true, Since: time.Now()}}
+	c.setClient(cl, f.opts.Registerer)
 	if err := newDiscovery(c); err != nil {
 		return nil, err
 	}
-	c.life, c.cancel = context.WithCancel(ctx)
 	return c, nil
 }
 
@@ -307,7 +337,9 @@ func (c *Cluster) Namespace() string { return c.member.Namespace }
 func (c *Cluster) Cache() *cache.Cache { return c.cache }
 
 // Client returns a client of the member's API server, uncached, as the
-// operator's own identity there. A member confined to a namespace has one
+// operator's own identity there: manager.Manager.UncachedClient for the
+// member. Its writes inside a reconcile are recorded for read-your-writes
+// against the member's cache. A member confined to a namespace has one
 // that refuses objects of other namespaces.
 func (c *Cluster) Client() client.Client { return c.client }
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
@@ -32,7 +33,7 @@ import (
 
 // copier is a fleet controller's reconciler: in each member, it copies
 // the ConfigMap "source" to "copy", reading through the member's Lister
-// and writing with the member's client.
+// and writing with the member's Writer.
 type copier struct {
 	cms *fleet.Lister[*corev1.ConfigMap]
 }
@@ -54,9 +55,10 @@ func (c copier) Reconcile(ctx context.Context, req fleet.Request) (reconcile.Res
 		return reconcile.Done(), err
 	}
 	cp := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: "copy"}, Data: src.Data}
-	err = member.Client().Create(ctx, cp)
+	w := member.Writer("copier")
+	err = w.Create(ctx, cp)
 	if apierrors.IsAlreadyExists(err) {
-		err = member.Client().Update(ctx, cp)
+		err = w.Update(ctx, cp)
 	}
 	return reconcile.Done(), err
 }
@@ -329,7 +331,8 @@ func TestFairAcrossMembers(t *testing.T) {
 
 // A member disengaged releases what it ran: its informers, reflectors and
 // handlers end (the HTTP connections its transport keeps idle aside, which
-// client-go shares between clients of one config).
+// client-go shares between clients of one config), and it keeps no
+// writer.
 func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
 	f := newFleet(t, fleet.Options{})
 	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
@@ -349,8 +352,18 @@ func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCopy(t, ns, "1")
+	m := mustCluster(t, f, "m")
+	if err := m.Writer("w").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriterAs("w", rest.ImpersonationConfig{UserName: "alice"}).Get(t.Context(), client.ObjectKey{Name: "source"}, &corev1.ConfigMap{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("get as alice: %v, want Forbidden", err)
+	}
 	cancel()
 	waitEngaged(t, f, "m", false)
+	if m.Writer("w") == m.Writer("w") {
+		t.Errorf("a disengaged member keeps its writers")
+	}
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
