@@ -101,7 +101,7 @@ func engaged(t *testing.T, names ...string) *fleet.Fleet {
 }
 
 // admissionReview is an AdmissionReview of user creating a ConfigMap.
-func admissionReview(t *testing.T, user string) []byte {
+func admissionReview(t testing.TB, user string) []byte {
 	t.Helper()
 	obj, err := json.Marshal(&corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
