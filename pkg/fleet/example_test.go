@@ -3,9 +3,12 @@ package fleet_test
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/opkit-dev/opkit/pkg/fleet"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/webhook"
 )
 
 // A fleet controller's queue keyed on the member: the quiet member's key
@@ -25,4 +28,12 @@ func ExampleRequest_Tenant() {
 	// Output:
 	// east/shop/order-0
 	// west/shop/order-0
+}
+
+// The path member eu-1's webhook configuration names for the ConfigMap
+// validator that RegisterWebhooks serves.
+func ExampleMemberPath() {
+	fmt.Println(fleet.MemberPath("eu-1", webhook.ValidatePath(corev1.SchemeGroupVersion.WithKind("ConfigMap"))))
+	// Output:
+	// /members/eu-1/validate--v1-configmap
 }
