@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+
 	"github.com/opkit-dev/opkit/pkg/webhook/requester"
 )
 
@@ -66,7 +68,26 @@ func (r *Requesters) Check(ctx context.Context, perms ...requester.Permission) e
 	if err != nil {
 		return err
 	}
-	err = ch.Check(ctx, perms...)
+	return inMember(ch.Check(ctx, perms...), c)
+}
+
+// CheckUser is requester.Checker's CheckUser against the RBAC of the
+// member in ctx, as Check: for a fleet Reconciler that knows on whose
+// behalf it acts in its request's member.
+func (r *Requesters) CheckUser(ctx context.Context, user authenticationv1.UserInfo, perms ...requester.Permission) error {
+	c := ClusterFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("fleet: check %d permissions of user %q: %w", len(perms), user.Username, ErrNoMember)
+	}
+	ch, err := r.checker(c)
+	if err != nil {
+		return err
+	}
+	return inMember(ch.CheckUser(ctx, user, perms...), c)
+}
+
+// inMember names c in err if it is a *requester.DeniedError.
+func inMember(err error, c *Cluster) error {
 	if denied, ok := errors.AsType[*requester.DeniedError](err); ok {
 		denied.Cluster = c.name
 	}

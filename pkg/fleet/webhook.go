@@ -47,10 +47,12 @@ type CallerCheck func(member string, verified [][]*x509.Certificate) bool
 
 // CallersByCA returns a CallerCheck for members whose API servers each
 // present a client certificate of a CA of their own: the caller of a
-// member's path is its API server if a CA in cas[member] (PEM) is in a
-// chain its certificate verified by. Put every member's CA in the webhook
-// server's ClientCAFile too, which verifies the chain. A member absent
-// from cas has no caller. It fails if a value holds no PEM certificate.
+// member's path is its API server if a certificate in cas[member] (PEM)
+// is in a chain its certificate verified by: the CA that signed it, an
+// intermediate CA, or the certificate itself. Put every member's CA in
+// the webhook server's ClientCAFile too, which verifies the chain. A
+// member absent from cas has no caller. It fails if a value holds no PEM
+// certificate.
 func CallersByCA(cas map[string][]byte) (CallerCheck, error) {
 	byMember := make(map[string]map[[sha256.Size]byte]bool, len(cas))
 	for member, b := range cas {
@@ -63,7 +65,7 @@ func CallersByCA(cas map[string][]byte) (CallerCheck, error) {
 	return func(member string, verified [][]*x509.Certificate) bool {
 		pool := byMember[member]
 		for _, chain := range verified {
-			for _, c := range chain[min(1, len(chain)):] { // the CAs, not the leaf
+			for _, c := range chain {
 				if pool[sha256.Sum256(c.Raw)] {
 					return true
 				}

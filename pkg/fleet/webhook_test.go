@@ -319,7 +319,44 @@ func TestRequestersNeedAMember(t *testing.T) {
 	if !errors.Is(err, fleet.ErrNoMember) {
 		t.Errorf("Check without a member = %v, want ErrNoMember", err)
 	}
+	err = r.CheckUser(t.Context(), authenticationv1.UserInfo{Username: "alice"}, requester.Permission{Verb: "get", Resource: "secrets"})
+	if !errors.Is(err, fleet.ErrNoMember) {
+		t.Errorf("CheckUser without a member = %v, want ErrNoMember", err)
+	}
 	if _, err := fleet.NewRequesters(requester.Options{CacheSize: -1}); err == nil {
 		t.Error("NewRequesters with a negative CacheSize: nil error")
+	}
+}
+
+// A webhook's context ends when its member is disengaged, with a cause
+// wrapping ErrNotEngaged, so a request in flight is refused, not judged
+// for a member that has gone.
+func TestMemberWebhookEndsWhenItsMemberGoes(t *testing.T) {
+	m := webhookManager(t, "")
+	f := newFleet(t, fleet.Options{ProbeInterval: -1})
+	life, disengage := context.WithCancel(t.Context())
+	if err := f.Engage(life, fleet.Member{Name: "a", Config: env.Config()}); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	hooks := webhook.Hooks[*corev1.ConfigMap]{Validator: webhook.ValidatorFuncs[*corev1.ConfigMap]{
+		Create: func(ctx context.Context, _ *corev1.ConfigMap) (webhook.Warnings, error) {
+			close(started)
+			<-ctx.Done()
+			if !errors.Is(context.Cause(ctx), fleet.ErrNotEngaged) {
+				t.Errorf("cause %v, want ErrNotEngaged", context.Cause(ctx))
+			}
+			return nil, context.Cause(ctx)
+		},
+	}}
+	if err := fleet.RegisterWebhooks(m, f, hooks, fleet.WebhookOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan verdict, 1)
+	go func() { got <- post(t, m, fleet.MemberPath("a", webhook.ValidatePath(configMapKind)), nil) }()
+	<-started
+	disengage()
+	if v := <-got; v.allowed || !strings.Contains(v.message, "not engaged") {
+		t.Errorf("%+v, want refused saying the member is not engaged", v)
 	}
 }
