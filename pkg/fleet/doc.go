@@ -37,6 +37,15 @@
 //     another member's key by at most one key. With Request.NamespaceTenant
 //     as the Tenant and TenantMember as the TenantGroup, fairness has two
 //     levels: members, then each member's namespaces.
+//     another member's key by at most one key.
+//   - Webhooks per member: RegisterWebhooks serves a type's admission
+//     webhooks at a path per member (MemberPath), with the member in the
+//     context (ClusterFrom); a member not engaged, or a name that is not a
+//     member's, is denied with 403 under either failurePolicy; with
+//     WebhookOptions.Callers, so is a caller that is not the member's API
+//     server. Requesters checks a requester against the RBAC of the member
+//     in the context only, never the hub's, holding at most
+//     requester.Options.CacheSize answers per engaged member.
 //   - Safe kubeconfigs: KubeconfigSecrets accepts only kubeconfigs whose
 //     credentials are inline; one that names a file, runs a command or
 //     calls an auth provider is refused, so that whoever writes the Secret

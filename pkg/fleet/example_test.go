@@ -13,6 +13,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/webhook"
 )
 
 // A fleet controller's queue keyed on the member: the quiet member's key
@@ -88,4 +89,12 @@ func ExampleCluster_WriterAs() {
 		return reconcile.Done(), as.Patch(ctx, cp, client.MergeFrom(cm))
 	})
 	_ = fleet.Reconciler(f, r) // a controller.New[fleet.Request]'s reconciler
+}
+
+// The path member eu-1's webhook configuration names for the ConfigMap
+// validator that RegisterWebhooks serves.
+func ExampleMemberPath() {
+	fmt.Println(fleet.MemberPath("eu-1", webhook.ValidatePath(corev1.SchemeGroupVersion.WithKind("ConfigMap"))))
+	// Output:
+	// /members/eu-1/validate--v1-configmap
 }

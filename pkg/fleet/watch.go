@@ -173,7 +173,9 @@ func (f *Fleet) unwatch(w *watching) {
 type clusterKey struct{}
 
 // ClusterFrom returns the member a Reconciler's request is in, which the
-// reconciler that Reconciler returns puts in the context; nil elsewhere.
+// reconciler that Reconciler returns puts in the context, or the member
+// whose path a webhook that RegisterWebhooks serves was called on; nil
+// elsewhere.
 func ClusterFrom(ctx context.Context) *Cluster {
 	c, _ := ctx.Value(clusterKey{}).(*Cluster)
 	return c

@@ -48,8 +48,12 @@
 //   - One value, not a chain: the type is named once, and mistakes are
 //     errors of Register, not panics: a path registered twice is
 //     ErrRegistered, a manager without a webhook server ErrNoServer.
-//   - No custom paths, log constructors or context functions. Panics in a
-//     handler are recovered into a 500 response, as in controller-runtime.
+//   - No custom paths, log constructors or context functions on Register.
+//     Handlers builds a type's webhooks as Register does without serving
+//     them, and Serve serves a handler at a path or ServeMux pattern of
+//     your choice behind the manager's guard (package fleet serves them
+//     once per member cluster so). Panics in a handler are recovered into
+//     a 500 response, as in controller-runtime.
 //   - Conversion is registered by RegisterConversion[Hub], not by the
 //     builder of any version.
 //

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -104,35 +107,47 @@ var (
 // the manager's scheme, such as *corev1.ConfigMap. Register may be called
 // before or after Start, once per type.
 func Register[T runtime.Object](m *manager.Manager, h Hooks[T]) error {
-	obj, err := newObject[T]()
+	hs, err := Handlers(m, h)
 	if err != nil {
 		return err
 	}
-	srv := m.WebhookServer()
-	if srv == nil {
-		return fmt.Errorf("webhook: register %T: %w: set manager.Options.Webhook.Port, such as 9443", obj, ErrNoServer)
-	}
-	if h.Defaulter == nil && h.Validator == nil {
-		return fmt.Errorf("webhook: register %T: Hooks has neither a Defaulter nor a Validator", obj)
-	}
-	gvk, err := apiutil.GVKForObject(obj, m.Scheme())
-	if err != nil {
-		return fmt.Errorf("webhook: register %T: add the type to the manager's scheme (manager.Options.Scheme): %w", obj, err)
-	}
-	log := m.Logger().WithName("webhook").WithValues("group", gvk.Group, "version", gvk.Version, "kind", gvk.Kind)
-	if h.Defaulter != nil {
-		wh := admission.WithDefaulter(m.Scheme(), h.Defaulter)
-		if err := serve(m, MutatePath(gvk), wh, log); err != nil {
-			return err
-		}
-	}
-	if h.Validator != nil {
-		wh := admission.WithValidator(m.Scheme(), h.Validator)
-		if err := serve(m, ValidatePath(gvk), wh, log); err != nil {
+	for _, path := range slices.Sorted(maps.Keys(hs)) {
+		if err := Serve(m, path, hs[path]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Handlers returns the admission webhooks of h as Register builds them,
+// by the path Register serves each at (MutatePath, ValidatePath), without
+// serving them: for serving them at other paths with Serve, as package
+// fleet serves them once per member cluster. Each logs its requests as
+// Register's do. It fails as Register does.
+func Handlers[T runtime.Object](m *manager.Manager, h Hooks[T]) (map[string]http.Handler, error) {
+	obj, err := newObject[T]()
+	if err != nil {
+		return nil, err
+	}
+	if m.WebhookServer() == nil {
+		return nil, fmt.Errorf("webhook: register %T: %w: set manager.Options.Webhook.Port, such as 9443", obj, ErrNoServer)
+	}
+	if h.Defaulter == nil && h.Validator == nil {
+		return nil, fmt.Errorf("webhook: register %T: Hooks has neither a Defaulter nor a Validator", obj)
+	}
+	gvk, err := apiutil.GVKForObject(obj, m.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("webhook: register %T: add the type to the manager's scheme (manager.Options.Scheme): %w", obj, err)
+	}
+	log := m.Logger().WithName("webhook").WithValues("group", gvk.Group, "version", gvk.Version, "kind", gvk.Kind)
+	hs := map[string]http.Handler{}
+	if h.Defaulter != nil {
+		hs[MutatePath(gvk)] = logged(admission.WithDefaulter(m.Scheme(), h.Defaulter), MutatePath(gvk), log)
+	}
+	if h.Validator != nil {
+		hs[ValidatePath(gvk)] = logged(admission.WithValidator(m.Scheme(), h.Validator), ValidatePath(gvk), log)
+	}
+	return hs, nil
 }
 
 // newObject returns a new T, which must be a pointer to a struct.
@@ -145,12 +160,9 @@ func newObject[T runtime.Object]() (T, error) {
 	return reflect.New(typ.Elem()).Interface().(T), nil
 }
 
-// serve registers wh at path on m's server, logging through log, for
-// only the clients m.GuardWebhook lets through, and turns
-// controller-runtime's panic on a second registration into ErrRegistered.
-// Each request is logged with group, version, kind, path, namespace, name,
-// operation and uid.
-func serve(m *manager.Manager, path string, wh *admission.Webhook, log logr.Logger) error {
+// logged makes wh log through log, with path, and each request's
+// namespace, name, operation and uid.
+func logged(wh *admission.Webhook, path string, log logr.Logger) *admission.Webhook {
 	log = log.WithValues("path", path)
 	wh.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		if req == nil {
@@ -158,7 +170,20 @@ func serve(m *manager.Manager, path string, wh *admission.Webhook, log logr.Logg
 		}
 		return log.WithValues("namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "uid", req.UID)
 	}
-	return register(m.WebhookServer(), path, m.GuardWebhook(wh))
+	return wh
+}
+
+// Serve serves h on m's webhook server at pattern (a pattern of net/http's
+// ServeMux, such as "/members/{member}/validate--v1-configmap"), behind
+// m.GuardWebhook, as Register serves its handlers: only for the callers
+// the guard lets through, with bounded bodies. A pattern registered
+// already is ErrRegistered; a manager without a webhook server
+// ErrNoServer.
+func Serve(m *manager.Manager, pattern string, h http.Handler) error {
+	if m.WebhookServer() == nil {
+		return fmt.Errorf("webhook: serve %s: %w: set manager.Options.Webhook.Port, such as 9443", pattern, ErrNoServer)
+	}
+	return register(m.WebhookServer(), pattern, m.GuardWebhook(h))
 }
 
 // MutatePath returns the path the Defaulter of gvk is served at, as

@@ -236,6 +236,10 @@ type DeniedError struct {
 	// Resource and Name are the admission request's, such as
 	// "mirrors.samples.opkit.dev" and "ca-bundle"; "" from CheckUser.
 	Resource, Name string
+	// Cluster names the member cluster whose RBAC was asked, when the
+	// Checker asks a member's API server (package fleet's Requesters);
+	// "" for the operator's own cluster.
+	Cluster string
 	// Missing are the permissions User lacks, in the order asked.
 	Missing []Permission
 	// TooMany, when not 0, is how many permissions the check would have
@@ -251,7 +255,13 @@ var _ interface {
 func (e *DeniedError) Error() string {
 	var b strings.Builder
 	if e.Resource != "" {
-		fmt.Fprintf(&b, "%s %q is forbidden: ", e.Resource, e.Name)
+		fmt.Fprintf(&b, "%s %q is forbidden", e.Resource, e.Name)
+		if e.Cluster != "" {
+			fmt.Fprintf(&b, " in member cluster %q", e.Cluster)
+		}
+		b.WriteString(": ")
+	} else if e.Cluster != "" {
+		fmt.Fprintf(&b, "in member cluster %q: ", e.Cluster)
 	}
 	if e.TooMany > 0 {
 		fmt.Fprintf(&b, "it asks the operator to act in %d ways on behalf of user %q, more than the %d it checks: ask for less, such as fewer namespaces", e.TooMany, e.User, e.Max)

@@ -211,3 +211,24 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		t.Errorf("New with a negative TTL: %v", err)
 	}
 }
+
+// A DeniedError of a member cluster's RBAC says which member, so that a
+// user refused on one member knows where they lack the permission.
+func TestDeniedErrorNamesTheMemberCluster(t *testing.T) {
+	missing := []requester.Permission{{Verb: "get", Resource: "secrets", Namespace: "team-a", Name: "shared"}}
+	for _, tt := range []struct {
+		err  *requester.DeniedError
+		want string
+	}{
+		{&requester.DeniedError{User: "alice", Resource: "configmaps", Name: "cm", Cluster: "eu-1", Missing: missing},
+			`configmaps "cm" is forbidden in member cluster "eu-1": user "alice" may not get secrets "shared" in namespace "team-a"`},
+		{&requester.DeniedError{User: "alice", Cluster: "eu-1", Missing: missing},
+			`in member cluster "eu-1": user "alice" may not get secrets "shared" in namespace "team-a"`},
+		{&requester.DeniedError{User: "alice", Resource: "configmaps", Name: "cm", Missing: missing},
+			`configmaps "cm" is forbidden: user "alice" may not get secrets "shared" in namespace "team-a"`},
+	} {
+		if got := tt.err.Error(); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("Error() = %q, want it to start %q", got, tt.want)
+		}
+	}
+}
