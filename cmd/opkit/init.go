@@ -22,6 +22,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&opts.Domain, "domain", "example.com", "the domain of the project's API groups: --group ship makes ship.<domain>")
 	fs.StringVar(&opts.Name, "name", "", "the operator's name (binary, namespace, Lease, RBAC roles); defaults to the last element of --module")
 	fs.StringVar(&opts.OpkitVendor, "opkit-vendor", "", "a local opkit checkout to copy into third_party/opkit, which go.mod's replace directives point at: the project builds anywhere (CI, a fresh clone) with an opkit that the module proxy does not serve (a build from a checkout)")
+	fs.BoolVar(&opts.Fleet, "fleet", false, "make a fleet operator (pkg/fleet): the cluster it runs against is the hub, its members the kubeconfigs in the Secrets of its namespace there, and cmd/fleet.go watches ConfigMaps in every member")
 	fs.StringVar(&opts.OpkitReplace, "opkit-replace", "", "a local opkit checkout for go.mod's replace directive, in place: for work on opkit itself (CI cannot see it); see --opkit-vendor")
 	if err := fs.Parse(args); err != nil {
 		return err
