@@ -22,7 +22,7 @@ func TestInitFleet(t *testing.T) {
 		has := map[string]bool{
 			"cmd/fleet.go":           fs["cmd/fleet.go"] != nil && strings.Contains(string(fs["cmd/fleet.go"]), "fleet.KubeconfigSecrets{"),
 			"cmd/fleet_test.go":      fs["cmd/fleet_test.go"] != nil,
-			"main.go's setupFleet":   strings.Contains(string(fs["cmd/main.go"]), "setupFleet(mgr, f.fleetNamespace)"),
+			"main.go's setupFleet":   strings.Contains(string(fs["cmd/main.go"]), "setupFleet(mgr, f.fleetNamespace, local != nil)"),
 			"main.go's flag":         strings.Contains(string(fs["cmd/main.go"]), `"fleet-namespace", "acme-operator-system"`),
 			"main_test.go's default": strings.Contains(string(fs["cmd/main_test.go"]), `fleetNamespace: "acme-operator-system"`),
 			"the Role's secrets":     strings.Contains(string(fs["config/rbac/role.yaml"]), "- secrets"),
