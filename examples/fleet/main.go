@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -42,6 +43,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// globalLoggers sets klog's and controller-runtime's loggers, once.
+var globalLoggers sync.Once
 
 type flags struct {
 	kubeconfig       string
@@ -91,8 +95,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: f.verbosity, LogTimestamp: true})
-	klog.SetLogger(log.WithName("client-go"))
-	ctrllog.SetLogger(log)
+	// client-go's and controller-runtime's lines go to the same log. Their
+	// loggers are the process's, set once: a second run in one process (a
+	// test's) would race with the first's informers still logging.
+	globalLoggers.Do(func() {
+		klog.SetLogger(log.WithName("client-go"))
+		ctrllog.SetLogger(log)
+	})
 
 	var hub *rest.Config
 	if f.local {
