@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +25,8 @@ import (
 // copied into the member whose namespace opts in and not the other; a
 // change follows; the other member opting in receives it; the first
 // withdrawing its opt-in loses its copy; the policy deleted, every copy
-// goes.
+// goes. A ConfigMap of the policy's name that the operator did not make
+// is left untouched throughout.
 func TestRunLocal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -45,6 +48,15 @@ func TestRunLocal(t *testing.T) {
 		}
 	}
 	hub, m1, m2 := clientFor(t, dir, "hub"), clientFor(t, dir, "member-1"), clientFor(t, dir, "member-2")
+	// A namespace of member-1 that opts in but holds a ConfigMap of the
+	// policy's name that the operator did not make: it is left alone.
+	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: samplePolicy}, Data: map[string]string{"mine": "yes"}}
+	if err := createNamespace(ctx, m1, "legacy", map[string]string{LabelAccept: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.CoreV1().ConfigMaps("legacy").Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	waitCopy(t, m1, "info")
 	setPolicy(t, hub, "debug")
@@ -61,6 +73,10 @@ func TestRunLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCopy(t, m2, "")
+	got, err := m1.CoreV1().ConfigMaps("legacy").Get(ctx, samplePolicy, metav1.GetOptions{})
+	if err != nil || !maps.Equal(got.Data, mine.Data) || len(got.Labels) > 0 {
+		t.Errorf("the ConfigMap the operator did not make: %v, %v; want it untouched", got, err)
+	}
 
 	cancel()
 	select {
