@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 
 	"github.com/opkit-dev/opkit/internal/scaffold"
 )
@@ -43,5 +44,12 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "Made the project %s in %s. Next:\n  go tool opkit create api --group <group> --version v1alpha1 --kind <Kind>\n  make run\n  make test\n", opts.Module, dir)
+	if opts.Fleet {
+		name := opts.Name
+		if name == "" {
+			name = path.Base(opts.Module)
+		}
+		fmt.Fprintf(stdout, "Engage a member cluster with its kubeconfig, on the cluster the operator runs against (the hub):\n  kubectl -n %s-system create secret generic <member> --from-file=kubeconfig=<its kubeconfig>\n", name)
+	}
 	return nil
 }
