@@ -73,6 +73,7 @@ build: ## Compile every package and the commands into bin/.
 	$(GO) build -o $(BIN)/opkit-testenv ./cmd/opkit-testenv
 	$(GO) build -o $(BIN)/sample-operator ./cmd/sample-operator
 	$(GO) build -o $(BIN)/opkit ./cmd/opkit
+	$(GO) build -o $(BIN)/fleet-example ./examples/fleet
 
 # The sample operator serves metrics and probes on loopback ports of their
 # own, so that 'make run' does not collide with anything on :8080.
@@ -83,6 +84,18 @@ RUN_FLAGS ?= --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 
 .PHONY: run
 run: envtest build ## Run the sample Mirror operator against a local control plane with sample objects, until Ctrl-C.
 	$(BIN)/sample-operator --local --local-dir $(BIN)/run $(RUN_FLAGS)
+
+# make run-fleet starts a hub and FLEET_MEMBERS member control planes on
+# this machine, each a kube-apiserver and etcd of its own, puts each
+# member's kubeconfig in a Secret on the hub, creates sample objects and
+# runs examples/fleet against the hub; it prints the kubectl commands that
+# look at each cluster (examples/fleet/README.md walks through them).
+FLEET_MEMBERS ?= 2
+
+.PHONY: run-fleet
+run-fleet: envtest ## Run the example fleet operator (examples/fleet) against a local hub and FLEET_MEMBERS (2) members with sample objects, until Ctrl-C.
+	$(GO) build -o $(BIN)/fleet-example ./examples/fleet
+	$(BIN)/fleet-example --local --members $(FLEET_MEMBERS) --local-dir $(BIN)/run-fleet
 
 .PHONY: run-control-plane
 run-control-plane: envtest build ## Run a local control plane alone until Ctrl-C; prints a kubeconfig.

@@ -1,10 +1,15 @@
 // Command opkit-testenv runs a local control plane (kube-apiserver and etcd,
 // from pkg/testenv) until interrupted, and writes a kubeconfig for it.
 //
-//	opkit-testenv [--kubeconfig PATH] [--crds DIR]...
+//	opkit-testenv [--kubeconfig PATH] [--crds DIR]... [--members N [--members-namespace NS]]
 //
-// 'make run' starts it. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the control
-// plane and removes its data and the kubeconfig.
+// 'make run-control-plane' starts it. With --members N it starts N more
+// control planes at once, the members of a fleet whose hub is the first
+// (pkg/fleet): it writes each member's kubeconfig beside the hub's, as
+// member-<i>.kubeconfig, and puts it in a Secret of the hub's namespace NS
+// (fleet-system), named member-<i>, for fleet.KubeconfigSecrets. Ctrl-C
+// (SIGINT), SIGTERM or SIGHUP stops the control planes and removes their
+// data and the kubeconfigs.
 package main
 
 import (
@@ -47,8 +52,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", filepath.Join("bin", "run", "kubeconfig"), "where to write the kubeconfig for the control plane")
 	var crds stringList
 	fs.Var(&crds, "crds", "directory of CRD manifests to install (repeatable)")
+	members := fs.Int("members", 0, "start this many member control planes too, whose hub is the first (at most 5)")
+	membersNamespace := fs.String("members-namespace", "fleet-system", "with --members: the hub namespace of the Secrets that hold the members' kubeconfigs")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *members < 0 || *members > maxMembers {
+		return fmt.Errorf("--members is %d: it must be between 0 and %d", *members, maxMembers)
 	}
 	path, err := filepath.Abs(*kubeconfig)
 	if err != nil {
@@ -56,6 +66,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	fmt.Fprintln(out, "Starting kube-apiserver and etcd...")
+	if *members > 0 {
+		return serveFleet(ctx, crds, *members, *membersNamespace, path, out)
+	}
 	env, err := testenv.Start(testenv.Options{CRDDirs: crds})
 	if err != nil {
 		return err

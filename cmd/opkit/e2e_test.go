@@ -36,7 +36,8 @@ const e2eTimeout = 15 * time.Minute
 // and deploys them (make image, build-installer, install, deploy), renders
 // the monitoring component and tests its alert rules (make test-alerts);
 // then runs the operator as make run does and checks that it reconciles
-// the samples. The project holds a copy of this checkout of opkit
+// the samples. It also makes a fleet project (opkit init --fleet) and
+// vets, builds and unit-tests it. The project holds a copy of this checkout of opkit
 // (--opkit-vendor), and is moved alone to a fresh directory, as a CI
 // runner's clone, before make test; it uses the control plane of the shared
 // per-user cache that opkit envtest fills.
@@ -83,6 +84,7 @@ func TestScaffold(t *testing.T) {
 	t.Logf("opkit init to a passing make test: %s", time.Since(start).Round(time.Second))
 	shell(t, dir, "go", "build", "./...")
 
+	t.Run("fleet", func(t *testing.T) { testFleetProject(t, opkit, root) })
 	t.Run("test-e2e", func(t *testing.T) { testE2E(t, dir) })
 	t.Run("kustomize", func(t *testing.T) { testKustomize(t, dir) })
 	t.Run("image", func(t *testing.T) { testImage(t, dir) })
@@ -93,6 +95,21 @@ func TestScaffold(t *testing.T) {
 		shell(t, dir, "make", "build")
 		testLocal(t, dir)
 	})
+}
+
+// testFleetProject makes a fleet operator with opkit init --fleet, then
+// vets, builds and runs the unit tests of its cmd/ (which need no control
+// plane). Its go.mod points at the checkout itself (--opkit-replace), so
+// the go command reuses what it compiled of opkit for the checkout.
+func testFleetProject(t *testing.T, opkit, root string) {
+	dir := filepath.Join(t.TempDir(), "fleet-operator")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shell(t, dir, opkit, "init", "--module", "example.com/fleet-operator", "--fleet", "--opkit-replace", root)
+	shell(t, dir, "go", "vet", "./...")
+	shell(t, dir, "go", "build", "./...")
+	shell(t, dir, "go", "test", "-count=1", "./cmd/")
 }
 
 // shell runs name in dir and fails t, with the output, if it fails.

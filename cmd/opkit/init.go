@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 
 	"github.com/opkit-dev/opkit/internal/scaffold"
 )
@@ -22,6 +23,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&opts.Domain, "domain", "example.com", "the domain of the project's API groups: --group ship makes ship.<domain>")
 	fs.StringVar(&opts.Name, "name", "", "the operator's name (binary, namespace, Lease, RBAC roles); defaults to the last element of --module")
 	fs.StringVar(&opts.OpkitVendor, "opkit-vendor", "", "a local opkit checkout to copy into third_party/opkit, which go.mod's replace directives point at: the project builds anywhere (CI, a fresh clone) with an opkit that the module proxy does not serve (a build from a checkout)")
+	fs.BoolVar(&opts.Fleet, "fleet", false, "make a fleet operator (pkg/fleet): the cluster it runs against is the hub, its members the kubeconfigs in the Secrets of its namespace there, and cmd/fleet.go watches ConfigMaps in every member")
 	fs.StringVar(&opts.OpkitReplace, "opkit-replace", "", "a local opkit checkout for go.mod's replace directive, in place: for work on opkit itself (CI cannot see it); see --opkit-vendor")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -42,5 +44,12 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "Made the project %s in %s. Next:\n  go tool opkit create api --group <group> --version v1alpha1 --kind <Kind>\n  make run\n  make test\n", opts.Module, dir)
+	if opts.Fleet {
+		name := opts.Name
+		if name == "" {
+			name = path.Base(opts.Module)
+		}
+		fmt.Fprintf(stdout, "Engage a member cluster with its kubeconfig, on the cluster the operator runs against (the hub):\n  kubectl -n %s-system create secret generic <member> --from-file=kubeconfig=<its kubeconfig>\n", name)
+	}
 	return nil
 }

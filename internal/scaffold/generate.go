@@ -34,13 +34,13 @@ func generate(tfs fs.FS, p *Project, replace string) (files, error) {
 		return nil, fmt.Errorf("render the project: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	init := InitOptions{Module: p.Module, Domain: p.Domain, Name: p.Name, OpkitVersion: develPseudoVersion, OpkitReplace: replace}
+	init := InitOptions{Module: p.Module, Domain: p.Domain, Name: p.Name, OpkitVersion: develPseudoVersion, OpkitReplace: replace, Fleet: p.Fleet}
 	init.defaults()
 	out, err := initFilesFrom(tfs, init)
 	if err == nil {
 		err = out.write(dir)
 	}
-	replay := &Project{Layout: p.Layout, Domain: p.Domain, Module: p.Module, Name: p.Name}
+	replay := &Project{Layout: p.Layout, Domain: p.Domain, Module: p.Module, Name: p.Name, Fleet: p.Fleet}
 	for _, a := range p.APIs {
 		if err != nil {
 			break

@@ -47,6 +47,11 @@ type InitOptions struct {
 	// none: the module proxy serves opkit. At most one of OpkitVendor and
 	// OpkitReplace.
 	OpkitReplace string
+	// Fleet makes a fleet operator (pkg/fleet): the cluster it runs
+	// against is the hub, and its members are the kubeconfigs in the
+	// Secrets of its namespace there; cmd/fleet.go watches a kind in every
+	// member. Defaults to false: an operator of one cluster.
+	Fleet bool
 	// Progress receives a line before each slow step. Defaults to none.
 	Progress io.Writer
 }
@@ -61,6 +66,7 @@ type initData struct {
 	ExampleGroup               string
 	Webhook                    bool // config/default serves webhooks (create webhook renders it again)
 	Policy                     bool // config/default holds config/policy (create api --tenant-scoped renders it again)
+	Fleet                      bool // a fleet operator (init --fleet): cmd/fleet.go
 }
 
 // defaultData is what config/default's kustomization is rendered from
@@ -148,7 +154,7 @@ func Init(ctx context.Context, dir string, opts InitOptions) error {
 		maps.Copy(fs, copied)
 		replace = vendorReplace
 	}
-	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name}
+	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name, Fleet: opts.Fleet}
 	if err := recordBase(fs, templates, p, replace); err != nil {
 		return err
 	}
@@ -189,6 +195,7 @@ func initFilesFrom(tfs fs.FS, opts InitOptions) (files, error) {
 		OpkitVersion: version, OpkitReplace: replace, ImageReplace: imageReplace, Vendored: vendored,
 		Pad:          strings.Repeat(" ", len(opts.Name)),
 		ExampleGroup: "webapp",
+		Fleet:        opts.Fleet,
 	}
 	out, err := renderTree(tfs, "init", data)
 	if err != nil {
@@ -206,7 +213,15 @@ func initFilesFrom(tfs fs.FS, opts InitOptions) (files, error) {
 		return nil, err
 	}
 	maps.Copy(out, prom)
-	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name}
+	if opts.Fleet {
+		if out["cmd/fleet.go"], err = render(tfs, "fleet/fleet.go.tmpl", data); err != nil {
+			return nil, err
+		}
+		if out["cmd/fleet_test.go"], err = render(tfs, "fleet/fleet_test.go.tmpl", data); err != nil {
+			return nil, err
+		}
+	}
+	p := &Project{Layout: Layout, Domain: opts.Domain, Module: opts.Module, Name: opts.Name, Fleet: opts.Fleet}
 	if out[ProjectFile], err = p.marshal(); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,10 @@ type Project struct {
 	Domain string `json:"domain"`
 	Module string `json:"module"`
 	Name   string `json:"name"`
-	APIs   []API  `json:"apis,omitempty"`
+	// Fleet: the operator reconciles across member clusters (opkit init
+	// --fleet), with pkg/fleet.
+	Fleet bool  `json:"fleet,omitempty"`
+	APIs  []API `json:"apis,omitempty"`
 }
 
 // API is one opkit create api.
