@@ -24,6 +24,11 @@ import (
 // of a reconcile's context when its member goes.
 var ErrNotEngaged = errors.New("the member cluster is not engaged")
 
+// ErrUnreachable is wrapped by the cause of a reconcile's context that
+// ended because its member's API server stopped answering the fleet's
+// probes (Cluster.Health).
+var ErrUnreachable = errors.New("the member cluster's API server is unreachable")
+
 // ErrStopped is wrapped by Engage's error once the fleet's Start has
 // returned.
 var ErrStopped = errors.New("the fleet has stopped")
@@ -262,6 +267,10 @@ type Cluster struct {
 	// the error registering it.
 	listers map[*registration]any
 	health  Health
+	// reach ends, with a cause wrapping ErrUnreachable, once a probe finds
+	// the member unreachable; a new one begins when it answers again.
+	reach       context.Context
+	unreachable context.CancelCauseFunc
 }
 
 func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
@@ -281,15 +290,21 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its cache: %w", err)
 	}
-	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, HTTPClient: hc})
+	c := &Cluster{name: m.Name, member: m, cache: ca, httpClient: hc, listers: map[*registration]any{},
+		health: Health{Reachable: true, Since: time.Now()}}
+	c.reach, c.unreachable = context.WithCancelCause(context.Background())
+	// The client's requests, its REST mapper's discovery among them
+	// (which no context bounds), end when a probe finds the member
+	// unreachable.
+	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme,
+		HTTPClient: &http.Client{Transport: reachTransport{c: c, next: hc.Transport}, Timeout: hc.Timeout}})
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
 	if m.Namespace != "" {
 		cl = client.NewNamespacedClient(cl, m.Namespace)
 	}
-	c := &Cluster{name: m.Name, member: m, cache: ca, client: cl, httpClient: hc, listers: map[*registration]any{},
-		health: Health{Reachable: true, Since: time.Now()}}
+	c.client = cl
 	if err := newDiscovery(c); err != nil {
 		return nil, err
 	}
