@@ -294,11 +294,14 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 # its own on the controller-runtime it needs); then one
 # member floods a controller ten times the others' rate, and the quiet
 # members' p99 latency is reported against a run without the flood, with
-# the queue fair across members and without (BenchmarkFlood).
+# the queue fair across members and without (BenchmarkFlood); then one of
+# four members' API servers is stopped and started again, and the others'
+# p99 latency before and during, and the time to notice it and to rejoin,
+# are reported (BenchmarkMemberOutage).
 .PHONY: bench-fleet
-bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, and the quiet members' latency under one member's flood.
+bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, the quiet members' latency under one member's flood, and the others' latency while one member's API server is down.
 	mkdir -p $(RESULTS)
-	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood)$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
+	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood|MemberOutage)$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/fleet.txt
 
 .PHONY: bench-memory
