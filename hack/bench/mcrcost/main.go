@@ -10,6 +10,9 @@
 // Given a kubeconfig per namespace, it engages each namespace on its own
 // API server.
 //
+// With -flood-factor it runs pkg/fleet's BenchmarkFlood workload instead
+// (flood.go).
+//
 // It is a module of its own because multicluster-runtime v0.22 builds
 // only against controller-runtime v0.22, where opkit is on v0.25.
 package main
@@ -59,9 +62,16 @@ func main() {
 	var kubeconfig kubeconfigs
 	flag.Var(&kubeconfig, "api-kubeconfig", "an API server's kubeconfig (controller-runtime takes -kubeconfig): once, for every namespace, or once per namespace, in their order, each namespace a cluster on its own API server")
 	namespaces := flag.String("namespaces", "", "a file of the namespaces to engage, one a line")
+	factor := flag.Int("flood-factor", 0, "if set, run pkg/fleet's BenchmarkFlood workload instead, the last namespace flooding at this many times the others' rate, and print the quiet clusters' p99 latency")
 	flag.Parse()
 	log.SetLogger(logr.Discard()) // quiet, and no "SetLogger was never called"
-	res, err := run(kubeconfig, *namespaces)
+	var res any
+	var err error
+	if *factor > 0 {
+		res, err = runFlood(kubeconfig, *namespaces, *factor)
+	} else {
+		res, err = run(kubeconfig, *namespaces)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcrcost:", err)
 		os.Exit(1)
@@ -91,6 +101,22 @@ func configs(kubeconfig []string, namespaces []string) ([]*rest.Config, error) {
 		cfgs[i] = cfg
 	}
 	return cfgs, nil
+}
+
+func runFlood(kubeconfig []string, namespacesFile string, factor int) (floodResult, error) {
+	data, err := os.ReadFile(namespacesFile)
+	if err != nil {
+		return floodResult{}, err
+	}
+	namespaces := strings.Fields(string(data))
+	if len(kubeconfig) != 1 || len(namespaces) < 2 {
+		return floodResult{}, fmt.Errorf("the flood needs one kubeconfig and two namespaces or more")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig[0])
+	if err != nil {
+		return floodResult{}, err
+	}
+	return flood(cfg, namespaces, factor)
 }
 
 func run(kubeconfig []string, namespacesFile string) (result, error) {
