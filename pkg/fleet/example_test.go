@@ -1,7 +1,9 @@
 package fleet_test
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/opkit-dev/opkit/pkg/fleet"
 	"github.com/opkit-dev/opkit/pkg/queue"
@@ -25,4 +27,17 @@ func ExampleRequest_Tenant() {
 	// Output:
 	// east/shop/order-0
 	// west/shop/order-0
+}
+
+// A member's reachability as a condition, for the status of what stands
+// for the member.
+func ExampleHealth_Condition() {
+	h := fleet.Health{Reachable: false, Since: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC),
+		Err: errors.New(`probe the API server of member cluster "east": connection refused`)}
+	c := h.Condition()
+	fmt.Println(c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
+	fmt.Println(c.Message)
+	// Output:
+	// Reachable False Unreachable 2026-11-29T20:00:00Z
+	// probe the API server of member cluster "east": connection refused
 }
