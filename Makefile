@@ -301,19 +301,24 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	  for t in queue cache source writeras e2e scaleout fleet memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
 # make bench-fleet engages 10, 100 and 1,000 members (namespaces of the
-# test control plane, three empty kinds each) and reports the goroutines
+# test control plane, three empty kinds each), and 10 on 10 control planes
+# of their own, and reports the goroutines
 # and live heap each adds (pkg/fleet's BenchmarkCostPerMember), beside
 # multicluster-runtime engaging as many (hack/bench/mcrcost, a module of
 # its own on the controller-runtime it needs); then one
 # member floods a controller ten times the others' rate, and the quiet
 # members' p99 latency is reported against a run without the flood, with
-# the queue fair across members and without (BenchmarkFlood); and what a
-# member's writers add, and a skipped apply's time against a sent one's
-# (BenchmarkMemberWriters).
+# the queue fair across members and without, and on multicluster-runtime
+# (BenchmarkFlood); then one of
+# four members' API servers is stopped and started again, and the others'
+# p99 latency before and during, and the time to notice it and to rejoin,
+# are reported (BenchmarkMemberOutage); and what a member's writers add,
+# and a skipped apply's time against a sent one's (BenchmarkMemberWriters); and a
+# review's cost on a member's path (BenchmarkMemberWebhook).
 .PHONY: bench-fleet
-bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, the quiet members' latency under one member's flood, and what a member's writers add.
+bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10, 100 and 1,000 members, the quiet members' latency under one member's flood, the others' latency while one member's API server is down, and what a member's writers add.
 	mkdir -p $(RESULTS)
-	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood|MemberWriters)$$' -benchtime=1x -timeout=30m ./pkg/fleet/ \
+	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood|MemberOutage|MemberWriters|MemberWebhook)$$' -benchtime=1x -timeout=50m ./pkg/fleet/ \
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/fleet.txt
 
 .PHONY: bench-memory

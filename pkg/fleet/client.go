@@ -178,7 +178,7 @@ func (c *Cluster) actingLocked() client.Client {
 	if c.clients.acting != nil {
 		return c.clients.acting
 	}
-	hc := &http.Client{Transport: actas.Transport(c.httpClient.Transport), Timeout: c.httpClient.Timeout}
+	hc := &http.Client{Transport: actas.Transport(reachTransport{c: c, next: c.httpClient.Transport}), Timeout: c.httpClient.Timeout}
 	cl, err := client.New(c.member.Config, client.Options{Scheme: c.clients.write.Scheme(), Mapper: c.clients.write.RESTMapper(), HTTPClient: hc})
 	if err != nil {
 		// The member's own client was made with the same config, scheme

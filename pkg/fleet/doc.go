@@ -17,6 +17,13 @@
 //     at once for a member not engaged; a Watch never waits for any
 //     member's sync before its controller starts; a member whose API server
 //     is unreachable delays only its own keys.
+//   - Unreachable members reported and set aside: Options.ProbeInterval is
+//     the fleet's watch timeout. A member whose API server stops answering
+//     its /readyz is reported (Cluster.Health, Health.Condition,
+//     MetricMemberReachable) within the interval plus the probe's timeout
+//     (the interval, at most 5s); its keys are requeued, reconciles in
+//     flight on it end (ErrUnreachable) and its client fails at once until
+//     it answers again. Readiness does not depend on members.
 //   - Exactly the member's: a request is reconciled with the Cluster it
 //     names (ClusterFrom), whose context ends when the member is
 //     disengaged; a key queued by a member since disengaged is dropped, not

@@ -2,7 +2,9 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -97,4 +99,17 @@ func ExampleMemberPath() {
 	fmt.Println(fleet.MemberPath("eu-1", webhook.ValidatePath(corev1.SchemeGroupVersion.WithKind("ConfigMap"))))
 	// Output:
 	// /members/eu-1/validate--v1-configmap
+}
+
+// A member's reachability as a condition, for the status of what stands
+// for the member.
+func ExampleHealth_Condition() {
+	h := fleet.Health{Reachable: false, Since: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC),
+		Err: errors.New(`probe the API server of member cluster "east": connection refused`)}
+	c := h.Condition()
+	fmt.Println(c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
+	fmt.Println(c.Message)
+	// Output:
+	// Reachable False Unreachable 2026-11-29T20:00:00Z
+	// probe the API server of member cluster "east": connection refused
 }

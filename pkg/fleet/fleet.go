@@ -26,6 +26,11 @@ import (
 // request through a disengaged member's clients.
 var ErrNotEngaged = errors.New("the member cluster is not engaged")
 
+// ErrUnreachable is wrapped by the cause of a reconcile's context that
+// ended because its member's API server stopped answering the fleet's
+// probes (Cluster.Health).
+var ErrUnreachable = errors.New("the member cluster's API server is unreachable")
+
 // ErrStopped is wrapped by Engage's error once the fleet's Start has
 // returned.
 var ErrStopped = errors.New("the fleet has stopped")
@@ -281,6 +286,10 @@ type Cluster struct {
 	// the error registering it.
 	listers map[*registration]any
 	health  Health
+	// reach ends, with a cause wrapping ErrUnreachable, once a probe finds
+	// the member unreachable; a new one begins when it answers again.
+	reach       context.Context
+	unreachable context.CancelCauseFunc
 }
 
 func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error) {
@@ -299,9 +308,17 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
 	hc.Transport = whileEngaged(m.Name, life.Done(), hc.Transport)
+	// The clients' requests, their REST mapper's discovery among them
+	// (which no context bounds), end when a probe finds the member
+	// unreachable (reachTransport); the cache's informers and the probes
+	// go on through hc, so that they see the member come back.
+	c := &Cluster{name: m.Name, member: m, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
+		health: Health{Reachable: true, Since: time.Now()}}
+	c.reach, c.unreachable = context.WithCancelCause(context.Background())
+	reaching := &http.Client{Transport: reachTransport{c: c, next: hc.Transport}, Timeout: hc.Timeout}
 	// One REST mapper too: its discovery of a group, held per mapper,
 	// is most of what a member's first write would cost otherwise.
-	mapper, err := apiutil.NewDynamicRESTMapper(m.Config, hc)
+	mapper, err := apiutil.NewDynamicRESTMapper(m.Config, reaching)
 	if err != nil {
 		return nil, fmt.Errorf("make its REST mapper: %w", err)
 	}
@@ -310,16 +327,14 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 	if m.Namespace != "" {
 		opts.Namespaces = []string{m.Namespace}
 	}
-	ca, err := cache.New(m.Config, opts)
+	c.cache, err = cache.New(m.Config, opts)
 	if err != nil {
 		return nil, fmt.Errorf("make its cache: %w", err)
 	}
-	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: hc})
+	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: reaching})
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
-	c := &Cluster{name: m.Name, member: m, cache: ca, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
-		health: Health{Reachable: true, Since: time.Now()}}
 	c.setClient(cl, f.opts.Registerer)
 	if err := newDiscovery(c); err != nil {
 		return nil, err

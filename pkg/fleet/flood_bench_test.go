@@ -2,9 +2,14 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,7 +46,14 @@ const (
 // queue on the member (fleet.Request.Tenant, with the spare worker that
 // brings); "fifo" has no tenant, as a queue shared by every member without
 // fairness serves them.
+//
+// "multicluster-runtime" runs the same workload through hack/bench/mcrcost:
+// multicluster-runtime v0.22.0-beta.0's controller of one worker, with its
+// default queue, each member a cluster whose cache holds its namespace. It
+// reports the same figures, and opkit's fair p99 under the flood over
+// multicluster-runtime's. Set OPKIT_BENCH_NO_MCR to skip it.
 func BenchmarkFlood(b *testing.B) {
+	var fairFlooded time.Duration
 	for _, fair := range []bool{true, false} {
 		name := "fifo"
 		if fair {
@@ -51,22 +63,38 @@ func BenchmarkFlood(b *testing.B) {
 			for range b.N {
 				floor := floodP99(b, fair, 1)
 				flooded := floodP99(b, fair, floodFactor)
-				b.ReportMetric(float64(floor.Microseconds())/1000, "quiet-p99-floor-ms")
-				b.ReportMetric(float64(flooded.Microseconds())/1000, "quiet-p99-flood-ms")
-				b.ReportMetric(float64(flooded)/float64(floor), "flood/floor")
+				reportFlood(b, floor, flooded)
+				if fair {
+					fairFlooded = flooded
+				}
 			}
 		})
 	}
+	if os.Getenv("OPKIT_BENCH_NO_MCR") != "" {
+		return
+	}
+	mcr := buildMCRCost(b)
+	b.Run("multicluster-runtime", func(b *testing.B) {
+		for range b.N {
+			floor := mcrFloodP99(b, mcr, 1)
+			flooded := mcrFloodP99(b, mcr, floodFactor)
+			reportFlood(b, floor, flooded)
+			if fairFlooded > 0 {
+				b.ReportMetric(float64(fairFlooded)/float64(flooded), "opkit-fair-flood-p99/mcr")
+			}
+		}
+	})
 }
 
-// floodP99 runs the workload once with the flooding member at factor
-// times the quiet rate, and returns the quiet members' p99 latency.
-func floodP99(b *testing.B, fair bool, factor int) time.Duration {
-	f := newFleet(b, fleet.Options{ProbeInterval: -1})
-	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+func reportFlood(b *testing.B, floor, flooded time.Duration) {
+	b.ReportMetric(float64(floor.Microseconds())/1000, "quiet-p99-floor-ms")
+	b.ReportMetric(float64(flooded.Microseconds())/1000, "quiet-p99-flood-ms")
+	b.ReportMetric(float64(flooded)/float64(floor), "flood/floor")
+}
+
+// floodNamespaces makes the members' namespaces and objects: four quiet,
+// then the flooding one.
+func floodNamespaces(b *testing.B) []string {
 	members := make([]string, floodQuietMembers+1) // the last floods
 	for i := range members {
 		members[i] = env.Namespace(b)
@@ -82,6 +110,51 @@ func floodP99(b *testing.B, fair bool, factor int) time.Duration {
 			}
 		}
 	}
+	return members
+}
+
+// mcrFloodP99 runs the workload once on multicluster-runtime, through
+// bin, with the flooding member at factor times the quiet rate, and
+// returns the quiet members' p99 latency.
+func mcrFloodP99(b *testing.B, bin string, factor int) time.Duration {
+	dir := b.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	list := filepath.Join(dir, "namespaces")
+	if err := os.WriteFile(list, []byte(strings.Join(floodNamespaces(b), "\n")), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.CommandContext(b.Context(), bin, "-api-kubeconfig", kubeconfig, "-namespaces", list, "-flood-factor", strconv.Itoa(factor))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("hack/bench/mcrcost -flood-factor %d: %v\n%s", factor, err, stderr.String())
+	}
+	var m struct {
+		QuietP99Seconds            float64
+		QuietWritesPerSecondMember float64
+		FloodWritesPerSecond       float64
+	}
+	if err := json.Unmarshal(out, &m); err != nil || m.QuietP99Seconds <= 0 {
+		b.Fatalf("hack/bench/mcrcost -flood-factor %d printed %q (%v)", factor, out, err)
+	}
+	b.ReportMetric(m.QuietWritesPerSecondMember, fmt.Sprintf("quiet-writes/s/member(x%d)", factor))
+	b.ReportMetric(m.FloodWritesPerSecond, fmt.Sprintf("flood-writes/s(x%d)", factor))
+	return time.Duration(m.QuietP99Seconds * float64(time.Second))
+}
+
+// floodP99 runs the workload once with the flooding member at factor
+// times the quiet rate, and returns the quiet members' p99 latency.
+func floodP99(b *testing.B, fair bool, factor int) time.Duration {
+	f := newFleet(b, fleet.Options{ProbeInterval: -1})
+	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	members := floodNamespaces(b)
 	flooding := members[floodQuietMembers]
 	var mu sync.Mutex
 	var latencies []time.Duration

@@ -3,10 +3,13 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 )
 
@@ -21,6 +24,34 @@ type Health struct {
 	Since time.Time
 	// Err is why the last probe failed; nil when Reachable.
 	Err error
+}
+
+// The member's condition, Health.Condition.
+const (
+	// ConditionReachable is the condition's type.
+	ConditionReachable = "Reachable"
+	// ReasonReady is its reason when the API server answered ready.
+	ReasonReady = "Ready"
+	// ReasonUnreachable is its reason when it did not.
+	ReasonUnreachable = "Unreachable"
+)
+
+// Condition returns h as a condition of type ConditionReachable, for an
+// operator to set in the status of what stands for the member (an
+// inventory object on the hub, say) with meta.SetStatusCondition: True
+// with ReasonReady, or False with ReasonUnreachable and the probe's error
+// as its message; its LastTransitionTime is Since, to the second, as the
+// API server keeps it.
+func (h Health) Condition() metav1.Condition {
+	c := metav1.Condition{Type: ConditionReachable, Status: metav1.ConditionTrue, Reason: ReasonReady,
+		Message: "The API server answered ready.", LastTransitionTime: metav1.NewTime(h.Since.Truncate(time.Second))}
+	if !h.Reachable {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonUnreachable, "The API server did not answer ready."
+		if h.Err != nil {
+			c.Message = h.Err.Error()
+		}
+	}
+	return c
 }
 
 const (
@@ -69,6 +100,15 @@ func (c *Cluster) Health() Health {
 	return c.health
 }
 
+// reachable returns the member's Health and a context that ends, with a
+// cause wrapping ErrUnreachable, once a probe finds it unreachable (at
+// once if the last did).
+func (c *Cluster) reachable() (Health, context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health, c.reach
+}
+
 // setHealth records a probe's outcome, and reports whether it changed
 // the member's reachability.
 func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
@@ -78,6 +118,11 @@ func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
 	changed = reachable != c.health.Reachable
 	if changed {
 		c.health.Since = now
+		if reachable {
+			c.reach, c.unreachable = context.WithCancelCause(context.Background())
+		} else {
+			c.unreachable(fmt.Errorf("%w: %w", ErrUnreachable, err))
+		}
 	}
 	c.health.Reachable, c.health.Err = reachable, err
 	return changed
@@ -168,4 +213,48 @@ func (f *Fleet) record(c *Cluster, err error) {
 	if f.members[c.name] == c { // else disengaged meanwhile: its series is gone
 		f.metrics.reachable.WithLabelValues(c.name).Set(v)
 	}
+}
+
+// reachTransport is the member's client's transport: a request fails at
+// once while the member is unreachable, and ends, with a cause wrapping
+// ErrUnreachable, once a probe finds it so.
+type reachTransport struct {
+	c    *Cluster
+	next http.RoundTripper
+}
+
+func (t reachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	_, reach := t.c.reachable()
+	if reach.Err() != nil {
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, context.Cause(reach))
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	stop := context.AfterFunc(reach, func() { cancel(context.Cause(reach)) })
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cause := context.Cause(ctx)
+		stop()
+		cancel(nil)
+		if cause != nil && req.Context().Err() == nil { // ended by reach
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		return nil, err
+	}
+	// The body is read after RoundTrip returns: the request's context
+	// ends when it is closed.
+	resp.Body = &reachBody{ReadCloser: resp.Body, done: func() { stop(); cancel(nil) }}
+	return resp, nil
+}
+
+// reachBody ends its request's context when closed.
+type reachBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *reachBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
 }

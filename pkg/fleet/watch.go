@@ -187,9 +187,10 @@ func ClusterFrom(ctx context.Context) *Cluster {
 // request whose member is not engaged is dropped, logged at V(1), not
 // retried: its member went, and with it what the key named. A request
 // whose member's API server did not answer the last probe (Cluster.Health)
-// is not reconciled but requeued after Options.ProbeInterval, so that no
-// worker waits on a member that cannot answer while other members' keys
-// queue.
+// is not reconciled but requeued after Options.ProbeInterval, and a
+// reconcile in flight when a probe finds its member unreachable has its
+// context ended with a cause wrapping ErrUnreachable, so that no worker
+// waits on a member that cannot answer while other members' keys queue.
 func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[Request] {
 	return reconcile.Func[Request](func(ctx context.Context, req Request) (reconcile.Result, error) {
 		c, err := f.Cluster(req.Cluster)
@@ -197,7 +198,8 @@ func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[
 			f.opts.Logger.V(1).Info("Dropping the key of a member cluster not engaged", "cluster", req.Cluster, "namespace", req.Namespace, "name", req.Name)
 			return reconcile.Done(), nil
 		}
-		if !c.Health().Reachable {
+		h, reach := c.reachable()
+		if !h.Reachable {
 			return reconcile.RequeueAfter(f.opts.ProbeInterval), nil
 		}
 		ctx, cancel := context.WithCancelCause(ctx)
@@ -206,6 +208,8 @@ func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[
 			cancel(fmt.Errorf("cluster %q: %w", c.name, ErrNotEngaged))
 		})
 		defer stop()
+		stopReach := context.AfterFunc(reach, func() { cancel(context.Cause(reach)) })
+		defer stopReach()
 		return r.Reconcile(context.WithValue(ctx, clusterKey{}, c), req)
 	})
 }

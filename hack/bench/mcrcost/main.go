@@ -7,6 +7,11 @@
 // multicluster manager with a controller for each of ConfigMaps, Secrets
 // and ServiceAccounts, waits until every cluster has synced the three,
 // and prints the goroutines and live heap each cluster added as JSON.
+// Given a kubeconfig per namespace, it engages each namespace on its own
+// API server.
+//
+// With -flood-factor it runs pkg/fleet's BenchmarkFlood workload instead
+// (flood.go).
 //
 // It is a module of its own because multicluster-runtime v0.22 builds
 // only against controller-runtime v0.22, where opkit is on v0.25.
@@ -24,6 +29,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,12 +50,28 @@ type result struct {
 	HeapBytesPerCluster  float64 `json:"heapBytesPerCluster"`
 }
 
+// kubeconfigs is the flag -api-kubeconfig, given once or once per
+// namespace.
+type kubeconfigs []string
+
+func (k *kubeconfigs) String() string { return strings.Join(*k, ",") }
+
+func (k *kubeconfigs) Set(v string) error { *k = append(*k, v); return nil }
+
 func main() {
-	kubeconfig := flag.String("api-kubeconfig", "", "the API server's kubeconfig (controller-runtime takes -kubeconfig)")
+	var kubeconfig kubeconfigs
+	flag.Var(&kubeconfig, "api-kubeconfig", "an API server's kubeconfig (controller-runtime takes -kubeconfig): once, for every namespace, or once per namespace, in their order, each namespace a cluster on its own API server")
 	namespaces := flag.String("namespaces", "", "a file of the namespaces to engage, one a line")
+	factor := flag.Int("flood-factor", 0, "if set, run pkg/fleet's BenchmarkFlood workload instead, the last namespace flooding at this many times the others' rate, and print the quiet clusters' p99 latency")
 	flag.Parse()
 	log.SetLogger(logr.Discard()) // quiet, and no "SetLogger was never called"
-	res, err := run(*kubeconfig, *namespaces)
+	var res any
+	var err error
+	if *factor > 0 {
+		res, err = runFlood(kubeconfig, *namespaces, *factor)
+	} else {
+		res, err = run(kubeconfig, *namespaces)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcrcost:", err)
 		os.Exit(1)
@@ -60,16 +82,54 @@ func main() {
 	}
 }
 
-func run(kubeconfig, namespacesFile string) (result, error) {
+// configs returns the config of each namespace's cluster: one
+// kubeconfig for all, or one each.
+func configs(kubeconfig []string, namespaces []string) ([]*rest.Config, error) {
+	if len(kubeconfig) != 1 && len(kubeconfig) != len(namespaces) {
+		return nil, fmt.Errorf("%d kubeconfigs for %d namespaces: give one, or one per namespace", len(kubeconfig), len(namespaces))
+	}
+	cfgs := make([]*rest.Config, len(namespaces))
+	for i := range cfgs {
+		k := kubeconfig[0]
+		if len(kubeconfig) > 1 {
+			k = kubeconfig[i]
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", k)
+		if err != nil {
+			return nil, err
+		}
+		cfgs[i] = cfg
+	}
+	return cfgs, nil
+}
+
+func runFlood(kubeconfig []string, namespacesFile string, factor int) (floodResult, error) {
+	data, err := os.ReadFile(namespacesFile)
+	if err != nil {
+		return floodResult{}, err
+	}
+	namespaces := strings.Fields(string(data))
+	if len(kubeconfig) != 1 || len(namespaces) < 2 {
+		return floodResult{}, fmt.Errorf("the flood needs one kubeconfig and two namespaces or more")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig[0])
+	if err != nil {
+		return floodResult{}, err
+	}
+	return flood(cfg, namespaces, factor)
+}
+
+func run(kubeconfig []string, namespacesFile string) (result, error) {
 	data, err := os.ReadFile(namespacesFile)
 	if err != nil {
 		return result{}, err
 	}
 	namespaces := strings.Fields(string(data))
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfgs, err := configs(kubeconfig, namespaces)
 	if err != nil {
 		return result{}, err
 	}
+	cfg := cfgs[0] // the manager's own cluster
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := mcmanager.New(cfg, clusters.New(), mcmanager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -94,8 +154,8 @@ func run(kubeconfig, namespacesFile string) (result, error) {
 	sync, stop := context.WithTimeout(ctx, 5*time.Minute)
 	defer stop()
 	var engaged []cluster.Cluster
-	for _, ns := range namespaces {
-		cl, err := cluster.New(cfg, func(o *cluster.Options) {
+	for i, ns := range namespaces {
+		cl, err := cluster.New(cfgs[i], func(o *cluster.Options) {
 			o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
 		})
 		if err != nil {
