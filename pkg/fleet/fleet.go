@@ -307,7 +307,9 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 	if err != nil {
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
-	hc.Transport = whileEngaged(m.Name, life.Done(), hc.Transport)
+	// A copy: for a config without TLS, credentials or timeout, client-go
+	// hands out http.DefaultClient itself.
+	hc = &http.Client{Transport: whileEngaged(m.Name, life.Done(), hc.Transport), Timeout: hc.Timeout}
 	// The clients' requests, their REST mapper's discovery among them
 	// (which no context bounds), end when a probe finds the member
 	// unreachable (reachTransport); the cache's informers and the probes
