@@ -88,6 +88,12 @@ type Options struct {
 	// Registerer receives the fleet's metrics (MetricMembers,
 	// MetricMemberReachable). Defaults to none.
 	Registerer prometheus.Registerer
+	// Sharding, if set, shares the members out among the fleet's
+	// replicas (see ShardingOptions): each replica engages only the
+	// members whose slots it holds, and acts on none other. Run the fleet
+	// on every replica then, not on the leader alone. Defaults to nil:
+	// this replica engages every member.
+	Sharding *ShardingOptions
 }
 
 // Fleet is the member clusters a fleet operator reconciles across. Make
@@ -97,11 +103,19 @@ type Options struct {
 type Fleet struct {
 	opts    Options
 	metrics *fleetMetrics // nil without Options.Registerer
+	shard   *sharder      // nil without Options.Sharding
+
+	// shardMu orders, in a sharded fleet, the engaging of a member a
+	// provider reports with the engaging and releasing of its slot.
+	shardMu sync.Mutex
 
 	mu      sync.Mutex
 	members map[string]*Cluster
 	types   []*registration // registered with Register, in order
 	watches []*watching     // started Watches
+	// known holds, in a sharded fleet, every member the providers engaged,
+	// owned here or not, by name: members holds those of them engaged.
+	known   map[string]*known
 	stopped bool
 }
 
@@ -118,11 +132,20 @@ func New(opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}}, nil
+	f := &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}, known: map[string]*known{}}
+	if opts.Sharding != nil {
+		if f.shard, err = newSharder(f, *opts.Sharding); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Start runs the providers until ctx ends or one fails, then disengages
 // every member and returns: nil when ctx ended, else the provider's error.
+// A sharded fleet joins its replicas' group first and, when ctx ends,
+// leaves it: it hands its members over once their reconciles in flight
+// have returned.
 func (f *Fleet) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -130,6 +153,13 @@ func (f *Fleet) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if f.opts.ProbeInterval > 0 {
 		wg.Go(func() { f.probeAll(ctx, f.opts.ProbeInterval) })
+	}
+	if f.shard != nil {
+		wg.Go(func() {
+			if err := f.shard.member.Run(ctx); err != nil {
+				f.opts.Logger.Error(err, "Leaving the fleet's shard group")
+			}
+		})
 	}
 	for _, p := range f.opts.Providers {
 		wg.Go(func() {
@@ -165,11 +195,21 @@ func (f *Fleet) stop() {
 	}
 }
 
-// Engage engages m until ctx ends; see Engager.
+// Engage engages m until ctx ends; see Engager. A sharded fleet engages
+// m only while this replica holds m's slot, and from when it comes to
+// hold it.
 func (f *Fleet) Engage(ctx context.Context, m Member) error {
 	if m.Name == "" || m.Config == nil {
 		return fmt.Errorf("engage member %q: a member needs a name and a config", m.Name)
 	}
+	if f.shard != nil {
+		return f.engageOwned(ctx, m)
+	}
+	return f.engage(ctx, m, nil)
+}
+
+// engage engages m, for k in a sharded fleet.
+func (f *Fleet) engage(ctx context.Context, m Member, k *known) error {
 	c, err := f.newCluster(ctx, m)
 	if err != nil {
 		return fmt.Errorf("engage member %q: %w", m.Name, err)
@@ -183,6 +223,7 @@ func (f *Fleet) Engage(ctx context.Context, m Member) error {
 	if old, ok := f.members[m.Name]; ok {
 		old.cancel()
 	}
+	c.engagedBy = k
 	f.members[m.Name] = c
 	if f.metrics != nil {
 		f.metrics.members.Set(float64(len(f.members)))
@@ -219,14 +260,19 @@ func (f *Fleet) disengaged(c *Cluster) {
 	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
 }
 
-// Cluster returns the engaged member named name, or an error wrapping
-// ErrNotEngaged at once if there is none.
+// Cluster returns the engaged member named name, or an error at once:
+// one wrapping ErrNotEngaged if there is none, and ErrNotOwned too if
+// another replica of a sharded fleet owns it; one wrapping ErrNotOwned
+// alone if this replica's renewals are late (ShardingOptions).
 func (f *Fleet) Cluster(name string) (*Cluster, error) {
 	f.mu.Lock()
 	c, ok := f.members[name]
 	f.mu.Unlock()
 	if !ok || c.life.Err() != nil {
-		return nil, fmt.Errorf("cluster %q: %w", name, ErrNotEngaged)
+		return nil, f.notOwned(name)
+	}
+	if err := f.owned(c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -251,6 +297,11 @@ type Cluster struct {
 	client     client.Client
 	httpClient *http.Client               // the cache's and the client's
 	discovery  *discovery.DiscoveryClient // the probe's
+	// engagedBy is the provider's report the member was engaged for, in a
+	// sharded fleet; nil otherwise.
+	engagedBy *known
+	// inflight counts its reconciles, for a release to wait on.
+	inflight inflight
 	// life ends when the member is disengaged: the member's own lifetime,
 	// which its cache, its sources and its reconciles run under, kept
 	// here because the member is what it describes.
@@ -273,6 +324,13 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
+	c := &Cluster{name: m.Name, member: m, httpClient: hc, listers: map[*registration]any{},
+		health: Health{Reachable: true, Since: time.Now()}}
+	if f.shard != nil {
+		// Every write to the member, by any path, passes the ownership
+		// check last, just before the wire.
+		hc.Transport = ownedTransport{next: hc.Transport, f: f, c: c}
+	}
 	opts := cache.Options{Scheme: f.opts.Scheme, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name)}
 	if m.Namespace != "" {
 		opts.Namespaces = []string{m.Namespace}
@@ -288,8 +346,7 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (*Cluster, error) {
 	if m.Namespace != "" {
 		cl = client.NewNamespacedClient(cl, m.Namespace)
 	}
-	c := &Cluster{name: m.Name, member: m, cache: ca, client: cl, httpClient: hc, listers: map[*registration]any{},
-		health: Health{Reachable: true, Since: time.Now()}}
+	c.cache, c.client = ca, cl
 	if err := newDiscovery(c); err != nil {
 		return nil, err
 	}

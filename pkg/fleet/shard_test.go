@@ -1,0 +1,222 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/controller"
+	"github.com/opkit-dev/opkit/pkg/fleet"
+	"github.com/opkit-dev/opkit/pkg/reconcile"
+)
+
+// replica is one sharded fleet of a test, with its controller.
+type replica struct {
+	name string
+	f    *fleet.Fleet
+	cms  *fleet.Lister[*corev1.ConfigMap]
+	// cut, while true, fails every request to the hub's Leases: the
+	// replica's renewals lapse as a frozen or partitioned one's do.
+	cut    *atomic.Bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startReplica runs a sharded fleet of the namespaces labelled label,
+// sharing its members with the other replicas of group through Leases in
+// leases, with a copier controller; it stops at the test's end, or at
+// stop.
+func startReplica(t *testing.T, name, group, leases, label string) *replica {
+	t.Helper()
+	cut := &atomic.Bool{}
+	hub := rest.CopyConfig(env.Config())
+	hub.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if cut.Load() {
+				return nil, errors.New("the test cut this replica off the hub")
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	f, err := fleet.New(fleet.Options{
+		Providers: []fleet.Provider{fleet.Namespaces{Config: env.Config(), Selector: labels.SelectorFromSet(labels.Set{"fleet-test": label})}},
+		Sharding: &fleet.ShardingOptions{Config: hub, Namespace: leases, Group: group, Identity: name, Slots: 8,
+			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := fleet.Register[*corev1.ConfigMap](f, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := controller.New[fleet.Request]("copier-"+name, fleet.Reconciler(f, copier{cms}), controller.Options[fleet.Request]{Tenant: fleet.Request.Tenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Watch(fleet.Watch(cms, fleet.EnqueueObject[*corev1.ConfigMap]())); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{name: name, f: f, cms: cms, cut: cut, cancel: cancel, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := f.Start(ctx); err != nil {
+			t.Errorf("fleet %s: %v", name, err)
+		}
+	})
+	wg.Go(func() {
+		if err := ctl.Start(ctx); err != nil {
+			t.Errorf("controller %s: %v", name, err)
+		}
+	})
+	go func() { wg.Wait(); close(r.done) }()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop stops the replica and waits until it has left the group.
+func (r *replica) stop() {
+	r.cancel()
+	<-r.done
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// eachOwnedOnce waits until every member is engaged by exactly one of the
+// replicas, and returns the owner of each.
+func eachOwnedOnce(t *testing.T, members []string, rs ...*replica) map[string]*replica {
+	t.Helper()
+	var owners map[string]*replica
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		owners, last = map[string]*replica{}, nil
+		for _, m := range members {
+			for _, r := range rs {
+				if _, err := r.f.Cluster(m); err != nil {
+					continue
+				}
+				if o := owners[m]; o != nil {
+					last = fmt.Errorf("member %s engaged by %s and %s", m, o.name, r.name)
+					return false, nil
+				}
+				owners[m] = r
+			}
+			if owners[m] == nil {
+				last = fmt.Errorf("member %s engaged by no replica", m)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("each member engaged by one replica: %v", last)
+	}
+	return owners
+}
+
+// Two replicas share eight members: each member is engaged by one
+// replica, which reconciles it; the other refuses it on every path (its
+// Cluster, its Lister, its Reconciler) at once. A replica whose renewals
+// lapse is refused its member's writes, by the member's client it got
+// before, while it still has the member engaged; the other takes the
+// member over, and the first rejoins once it reaches the hub again. A
+// replica that stops hands its members over.
+func TestShardedMembersHaveOneOwner(t *testing.T) {
+	label := "shard-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	leases := env.Namespace(t)
+	var members []string
+	for i := range 8 {
+		members = append(members, member(t, label, "v"+strconv.Itoa(i)))
+	}
+	a := startReplica(t, "a", label, leases, label)
+	b := startReplica(t, "b", label, leases, label)
+	for i, m := range members {
+		waitCopy(t, m, "v"+strconv.Itoa(i))
+	}
+	owners := eachOwnedOnce(t, members, a, b)
+
+	var x string // a member of a's
+	for _, m := range members {
+		owner, other := owners[m], a
+		if owner == a {
+			other, x = b, m
+		}
+		_, err := other.f.Cluster(m)
+		if !errors.Is(err, fleet.ErrNotOwned) || !errors.Is(err, fleet.ErrNotEngaged) {
+			t.Errorf("%s.Cluster(%s), owned by %s: %v; want ErrNotOwned and ErrNotEngaged", other.name, m, owner.name, err)
+		}
+		if _, err := other.cms.In(m); !errors.Is(err, fleet.ErrNotOwned) {
+			t.Errorf("%s's Lister.In(%s), owned by %s: %v; want ErrNotOwned", other.name, m, owner.name, err)
+		}
+		called := false
+		rec := fleet.Reconciler(other.f, reconcile.Func[fleet.Request](func(context.Context, fleet.Request) (reconcile.Result, error) {
+			called = true
+			return reconcile.Done(), nil
+		}))
+		if _, err := rec.Reconcile(t.Context(), fleet.Request{Cluster: m}); err != nil || called {
+			t.Errorf("%s reconciled a key of %s, owned by %s: called %t, %v", other.name, m, owner.name, called, err)
+		}
+	}
+	if x == "" {
+		t.Fatalf("replica a owns none of the members: %v", owners)
+	}
+
+	// a loses the hub: once its last renewal is older than RenewDeadline,
+	// its member's client refuses writes, before b may take the member.
+	cx := mustCluster(t, a.f, x)
+	a.cut.Store(true)
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		_, err := a.f.Cluster(x)
+		return errors.Is(err, fleet.ErrNotOwned), nil
+	})
+	if err != nil {
+		t.Fatalf("a still owns %s with its renewals lapsed", x)
+	}
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: x, Name: "stray"}}
+	if err := cx.Client().Create(t.Context(), stray); !errors.Is(err, fleet.ErrNotOwned) {
+		t.Errorf("a's client of %s, renewals lapsed, created a ConfigMap: %v; want ErrNotOwned", x, err)
+	}
+	if _, err := env.Client().CoreV1().ConfigMaps(x).Get(t.Context(), "stray", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused ConfigMap: %v; want NotFound", err)
+	}
+	waitEngaged(t, b.f, x, true)
+	setSource(t, x, "b-took-over")
+	waitCopy(t, x, "b-took-over")
+
+	// a reaches the hub again: it rejoins, and the members are shared again.
+	a.cut.Store(false)
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(a.f.Clusters()) > 0, nil
+	})
+	if err != nil {
+		t.Fatal("a engaged no member after it rejoined")
+	}
+	eachOwnedOnce(t, members, a, b)
+
+	// a stops: b takes every member and reconciles it.
+	a.stop()
+	eachOwnedOnce(t, members, b)
+	for i, m := range members {
+		setSource(t, m, "after-"+strconv.Itoa(i))
+	}
+	for i, m := range members {
+		waitCopy(t, m, "after-"+strconv.Itoa(i))
+	}
+}
