@@ -29,9 +29,11 @@ type replica struct {
 	name string
 	f    *fleet.Fleet
 	cms  *fleet.Lister[*corev1.ConfigMap]
-	// cut, while true, fails every request to the hub's Leases: the
-	// replica's renewals lapse as a frozen or partitioned one's do.
-	cut    *atomic.Bool
+	// cut, while it holds a channel, holds every request to the hub's
+	// Leases until the channel is closed, then fails it: the replica's
+	// renewals lapse, and its membership loop hangs in one, as a
+	// partitioned replica's may.
+	cut    *atomic.Pointer[chan struct{}]
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -42,11 +44,15 @@ type replica struct {
 // stop.
 func startReplica(t *testing.T, name, group, leases, label string) *replica {
 	t.Helper()
-	cut := &atomic.Bool{}
+	cut := &atomic.Pointer[chan struct{}]{}
 	hub := rest.CopyConfig(env.Config())
 	hub.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if cut.Load() {
+			if ch := cut.Load(); ch != nil {
+				select {
+				case <-*ch:
+				case <-req.Context().Done():
+				}
 				return nil, errors.New("the test cut this replica off the hub")
 			}
 			return rt.RoundTrip(req)
@@ -87,6 +93,19 @@ func startReplica(t *testing.T, name, group, leases, label string) *replica {
 	go func() { wg.Wait(); close(r.done) }()
 	t.Cleanup(r.stop)
 	return r
+}
+
+// cutOff cuts the replica off the hub until restore is called, or the
+// test ends.
+func (r *replica) cutOff(t *testing.T) (restore func()) {
+	ch := make(chan struct{})
+	r.cut.Store(&ch)
+	restore = sync.OnceFunc(func() {
+		r.cut.Store(nil)
+		close(ch)
+	})
+	t.Cleanup(restore)
+	return restore
 }
 
 // stop stops the replica and waits until it has left the group.
@@ -178,16 +197,28 @@ func TestShardedMembersHaveOneOwner(t *testing.T) {
 		t.Fatalf("replica a owns none of the members: %v", owners)
 	}
 
-	// a loses the hub: once its last renewal is older than RenewDeadline,
-	// its member's client refuses writes, before b may take the member.
+	// a loses the hub, its membership loop hanging in a renewal: once its
+	// last renewal is older than RenewDeadline, it refuses the member on
+	// every path though it still has it engaged, before b may take it.
 	cx := mustCluster(t, a.f, x)
-	a.cut.Store(true)
+	restore := a.cutOff(t)
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		_, err := a.f.Cluster(x)
 		return errors.Is(err, fleet.ErrNotOwned), nil
 	})
 	if err != nil {
 		t.Fatalf("a still owns %s with its renewals lapsed", x)
+	}
+	if _, err := a.f.Cluster(x); errors.Is(err, fleet.ErrNotEngaged) {
+		t.Fatalf("a disengaged %s with its membership loop hung: %v; the test shows nothing", x, err)
+	}
+	called := false
+	rec := fleet.Reconciler(a.f, reconcile.Func[fleet.Request](func(context.Context, fleet.Request) (reconcile.Result, error) {
+		called = true
+		return reconcile.Done(), nil
+	}))
+	if res, err := rec.Reconcile(t.Context(), fleet.Request{Cluster: x}); err != nil || called || res == reconcile.Done() {
+		t.Errorf("a, renewals lapsed, reconciled a key of %s: called %t, %v, %v; want it requeued", x, called, res, err)
 	}
 	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: x, Name: "stray"}}
 	if err := cx.Client().Create(t.Context(), stray); !errors.Is(err, fleet.ErrNotOwned) {
@@ -201,7 +232,7 @@ func TestShardedMembersHaveOneOwner(t *testing.T) {
 	waitCopy(t, x, "b-took-over")
 
 	// a reaches the hub again: it rejoins, and the members are shared again.
-	a.cut.Store(false)
+	restore()
 	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return len(a.f.Clusters()) > 0, nil
 	})
