@@ -25,6 +25,14 @@
 //   - Fair across members: Request.Tenant keys the controller queue's
 //     fairness on the member, so a member with a flood of events delays
 //     another member's key by at most one key.
+//   - One owner per member, on every path (Options.Sharding): replicas
+//     share the members out by Lease slots, and a replica engages only
+//     the members of the slots it holds. Fleet.Cluster, Lister.In and
+//     Reconciler refuse another replica's member at once (ErrNotOwned),
+//     and a member's client refuses writes as soon as this replica's
+//     last renewal is older than the renew deadline, before any other
+//     replica may take the member. A slot is given up only once its
+//     members' reconciles in flight have returned.
 //   - Safe kubeconfigs: KubeconfigSecrets accepts only kubeconfigs whose
 //     credentials are inline; one that names a file, runs a command or
 //     calls an auth provider is refused, so that whoever writes the Secret

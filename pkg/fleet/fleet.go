@@ -99,7 +99,7 @@ type Options struct {
 // Fleet is the member clusters a fleet operator reconciles across. Make
 // it with New, register types with Register, watch them with Watch, and
 // run it with Start (a manager.Runnable: add it to the manager, which runs
-// it on the leader).
+// it on the leader, or on every replica with Options.Sharding).
 type Fleet struct {
 	opts    Options
 	metrics *fleetMetrics // nil without Options.Registerer

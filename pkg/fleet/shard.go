@@ -298,3 +298,10 @@ func (c *Cluster) drain() {
 	c.inflight.mu.Unlock()
 	c.inflight.wg.Wait()
 }
+
+// NeedLeaderElection reports whether the fleet runs on the leader alone
+// (manager.LeaderElectionRunnable): a sharded fleet runs on every
+// replica, an unsharded one on the leader.
+func (f *Fleet) NeedLeaderElection() bool { return f.shard == nil }
+
+var _ manager.LeaderElectionRunnable = (*Fleet)(nil)

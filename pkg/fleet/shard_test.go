@@ -251,3 +251,27 @@ func TestShardedMembersHaveOneOwner(t *testing.T) {
 		waitCopy(t, m, "after-"+strconv.Itoa(i))
 	}
 }
+
+// Options.Sharding that cannot work are refused by New, saying what to
+// set; a sharded fleet runs on every replica, an unsharded one on the
+// leader.
+func TestShardingOptions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		so   fleet.ShardingOptions
+	}{
+		{"no hub", fleet.ShardingOptions{Namespace: "ns", Group: "g"}},
+		{"no group", fleet.ShardingOptions{Config: env.Config(), Namespace: "ns"}},
+		{"no namespace", fleet.ShardingOptions{Config: env.Config(), Group: "g"}},
+		{"slots not a power of two", fleet.ShardingOptions{Config: env.Config(), Namespace: "ns", Group: "g", Slots: 12}},
+		{"renew deadline past the lease", fleet.ShardingOptions{Config: env.Config(), Namespace: "ns", Group: "g", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}},
+	} {
+		if _, err := fleet.New(fleet.Options{Sharding: &tt.so}); err == nil {
+			t.Errorf("%s: New accepted %+v", tt.name, tt.so)
+		}
+	}
+	sharded := newFleet(t, fleet.Options{Sharding: &fleet.ShardingOptions{Config: env.Config(), Namespace: "ns", Group: "g"}})
+	if sharded.NeedLeaderElection() || !newFleet(t, fleet.Options{}).NeedLeaderElection() {
+		t.Errorf("NeedLeaderElection: sharded %t, unsharded %t; want false, true", sharded.NeedLeaderElection(), newFleet(t, fleet.Options{}).NeedLeaderElection())
+	}
+}
