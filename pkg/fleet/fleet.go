@@ -365,7 +365,9 @@ func (c *Cluster) Cache() *cache.Cache { return c.cache }
 
 // Client returns a client of the member's API server, uncached, as the
 // operator's own identity there. A member confined to a namespace has one
-// that refuses objects of other namespaces.
+// that refuses objects of other namespaces. In a sharded fleet it refuses
+// writes, with an error wrapping ErrNotOwned, once the member is
+// disengaged or this replica may not act on it (ShardingOptions).
 func (c *Cluster) Client() client.Client { return c.client }
 
 // Done is closed once the member is disengaged.
