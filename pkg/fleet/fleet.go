@@ -115,8 +115,12 @@ type Fleet struct {
 	watches []*watching     // started Watches
 	// known holds, in a sharded fleet, every member the providers engaged,
 	// owned here or not, by name: members holds those of them engaged.
-	known   map[string]*known
-	stopped bool
+	known map[string]*known
+	// undrained holds, in a sharded fleet, every Cluster engaged until it
+	// is disengaged and its reconciles in flight have returned: what a
+	// release of its slot waits for, though it left members already.
+	undrained map[*Cluster]struct{}
+	stopped   bool
 }
 
 // New returns a fleet with no member. It fails only if the metrics cannot
@@ -132,7 +136,7 @@ func New(opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}, known: map[string]*known{}}
+	f := &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}, known: map[string]*known{}, undrained: map[*Cluster]struct{}{}}
 	if opts.Sharding != nil {
 		if f.shard, err = newSharder(f, *opts.Sharding); err != nil {
 			return nil, err
@@ -225,6 +229,9 @@ func (f *Fleet) engage(ctx context.Context, m Member, k *known) error {
 	}
 	c.engagedBy = k
 	f.members[m.Name] = c
+	if f.shard != nil {
+		f.undrained[c] = struct{}{}
+	}
 	if f.metrics != nil {
 		f.metrics.members.Set(float64(len(f.members)))
 		f.metrics.reachable.WithLabelValues(m.Name).Set(1)
@@ -258,6 +265,12 @@ func (f *Fleet) disengaged(c *Cluster) {
 	}
 	f.mu.Unlock()
 	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
+	if f.shard != nil {
+		c.drain()
+		f.mu.Lock()
+		delete(f.undrained, c)
+		f.mu.Unlock()
+	}
 }
 
 // Cluster returns the engaged member named name, or an error at once:

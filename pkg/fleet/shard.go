@@ -194,9 +194,11 @@ func (f *Fleet) held(slots []int) {
 func (f *Fleet) release(_ context.Context, slots []int) {
 	f.shardMu.Lock()
 	f.mu.Lock()
+	// Members disengaged already (their provider's context ended, as it
+	// does when the fleet stops) may still have reconciles in flight.
 	var gone []*Cluster
-	for name, c := range f.members {
-		if slices.Contains(slots, f.shard.slot(name)) {
+	for c := range f.undrained {
+		if slices.Contains(slots, f.shard.slot(c.name)) {
 			gone = append(gone, c)
 		}
 	}

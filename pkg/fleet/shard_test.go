@@ -40,9 +40,9 @@ type replica struct {
 
 // startReplica runs a sharded fleet of the namespaces labelled label,
 // sharing its members with the other replicas of group through Leases in
-// leases, with a copier controller; it stops at the test's end, or at
-// stop.
-func startReplica(t *testing.T, name, group, leases, label string) *replica {
+// leases, with a copier controller that calls before, if not nil, at the
+// start of each reconcile; it stops at the test's end, or at stop.
+func startReplica(t *testing.T, name, group, leases, label string, before func(context.Context, fleet.Request)) *replica {
 	t.Helper()
 	cut := &atomic.Pointer[chan struct{}]{}
 	hub := rest.CopyConfig(env.Config())
@@ -70,7 +70,14 @@ func startReplica(t *testing.T, name, group, leases, label string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := controller.New[fleet.Request]("copier-"+name, fleet.Reconciler(f, copier{cms}), controller.Options[fleet.Request]{Tenant: fleet.Request.Tenant})
+	var r reconcile.Reconciler[fleet.Request] = copier{cms}
+	if before != nil {
+		r = reconcile.Func[fleet.Request](func(ctx context.Context, req fleet.Request) (reconcile.Result, error) {
+			before(ctx, req)
+			return copier{cms}.Reconcile(ctx, req)
+		})
+	}
+	ctl, err := controller.New[fleet.Request]("copier-"+name, fleet.Reconciler(f, r), controller.Options[fleet.Request]{Tenant: fleet.Request.Tenant})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +85,7 @@ func startReplica(t *testing.T, name, group, leases, label string) *replica {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{name: name, f: f, cms: cms, cut: cut, cancel: cancel, done: make(chan struct{})}
+	rep := &replica{name: name, f: f, cms: cms, cut: cut, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := f.Start(ctx); err != nil {
@@ -90,9 +97,9 @@ func startReplica(t *testing.T, name, group, leases, label string) *replica {
 			t.Errorf("controller %s: %v", name, err)
 		}
 	})
-	go func() { wg.Wait(); close(r.done) }()
-	t.Cleanup(r.stop)
-	return r
+	go func() { wg.Wait(); close(rep.done) }()
+	t.Cleanup(rep.stop)
+	return rep
 }
 
 // cutOff cuts the replica off the hub until restore is called, or the
@@ -164,8 +171,8 @@ func TestShardedMembersHaveOneOwner(t *testing.T) {
 	for i := range 8 {
 		members = append(members, member(t, label, "v"+strconv.Itoa(i)))
 	}
-	a := startReplica(t, "a", label, leases, label)
-	b := startReplica(t, "b", label, leases, label)
+	a := startReplica(t, "a", label, leases, label, nil)
+	b := startReplica(t, "b", label, leases, label, nil)
 	for i, m := range members {
 		waitCopy(t, m, "v"+strconv.Itoa(i))
 	}
@@ -274,4 +281,56 @@ func TestShardingOptions(t *testing.T) {
 	if sharded.NeedLeaderElection() || !newFleet(t, fleet.Options{}).NeedLeaderElection() {
 		t.Errorf("NeedLeaderElection: sharded %t, unsharded %t; want false, true", sharded.NeedLeaderElection(), newFleet(t, fleet.Options{}).NeedLeaderElection())
 	}
+}
+
+// A replica that gives a member up (here it stops, and leaves) does so
+// only once the member's reconcile in flight has returned: until then the
+// other replica does not engage it, however long the reconcile goes on
+// after its context ended.
+func TestReleaseWaitsForReconcilesInFlight(t *testing.T) {
+	label := "release-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	leases := env.Namespace(t)
+	var members []string
+	for i := range 4 {
+		members = append(members, member(t, label, "v"+strconv.Itoa(i)))
+	}
+	var (
+		armed   atomic.Bool
+		other   atomic.Pointer[replica] // the replica that does not own members[0]
+		entered = make(chan struct{})
+		took    = make(chan bool, 1) // whether other engaged members[0] before the reconcile returned
+	)
+	block := func(ctx context.Context, req fleet.Request) {
+		if req.Cluster != members[0] || req.Name != "source" || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		close(entered)
+		<-ctx.Done()
+		// Go on past the context's end, for several of the other's
+		// ticks, and see whether it engages the member meanwhile.
+		engaged := false
+		for range 20 {
+			time.Sleep(50 * time.Millisecond)
+			if _, err := other.Load().f.Cluster(req.Cluster); err == nil {
+				engaged = true
+			}
+		}
+		took <- engaged
+	}
+	a := startReplica(t, "a", label, leases, label, block)
+	b := startReplica(t, "b", label, leases, label, block)
+	owner := eachOwnedOnce(t, members, a, b)[members[0]]
+	other.Store(a)
+	if owner == a {
+		other.Store(b)
+	}
+	armed.Store(true)
+	setSource(t, members[0], "blocked")
+	<-entered
+	owner.stop()
+	if <-took {
+		t.Errorf("%s engaged %s while %s's reconcile of it was in flight", other.Load().name, members[0], owner.name)
+	}
+	eachOwnedOnce(t, members, other.Load())
+	waitCopy(t, members[0], "blocked")
 }
