@@ -34,6 +34,14 @@ func (f *File) Start(key string) { f.append("start", key) }
 // End records that the reconcile of key returned.
 func (f *File) End(key string) { f.append("end", key) }
 
+// Own records that this process engaged the member cluster named member
+// of a sharded fleet: from now on it may act on it.
+func (f *File) Own(member string) { f.append("own", member) }
+
+// Disown records that this process disengaged the member cluster named
+// member.
+func (f *File) Disown(member string) { f.append("disown", member) }
+
 func (f *File) append(kind, what string) {
 	line := fmt.Sprintf("%s %d %s %d\n", kind, time.Now().UnixNano(), what, f.pid)
 	if _, err := f.f.WriteString(line); err != nil {

@@ -6,6 +6,8 @@
 //	start <unix-nanos> <namespace>/<name> <pid>   a reconcile of the key begins
 //	end <unix-nanos> <namespace>/<name> <pid>     it returns
 //	write <unix-nanos> <METHOD> <path> <pid>      a write request leaves for the API server
+//	own <unix-nanos> <member> <pid>               a sharded fleet engaged the member cluster
+//	disown <unix-nanos> <member> <pid>            it disengaged it
 //
 // Its contract:
 //

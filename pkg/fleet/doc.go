@@ -44,7 +44,6 @@
 //     another member's key by at most one key. With Request.NamespaceTenant
 //     as the Tenant and TenantMember as the TenantGroup, fairness has two
 //     levels: members, then each member's namespaces.
-//     another member's key by at most one key.
 //   - Webhooks per member: RegisterWebhooks serves a type's admission
 //     webhooks at a path per member (MemberPath), with the member in the
 //     context (ClusterFrom); a member not engaged, or a name that is not a
@@ -53,6 +52,14 @@
 //     server. Requesters checks a requester against the RBAC of the member
 //     in the context only, never the hub's, holding at most
 //     requester.Options.CacheSize answers per engaged member.
+//   - One owner per member, on every path (Options.Sharding): replicas
+//     share the members out by Lease slots, and a replica engages only
+//     the members of the slots it holds. Fleet.Cluster, Lister.In and
+//     Reconciler refuse another replica's member at once (ErrNotOwned),
+//     and a member's client refuses writes as soon as this replica's
+//     last renewal is older than the renew deadline, before any other
+//     replica may take the member. A slot is given up only once its
+//     members' reconciles in flight have returned.
 //   - Safe kubeconfigs: KubeconfigSecrets accepts only kubeconfigs whose
 //     credentials are inline; one that names a file, runs a command or
 //     calls an auth provider is refused, so that whoever writes the Secret

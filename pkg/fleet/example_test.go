@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -112,4 +113,26 @@ func ExampleHealth_Condition() {
 	// Output:
 	// Reachable False Unreachable 2026-11-29T20:00:00Z
 	// probe the API server of member cluster "east": connection refused
+}
+
+// A sharded fleet engages only the members of the slots it holds: before
+// it has joined its replicas' group it holds none, so a member a provider
+// reports is another replica's, refused at once.
+func ExampleShardingOptions() {
+	hub := &rest.Config{Host: "https://hub.example"}
+	f, err := fleet.New(fleet.Options{Sharding: &fleet.ShardingOptions{
+		Config: hub, Namespace: "fleet-system", Group: "copier",
+	}})
+	if err != nil {
+		panic(err)
+	}
+	if err := f.Engage(context.Background(), fleet.Member{Name: "east", Config: &rest.Config{Host: "https://east.example"}}); err != nil {
+		panic(err)
+	}
+	_, err = f.Cluster("east")
+	fmt.Println("runs on every replica:", !f.NeedLeaderElection())
+	fmt.Println("east is another replica's:", errors.Is(err, fleet.ErrNotOwned))
+	// Output:
+	// runs on every replica: true
+	// east is another replica's: true
 }

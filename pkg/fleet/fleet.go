@@ -110,21 +110,39 @@ type Options struct {
 	// (cache.UnregisteredReadError.Cluster). Defaults to the cache's
 	// defaults.
 	UnregisteredReads cache.UnregisteredReadOptions
+	// Sharding, if set, shares the members out among the fleet's
+	// replicas (see ShardingOptions): each replica engages only the
+	// members whose slots it holds, and acts on none other. Run the fleet
+	// on every replica then, not on the leader alone. Defaults to nil:
+	// this replica engages every member.
+	Sharding *ShardingOptions
 }
 
 // Fleet is the member clusters a fleet operator reconciles across. Make
 // it with New, register types with Register, watch them with Watch, and
 // run it with Start (a manager.Runnable: add it to the manager, which runs
-// it on the leader).
+// it on the leader, or on every replica with Options.Sharding).
 type Fleet struct {
 	opts    Options
 	metrics *fleetMetrics // nil without Options.Registerer
+	shard   *sharder      // nil without Options.Sharding
+
+	// shardMu orders, in a sharded fleet, the engaging of a member a
+	// provider reports with the engaging and releasing of its slot.
+	shardMu sync.Mutex
 
 	mu      sync.Mutex
 	members map[string]*Cluster
 	types   []*registration // registered with Register, in order
 	watches []*watching     // started Watches
-	stopped bool
+	// known holds, in a sharded fleet, every member the providers engaged,
+	// owned here or not, by name: members holds those of them engaged.
+	known map[string]*known
+	// undrained holds, in a sharded fleet, every Cluster engaged until it
+	// is disengaged and its reconciles in flight have returned: what a
+	// release of its slot waits for, though it left members already.
+	undrained map[*Cluster]struct{}
+	stopped   bool
 }
 
 // New returns a fleet with no member. It fails only if the metrics cannot
@@ -140,11 +158,20 @@ func New(opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}}, nil
+	f := &Fleet{opts: opts, metrics: m, members: map[string]*Cluster{}, known: map[string]*known{}, undrained: map[*Cluster]struct{}{}}
+	if opts.Sharding != nil {
+		if f.shard, err = newSharder(f, *opts.Sharding); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Start runs the providers until ctx ends or one fails, then disengages
 // every member and returns: nil when ctx ended, else the provider's error.
+// A sharded fleet joins its replicas' group first and, when ctx ends,
+// leaves it: it hands its members over once their reconciles in flight
+// have returned.
 func (f *Fleet) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -152,6 +179,13 @@ func (f *Fleet) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if f.opts.ProbeInterval > 0 {
 		wg.Go(func() { f.probeAll(ctx, f.opts.ProbeInterval) })
+	}
+	if f.shard != nil {
+		wg.Go(func() {
+			if err := f.shard.member.Run(ctx); err != nil {
+				f.opts.Logger.Error(err, "Leaving the fleet's shard group")
+			}
+		})
 	}
 	for _, p := range f.opts.Providers {
 		wg.Go(func() {
@@ -187,11 +221,21 @@ func (f *Fleet) stop() {
 	}
 }
 
-// Engage engages m until ctx ends; see Engager.
+// Engage engages m until ctx ends; see Engager. A sharded fleet engages
+// m only while this replica holds m's slot, and from when it comes to
+// hold it.
 func (f *Fleet) Engage(ctx context.Context, m Member) error {
 	if m.Name == "" || m.Config == nil {
 		return fmt.Errorf("engage member %q: a member needs a name and a config", m.Name)
 	}
+	if f.shard != nil {
+		return f.engageOwned(ctx, m)
+	}
+	return f.engage(ctx, m, nil)
+}
+
+// engage engages m, for k in a sharded fleet.
+func (f *Fleet) engage(ctx context.Context, m Member, k *known) error {
 	c, err := f.newCluster(ctx, m)
 	if err != nil {
 		return fmt.Errorf("engage member %q: %w", m.Name, err)
@@ -205,7 +249,11 @@ func (f *Fleet) Engage(ctx context.Context, m Member) error {
 	if old, ok := f.members[m.Name]; ok {
 		old.cancel()
 	}
+	c.engagedBy = k
 	f.members[m.Name] = c
+	if f.shard != nil {
+		f.undrained[c] = struct{}{}
+	}
 	if f.metrics != nil {
 		f.metrics.members.Set(float64(len(f.members)))
 		f.metrics.reachable.WithLabelValues(m.Name).Set(1)
@@ -240,16 +288,27 @@ func (f *Fleet) disengaged(c *Cluster) {
 	f.mu.Unlock()
 	c.releaseClients()
 	f.opts.Logger.Info("Member cluster disengaged", "cluster", c.name)
+	if f.shard != nil {
+		c.drain()
+		f.mu.Lock()
+		delete(f.undrained, c)
+		f.mu.Unlock()
+	}
 }
 
-// Cluster returns the engaged member named name, or an error wrapping
-// ErrNotEngaged at once if there is none.
+// Cluster returns the engaged member named name, or an error at once:
+// one wrapping ErrNotEngaged if there is none, and ErrNotOwned too if
+// another replica of a sharded fleet owns it; one wrapping ErrNotOwned
+// alone if this replica's renewals are late (ShardingOptions).
 func (f *Fleet) Cluster(name string) (*Cluster, error) {
 	f.mu.Lock()
 	c, ok := f.members[name]
 	f.mu.Unlock()
 	if !ok || c.life.Err() != nil {
-		return nil, fmt.Errorf("cluster %q: %w", name, ErrNotEngaged)
+		return nil, f.notOwned(name)
+	}
+	if err := f.owned(c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -275,6 +334,11 @@ type Cluster struct {
 	httpClient *http.Client               // the cache's and the clients'
 	discovery  *discovery.DiscoveryClient // the probe's
 	clients    clients                    // the writers and the cached client: client.go
+	// engagedBy is the provider's report the member was engaged for, in a
+	// sharded fleet; nil otherwise.
+	engagedBy *known
+	// inflight counts its reconciles, for a release to wait on.
+	inflight inflight
 	// life ends when the member is disengaged: the member's own lifetime,
 	// which its cache, its sources and its reconciles run under, kept
 	// here because the member is what it describes.
@@ -317,6 +381,11 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 	c := &Cluster{name: m.Name, member: m, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
 		health: Health{Reachable: true, Since: time.Now()}}
 	c.reach, c.unreachable = context.WithCancelCause(context.Background())
+	if f.shard != nil {
+		// Every write to the member, by any path, passes the ownership
+		// check last, just before the wire.
+		hc.Transport = ownedTransport{next: hc.Transport, f: f, c: c}
+	}
 	reaching := &http.Client{Transport: reachTransport{c: c, next: hc.Transport}, Timeout: hc.Timeout}
 	// One REST mapper too: its discovery of a group, held per mapper,
 	// is most of what a member's first write would cost otherwise.
@@ -357,7 +426,9 @@ func (c *Cluster) Cache() *cache.Cache { return c.cache }
 // operator's own identity there: manager.Manager.UncachedClient for the
 // member. Its writes inside a reconcile are recorded for read-your-writes
 // against the member's cache. A member confined to a namespace has one
-// that refuses objects of other namespaces.
+// that refuses objects of other namespaces. In a sharded fleet it refuses
+// writes, with an error wrapping ErrNotOwned, once the member is
+// disengaged or this replica may not act on it (ShardingOptions).
 func (c *Cluster) Client() client.Client { return c.client }
 
 // Done is closed once the member is disengaged.

@@ -191,16 +191,36 @@ func ClusterFrom(ctx context.Context) *Cluster {
 // reconcile in flight when a probe finds its member unreachable has its
 // context ended with a cause wrapping ErrUnreachable, so that no worker
 // waits on a member that cannot answer while other members' keys queue.
+//
+// In a sharded fleet, a request of a member another replica owns is
+// dropped the same way (the owner's Watches queue its keys), and one of a
+// member this replica holds while its renewals are late is requeued after
+// ShardingOptions.RetryPeriod, not reconciled. A release of the member's
+// slot waits for its reconciles in flight.
 func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[Request] {
 	return reconcile.Func[Request](func(ctx context.Context, req Request) (reconcile.Result, error) {
 		c, err := f.Cluster(req.Cluster)
-		if err != nil {
+		if errors.Is(err, ErrNotEngaged) {
 			f.opts.Logger.V(1).Info("Dropping the key of a member cluster not engaged", "cluster", req.Cluster, "namespace", req.Namespace, "name", req.Name)
 			return reconcile.Done(), nil
 		}
+		if err != nil {
+			return reconcile.RequeueAfter(f.shard.retry), nil
+		}
 		h, reach := c.reachable()
-		if !h.Reachable {
+		switch {
+		case !h.Reachable:
 			return reconcile.RequeueAfter(f.opts.ProbeInterval), nil
+		case !c.enter():
+			return reconcile.Done(), nil
+		}
+		defer c.exit()
+		if err := f.owned(c); err != nil {
+			// Fenced or released between the two checks: as above.
+			if errors.Is(err, ErrNotEngaged) {
+				return reconcile.Done(), nil
+			}
+			return reconcile.RequeueAfter(f.shard.retry), nil
 		}
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)

@@ -85,18 +85,6 @@ func onlyHTTPTraces(t *testing.T) string {
 	return ""
 }
 
-// fleetStillAsks holds while docs/fleet.md's "What issue 50 still asks
-// for" lists a part: each part built removes its bullet, and the last
-// one the whole section.
-func fleetStillAsks(t *testing.T) string {
-	for _, l := range strings.Split(section(t, "docs/fleet.md", "## What issue 50 still asks for"), "\n") {
-		if strings.HasPrefix(l, "- ") {
-			return ""
-		}
-	}
-	return `its section "What issue 50 still asks for" lists no part`
-}
-
 const tagged = "no release tag exists (git tag --list 'v*')"
 
 // notYetClaims are every "not yet" of the README and docs/, each with the
@@ -113,7 +101,6 @@ var notYetClaims = []notYetClaim{
 	{"docs/write-your-own-operator.md", "an API that does not exist yet", "describes an input check of create api, not a gap", nil},
 	{"docs/compatibility.md", "No 1.38 control plane yet", "hack/tools/envtest pins no 1.38", noControlPlane("1.38")},
 	{"docs/kubebuilder-comparison.md", "(a controller of another module's type) | not scaffolded", "opkit create api has no --external-api-path", noFlag("create api", "external-api-path")},
-	{"docs/fleet.md", "These parts are not built yet:", "issue 50's fleet mode is in parts: the list under it names those still to come", fleetStillAsks},
 	{"docs/kubebuilder-comparison.md", "| none | not yet written", "the scaffold has no config/network-policy", missingPath("internal/scaffold/templates/init/config/network-policy")},
 	{"docs/kubebuilder-comparison.md", "Kubebuilder's side was not scaffolded with a v4.16 binary", "describes how the comparison was made, not opkit", nil},
 	{"docs/porting-from-controller-runtime.md", "## Not in opkit yet", "TestNotInOpkitYetNamesWhatIsMissing checks each item of the list", nil},

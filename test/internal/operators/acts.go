@@ -4,20 +4,21 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // Act is one line of a --record-reconciles file (package internal/actlog).
 type Act struct {
-	Kind string // "start" or "end" of a reconcile, or "write"
+	Kind string // "start" or "end" of a reconcile, "write", or "own" or "disown" of a fleet's member
 	At   int64  // unix nanoseconds
-	What string // the key (namespace/name) of a start or end; "METHOD path" of a write
+	What string // the key (namespace/name) of a start or end; "METHOD path" of a write; the member of an own or disown
 	PID  int
 }
 
-// ParseAct parses one line: start|end <unix-nanos> <key> <pid>, or
-// write <unix-nanos> <METHOD> <path> <pid>.
+// ParseAct parses one line: start|end|own|disown <unix-nanos> <key> <pid>,
+// or write <unix-nanos> <METHOD> <path> <pid>.
 func ParseAct(line string) (Act, error) {
 	fs := strings.Fields(line)
 	want := 4
@@ -27,8 +28,8 @@ func ParseAct(line string) (Act, error) {
 	switch {
 	case len(fs) == 0:
 		return Act{}, fmt.Errorf("record line %q: empty", line)
-	case fs[0] != "start" && fs[0] != "end" && fs[0] != "write":
-		return Act{}, fmt.Errorf("record line %q: want start, end or write", line)
+	case !slices.Contains([]string{"start", "end", "write", "own", "disown"}, fs[0]):
+		return Act{}, fmt.Errorf("record line %q: want start, end, write, own or disown", line)
 	case len(fs) != want:
 		return Act{}, fmt.Errorf("record line %q: want %d fields", line, want)
 	}
