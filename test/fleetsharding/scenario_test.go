@@ -284,8 +284,10 @@ func TestKillAndFreezeOneReplica(t *testing.T) {
 	stop = w.load(t)
 	loadWindow(t)
 	frozen := busiest(t, live...)
-	at = frozen.Signal(t, syscall.SIGSTOP)
-	fz := freeze{pid: frozen.Cmd.Process.Pid, frozeAt: at.UnixNano()}
+	at, stoppedAt := frozen.Freeze(t)
+	// A reconcile the process recorded as started after the signal was
+	// sent, but before it stopped, was in flight at the freeze too.
+	fz := freeze{pid: frozen.Cmd.Process.Pid, frozeAt: stoppedAt.UnixNano()}
 	g.tookOver(t, "freeze", frozen, at, 0)
 	fz.thawAt = frozen.Signal(t, syscall.SIGCONT).UnixNano()
 	eventually(t, time.Minute, frozen.Name+" fences itself and rejoins", func() error {

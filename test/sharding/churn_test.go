@@ -291,8 +291,10 @@ func TestChurn(t *testing.T) {
 	converge("crash")
 
 	stop = w.load(t)
-	at = r3.Signal(t, syscall.SIGSTOP)
-	frozeAt := at.UnixNano()
+	at, stoppedAt := r3.Freeze(t)
+	// A reconcile r3 recorded as started after the signal was sent, but
+	// before it stopped, was in flight at the freeze too.
+	frozeAt := stoppedAt.UnixNano()
 	// No lower bound on when the slots move is asserted: r3's last
 	// renewal may precede the SIGSTOP by up to a RetryPeriod, and the
 	// overlap check below is what says whether they moved too early.

@@ -114,6 +114,34 @@ func (p *Process) Signal(t testing.TB, sig syscall.Signal) time.Time {
 	return at
 }
 
+// Freeze stops the process with SIGSTOP and returns when it was seen
+// stopped (state T in /proc): it may run on for a moment after the signal
+// is sent, and what it records then is from before the freeze. Use the
+// time returned, not the time the signal was sent, as the moment it
+// stopped. The freeze's takeover times are best measured from the
+// signal: Freeze also returns when it was sent.
+func (p *Process) Freeze(t testing.TB) (sent, stopped time.Time) {
+	t.Helper()
+	sent = p.Signal(t, syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatalf("read the state of %s: %v", p.Name, err)
+		}
+		// The state follows the command's name, which is in parentheses
+		// and may hold spaces or parentheses itself.
+		if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) && data[i+2] == 'T' {
+			return sent, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not stopped within a minute of SIGSTOP: %s", p.Name, data)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Wait waits for the process to exit, at most limit, and returns how it
 // exited.
 func (p *Process) Wait(t testing.TB, limit time.Duration) error {
