@@ -291,7 +291,7 @@ func TestChurn(t *testing.T) {
 	converge("crash")
 
 	stop = w.load(t)
-	at, stoppedAt := r3.Freeze(t)
+	_, stoppedAt := r3.Freeze(t)
 	// A reconcile r3 recorded as started after the signal was sent, but
 	// before it stopped, was in flight at the freeze too.
 	frozeAt := stoppedAt.UnixNano()
