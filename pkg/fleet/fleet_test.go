@@ -346,6 +346,18 @@ func TestDisengagedMemberReleasesItsGoroutines(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The controller starts its workers on a goroutine of its own: a
+	// member reconciled first, and gone, makes sure they run before the
+	// goroutines are counted, so that none of them is taken for the
+	// member's.
+	warmCtx, warmCancel := context.WithCancel(t.Context())
+	warm := member(t, "", "w1")
+	if err := f.Engage(warmCtx, fleet.Member{Name: "warm", Config: env.Config(), Namespace: warm}); err != nil {
+		t.Fatal(err)
+	}
+	waitCopy(t, warm, "w1")
+	warmCancel()
+	waitEngaged(t, f, "warm", false)
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := f.Engage(ctx, fleet.Member{Name: "m", Config: env.Config(), Namespace: ns}); err != nil {
