@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 )
 
 // clientFlags limit the requests the operator sends to the API server,
@@ -20,7 +19,7 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&c.qps, "kube-api-qps", 0, "requests a second the operator may send to the API server, all its clients together (reconciles and watches; not the Lease renewals, which have a budget of their own); 0: no client-side limit, the API server's priority and fairness protects it")
+	fs.Float64Var(&c.qps, "kube-api-qps", 0, "requests a second the operator may send to the API server, all its clients together: its API budget (reconciles, reviews and watches; the Lease renewals never wait for it); 0: no fixed limit, the operator slows down when the API server pushes back with a 429")
 	fs.IntVar(&c.burst, "kube-api-burst", 0, "with --kube-api-qps: requests the client may send at once above that rate; 0: --kube-api-qps rounded up")
 }
 
@@ -36,9 +35,11 @@ func (c clientFlags) check() error {
 	return nil
 }
 
-// apply sets cfg's client-side rate limit, if the flags ask for one: a
-// RateLimiter, which client-go shares among the clients built from cfg
-// (QPS and Burst alone would give each its own bucket).
+// apply sets cfg's QPS and Burst, if the flags ask for a limit: the
+// manager's API budget takes them as its rate, one bucket for every client
+// it makes, served by lane (docs/api-budget.md). A RateLimiter here would
+// be a second bucket behind the budget's, queueing in arrival order what
+// the budget let through by lane.
 func (c clientFlags) apply(cfg *rest.Config) {
 	if c.qps == 0 {
 		return
@@ -47,5 +48,4 @@ func (c clientFlags) apply(cfg *rest.Config) {
 	if cfg.Burst == 0 {
 		cfg.Burst = int(math.Ceil(c.qps))
 	}
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 }

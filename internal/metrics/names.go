@@ -276,3 +276,30 @@ const (
 	// renewal is older than the renew deadline; retried.
 	SkippedFenced = "fenced"
 )
+
+// The API budget's metrics (manager.Options.APIBudget; docs/api-budget.md
+// explains the model). Those labelled by lane ("lease", "webhook",
+// "reconcile", "informer") and controller name the controller in the
+// reconcile lane ("unattributed" for requests sent outside a reconcile)
+// and "" in the others.
+const (
+	// APIBudgetTokens counts the requests let through, by lane and
+	// controller.
+	APIBudgetTokens = "opkit_api_budget_tokens_total"
+	// APIBudgetWait observes, per request that had to wait for a token,
+	// the seconds it waited, by lane and controller; its _sum is the
+	// seconds throttled.
+	APIBudgetWait = "opkit_api_budget_wait_seconds"
+	// APIBudgetCanceled counts the requests whose context ended while
+	// they waited, by lane and controller: they were never sent.
+	APIBudgetCanceled = "opkit_api_budget_canceled_total"
+	// APIBudgetPushbacks counts the responses with status 429 or a
+	// Retry-After header, by lane and controller.
+	APIBudgetPushbacks = "opkit_api_budget_pushbacks_total"
+	// APIBudgetRate is the rate in force, in requests a second: the
+	// configured rate, or less after the server pushed back; +Inf while
+	// no rate applies (no fixed rate, and no pushback yet).
+	APIBudgetRate = "opkit_api_budget_rate"
+	// APIBudgetConfiguredRate is the configured rate; +Inf for none.
+	APIBudgetConfiguredRate = "opkit_api_budget_configured_rate"
+)

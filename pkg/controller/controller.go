@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/opkit-dev/opkit/internal/budget"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/internal/wallclock"
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -214,8 +215,9 @@ func (c *Controller[K]) waitForSync(ctx context.Context, sources []source.Source
 // run reconciles until ctx ends, then drains.
 func (c *Controller[K]) run(ctx context.Context) error {
 	// Reconciles outlive ctx by up to the drain timeout, so that a stop
-	// does not cut short the work in flight.
-	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	// does not cut short the work in flight. Their requests spend the
+	// controller's share of the API budget (package budget).
+	workCtx, stopWork := context.WithCancelCause(budget.WithController(context.WithoutCancel(ctx), c.name))
 	defer stopWork(ErrShutdown)
 	var wg sync.WaitGroup
 	work := func(get func() (K, int, time.Time, bool)) {

@@ -35,7 +35,9 @@
 //     each key before anything else; the manager's sharded mode sets it.
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key and a ReconcileID, and with
-//     Options.TracerProvider a span (package tracing).
+//     Options.TracerProvider a span (package tracing). It also names the
+//     controller to the manager's API budget, so that the reconcile's API
+//     requests spend the controller's share (docs/api-budget.md).
 //   - Observable: with Options.Registerer, controller-runtime's reconcile
 //     metrics and client-go's workqueue metrics under their usual names,
 //     labels and meanings (spare workers count in

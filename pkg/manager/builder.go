@@ -59,6 +59,9 @@ type builder struct {
 	// series is the Registerer of the controller's metrics, which
 	// remembers what to delete when it is removed.
 	series *series
+	// weight is the controller's in the API budget's reconcile lane
+	// (APIWeight); 0 means 1.
+	weight float64
 }
 
 // shardGate is a controller's dispatch gate in sharded mode.
@@ -329,6 +332,7 @@ func NewController(m *Manager, name string, r reconcile.Reconciler[reconcile.Req
 		m.unreserve(name)
 		return nil, err
 	}
+	m.weigh(name, b.weight)
 	m.addController(mc)
 	return mc.ctl, nil
 }

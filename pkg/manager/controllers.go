@@ -191,6 +191,7 @@ func (m *Manager) cleanUp(mc *managedController) {
 			release()
 		}
 		mc.series.forget(mc.name)
+		m.unweigh(mc.name)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.runnables = slices.DeleteFunc(m.runnables, func(rn Runnable) bool { return rn == mc })

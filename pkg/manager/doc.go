@@ -41,6 +41,12 @@
 //     plus the Go and process collectors. Options.Metrics.Secure lets in
 //     only tokens the API server authenticates and authorizes, at a
 //     bounded number of reviews (MetricsAuthOptions).
+//   - One API budget: every client the manager makes, and every client
+//     built from Config, shares one rate of requests (Options.APIBudget),
+//     served by lane: lease renewals never wait, then reviews, then
+//     reconciles shared by controller weight (APIWeight), then informers;
+//     a 429 or Retry-After lowers the rate, which recovers additively
+//     (docs/api-budget.md).
 //   - Events: EventRecorder refuses a name the API server would refuse on
 //     every Event, and logs and counts each Event refused all the same.
 //   - Traced only when asked: with Options.TracerProvider; the manager

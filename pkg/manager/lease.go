@@ -27,9 +27,12 @@ const leaseRequestsPerRound = 4
 //     the same TLS settings, and on it a renewal shares the connection's
 //     flow-control window with large lists and watches;
 //   - the manager's request metrics, but not its fence (a renewal is what
-//     opens it) nor its tracing.
+//     opens it) nor its tracing;
+//   - the API budget's lease lane, which counts a renewal against the
+//     budget but never makes it wait (docs/api-budget.md).
 //
-// base is the manager's config before the fence and tracing wrap it.
+// base is the manager's config before the fence and tracing wrap it,
+// with the budget's lease lane.
 func leaseClient(base *rest.Config, agent string, retry time.Duration) (*kubernetes.Clientset, error) {
 	c := rest.AddUserAgent(rest.CopyConfig(base), agent)
 	c.RateLimiter = nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/opkit-dev/opkit/internal/actas"
 	"github.com/opkit-dev/opkit/internal/bodybudget"
+	"github.com/opkit-dev/opkit/internal/budget"
 	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/internal/fence"
@@ -89,6 +90,7 @@ type Manager struct {
 	admissionBodies *bodybudget.Budget
 	shard           *sharded // nil without Options.Sharding
 	memory          memoryState
+	budget          *budget.Budget  // nil with Options.APIBudget.Off
 	guard           *memguard.Guard // set by Start; nil when MemoryLimitOptions.Off
 
 	mu        sync.Mutex
@@ -160,6 +162,11 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	m.config.Wrap(rm.Wrap)
 	m.leaseConfig = rest.CopyConfig(m.config)
 	m.traceRequests()
+	// Outside the metrics and tracing, so that a request's wait for a
+	// token is not counted as the API server's latency.
+	if err := m.newBudget(); err != nil {
+		return nil, err
+	}
 	// Outermost, so that a refused write is neither sent nor counted: a
 	// leader-only runnable's write is refused while its fence is closed.
 	m.config.Wrap(fence.Transport)
@@ -253,7 +260,7 @@ func (m *Manager) cacheOptions(hc *http.Client) cache.Options {
 		co.Mapper = m.mapper
 	}
 	if co.HTTPClient == nil {
-		co.HTTPClient = hc
+		co.HTTPClient = m.informerLane(hc)
 	}
 	if co.Registerer == nil {
 		co.Registerer = m.registry

@@ -61,6 +61,13 @@ type Options struct {
 	// unless GOMEMLIMIT is set.
 	MemoryLimit MemoryLimitOptions
 
+	// APIBudget configures the one budget of API requests that every
+	// client the manager makes shares, in lanes: lease renewals first,
+	// then reviews, reconciles by controller weight, and informers. On by
+	// default, with no fixed rate unless the rest.Config sets a QPS (see
+	// APIBudgetOptions).
+	APIBudget APIBudgetOptions
+
 	// ShutdownTimeout bounds a graceful stop: reconciles in flight, the
 	// lease's release, caches and servers get this long in all. Defaults to
 	// DefaultShutdownTimeout.
@@ -262,6 +269,9 @@ func (o Options) validate() error {
 		errs = append(errs, err)
 	}
 	if err := o.MemoryLimit.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.APIBudget.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

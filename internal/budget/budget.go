@@ -1,0 +1,207 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+)
+
+// Options configure New. The zero value is valid: no fixed rate, adapting
+// to the server.
+type Options struct {
+	// QPS is the budget's rate in requests a second; 0 or negative: no
+	// fixed rate (requests never wait until the server pushes back).
+	QPS float64
+	// Burst is how many requests may go at once after a quiet spell.
+	// Defaults to 2×QPS (at least 1).
+	Burst int
+	// Registerer receives the budget's metrics (opkit_api_budget_*).
+	// Defaults to none.
+	Registerer prometheus.Registerer
+	// OnPushback, when set, is called (without the Budget's lock) after a
+	// pushback changed the rate, with the new rate and what the server
+	// said, for a log line.
+	OnPushback func(Pushback)
+	// Clock defaults to the system clock.
+	Clock clock.WithDelayedExecution
+}
+
+// Pushback is what the API server said when it pushed back.
+type Pushback struct {
+	Lane       Lane
+	Controller string
+	Status     int
+	RetryAfter string
+	// FlowSchema and PriorityLevel are the UIDs of the API priority and
+	// fairness configuration that classified the request, when the
+	// server sent them (X-Kubernetes-PF-FlowSchema-UID and
+	// X-Kubernetes-PF-PriorityLevel-UID).
+	FlowSchema, PriorityLevel string
+	// Rate is the budget's rate after the pushback.
+	Rate float64
+}
+
+// Budget is one operator's API budget: a token bucket whose rate adapts
+// to the server (AIMD), whose waiting requests are served by lane in
+// priority order with reserves, and within the reconcile lane by
+// controller weight. Its methods are safe for concurrent use.
+type Budget struct {
+	clock      clock.WithDelayedExecution
+	metrics    *Metrics
+	onPushback func(Pushback)
+
+	mu    sync.Mutex
+	s     *sched
+	timer clock.Timer // armed while requests wait; nil otherwise
+}
+
+// New returns a Budget, its metrics registered with opts.Registerer.
+func New(opts Options) (*Budget, error) {
+	c := opts.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	burst := opts.Burst
+	if burst <= 0 {
+		burst = max(int(math.Ceil(2*opts.QPS)), 1)
+	}
+	b := &Budget{clock: c, onPushback: opts.OnPushback, s: newSched(opts.QPS, burst, c.Now())}
+	if opts.Registerer != nil {
+		m, err := newMetrics(opts.Registerer, b)
+		if err != nil {
+			return nil, fmt.Errorf("register the API budget's metrics: %w", err)
+		}
+		b.metrics = m
+	}
+	return b, nil
+}
+
+// configured returns the configured rate; +Inf for none.
+func (b *Budget) configured() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.s.configured
+}
+
+// Rate returns the rate in force now, in requests a second; +Inf when no
+// fixed rate applies and the server has not pushed back.
+func (b *Budget) Rate() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.s.refill(b.clock.Now())
+	return b.s.rate
+}
+
+// SetWeight sets the weight of controller's flow in the reconcile lane:
+// while the lane is contended, controllers get tokens in proportion to
+// their weights. Unset, or <= 0, is 1.
+func (b *Budget) SetWeight(controller string, weight float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.s.setWeight(controller, weight)
+	b.metrics.start(LaneReconcile, controller)
+}
+
+// Forget drops controller's weight and flow (a controller removed).
+func (b *Budget) Forget(controller string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.s.forget(controller)
+	b.metrics.forget(controller)
+}
+
+// Wait blocks until a request of lane (and, in the reconcile lane, of
+// controller) may be sent, and returns nil; or until ctx ends, and
+// returns an error wrapping its cause, having taken nothing. A request of
+// LaneLease never waits.
+func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
+	if lane == LaneReconcile && controller == "" {
+		controller = Unattributed
+	}
+	if lane != LaneReconcile {
+		controller = ""
+	}
+	b.mu.Lock()
+	now := b.clock.Now()
+	if lane == LaneLease {
+		b.s.charge(now)
+		b.mu.Unlock()
+		b.metrics.granted(lane, controller, 0)
+		return nil
+	}
+	if b.s.take(now) {
+		b.mu.Unlock()
+		b.metrics.granted(lane, controller, 0)
+		return nil
+	}
+	if ctx.Err() != nil {
+		b.mu.Unlock()
+		return fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
+	}
+	w := &waiter{lane: lane, ready: make(chan struct{})}
+	b.s.enqueue(w, controller)
+	b.arm()
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		b.metrics.granted(lane, controller, b.clock.Since(now))
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	if w.granted {
+		// Granted as ctx ended: the token goes back.
+		b.s.tokens++
+		b.dispatch()
+	} else {
+		b.s.cancel(w)
+	}
+	b.mu.Unlock()
+	b.metrics.canceled(lane, controller, b.clock.Since(now))
+	return fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
+}
+
+// arm starts the timer for the next token, unless it runs. b.mu is held.
+func (b *Budget) arm() {
+	if b.timer != nil || b.s.waiting() == 0 {
+		return
+	}
+	// tick runs in a goroutine of its own: a fake clock calls AfterFunc's
+	// function holding its lock, which tick's reading of it would take.
+	b.timer = b.clock.AfterFunc(max(b.s.until(), time.Millisecond), func() { go b.tick() })
+}
+
+func (b *Budget) tick() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timer = nil
+	b.dispatch()
+}
+
+// dispatch grants what the bucket holds and arms the timer for the rest.
+// b.mu is held.
+func (b *Budget) dispatch() {
+	for _, w := range b.s.dispatch(b.clock.Now()) {
+		close(w.ready)
+	}
+	b.arm()
+}
+
+// PushedBack records that the server refused a request with 429, or asked
+// for a Retry-After: the rate falls multiplicatively (at most once a
+// second), then recovers additively.
+func (b *Budget) PushedBack(p Pushback) {
+	b.mu.Lock()
+	changed := b.s.pushedBack(b.clock.Now())
+	p.Rate = b.s.rate
+	b.mu.Unlock()
+	b.metrics.pushedBack(p.Lane, p.Controller)
+	if changed && b.onPushback != nil {
+		b.onPushback(p)
+	}
+}

@@ -1,0 +1,101 @@
+package budget
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+)
+
+// Metrics are a Budget's series. A nil *Metrics records nothing.
+type Metrics struct {
+	tokens      *prometheus.CounterVec
+	wait        *prometheus.HistogramVec
+	canceledVec *prometheus.CounterVec
+	pushbackVec *prometheus.CounterVec
+}
+
+// waitBuckets span a token's wait: a millisecond to a minute.
+var waitBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// newMetrics registers b's metrics with reg; the series of the lanes other
+// than the reconcile lane start at zero, and the rates are read from b at
+// each scrape.
+func newMetrics(reg prometheus.Registerer, b *Budget) (*Metrics, error) {
+	labels := []string{"lane", "controller"}
+	m := &Metrics{
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetTokens,
+			Help: "Requests to the API server let through by the API budget, by lane and controller."}, labels),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: imetrics.APIBudgetWait,
+			Help: "Seconds a request waited for a token of the API budget, by lane and controller.", Buckets: waitBuckets}, labels),
+		canceledVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetCanceled,
+			Help: "Requests whose context ended while they waited for a token, by lane and controller."}, labels),
+		pushbackVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetPushbacks,
+			Help: "Responses of the API server with status 429 or a Retry-After header, by lane and controller."}, labels),
+	}
+	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetRate,
+		Help: "The API budget's rate in force, in requests a second; +Inf while none applies."}, b.Rate)
+	configured := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetConfiguredRate,
+		Help: "The API budget's configured rate, in requests a second; +Inf for none."}, b.configured)
+	for _, c := range []prometheus.Collector{m.tokens, m.wait, m.canceledVec, m.pushbackVec, rate, configured} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for l := range numLanes {
+		if l != LaneReconcile {
+			m.start(l, "")
+		}
+	}
+	m.start(LaneReconcile, Unattributed)
+	return m, nil
+}
+
+// start makes the series of lane and controller, at zero.
+func (m *Metrics) start(lane Lane, controller string) {
+	if m == nil {
+		return
+	}
+	m.tokens.WithLabelValues(lane.String(), controller)
+	m.wait.WithLabelValues(lane.String(), controller)
+	m.canceledVec.WithLabelValues(lane.String(), controller)
+	m.pushbackVec.WithLabelValues(lane.String(), controller)
+}
+
+// forget deletes a controller's series.
+func (m *Metrics) forget(controller string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"controller": controller}
+	m.tokens.DeletePartialMatch(l)
+	m.wait.DeletePartialMatch(l)
+	m.canceledVec.DeletePartialMatch(l)
+	m.pushbackVec.DeletePartialMatch(l)
+}
+
+func (m *Metrics) granted(lane Lane, controller string, waited time.Duration) {
+	if m == nil {
+		return
+	}
+	m.tokens.WithLabelValues(lane.String(), controller).Inc()
+	if waited > 0 {
+		m.wait.WithLabelValues(lane.String(), controller).Observe(waited.Seconds())
+	}
+}
+
+func (m *Metrics) canceled(lane Lane, controller string, waited time.Duration) {
+	if m == nil {
+		return
+	}
+	m.canceledVec.WithLabelValues(lane.String(), controller).Inc()
+	m.wait.WithLabelValues(lane.String(), controller).Observe(waited.Seconds())
+}
+
+func (m *Metrics) pushedBack(lane Lane, controller string) {
+	if m == nil {
+		return
+	}
+	m.pushbackVec.WithLabelValues(lane.String(), controller).Inc()
+}

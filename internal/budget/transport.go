@@ -1,0 +1,132 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+type laneKey struct{}
+
+// ControllerKey is the context key under which a reconcile's context
+// carries its controller's name (a string): package controller's workers
+// set it, and the Transport files the request in the reconcile lane under
+// that controller.
+type ControllerKey struct{}
+
+// WithLane returns ctx carrying lane: a request sent with it through a
+// Transport goes in lane, whatever else the context or request says.
+func WithLane(ctx context.Context, lane Lane) context.Context {
+	return context.WithValue(ctx, laneKey{}, lane)
+}
+
+// WithController returns ctx carrying the name of the controller whose
+// requests it sends.
+func WithController(ctx context.Context, controller string) context.Context {
+	return context.WithValue(ctx, ControllerKey{}, controller)
+}
+
+// Classify returns the lane of req, and in the reconcile lane its
+// controller: a lane its context names (WithLane) first; then a review
+// (SubjectAccessReview, TokenReview, ...) in the webhook lane; then a
+// watch in the informer lane; then the controller its context names;
+// anything else is the reconcile lane's, unattributed.
+func Classify(req *http.Request) (Lane, string) {
+	ctx := req.Context()
+	if l, ok := ctx.Value(laneKey{}).(Lane); ok && l >= 0 && l < numLanes {
+		return l, ""
+	}
+	if req.Method == http.MethodPost && isReview(req.URL.Path) {
+		return LaneWebhook, ""
+	}
+	if strings.Contains(req.URL.RawQuery, "watch=true") || strings.Contains(req.URL.RawQuery, "watch=1") {
+		return LaneInformer, ""
+	}
+	if c, ok := ctx.Value(ControllerKey{}).(string); ok && c != "" {
+		return LaneReconcile, c
+	}
+	return LaneReconcile, Unattributed
+}
+
+// isReview reports whether path creates a review of the authentication
+// or authorization API groups.
+func isReview(path string) bool {
+	return (strings.HasPrefix(path, "/apis/authorization.k8s.io/") || strings.HasPrefix(path, "/apis/authentication.k8s.io/")) &&
+		strings.HasSuffix(path, "reviews")
+}
+
+// Transport wraps rt so that every request waits for the budget in its
+// lane (see Classify) before it is sent, and each response that pushes
+// back (429, or a Retry-After header) lowers the budget's rate. A request
+// whose context ends while it waits is not sent: the error wraps the
+// context's cause. It has the shape of rest.Config.Wrap's argument.
+func (b *Budget) Transport(rt http.RoundTripper) http.RoundTripper {
+	return transport{b: b, next: rt}
+}
+
+// LeaseTransport wraps rt as Transport does, but files every request in
+// LaneLease: for the clients of lease renewals alone, which never wait.
+func (b *Budget) LeaseTransport(rt http.RoundTripper) http.RoundTripper {
+	return transport{b: b, next: rt, lease: true}
+}
+
+// DefaultLane wraps rt so that a request whose context names neither a
+// lane nor a controller goes in lane: the manager gives its cache's HTTP
+// client the informer lane so, while a lazy read inside a reconcile stays
+// the controller's. Put it outside the Budget's Transport.
+func DefaultLane(rt http.RoundTripper, lane Lane) http.RoundTripper {
+	return defaultLane{lane: lane, next: rt}
+}
+
+type transport struct {
+	b     *Budget
+	next  http.RoundTripper
+	lease bool // every request in LaneLease
+}
+
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	lane, controller := LaneLease, ""
+	if !t.lease {
+		lane, controller = Classify(req)
+	}
+	if err := t.b.Wait(req.Context(), lane, controller); err != nil {
+		closeBody(req.Body)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "") {
+		t.b.PushedBack(Pushback{
+			Lane: lane, Controller: controller, Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
+			FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
+			PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
+		})
+	}
+	return resp, err
+}
+
+// WrappedTransport returns the transport underneath, so that client-go
+// can see through it (utilnet.CloseIdleConnectionsFor).
+func (t transport) WrappedTransport() http.RoundTripper { return t.next }
+
+type defaultLane struct {
+	lane Lane
+	next http.RoundTripper
+}
+
+func (t defaultLane) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if ctx.Value(laneKey{}) == nil && ctx.Value(ControllerKey{}) == nil {
+		req = req.WithContext(WithLane(ctx, t.lane))
+	}
+	return t.next.RoundTrip(req)
+}
+
+func (t defaultLane) WrappedTransport() http.RoundTripper { return t.next }
+
+func closeBody(b io.ReadCloser) {
+	if b != nil {
+		_ = b.Close()
+	}
+}

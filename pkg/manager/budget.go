@@ -1,0 +1,118 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/opkit-dev/opkit/internal/budget"
+)
+
+// APIBudgetOptions configure the manager's API budget: one token rate
+// shared by every request of the clients the manager makes (the writers,
+// the cached and uncached clients, the clientset, the event recorder, the
+// cache's lists and watches, the webhook and metrics servers' reviews, and
+// any client built from Config), served by lane in priority order: lease
+// renewals (never held up), then reviews, then reconciles (shared by
+// controller weight: see APIWeight), then informers. A 429 or a
+// Retry-After from the API server halves the rate, which then recovers
+// additively. docs/api-budget.md explains the model and its defaults.
+type APIBudgetOptions struct {
+	// QPS is the budget in requests a second. Defaults to the rest.Config's
+	// QPS when positive (with its Burst), so that a kubeconfig's or a
+	// flag's limit bounds the whole operator rather than each client;
+	// otherwise to none fixed: requests never wait until the API server
+	// pushes back, as with controller-runtime's QPS -1, and the budget
+	// then adapts from the rate it measured.
+	QPS float64
+	// Burst is how many requests may go at once after a quiet spell.
+	// Defaults to the rest.Config's Burst with its QPS, else to 2×QPS.
+	Burst int
+	// Off sends every request without the budget, each client limited by
+	// the rest.Config's QPS, Burst or RateLimiter as client-go does.
+	// Defaults to false.
+	Off bool
+}
+
+func (o APIBudgetOptions) validate() error {
+	if o.QPS < 0 || o.Burst < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
+		return fmt.Errorf("Options.APIBudget: QPS (%v) and Burst (%d) must be 0 (the default) or positive", o.QPS, o.Burst)
+	}
+	return nil
+}
+
+// newBudget makes the manager's budget and puts it under m.config and
+// m.leaseConfig, unless Off; it turns client-go's per-client rate limit
+// of m.config off (a RateLimiter set by the caller is kept), since the
+// budget replaces it.
+func (m *Manager) newBudget() error {
+	o := m.opts.APIBudget
+	if o.Off {
+		return nil
+	}
+	qps, burst := o.QPS, o.Burst
+	if qps == 0 && m.config.QPS > 0 {
+		qps = float64(m.config.QPS)
+		if burst == 0 {
+			burst = m.config.Burst
+		}
+	}
+	log := m.log.WithName("api-budget")
+	b, err := budget.New(budget.Options{QPS: qps, Burst: burst, Registerer: m.registry,
+		OnPushback: func(p budget.Pushback) {
+			log.Info("The API server pushed back; lowering the API budget",
+				"lane", p.Lane.String(), "controller", p.Controller, "status", p.Status, "retryAfter", p.RetryAfter,
+				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate)
+		}})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	m.budget = b
+	m.config.QPS = -1
+	m.config.Wrap(b.Transport)
+	m.leaseConfig.Wrap(b.LeaseTransport)
+	return nil
+}
+
+// informerLane returns hc, its requests in the informer lane unless their
+// context names a controller (a cache's lazy read in a reconcile), for the
+// cache.
+func (m *Manager) informerLane(hc *http.Client) *http.Client {
+	if m.budget == nil {
+		return hc
+	}
+	c := *hc
+	c.Transport = budget.DefaultLane(hc.Transport, budget.LaneInformer)
+	return &c
+}
+
+// APIWeight sets the controller's weight in the reconcile lane of the
+// manager's API budget: while reconciles wait for the budget, each
+// controller gets a share of the tokens in proportion to its weight, so
+// that one that floods cannot starve another. Defaults to 1; it must be
+// positive.
+func APIWeight(weight float64) ControllerOption {
+	return optionFunc(func(b *builder) error {
+		if !(weight > 0) || math.IsInf(weight, 1) {
+			return errors.New("APIWeight: the weight must be positive")
+		}
+		b.weight = weight
+		return nil
+	})
+}
+
+// weigh gives the controller name its weight in the budget, and starts
+// its series.
+func (m *Manager) weigh(name string, weight float64) {
+	if m.budget != nil {
+		m.budget.SetWeight(name, weight)
+	}
+}
+
+// unweigh forgets the controller name in the budget.
+func (m *Manager) unweigh(name string) {
+	if m.budget != nil {
+		m.budget.Forget(name)
+	}
+}
