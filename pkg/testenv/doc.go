@@ -36,6 +36,10 @@
 //     a TokenRequest token, and WriteKubeconfig writes a kubeconfig for it.
 //   - RestartAPIServer restarts kube-apiserver on the same port,
 //     certificates and etcd.
+//   - Nothing outlives a test binary that dies before Stop (a panic, a
+//     timeout, a kill): on Linux its kube-apiserver and etcd die with it,
+//     and the next Start, in any process, removes the directories it left
+//     (etcd's data alone is over 100 MB).
 //   - The control plane has no controllers: nothing garbage-collects owned
 //     objects, and deleted namespaces stay Terminating.
 //   - Cached objects modified in place, and reads of kinds nobody

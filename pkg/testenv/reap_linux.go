@@ -11,26 +11,28 @@ import (
 )
 
 // Start runs kube-apiserver and etcd in process groups of their own (so that
-// a terminal's Ctrl-C reaches the test binary, which stops them in order) and
-// gives them no parent-death signal (Go delivers it when the starting
-// thread, not the process, ends), so when a test binary panics, times out
-// or is killed before Stop, they run on as orphans. Start therefore records
-// the processes it started in recordDir, Stop removes the record, and the next
-// Start in any process kills what a dead owner left behind.
+// a terminal's Ctrl-C reaches the test binary, which stops them in order),
+// with a parent-death signal that kills them when the test binary ends
+// before Stop: it panicked, timed out or was killed. Nothing then removes
+// the directories it made, etcd's data among them (over 100 MB each). Start
+// therefore records the processes it started and the directories it made
+// in recordDir, Stop removes the record, and the next Start in any process
+// kills what a dead owner left running and removes what it left on disk.
 
 // proc identifies a process across PID reuse: its PID and its start time in
 // clock ticks since boot.
 type proc struct {
-	pid   int
-	start uint64
+	pid    int
+	start  uint64
+	zombie bool // read from /proc, never recorded
 }
 
 func recordDir() string { return filepath.Join(os.TempDir(), "opkit-testenv") }
 
-// recordChildren writes a record of this process's children that run one of
-// the given executables. It returns the record's path ("" if there was
-// nothing to record).
-func recordChildren(exes ...string) (string, error) {
+// recordChildren writes the record at path (a new one in recordDir if path
+// is ""): this process, its children that run one of exes, and dirs. It
+// returns the record's path.
+func recordChildren(path string, exes, dirs []string) (string, error) {
 	self, err := readProc(os.Getpid())
 	if err != nil {
 		return "", err
@@ -40,28 +42,41 @@ func recordChildren(exes ...string) (string, error) {
 	for _, c := range childrenRunning(os.Getpid(), exes) {
 		lines = append(lines, formatProc(c))
 	}
-	if err := os.MkdirAll(recordDir(), 0o700); err != nil {
-		return "", err
+	for _, d := range dirs {
+		lines = append(lines, "dir "+d)
 	}
-	path := filepath.Join(recordDir(), fmt.Sprintf("%d-%d", self.pid, self.start))
+	if path == "" {
+		if err := os.MkdirAll(recordDir(), 0o700); err != nil {
+			return "", err
+		}
+		f, err := os.CreateTemp(recordDir(), fmt.Sprintf("%d-%d-*", self.pid, self.start))
+		if err != nil {
+			return "", err
+		}
+		path = f.Name()
+		if err := f.Close(); err != nil {
+			return "", err
+		}
+	}
 	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 // reapOrphans kills the processes recorded by owners that are no longer
-// running, and removes their records. It is best-effort: what it cannot read
-// it leaves alone.
+// running, removes the directories they made, and then their records. It is
+// best-effort: what it cannot read it leaves alone.
 func reapOrphans() {
 	entries, err := os.ReadDir(recordDir())
 	if err != nil {
 		return
 	}
+	private := privateDir(recordDir())
 	for _, e := range entries {
 		path := filepath.Join(recordDir(), e.Name())
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
-		procs := parseProcs(data)
+		procs, dirs := parseRecord(data)
 		if len(procs) == 0 || alive(procs[0]) {
 			continue
 		}
@@ -70,14 +85,48 @@ func reapOrphans() {
 				_ = syscall.Kill(p.pid, syscall.SIGKILL)
 			}
 		}
+		if private {
+			for _, d := range dirs {
+				if ownDir(d) {
+					_ = os.RemoveAll(d)
+				}
+			}
+		}
 		_ = os.Remove(path)
 	}
 }
 
-// alive reports whether p is still the same running process.
+// privateDir reports whether dir is a real directory of this user that no
+// one else may write: only then are the directories its records name
+// trusted enough to remove.
+func privateDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// ownDir reports whether a recorded directory is one Start makes: directly
+// in the temp directory, with one of its names.
+func ownDir(dir string) bool {
+	if filepath.Dir(dir) != filepath.Clean(os.TempDir()) {
+		return false
+	}
+	for _, prefix := range []string{"opkit-etcd-", "opkit-apiserver-", "opkit-webhook-"} {
+		if strings.HasPrefix(filepath.Base(dir), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// alive reports whether p is still the same running process: a zombie,
+// which no parent has reaped yet, has ended.
 func alive(p proc) bool {
 	now, err := readProc(p.pid)
-	return err == nil && now.start == p.start
+	return err == nil && now.start == p.start && !now.zombie
 }
 
 func childrenRunning(ppid int, exes []string) []proc {
@@ -112,7 +161,7 @@ func readProc(pid int) (proc, error) {
 
 // readStat returns the parent PID and the identity of a process from
 // /proc/<pid>/stat (fields 4 and 22, counted after the parenthesised name,
-// which may itself hold spaces).
+// which may itself hold spaces), and whether it is a zombie (field 3).
 func readStat(pid int) (ppid int, p proc, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -131,19 +180,24 @@ func readStat(pid int) (ppid int, p proc, err error) {
 	if err1 != nil || err2 != nil {
 		return 0, proc{}, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
-	return ppid, proc{pid: pid, start: start}, nil
+	return ppid, proc{pid: pid, start: start, zombie: f[0] == "Z"}, nil
 }
 
 func formatProc(p proc) string { return fmt.Sprintf("%d %d", p.pid, p.start) }
 
-func parseProcs(data []byte) []proc {
-	var out []proc
+// parseRecord reads a record: processes ("pid start", the owner first) and
+// directories ("dir path"). A record it cannot read whole yields nothing.
+func parseRecord(data []byte) (procs []proc, dirs []string) {
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if dir, ok := strings.CutPrefix(line, "dir "); ok {
+			dirs = append(dirs, dir)
+			continue
+		}
 		var p proc
 		if _, err := fmt.Sscanf(line, "%d %d", &p.pid, &p.start); err != nil {
-			return nil
+			return nil, nil
 		}
-		out = append(out, p)
+		procs = append(procs, p)
 	}
-	return out
+	return procs, dirs
 }

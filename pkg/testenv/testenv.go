@@ -193,7 +193,7 @@ func (e *Environment) start(opts Options, gates string, crdDirs []string) error 
 	e.plane, e.config = cp, cp.Config()
 	// Without a record an orphan is not reaped later: worth a stop, as the
 	// record can only fail to be written when the temp directory is broken.
-	if e.record, err = recordChildren(e.bins.apiServer, e.bins.etcd); err != nil {
+	if e.record, err = recordChildren("", e.exes(), e.dirs()); err != nil {
 		return fmt.Errorf("record its processes: %w", err)
 	}
 	if e.client, err = kubernetes.NewForConfig(e.config); err != nil {
@@ -251,9 +251,8 @@ func (e *Environment) StartAPIServer() error {
 	if err := e.plane.StartAPIServer(); err != nil {
 		return fmt.Errorf("start kube-apiserver: %w", err)
 	}
-	// The record's path depends on this process only: rewriting it adds
-	// the new kube-apiserver.
-	if _, err := recordChildren(e.bins.apiServer, e.bins.etcd); err != nil {
+	// Rewriting the record adds the new kube-apiserver.
+	if _, err := recordChildren(e.record, e.exes(), e.dirs()); err != nil {
 		return fmt.Errorf("start kube-apiserver: record its process: %w", err)
 	}
 	return nil
@@ -276,6 +275,22 @@ func (e *Environment) ResumeEtcd() error {
 		return fmt.Errorf("resume etcd: %w", err)
 	}
 	return nil
+}
+
+// exes returns the programs the environment runs.
+func (e *Environment) exes() []string { return []string{e.bins.apiServer, e.bins.etcd} }
+
+// dirs returns the directories the environment made, which Stop removes.
+func (e *Environment) dirs() []string {
+	var dirs []string
+	if e.plane != nil && e.plane.DataDir() != "" {
+		dirs = append(dirs, e.plane.DataDir())
+	}
+	dirs = append(dirs, e.certDir)
+	if e.webhook != nil && e.webhook.server.CertDir != "" {
+		dirs = append(dirs, e.webhook.server.CertDir)
+	}
+	return dirs
 }
 
 // Stop stops kube-apiserver and etcd and removes their data.

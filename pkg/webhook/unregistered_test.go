@@ -88,7 +88,9 @@ func TestUnregisteredReadFailsTheSuite(t *testing.T) {
 		t.Skip("this is the child")
 	}
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestPortedSuiteSwallowsAnUnregisteredRead$", "-test.count=1", "-test.v")
-	cmd.Env = append(withoutUnregisteredReadsEnv(os.Environ()), childEnv+"=1")
+	// The child dies of the report, running no cleanup: what it makes in
+	// its temp directory goes with this test's.
+	cmd.Env = append(withoutUnregisteredReadsEnv(os.Environ()), childEnv+"=1", "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("the ported suite passed, though its webhook read Nodes, which nobody registered; output:\n%s", out)

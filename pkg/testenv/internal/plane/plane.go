@@ -187,6 +187,10 @@ func (cp *ControlPlane) ResumeEtcd() error {
 	return cp.etcd.resume()
 }
 
+// DataDir returns etcd's data directory, which Stop removes; "" once
+// stopped.
+func (cp *ControlPlane) DataDir() string { return cp.dataDir }
+
 // Stop stops kube-apiserver, then etcd, and removes etcd's data.
 func (cp *ControlPlane) Stop() error {
 	err := errors.Join(cp.StopAPIServer(), cp.etcd.stop(cp.opts.StopTimeout))

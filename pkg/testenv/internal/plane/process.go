@@ -32,7 +32,7 @@ func startProcess(name, path string, args []string, out io.Writer) (*process, er
 	cmd.Stdout = io.MultiWriter(out, tail)
 	cmd.Stderr = cmd.Stdout
 	cmd.SysProcAttr = processAttributes()
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{}), tail: tail}
