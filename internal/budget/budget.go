@@ -44,6 +44,16 @@ type Pushback struct {
 	FlowSchema, PriorityLevel string
 	// Rate is the budget's rate after the pushback.
 	Rate float64
+	// Concurrency is the limit on requests in flight after the pushback;
+	// +Inf for none.
+	Concurrency float64
+}
+
+// concurrencyLimited reports whether p is priority and fairness's
+// rejection: a 429 that names the priority level that rejected it. Such a
+// level limits requests in flight, not a rate.
+func (p Pushback) concurrencyLimited() bool {
+	return p.Status == 429 && p.PriorityLevel != ""
 }
 
 // Budget is one operator's API budget: a token bucket whose rate adapts
@@ -54,6 +64,8 @@ type Budget struct {
 	clock      clock.WithDelayedExecution
 	metrics    *Metrics
 	onPushback func(Pushback)
+
+	win *window // requests in flight, narrowed by priority and fairness's 429s
 
 	mu    sync.Mutex
 	s     *sched
@@ -70,7 +82,7 @@ func New(opts Options) (*Budget, error) {
 	if burst <= 0 {
 		burst = max(int(math.Ceil(2*opts.QPS)), 1)
 	}
-	b := &Budget{clock: c, onPushback: opts.OnPushback, s: newSched(opts.QPS, burst, c.Now())}
+	b := &Budget{clock: c, onPushback: opts.OnPushback, s: newSched(opts.QPS, burst, c.Now()), win: newWindow()}
 	if opts.Registerer != nil {
 		m, err := newMetrics(opts.Registerer, b)
 		if err != nil {
@@ -80,6 +92,10 @@ func New(opts Options) (*Budget, error) {
 	}
 	return b, nil
 }
+
+// Concurrency returns the limit on requests in flight in force now; +Inf
+// while none applies.
+func (b *Budget) Concurrency() float64 { return b.win.Limit() }
 
 // configured returns the configured rate; +Inf for none.
 func (b *Budget) configured() float64 {
@@ -195,11 +211,26 @@ func (b *Budget) dispatch() {
 // PushedBack records that the server refused a request with 429, or asked
 // for a Retry-After: the rate falls multiplicatively (at most once a
 // second), then recovers additively.
-func (b *Budget) PushedBack(p Pushback) {
+//
+// A 429 of the API server's priority and fairness (one that names the
+// priority level) narrows the window of requests in flight instead, and
+// leaves the rate alone: the level limits how many requests it serves at
+// once, so fewer at once, not fewer a second, is what stops its 429s.
+func (b *Budget) PushedBack(p Pushback) { b.pushedBack(math.MaxInt, p) }
+
+// pushedBack is PushedBack for a request the window let in at epoch.
+func (b *Budget) pushedBack(epoch int, p Pushback) {
+	var changed bool
+	if p.concurrencyLimited() {
+		changed = b.win.pushedBack(b.clock.Now(), epoch)
+	}
 	b.mu.Lock()
-	changed := b.s.pushedBack(b.clock.Now())
+	if !p.concurrencyLimited() {
+		changed = b.s.pushedBack(b.clock.Now())
+	}
 	p.Rate = b.s.rate
 	b.mu.Unlock()
+	p.Concurrency = b.win.Limit()
 	b.metrics.pushedBack(p.Lane, p.Controller)
 	if changed && b.onPushback != nil {
 		b.onPushback(p)

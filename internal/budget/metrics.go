@@ -38,7 +38,9 @@ func newMetrics(reg prometheus.Registerer, b *Budget) (*Metrics, error) {
 		Help: "The API budget's rate in force, in requests a second; +Inf while none applies."}, b.Rate)
 	configured := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetConfiguredRate,
 		Help: "The API budget's configured rate, in requests a second; +Inf for none."}, b.configured)
-	for _, c := range []prometheus.Collector{m.tokens, m.wait, m.canceledVec, m.pushbackVec, rate, configured} {
+	concurrency := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetConcurrency,
+		Help: "The API budget's limit on requests in flight, which 429s of the API server's priority and fairness narrow; +Inf while none applies."}, b.Concurrency)
+	for _, c := range []prometheus.Collector{m.tokens, m.wait, m.canceledVec, m.pushbackVec, rate, configured, concurrency} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -41,7 +41,7 @@ func Classify(req *http.Request) (Lane, string) {
 	if req.Method == http.MethodPost && isReview(req.URL.Path) {
 		return LaneWebhook, ""
 	}
-	if strings.Contains(req.URL.RawQuery, "watch=true") || strings.Contains(req.URL.RawQuery, "watch=1") {
+	if isWatch(req) {
 		return LaneInformer, ""
 	}
 	if c, ok := ctx.Value(ControllerKey{}).(string); ok && c != "" {
@@ -95,15 +95,60 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req.Body)
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
+	release, epoch := func() {}, 0
+	if !isWatch(req) {
+		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane == LaneLease)
+		if err != nil {
+			closeBody(req.Body)
+			return nil, fmt.Errorf("%s %s: wait for room among the requests in flight: %w", req.Method, req.URL.Path, err)
+		}
+		release, epoch = r, e
+	}
 	resp, err := t.next.RoundTrip(req)
-	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "") {
-		t.b.PushedBack(Pushback{
+	if err != nil {
+		release()
+		return resp, err
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.b.win.answered()
+	}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "" {
+		t.b.pushedBack(epoch, Pushback{
 			Lane: lane, Controller: controller, Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
 			FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
 			PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
 		})
 	}
-	return resp, err
+	// The server holds the request's seat until it has written the body.
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// isWatch reports whether req opens a watch, which holds no seat of the
+// server's once it streams.
+func isWatch(req *http.Request) bool {
+	q := req.URL.RawQuery
+	return strings.Contains(q, "watch=true") || strings.Contains(q, "watch=1")
+}
+
+// releasingBody releases the request's room in the window once the body
+// is read to its end or closed.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *releasingBody) Close() error {
+	b.release()
+	return b.ReadCloser.Close()
 }
 
 // WrappedTransport returns the transport underneath, so that client-go

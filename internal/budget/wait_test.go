@@ -56,11 +56,11 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 }
 
 // A 429 through the Transport halves the budget's rate and reports what
-// the server said, its priority-and-fairness headers included.
+// the server said. (One of priority and fairness, which names its priority
+// level, narrows the window of requests in flight instead: see
+// TestTransportTellsConcurrencyFromRate.)
 func TestTransportAdaptsToA429(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Kubernetes-PF-FlowSchema-UID", "fs-1")
-		w.Header().Set("X-Kubernetes-PF-PriorityLevel-UID", "pl-1")
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
@@ -84,14 +84,14 @@ func TestTransportAdaptsToA429(t *testing.T) {
 	if r := b.Rate(); r != 50 {
 		t.Errorf("rate after a 429: %v, want 50", r)
 	}
-	want := Pushback{Lane: LaneReconcile, Controller: "mirror", Status: 429, RetryAfter: "1", FlowSchema: "fs-1", PriorityLevel: "pl-1", Rate: 50}
+	want := Pushback{Lane: LaneReconcile, Controller: "mirror", Status: 429, RetryAfter: "1", Rate: 50, Concurrency: initialWindow}
 	if len(seen) != 1 || seen[0] != want {
 		t.Errorf("pushbacks reported: %+v, want one: %+v", seen, want)
 	}
 	if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", "mirror")); got != 1 {
 		t.Errorf("pushbacks{reconcile,mirror} = %v, want 1", got)
 	}
-	if got, err := testutil.GatherAndCount(reg, "opkit_api_budget_rate", "opkit_api_budget_configured_rate"); err != nil || got != 2 {
+	if got, err := testutil.GatherAndCount(reg, "opkit_api_budget_rate", "opkit_api_budget_configured_rate", "opkit_api_budget_concurrency_limit"); err != nil || got != 3 {
 		t.Errorf("rate gauges gathered: %d, %v", got, err)
 	}
 }

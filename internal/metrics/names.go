@@ -302,4 +302,7 @@ const (
 	APIBudgetRate = "opkit_api_budget_rate"
 	// APIBudgetConfiguredRate is the configured rate; +Inf for none.
 	APIBudgetConfiguredRate = "opkit_api_budget_configured_rate"
+	// APIBudgetConcurrency is the limit on requests in flight that the
+	// API server's priority-and-fairness 429s set; +Inf for none.
+	APIBudgetConcurrency = "opkit_api_budget_concurrency_limit"
 )

@@ -63,7 +63,7 @@ func (m *Manager) newBudget() error {
 		OnPushback: func(p budget.Pushback) {
 			log.Info("The API server pushed back; lowering the API budget",
 				"lane", p.Lane.String(), "controller", p.Controller, "status", p.Status, "retryAfter", p.RetryAfter,
-				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate)
+				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate, "inFlightLimit", p.Concurrency)
 		}})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

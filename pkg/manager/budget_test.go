@@ -22,7 +22,7 @@ import (
 )
 
 // configMaps creates n ConfigMaps in ns, for a hammer to write.
-func configMaps(t *testing.T, cs kubernetes.Interface, ns string, n int) {
+func configMaps(t testing.TB, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
 	for i := range n {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm-", i), Namespace: ns}}
@@ -82,7 +82,7 @@ func TestBudgetNeverHoldsUpRenewals(t *testing.T) {
 // requests beyond a concurrency of a few (a priority level of one share,
 // rejecting rather than queueing), and lets user do anything RBAC allows
 // cluster-admin; all of it goes at the end of the test.
-func limitUser(t *testing.T, cs kubernetes.Interface, user string) {
+func limitUser(t testing.TB, cs kubernetes.Interface, user string) {
 	t.Helper()
 	ctx := t.Context()
 	plc := &flowcontrolv1.PriorityLevelConfiguration{
@@ -90,7 +90,7 @@ func limitUser(t *testing.T, cs kubernetes.Interface, user string) {
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
 			Type: flowcontrolv1.PriorityLevelEnablementLimited,
 			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
-				NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0),
+				NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0), BorrowingLimitPercent: ptr.To[int32](0),
 				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
 			},
 		},
@@ -131,8 +131,9 @@ func limitUser(t *testing.T, cs kubernetes.Interface, user string) {
 }
 
 // The API server's priority and fairness rejects an operator's flood with
-// 429s: the budget, with no rate fixed (the default), takes a rate from
-// what it measured, lower than unlimited, and logs what the server said.
+// 429s: the budget, with no rate fixed (the default), narrows its window
+// of requests in flight, since the priority level limits requests at
+// once, and leaves the rate unlimited; and logs what the server said.
 func TestServerPushbackLowersTheBudget(t *testing.T) {
 	const workers, user = 30, "opkit-budget-pushback"
 	ns := env.Namespace(t)
@@ -155,10 +156,13 @@ func TestServerPushbackLowersTheBudget(t *testing.T) {
 		t.Fatalf("rate before any pushback: %v, want +Inf (no rate fixed)", r)
 	}
 	hammering(t, m, workers)
-	eventually(t, "a 429 to lower the budget's rate", func() bool {
+	eventually(t, "a 429 to narrow the budget's window", func() bool {
 		return counter(t, reg, "opkit_api_budget_pushbacks_total", "lane", "reconcile", "controller", "hammer") > 0 &&
-			!math.IsInf(gauge(t, reg, "opkit_api_budget_rate"), 1)
+			gauge(t, reg, "opkit_api_budget_concurrency_limit") < 4
 	})
+	if r := gauge(t, reg, "opkit_api_budget_rate"); !math.IsInf(r, 1) {
+		t.Errorf("rate after priority and fairness's 429s: %v, want none: the level limits requests at once", r)
+	}
 	line := ""
 	for l := range strings.SplitSeq(logs.String(), "\n") {
 		if strings.Contains(l, "The API server pushed back") {
@@ -169,7 +173,7 @@ func TestServerPushbackLowersTheBudget(t *testing.T) {
 	if !strings.Contains(line, `"status"=429`) || !strings.Contains(line, `"priorityLevelUID"="`) || strings.Contains(line, `"priorityLevelUID"=""`) {
 		t.Errorf("the pushback's log line: %q, want status 429 and the priority level's UID", line)
 	}
-	t.Logf("%s; rate now %.1f a second", line, gauge(t, reg, "opkit_api_budget_rate"))
+	t.Logf("%s; window now %v requests in flight", line, gauge(t, reg, "opkit_api_budget_concurrency_limit"))
 }
 
 // Three controllers flooding at once (weights 1, 1 and 2) share a budget of

@@ -1,0 +1,186 @@
+package budget
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// The API server's priority and fairness limits how many of a priority
+// level's requests it serves at once, not how many it serves a second: a
+// level of one seat rejects the second of two requests that overlap, at
+// any rate. A 429 that carries the priority-and-fairness headers therefore
+// narrows a window of requests in flight, not the rate: the window halves
+// (once per window of requests: the 429s of requests let in before the
+// last narrowing were sent under the wider window, and do not count
+// again), then widens by one request each probe
+// interval without a pushback. A probe that draws a pushback doubles the
+// interval (up to maxProbe), so a client at the server's limit probes it
+// rarely; a widening that holds for two intervals halves it again (down to
+// minProbe). Once the window is wider than the requests ever in flight
+// for liftAfter without a pushback, it lifts. Leases and watches never
+// count: a watch holds no seat once it streams. A lease renewal waits only
+// for the first room: it goes ahead of every other waiter.
+//
+// The window starts at initialWindow and widens by one with each answer
+// that is not a 429 while the window is full (doubling as fast as
+// requests come back: TCP's slow start) until it lifts at liftWindow, so that an operator whose many
+// workers start at once sends at most initialWindow requests into a
+// level that rejects them, and one whose server never pushes back is
+// unlimited within a few dozen answers.
+const (
+	initialWindow = 4
+	liftWindow    = 64
+	minProbe      = time.Second
+	maxProbe      = 16 * time.Second
+)
+
+// window is the budget's limit on requests in flight. Its methods are
+// safe for concurrent use.
+type window struct {
+	mu       sync.Mutex
+	limit    float64 // +Inf: none
+	inFlight int
+	peak     int // the most in flight since the last pushback or widening
+	waiters  []chan struct{}
+
+	epoch        int // narrowings so far
+	lastDecrease time.Time
+	lastChange   time.Time // of the last widening or narrowing
+	probe        time.Duration
+	probed       bool // the last change was a widening
+	slowStart    bool // no pushback yet: each answer widens by one
+}
+
+func newWindow() *window { return &window{limit: initialWindow, probe: minProbe, slowStart: true} }
+
+// answered widens the window by one in slow start, for an answer that was
+// not a pushback while the window was full, and lifts it at liftWindow.
+func (w *window) answered() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.slowStart || float64(w.inFlight) < w.limit {
+		return
+	}
+	if w.limit++; w.limit >= liftWindow {
+		w.limit, w.slowStart = math.Inf(1), false
+	}
+	w.admit()
+}
+
+// acquire waits for room in the window and returns its release, which
+// may be called more than once, and the window's epoch when it let the
+// request in; or ctx's error, having taken nothing. An urgent request
+// goes ahead of the others waiting.
+func (w *window) acquire(ctx context.Context, clock func() time.Time, urgent bool) (func(), int, error) {
+	w.mu.Lock()
+	w.adapt(clock())
+	if len(w.waiters) == 0 && float64(w.inFlight) < w.limit {
+		w.inFlight++
+		w.peak = max(w.peak, w.inFlight)
+		epoch := w.epoch
+		w.mu.Unlock()
+		return w.releaser(clock), epoch, nil
+	}
+	ready := make(chan struct{})
+	if urgent {
+		w.waiters = append([]chan struct{}{ready}, w.waiters...)
+	} else {
+		w.waiters = append(w.waiters, ready)
+	}
+	w.mu.Unlock()
+	select {
+	case <-ready:
+		w.mu.Lock()
+		epoch := w.epoch
+		w.mu.Unlock()
+		return w.releaser(clock), epoch, nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, c := range w.waiters {
+		if c == ready {
+			w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+			return nil, 0, context.Cause(ctx)
+		}
+	}
+	// Let in as ctx ended: pass the room on.
+	w.inFlight--
+	w.admit()
+	return nil, 0, context.Cause(ctx)
+}
+
+// releaser returns the release of a request let in now; it adapts the
+// window as it releases, since while every request waits in the window
+// no acquire comes to.
+func (w *window) releaser(clock func() time.Time) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.inFlight--
+			w.adapt(clock())
+			w.admit()
+		})
+	}
+}
+
+// admit lets waiters in while there is room. w.mu is held.
+func (w *window) admit() {
+	for len(w.waiters) > 0 && float64(w.inFlight) < w.limit {
+		c := w.waiters[0]
+		w.waiters = w.waiters[1:]
+		w.inFlight++
+		w.peak = max(w.peak, w.inFlight)
+		close(c)
+	}
+}
+
+// pushedBack narrows the window to half the requests in flight (at least
+// one) for the pushback of a request let in at epoch, unless the window
+// narrowed since, and reports whether it changed.
+func (w *window) pushedBack(now time.Time, epoch int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if epoch < w.epoch {
+		return false
+	}
+	w.epoch++
+	w.slowStart = false
+	if w.probed && now.Sub(w.lastChange) < w.probe {
+		w.probe = min(2*w.probe, maxProbe) // the last widening went too far
+	}
+	w.limit = max(1, math.Floor(min(w.limit, float64(w.inFlight))/2))
+	w.lastDecrease, w.lastChange, w.probed, w.peak = now, now, false, w.inFlight
+	return true
+}
+
+// adapt widens the window by one once a probe interval passed since it
+// last changed, and lifts it once it has not bound for liftAfter. w.mu is
+// held.
+func (w *window) adapt(now time.Time) {
+	if w.slowStart || math.IsInf(w.limit, 1) || now.Sub(w.lastChange) < w.probe {
+		return
+	}
+	if w.probed && now.Sub(w.lastChange) >= 2*w.probe {
+		w.probe = max(w.probe/2, minProbe) // the last widening held
+	}
+	if now.Sub(w.lastDecrease) >= liftAfter && float64(w.peak) < w.limit {
+		w.limit = math.Inf(1)
+		w.admit()
+		return
+	}
+	w.limit++
+	w.lastChange, w.probed, w.peak = now, true, w.inFlight
+	w.admit()
+}
+
+// Limit returns the window's limit on requests in flight; +Inf for none.
+func (w *window) Limit() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.limit
+}
