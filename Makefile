@@ -296,9 +296,10 @@ bench: envtest ## Run the benchmarks side by side with the peers and print the r
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./e2e -out $(RESULTS) -scenarios original,fill,noisy $(E2E_FLAGS) | tee $(RESULTS)/e2e.txt
 	BENCH_QUICK=$(BENCH_QUICK) $(GO) -C hack/bench run ./scaleout -out $(RESULTS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/scaleout.txt
 	$(MAKE) --no-print-directory bench-fleet
+	$(MAKE) --no-print-directory bench-budget
 	$(MAKE) --no-print-directory bench-memory
 	@{ echo; echo "=== make bench, $$(date -u +%F): every table ($(RESULTS)/, chart: e2e.png)"; \
-	  for t in queue cache source writeras e2e scaleout fleet memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
+	  for t in queue cache source writeras e2e scaleout fleet budget memory; do echo; echo "--- $$t"; cat $(RESULTS)/$$t.txt; done; } | tee $(RESULTS)/bench.txt
 
 # make bench-fleet engages 10, 100 and 1,000 members (namespaces of the
 # test control plane, three empty kinds each), and 10 on 10 control planes
@@ -320,6 +321,23 @@ bench-fleet: envtest ## Measure what each engaged member of a fleet costs, at 10
 	mkdir -p $(RESULTS)
 	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^Benchmark(CostPerMember|Flood|MemberOutage|MemberWriters|MemberWebhook)$$' -benchtime=1x -timeout=50m ./pkg/fleet/ \
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/fleet.txt
+
+# make bench-budget runs pkg/manager's two API budget scenarios: three
+# controllers (weights 1, 1, 2) flooding a budget of 100 requests a second
+# while a fourth reconciles a Secret stamped every 50ms (the operator's
+# rate at the server against the budget, the quiet controller's p99
+# against its floor before the flood, the flooders' shares against their
+# weights: BenchmarkBudgetFlood); and one workload, as a user whose
+# requests a priority level of a single seat serves, rejecting the rest
+# with 429, on opkit, on controller-runtime (QPS -1) and on
+# controller-runtime with a client-go token bucket (20 a second, burst
+# 30): writes a second, 429s and leases lost, and opkit's ratios
+# (BenchmarkBudgetServerLimit). BENCH_COUNT times each.
+.PHONY: bench-budget
+bench-budget: envtest ## Measure the API budget: three controllers flooding beside a quiet one, and a server's priority-and-fairness limit on opkit, controller-runtime and a client-go token bucket.
+	mkdir -p $(RESULTS)
+	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^BenchmarkBudget(Flood|ServerLimit)$$' -benchtime=1x -count=$(BENCH_COUNT) -timeout=30m ./pkg/manager/ \
+	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/budget.txt
 
 .PHONY: bench-memory
 bench-memory: envtest ## Run opkit's Mirror and controller-runtime's two (Secrets cached, ConfigMaps only) under a real memory limit among OBJECTS (60000) objects of each of MEMORY_SHAPES (realistic small); bisect the smallest limit each survives, and its speed there (root).

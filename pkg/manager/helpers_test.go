@@ -20,7 +20,7 @@ import (
 
 // newManager returns a manager of the test control plane whose cache holds
 // namespace ns, with its servers on free loopback ports.
-func newManager(t *testing.T, ns string, opts manager.Options) *manager.Manager {
+func newManager(t testing.TB, ns string, opts manager.Options) *manager.Manager {
 	t.Helper()
 	if opts.Metrics.BindAddress == "" {
 		opts.Metrics.BindAddress = "127.0.0.1:0"
@@ -45,7 +45,7 @@ type started struct {
 }
 
 // start runs m until stop or the end of the test.
-func start(t *testing.T, m *manager.Manager) *started {
+func start(t testing.TB, m *manager.Manager) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{cancel: cancel, done: make(chan error, 1)}
@@ -56,7 +56,7 @@ func start(t *testing.T, m *manager.Manager) *started {
 }
 
 // stop stops the manager and returns Start's error; it may be called again.
-func (s *started) stop(t *testing.T) error {
+func (s *started) stop(t testing.TB) error {
 	t.Helper()
 	s.cancel()
 	select {
@@ -71,7 +71,7 @@ func (s *started) stop(t *testing.T) error {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -121,21 +121,21 @@ func (l *logBuffer) String() string {
 
 // gauge returns the value of the gauge name with the given label pairs in
 // reg, or fails the test if there is no such series.
-func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+func gauge(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	return series(t, reg, name, labels...).GetGauge().GetValue()
 }
 
 // counter returns the value of the counter name with the given
 // label pairs in reg, or fails the test if there is no such series.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+func counter(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	return series(t, reg, name, labels...).GetCounter().GetValue()
 }
 
 // series returns the series name with the given label pairs in reg, or
 // fails the test if there is none.
-func series(t *testing.T, reg *prometheus.Registry, name string, labels ...string) *dto.Metric {
+func series(t testing.TB, reg *prometheus.Registry, name string, labels ...string) *dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
