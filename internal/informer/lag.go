@@ -262,6 +262,15 @@ type sampler struct {
 	lastTimed time.Time // the reading of the last timed event
 }
 
+// reset times every event again, and starts the next window afresh: after
+// a list, whose objects came at once but were no flood of changes, so that
+// the sparse events after it need not wait a stride's events to be timed.
+// The caller holds the informer's delivering.
+func (s *sampler) reset() {
+	s.stride.Store(1)
+	s.since, s.events, s.untimed = time.Time{}, 0, 0
+}
+
 // take reports whether the next object ingested is to be timed. It may be
 // called on any goroutine.
 func (s *sampler) take() bool {

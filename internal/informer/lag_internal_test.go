@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -184,5 +185,56 @@ func TestLagSamplesAFlood(t *testing.T) {
 	}
 	if want := 999 + flood + MaxSampleStride + 100; h.updates != want {
 		t.Errorf("handler handed %d updates, want every one of %d", h.updates, want)
+	}
+}
+
+// A list (the first, or a relist) is one burst, not a flood of watch
+// events: the sparse events after it are every one timed. (A list of
+// 2,000 objects once set the sampling stride, and the next 31 events,
+// a controller's first live changes, went without a change time.)
+func TestLagTimesEveryEventAfterAList(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	i := New(fcache.NewFakeControllerSource(), &corev1.ConfigMap{}, Options{Lag: &Lag{
+		Update: func(float64) {},
+		// Each reading takes 5µs: a list is delivered at 200,000
+		// events a second.
+		Now: func() time.Time { now = now.Add(5 * time.Microsecond); return now },
+	}})
+	h := &timedCounts{}
+	if _, err := i.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	object := func(name string, rv int) any {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: name, ResourceVersion: strconv.Itoa(rv),
+			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+		}}
+		queued, err := i.transformObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return queued
+	}
+	for _, initial := range []bool{true, false} {
+		var objs []any
+		for n := range 2000 {
+			now = now.Add(time.Microsecond) // listed at once
+			objs = append(objs, object(fmt.Sprint("cm-", n), n+1))
+		}
+		list := toolscache.ReplacedAllInfo{ResourceVersion: "2000", Objects: objs}
+		if err := i.process([]toolscache.Delta{{Type: toolscache.ReplacedAll, Object: list}}, initial); err != nil {
+			t.Fatal(err)
+		}
+		before := h.timed
+		for n := range 5 {
+			now = now.Add(time.Second)
+			obj := object("cm-0", 3000+n)
+			if err := i.process([]toolscache.Delta{{Type: toolscache.Updated, Object: obj}}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := h.timed - before; got != 5 {
+			t.Errorf("after a list (initial %v), %d of 5 updates a second apart timed, want all", initial, got)
+		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 // replaceAll replaces the store's objects with a relist's and delivers
 // the difference as client-go does: a delete, with the last state held,
 // for each object gone, then an update or add for each listed, in the
-// list's order. The caller holds delivering.
+// list's order; then it resets the sampler. The caller holds delivering.
 func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList bool) error {
 	objs := make([]any, len(info.Objects))
 	stamps := make([]stamp, len(info.Objects))
@@ -51,5 +51,8 @@ func (i *Informer) replaceAll(info toolscache.ReplacedAllInfo, isInInitialList b
 			i.deliver(&event{kind: 'a', obj: obj, isInInitialList: isInInitialList, untimed: !timed[j]}, stamps[j])
 		}
 	}
+	// A list is one burst, not a flood of changes: the events after it are
+	// timed every one until a flood sets the stride again.
+	i.samples.reset()
 	return nil
 }
