@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,6 +67,9 @@ type Budget struct {
 	onPushback func(Pushback)
 
 	win *window // requests in flight, narrowed by priority and fairness's 429s
+	// limited is whether a rate applies: !s.unlimited() as of the last
+	// call that may have changed it, for Limited to read without the lock.
+	limited atomic.Bool
 
 	mu    sync.Mutex
 	s     *sched
@@ -83,6 +87,7 @@ func New(opts Options) (*Budget, error) {
 		burst = max(int(math.Ceil(2*opts.QPS)), 1)
 	}
 	b := &Budget{clock: c, onPushback: opts.OnPushback, s: newSched(opts.QPS, burst, c.Now()), win: newWindow()}
+	b.noteRate()
 	if opts.Registerer != nil {
 		m, err := newMetrics(opts.Registerer, b)
 		if err != nil {
@@ -110,8 +115,17 @@ func (b *Budget) Rate() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.s.refill(b.clock.Now())
+	b.noteRate()
 	return b.s.rate
 }
+
+// Limited reports whether a rate applies, as of the budget's last request
+// (without its lock): false while no fixed rate applies and the server
+// has not pushed back, when no request waits.
+func (b *Budget) Limited() bool { return b.limited.Load() }
+
+// noteRate records for Limited whether a rate applies. b.mu is held.
+func (b *Budget) noteRate() { b.limited.Store(!b.s.unlimited()) }
 
 // SetWeight sets the weight of controller's flow in the reconcile lane:
 // while the lane is contended, controllers get tokens in proportion to
@@ -142,22 +156,35 @@ func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 	if lane != LaneReconcile {
 		controller = ""
 	}
+	waited, err := b.wait(ctx, lane, controller)
+	if err != nil {
+		return err
+	}
+	b.metrics.granted(lane, controller, waited)
+	return nil
+}
+
+// wait is Wait, lane and controller as Wait makes them, counting a wait
+// canceled but not the token granted: it returns how long it waited, 0 if
+// not at all.
+func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.Duration, error) {
 	b.mu.Lock()
 	now := b.clock.Now()
 	if lane == LaneLease {
 		b.s.charge(now)
+		b.noteRate()
 		b.mu.Unlock()
-		b.metrics.granted(lane, controller, 0)
-		return nil
+		return 0, nil
 	}
 	if b.s.take(now) {
+		b.noteRate()
 		b.mu.Unlock()
-		b.metrics.granted(lane, controller, 0)
-		return nil
+		return 0, nil
 	}
+	b.noteRate()
 	if ctx.Err() != nil {
 		b.mu.Unlock()
-		return fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
+		return 0, fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
 	}
 	w := &waiter{lane: lane, ready: make(chan struct{})}
 	b.s.enqueue(w, controller)
@@ -165,21 +192,29 @@ func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 	b.mu.Unlock()
 	select {
 	case <-w.ready:
-		b.metrics.granted(lane, controller, b.clock.Since(now))
-		return nil
+		return b.clock.Since(now), nil
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
 	if w.granted {
 		// Granted as ctx ended: the token goes back.
-		b.s.tokens++
+		b.s.giveBack()
 		b.dispatch()
 	} else {
 		b.s.cancel(w)
 	}
 	b.mu.Unlock()
 	b.metrics.canceled(lane, controller, b.clock.Since(now))
-	return fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
+	return 0, fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
+}
+
+// giveBack returns a token granted and not spent, and serves the waiters
+// it may let go.
+func (b *Budget) giveBack() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.s.giveBack()
+	b.dispatch()
 }
 
 // arm starts the timer for the next token, unless it runs. b.mu is held.
@@ -205,6 +240,7 @@ func (b *Budget) dispatch() {
 	for _, w := range b.s.dispatch(b.clock.Now()) {
 		close(w.ready)
 	}
+	b.noteRate()
 	b.arm()
 }
 
@@ -229,6 +265,7 @@ func (b *Budget) pushedBack(epoch int, p Pushback) {
 		changed = b.s.pushedBack(b.clock.Now())
 	}
 	p.Rate = b.s.rate
+	b.noteRate()
 	b.mu.Unlock()
 	p.Concurrency = b.win.Limit()
 	b.metrics.pushedBack(p.Lane, p.Controller)

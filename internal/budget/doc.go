@@ -22,7 +22,12 @@
 //     to half the rate measured; it then grows by a quarter of itself a
 //     second, and lifts once it is four times what is sent and the server
 //     has not pushed back for 30s.
+//   - Pre-paid: a controller's worker waits for its controller's token
+//     before it takes a key (Prepaid, with the queue's permitted Gets),
+//     so that keys, not workers holding them, wait; the reconcile's first
+//     request spends that token, and a reconcile that sends none gives it
+//     back. Limited says, without a lock, whether workers need to.
 //   - Cancelable: a request whose context ends while it waits is never
-//     sent, and takes no token.
+//     sent, and takes no token; nor does a worker's pre-paid wait.
 //   - Observable: opkit_api_budget_* metrics by lane and controller.
 package budget

@@ -82,9 +82,16 @@ func (m *Metrics) granted(lane Lane, controller string, waited time.Duration) {
 		return
 	}
 	m.tokens.WithLabelValues(lane.String(), controller).Inc()
-	if waited > 0 {
-		m.wait.WithLabelValues(lane.String(), controller).Observe(waited.Seconds())
+	m.waited(lane, controller, waited)
+}
+
+// waited observes a wait for a token, if there was one; a pre-paid token
+// is counted when a request spends it.
+func (m *Metrics) waited(lane Lane, controller string, waited time.Duration) {
+	if m == nil || waited <= 0 {
+		return
 	}
+	m.wait.WithLabelValues(lane.String(), controller).Observe(waited.Seconds())
 }
 
 func (m *Metrics) canceled(lane Lane, controller string, waited time.Duration) {

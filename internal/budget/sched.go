@@ -250,6 +250,15 @@ func (s *sched) take(now time.Time) bool {
 	return true
 }
 
+// giveBack returns a token that take or dispatch granted and nobody
+// spent: to the bucket, and out of the rate measured.
+func (s *sched) giveBack() {
+	if !s.unlimited() {
+		s.tokens++
+	}
+	s.window = max(s.window-1, 0)
+}
+
 // waiting counts the waiters of every lane.
 func (s *sched) waiting() int {
 	n := 0

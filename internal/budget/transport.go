@@ -58,7 +58,8 @@ func isReview(path string) bool {
 }
 
 // Transport wraps rt so that every request waits for the budget in its
-// lane (see Classify) before it is sent, and each response that pushes
+// lane (see Classify) before it is sent, unless it goes on the token its
+// reconcile's worker pre-paid (see Prepaid), and each response that pushes
 // back (429, or a Retry-After header) lowers the budget's rate. A request
 // whose context ends while it waits is not sent: the error wraps the
 // context's cause. It has the shape of rest.Config.Wrap's argument.
@@ -91,9 +92,13 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.lease {
 		lane, controller = Classify(req)
 	}
-	if err := t.b.Wait(req.Context(), lane, controller); err != nil {
-		closeBody(req.Body)
-		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	// A reconcile's first request goes on the token its worker waited for
+	// before it took the key.
+	if !t.b.spend(req.Context(), lane, controller) {
+		if err := t.b.Wait(req.Context(), lane, controller); err != nil {
+			closeBody(req.Body)
+			return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+		}
 	}
 	release, epoch := func() {}, 0
 	if !isWatch(req) {

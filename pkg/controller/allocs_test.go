@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/opkit-dev/opkit/internal/budget"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
@@ -19,16 +20,24 @@ import (
 // key/values and its ID. Each was once allocated twice or more per
 // reconcile, one of them even with nothing to log. (The race detector
 // allocates, hence the build tag.)
+//
+// The manager's API budget allocates nothing per reconcile: unlimited
+// (its default), nor limited with tokens to spare, where each worker
+// waits for a pre-paid token before each key.
 func TestReconcileAllocs(t *testing.T) {
 	// The reconcile's context, which holds its ID, its logger's
 	// key/values and what they point to, and the logger boxed for
 	// logr.FromContext: 2. A key added and handed out again costs the
 	// queue nothing once its maps have grown.
 	const want = 2
-	reconcileOne := startDefault(t)
-	allocs := testing.AllocsPerRun(1000, reconcileOne)
-	if allocs > want {
-		t.Errorf("%v allocations per reconcile, want at most %d", allocs, want)
+	for _, bc := range budgetCases(t) {
+		t.Run(bc.name, func(t *testing.T) {
+			reconcileOne := startDefault(t, bc.budget)
+			allocs := testing.AllocsPerRun(1000, reconcileOne)
+			if allocs > want {
+				t.Errorf("%v allocations per reconcile, want at most %d", allocs, want)
+			}
+		})
 	}
 }
 
@@ -36,17 +45,42 @@ func TestReconcileAllocs(t *testing.T) {
 // controller as TestReconcileAllocs configures it, for profiles:
 // go test -run '^$' -bench Reconcile -cpuprofile ./pkg/controller.
 func BenchmarkReconcile(b *testing.B) {
-	reconcileOne := startDefault(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		reconcileOne()
+	for _, bc := range budgetCases(b) {
+		b.Run(bc.name, func(b *testing.B) {
+			reconcileOne := startDefault(b, bc.budget)
+			b.ReportAllocs()
+			for b.Loop() {
+				reconcileOne()
+			}
+		})
 	}
 }
 
-// startDefault starts a controller as a manager configures one by default
-// and returns a function that has it reconcile one key and waits for the
-// reconciler's call.
-func startDefault(t testing.TB) func() {
+type budgetCase struct {
+	name   string
+	budget *budget.Budget
+}
+
+// budgetCases are the API budgets a controller may run with: none; the
+// manager's default, no rate until the server pushes back; and a rate
+// that never binds, so that each worker waits for a token before each key
+// (and, its reconcile sending nothing, gives it back), but never long.
+func budgetCases(t testing.TB) []budgetCase {
+	unlimited, err := budget.New(budget.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited, err := budget.New(budget.Options{QPS: 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []budgetCase{{"no-budget", nil}, {"unlimited-budget", unlimited}, {"limited-budget", limited}}
+}
+
+// startDefault starts a controller as a manager configures one by default,
+// with b its API budget if not nil, and returns a function that has it
+// reconcile one key and waits for the reconciler's call.
+func startDefault(t testing.TB, b *budget.Budget) func() {
 	reconciled, stopped := make(chan struct{}), make(chan struct{})
 	r := reconcile.Func[reconcile.Request](func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 		select {
@@ -66,7 +100,11 @@ func startDefault(t testing.TB) func() {
 	if err := c.Watch(&keys{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
+	if b != nil {
+		ctx = budget.NewContext(ctx, b)
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/opkit-dev/opkit/internal/budget"
 	"github.com/opkit-dev/opkit/internal/cacheaccess"
 	"github.com/opkit-dev/opkit/internal/consistency"
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -31,6 +32,12 @@ type reconcileContext struct {
 	logger    any  // the reconcile's logr.Logger, as logr.FromContext finds it
 	recording bool // whether writes is the reconcile's (read-your-writes on)
 	writes    consistency.Writes
+	// prepaid is the worker's pre-paid token of the API budget, nil
+	// without a budget, for the reconcile's first request to spend. It is
+	// the worker's, not the reconcile's: a request sent with this context
+	// after the reconcile may spend the token the worker took for its next
+	// key, one of the same controller, whose share it is all the same.
+	prepaid *budget.Prepaid
 	// namespace and name are the key's, when it is a reconcile.Request,
 	// which the logger's key/values point to (see logString).
 	namespace, name logString
@@ -102,6 +109,10 @@ func (c *reconcileContext) Value(key any) any {
 	case consistency.ContextKey:
 		if c.recording {
 			return &c.writes
+		}
+	case budget.PrepaidKey:
+		if c.prepaid != nil {
+			return c.prepaid
 		}
 	}
 	return c.Context.Value(key)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -219,19 +218,20 @@ func (c *Controller[K]) run(ctx context.Context) error {
 	// controller's share of the API budget (package budget).
 	workCtx, stopWork := context.WithCancelCause(budget.WithController(context.WithoutCancel(ctx), c.name))
 	defer stopWork(ErrShutdown)
+	b := budget.FromContext(ctx)
 	var wg sync.WaitGroup
-	work := func(get func() (K, int, time.Time, bool)) {
-		for c.processNext(workCtx, ctx, get) {
+	work := func(spare bool) {
+		w := c.newWorker(b, spare)
+		for c.processNext(workCtx, ctx, w) {
 		}
 	}
 	for range c.opts.MaxConcurrentReconciles {
-		wg.Go(func() { work(c.queue.GetChanged) })
+		wg.Go(func() { work(false) })
 	}
 	// A spare serves only while every regular worker is busy. The queue's
 	// drain waits for the spares' keys like any others.
-	spare := func() (K, int, time.Time, bool) { return c.queue.GetSpareChanged(c.opts.MaxConcurrentReconciles) }
 	for range c.opts.SpareWorkers {
-		wg.Go(func() { work(spare) })
+		wg.Go(func() { work(true) })
 	}
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrAbort) {

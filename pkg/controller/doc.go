@@ -33,6 +33,14 @@
 //     (which says where it stops); a key that waits holds no worker.
 //   - Gated when sharded: with Options.Gate, a worker asks the Gate about
 //     each key before anything else; the manager's sharded mode sets it.
+//   - Waits for the API budget with no key in hand: while the manager's
+//     API budget limits (a rate set, or after the API server pushed
+//     back), a worker takes its next key only once the budget has granted
+//     it a token of the controller's share, so that keys wait in the
+//     queue, where priorities and tenants order them, and a key of higher
+//     priority queued meanwhile goes first. The reconcile's first request
+//     spends that token; a reconcile that sends none gives it back.
+//     Unlimited, the default, it costs nothing (docs/api-budget.md).
 //   - Traceable: each reconcile's context carries the logger, with the
 //     controller's name, the key and a ReconcileID, and with
 //     Options.TracerProvider a span (package tracing). It also names the

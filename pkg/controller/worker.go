@@ -10,24 +10,27 @@ import (
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/opkit-dev/opkit/internal/budget"
 	"github.com/opkit-dev/opkit/internal/fence"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
-// processNext reconciles the next key that get (the queue's GetChanged, or
-// GetSpareChanged for a spare worker) hands out, and reports false once the
-// queue has shut down. ctx is the reconciles' context; stop ends when the
-// controller stops handing out keys. A key let go unreconciled, to be
-// queued again, keeps the time of its change, so that its reconcile's lag
-// counts the wait.
-func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, int, time.Time, bool)) bool {
-	key, priority, changed, shutdown := get()
+// processNext reconciles the next key that w takes (see next), and reports
+// false once the queue has shut down. ctx is the reconciles' context; stop
+// ends when the controller stops handing out keys. A key let go
+// unreconciled, to be queued again, keeps the time of its change, so that
+// its reconcile's lag counts the wait.
+func (c *Controller[K]) processNext(ctx, stop context.Context, w *worker[K]) bool {
+	key, priority, changed, shutdown := c.next(stop, w)
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
+	// A token pre-paid for the key and not spent (a reconcile served from
+	// the cache, a key the gate turned away) goes back to the budget.
+	defer w.prepaid.Release()
 	// A leader that is not sure it still leads starts nothing.
 	if !c.fenced(ctx, stop, key) {
 		return true
@@ -44,16 +47,18 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, get func() (K, in
 	}
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
-	done(c.handle(ctx, key, priority, changed))
+	done(c.handle(ctx, key, priority, changed, w.prepaid))
 	return true
 }
 
 // handle reconciles key and acts on the outcome: forget it, requeue it, or
 // retry it with backoff. A requeue keeps the priority the key was handed
 // out with unless the Result sets one. changed is when the change that
-// queued key happened, if known. It reports whether key was queued again.
-func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time) bool {
-	rc := &reconcileContext{Context: ctx, id: newReconcileID(), recording: c.writes != nil}
+// queued key happened, if known; prepaid is the worker's pre-paid token,
+// if any, which the reconcile's first request may spend. It reports
+// whether key was queued again.
+func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time, prepaid *budget.Prepaid) bool {
+	rc := &reconcileContext{Context: ctx, id: newReconcileID(), recording: c.writes != nil, prepaid: prepaid}
 	log := c.log.WithValues(values(rc, key)...)
 	rc.logger = log
 	if logrContextKey == nil { // a logr that looks loggers up otherwise

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -73,6 +74,17 @@ func (m *Manager) newBudget() error {
 	m.config.Wrap(b.Transport)
 	m.leaseConfig.Wrap(b.LeaseTransport)
 	return nil
+}
+
+// budgeted returns ctx carrying the budget, unless off: the controllers
+// started with it wait for the budget before they take keys, so that keys
+// wait in their queues, by priority, rather than in workers whose requests
+// wait (docs/api-budget.md).
+func (m *Manager) budgeted(ctx context.Context) context.Context {
+	if m.budget == nil {
+		return ctx
+	}
+	return budget.NewContext(ctx, m.budget)
 }
 
 // informerLane returns hc, its requests in the informer lane unless their

@@ -1,9 +1,11 @@
 package manager_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,10 +39,12 @@ func configMaps(t testing.TB, cs kubernetes.Interface, ns string, n int) {
 func hammering(t *testing.T, m *manager.Manager, workers int) (*hammer, *started) {
 	t.Helper()
 	h := &hammer{c: m.UncachedClient()}
-	if _, err := manager.NewController(m, "hammer", h, manager.For[*corev1.ConfigMap](nil), manager.APIWeight(2),
-		manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: workers})); err != nil {
+	ctl, err := manager.NewController(m, "hammer", h, manager.For[*corev1.ConfigMap](nil), manager.APIWeight(2),
+		manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: workers}))
+	if err != nil {
 		t.Fatal(err)
 	}
+	h.queue = ctl.Queue()
 	return h, start(t, m)
 }
 
@@ -75,6 +79,36 @@ func TestBudgetNeverHoldsUpRenewals(t *testing.T) {
 	}
 	if r := gauge(t, reg, "opkit_api_budget_configured_rate"); r != 2 {
 		t.Errorf("configured rate %v, want 2", r)
+	}
+}
+
+// With the budget saturated by a hammer (2 requests a second, 30 workers
+// writing), the workers of a quiet controller whose reconciles send no
+// request at all (served from the cache) wait for the budget before they
+// take each key, in the quiet controller's share, and give each token
+// back: they waited, and the budget let none of their requests through.
+func TestWorkersWaitForTheBudgetBeforeTakingKeys(t *testing.T) {
+	const workers = 30
+	ns := env.Namespace(t)
+	cs := kubernetes.NewForConfigOrDie(env.Config())
+	configMaps(t, cs, ns, workers)
+	m := newManager(t, ns, manager.Options{APIBudget: manager.APIBudgetOptions{QPS: 2, Burst: 2}, ShutdownTimeout: time.Second})
+	var reconciled atomic.Int64
+	quiet := reconcile.Func[reconcile.Request](func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		reconciled.Add(1)
+		return reconcile.Done(), nil
+	})
+	if _, err := manager.NewController(m, "quiet", quiet, manager.For[*corev1.ConfigMap](nil)); err != nil {
+		t.Fatal(err)
+	}
+	hammering(t, m, workers)
+	reg := m.Registry()
+	eventually(t, "the quiet controller's workers to wait for the budget, and reconcile", func() bool {
+		return series(t, reg, "opkit_api_budget_wait_seconds", "lane", "reconcile", "controller", "quiet").GetHistogram().GetSampleCount() > 0 &&
+			reconciled.Load() > 0
+	})
+	if n := counter(t, reg, "opkit_api_budget_tokens_total", "lane", "reconcile", "controller", "quiet"); n != 0 {
+		t.Errorf("the budget let %v requests of the quiet controller through, which sent none", n)
 	}
 }
 

@@ -45,8 +45,9 @@
 //     built from Config, shares one rate of requests (Options.APIBudget),
 //     served by lane: lease renewals never wait, then reviews, then
 //     reconciles shared by controller weight (APIWeight), then informers;
-//     a 429 or Retry-After lowers the rate, which recovers additively
-//     (docs/api-budget.md).
+//     a 429 or Retry-After lowers the rate, which recovers additively.
+//     While it limits, a controller's workers wait for it before they take
+//     keys, which stay queued by priority (docs/api-budget.md).
 //   - Events: EventRecorder refuses a name the API server would refuse on
 //     every Event, and logs and counts each Event refused all the same.
 //   - Traced only when asked: with Options.TracerProvider; the manager

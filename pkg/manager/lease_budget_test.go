@@ -18,16 +18,31 @@ import (
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
+	"github.com/opkit-dev/opkit/pkg/queue"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 )
 
 // hammer is a reconciler that writes its ConfigMap at every reconcile and
 // reconciles it again at once, so that its workers always wait on the
-// client's rate limiter; inFlight counts the writes sent and not returned.
+// client's rate limiter, or on the API budget before they take a key;
+// inFlight counts the writes sent and not returned, and queue, when set,
+// is its controller's.
 type hammer struct {
 	c        client.Client
 	inFlight atomic.Int32
 	writes   atomic.Int64
+	queue    *queue.Queue[reconcile.Request]
+}
+
+// waiting counts the writes that wait: sent and not returned (a
+// client-side limiter holds them in their reconciles), or of keys ready in
+// the queue (the budget holds workers before they take keys).
+func (h *hammer) waiting() int32 {
+	n := h.inFlight.Load()
+	if h.queue != nil {
+		n += int32(h.queue.Len())
+	}
+	return n
 }
 
 func (h *hammer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -99,10 +114,12 @@ func TestLeaseRenewalsHaveTheirOwnBudget(t *testing.T) {
 					t.Fatal(err)
 				}
 				h := &hammer{c: m.UncachedClient()}
-				if _, err := manager.NewController(m, "hammer", h, manager.For[*corev1.ConfigMap](nil),
-					manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: workers})); err != nil {
+				ctl, err := manager.NewController(m, "hammer", h, manager.For[*corev1.ConfigMap](nil),
+					manager.WithOptions(controller.Options[reconcile.Request]{MaxConcurrentReconciles: workers}))
+				if err != nil {
 					t.Fatal(err)
 				}
+				h.queue = ctl.Queue()
 				st := start(t, m)
 				renewalsUnderLoad(t, cs, ns, mode.lease, h, workers/2, st)
 			})
@@ -111,7 +128,7 @@ func TestLeaseRenewalsHaveTheirOwnBudget(t *testing.T) {
 }
 
 // renewalsUnderLoad waits until the Lease name has been renewed 5 times
-// while at least busy of h's writes were waiting. It fails the test if
+// while at least busy of h's writes were waiting (hammer.waiting). It fails the test if
 // Start returns first (the lease lost), or if a renewal comes no sooner
 // than the lease's duration after the one before, by the Lease's times
 // or the test's clock: a standby could have taken over.
@@ -143,7 +160,7 @@ func renewalsUnderLoad(t *testing.T, cs kubernetes.Interface, ns, name string, h
 			}
 			continue
 		}
-		loaded := h.inFlight.Load() >= busy
+		loaded := h.waiting() >= busy
 		if loaded && !last.IsZero() {
 			if gap := renewed.Sub(last); gap >= d {
 				t.Errorf("renewed %v after the renewal before, no sooner than the lease's duration (%v)", gap, d)

@@ -236,7 +236,9 @@ func (m *Manager) waitForSync(ctx context.Context, fail func(error)) bool {
 // startRunnables starts the runnables that need no lease, joins the shard
 // group, and starts the leader-only runnables at once or once first
 // elected: a lease lost later does not stop them (a Runnable need not
-// support a second Start), the fence in their context does. A controller
+// support a second Start), the fence in their context does. Every
+// runnable's context carries the API budget, which a controller's workers
+// wait for before they take keys. A controller
 // added from now on (NewController) is started the same way, at once or
 // once elected. Each runs on a context of its own derived from ctx, which
 // the returned stop ends in order: the member leaves, the runnables stop,
@@ -244,6 +246,7 @@ func (m *Manager) waitForSync(ctx context.Context, fail func(error)) bool {
 // once leader-only work has stopped and two processes never reconcile at
 // once.
 func (m *Manager) startRunnables(ctx context.Context, fail func(error)) workStop {
+	ctx = m.budgeted(ctx)
 	workCtx, stopWorkers := context.WithCancel(ctx)
 	leaderCtx, stopLeaders := context.WithCancelCause(m.fenced(ctx))
 	var g group

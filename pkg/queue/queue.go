@@ -164,6 +164,10 @@ type Queue[K comparable] struct {
 	start       time.Time     // the clock's reading at New
 	nudge       chan struct{} // wakes the delay loop when the earliest wait changes
 	stop        chan struct{} // closed by ShutDown; stops background goroutines
+	// permitting counts the regular Gets of Internal's side that saw a
+	// ready node and acquire, or hold, a permit to take one (see
+	// nextPermitted).
+	permitting int
 }
 
 // New returns a running queue. Its background goroutines end at ShutDown,

@@ -78,10 +78,7 @@ func (q *Queue[K]) nextSpare(workers int) (n *node[K], early int64) {
 		early = q.now()
 	}
 	q.mu.Lock()
-	if q.spares.inFlight == nil {
-		q.countInFlight()
-	}
-	q.spares.workers = workers
+	q.spareGets(workers)
 	for !q.shuttingDown {
 		if q.spares.regular >= workers {
 			if n = q.pickSpare(); n != nil {
@@ -100,6 +97,14 @@ func (q *Queue[K]) nextSpare(workers int) (n *node[K], early int64) {
 	q.ready.removeOutOfTurn(n)
 	n.spare = true
 	return n, early
+}
+
+// spareGets readies the count GetSpare needs, and records its workers.
+func (q *Queue[K]) spareGets(workers int) {
+	if q.spares.inFlight == nil {
+		q.countInFlight()
+	}
+	q.spares.workers = workers
 }
 
 // countInFlight starts counting the keys in flight per tenant.
