@@ -31,8 +31,26 @@ type Options struct {
 	Clock clock.WithDelayedExecution
 }
 
-// Pushback is what the API server said when it pushed back.
+// Reason is what made a Pushback: the label value of
+// opkit_api_budget_pushbacks_total's reason.
+type Reason string
+
+// The reasons of a Pushback.
+const (
+	// ReasonTooManyRequests: a response with status 429.
+	ReasonTooManyRequests Reason = "429"
+	// ReasonRetryAfter: a response of another status with a Retry-After
+	// header.
+	ReasonRetryAfter Reason = "retry_after"
+)
+
+var reasons = []Reason{ReasonTooManyRequests, ReasonRetryAfter}
+
+// Pushback is what the API server said when it pushed back: Lane,
+// Controller and the priority-and-fairness headers are those of the
+// response that made it.
 type Pushback struct {
+	Reason     Reason
 	Lane       Lane
 	Controller string
 	Status     int
@@ -193,14 +211,14 @@ func (b *Budget) dispatch() {
 }
 
 // PushedBack records that the server refused a request with 429, or asked
-// for a Retry-After: the rate falls multiplicatively (at most once a
-// second), then recovers additively.
+// for a Retry-After (p.Reason says which): the rate falls multiplicatively
+// (at most once a second), then recovers additively.
 func (b *Budget) PushedBack(p Pushback) {
 	b.mu.Lock()
 	changed := b.s.pushedBack(b.clock.Now())
 	p.Rate = b.s.rate
 	b.mu.Unlock()
-	b.metrics.pushedBack(p.Lane, p.Controller)
+	b.metrics.pushedBack(p.Lane, p.Controller, p.Reason)
 	if changed && b.onPushback != nil {
 		b.onPushback(p)
 	}

@@ -41,13 +41,18 @@ func Classify(req *http.Request) (Lane, string) {
 	if req.Method == http.MethodPost && isReview(req.URL.Path) {
 		return LaneWebhook, ""
 	}
-	if strings.Contains(req.URL.RawQuery, "watch=true") || strings.Contains(req.URL.RawQuery, "watch=1") {
+	if isWatch(req.URL.RawQuery) {
 		return LaneInformer, ""
 	}
 	if c, ok := ctx.Value(ControllerKey{}).(string); ok && c != "" {
 		return LaneReconcile, c
 	}
 	return LaneReconcile, Unattributed
+}
+
+// isWatch reports whether a request's query asks for a watch.
+func isWatch(rawQuery string) bool {
+	return strings.Contains(rawQuery, "watch=true") || strings.Contains(rawQuery, "watch=1")
 }
 
 // isReview reports whether path creates a review of the authentication
@@ -96,14 +101,21 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
 	resp, err := t.next.RoundTrip(req)
-	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "") {
-		t.b.PushedBack(Pushback{
-			Lane: lane, Controller: controller, Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
-			FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
-			PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
-		})
+	if err != nil {
+		return resp, err
 	}
-	return resp, err
+	p := Pushback{Lane: lane, Controller: controller,
+		FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
+		PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
+	}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "" {
+		p.Reason, p.Status, p.RetryAfter = ReasonRetryAfter, resp.StatusCode, resp.Header.Get("Retry-After")
+		if resp.StatusCode == http.StatusTooManyRequests {
+			p.Reason = ReasonTooManyRequests
+		}
+		t.b.PushedBack(p)
+	}
+	return resp, nil
 }
 
 // WrappedTransport returns the transport underneath, so that client-go

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -56,18 +57,21 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 }
 
 // A 429 through the Transport halves the budget's rate and reports what
-// the server said, its priority-and-fairness headers included.
+// the server said, its priority-and-fairness headers included; a 503 with
+// a Retry-After is counted under a reason of its own.
 func TestTransportAdaptsToA429(t *testing.T) {
+	status := http.StatusTooManyRequests
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Kubernetes-PF-FlowSchema-UID", "fs-1")
 		w.Header().Set("X-Kubernetes-PF-PriorityLevel-UID", "pl-1")
 		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusTooManyRequests)
+		w.WriteHeader(status)
 	}))
 	defer srv.Close()
 	var seen []Pushback
 	reg := prometheus.NewRegistry()
-	b, err := New(Options{QPS: 100, Registerer: reg, Clock: testingclock.NewFakeClock(t0),
+	clk := testingclock.NewFakeClock(t0)
+	b, err := New(Options{QPS: 100, Registerer: reg, Clock: clk,
 		OnPushback: func(p Pushback) { seen = append(seen, p) }})
 	if err != nil {
 		t.Fatal(err)
@@ -84,12 +88,21 @@ func TestTransportAdaptsToA429(t *testing.T) {
 	if r := b.Rate(); r != 50 {
 		t.Errorf("rate after a 429: %v, want 50", r)
 	}
-	want := Pushback{Lane: LaneReconcile, Controller: "mirror", Status: 429, RetryAfter: "1", FlowSchema: "fs-1", PriorityLevel: "pl-1", Rate: 50}
+	want := Pushback{Reason: ReasonTooManyRequests, Lane: LaneReconcile, Controller: "mirror", Status: 429, RetryAfter: "1", FlowSchema: "fs-1", PriorityLevel: "pl-1", Rate: 50}
 	if len(seen) != 1 || seen[0] != want {
 		t.Errorf("pushbacks reported: %+v, want one: %+v", seen, want)
 	}
-	if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", "mirror")); got != 1 {
-		t.Errorf("pushbacks{reconcile,mirror} = %v, want 1", got)
+	status = http.StatusServiceUnavailable
+	clk.Step(time.Second) // the bucket the 429 emptied refills
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	for reason, want := range map[string]float64{"429": 1, "retry_after": 1} {
+		if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", "mirror", reason)); got != want {
+			t.Errorf("pushbacks{reconcile,mirror,%s} = %v, want %v", reason, got, want)
+		}
 	}
 	if got, err := testutil.GatherAndCount(reg, "opkit_api_budget_rate", "opkit_api_budget_configured_rate"); err != nil || got != 2 {
 		t.Errorf("rate gauges gathered: %d, %v", got, err)

@@ -61,7 +61,7 @@ func (m *Manager) newBudget() error {
 	log := m.log.WithName("api-budget")
 	b, err := budget.New(budget.Options{QPS: qps, Burst: burst, Registerer: m.registry,
 		OnPushback: func(p budget.Pushback) {
-			log.Info("The API server pushed back; lowering the API budget",
+			log.Info("The API server pushed back; lowering the API budget", "reason", string(p.Reason),
 				"lane", p.Lane.String(), "controller", p.Controller, "status", p.Status, "retryAfter", p.RetryAfter,
 				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate)
 		}})

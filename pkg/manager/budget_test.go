@@ -156,7 +156,7 @@ func TestServerPushbackLowersTheBudget(t *testing.T) {
 	}
 	hammering(t, m, workers)
 	eventually(t, "a 429 to lower the budget's rate", func() bool {
-		return counter(t, reg, "opkit_api_budget_pushbacks_total", "lane", "reconcile", "controller", "hammer") > 0 &&
+		return counter(t, reg, "opkit_api_budget_pushbacks_total", "lane", "reconcile", "controller", "hammer", "reason", "429") > 0 &&
 			!math.IsInf(gauge(t, reg, "opkit_api_budget_rate"), 1)
 	})
 	line := ""
@@ -166,8 +166,8 @@ func TestServerPushbackLowersTheBudget(t *testing.T) {
 			break
 		}
 	}
-	if !strings.Contains(line, `"status"=429`) || !strings.Contains(line, `"priorityLevelUID"="`) || strings.Contains(line, `"priorityLevelUID"=""`) {
-		t.Errorf("the pushback's log line: %q, want status 429 and the priority level's UID", line)
+	if !strings.Contains(line, `"reason"="429"`) || !strings.Contains(line, `"status"=429`) || !strings.Contains(line, `"priorityLevelUID"="`) || strings.Contains(line, `"priorityLevelUID"=""`) {
+		t.Errorf("the pushback's log line: %q, want reason and status 429 and the priority level's UID", line)
 	}
 	t.Logf("%s; rate now %.1f a second", line, gauge(t, reg, "opkit_api_budget_rate"))
 }
