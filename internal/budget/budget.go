@@ -42,19 +42,25 @@ const (
 	// ReasonRetryAfter: a response of another status with a Retry-After
 	// header.
 	ReasonRetryAfter Reason = "retry_after"
+	// ReasonLatency: most requests answered in the last two seconds were
+	// slow against their usual latency (docs/api-budget.md).
+	ReasonLatency Reason = "latency"
 )
 
-var reasons = []Reason{ReasonTooManyRequests, ReasonRetryAfter}
+var reasons = []Reason{ReasonTooManyRequests, ReasonRetryAfter, ReasonLatency}
 
-// Pushback is what the API server said when it pushed back: Lane,
-// Controller and the priority-and-fairness headers are those of the
-// response that made it.
+// Pushback is what the API server said when it pushed back, or how slow
+// it answered: Lane, Controller and the priority-and-fairness headers
+// are those of the response that made it.
 type Pushback struct {
 	Reason     Reason
 	Lane       Lane
 	Controller string
-	Status     int
-	RetryAfter string
+	Status     int    // with ReasonTooManyRequests and ReasonRetryAfter
+	RetryAfter string // with ReasonTooManyRequests and ReasonRetryAfter
+	// Latency is, with ReasonLatency, the mean latency of the requests
+	// counted slow.
+	Latency time.Duration
 	// FlowSchema and PriorityLevel are the UIDs of the API priority and
 	// fairness configuration that classified the request, when the
 	// server sent them (X-Kubernetes-PF-FlowSchema-UID and
@@ -75,6 +81,7 @@ type Budget struct {
 
 	mu    sync.Mutex
 	s     *sched
+	lat   latency
 	timer clock.Timer // armed while requests wait; nil otherwise
 }
 
@@ -215,7 +222,11 @@ func (b *Budget) dispatch() {
 // (at most once a second), then recovers additively.
 func (b *Budget) PushedBack(p Pushback) {
 	b.mu.Lock()
-	changed := b.s.pushedBack(b.clock.Now())
+	now := b.clock.Now()
+	changed := b.s.pushedBack(now)
+	if changed {
+		b.lat.reset(now)
+	}
 	p.Rate = b.s.rate
 	b.mu.Unlock()
 	b.metrics.pushedBack(p.Lane, p.Controller, p.Reason)

@@ -33,7 +33,8 @@ func newMetrics(reg prometheus.Registerer, b *Budget) (*Metrics, error) {
 			Help: "Requests whose context ended while they waited for a token, by lane and controller."}, labels),
 		pushbackVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetPushbacks,
 			Help: "Signals of the API server's load, each of which may lower the API budget's rate, by lane, controller and reason: " +
-				"responses with status 429 (429) or another status with a Retry-After header (retry_after)."}, append(labels, "reason")),
+				"responses with status 429 (429) or another status with a Retry-After header (retry_after), " +
+				"and the requests of the last two seconds answered slowly (latency)."}, append(labels, "reason")),
 	}
 	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetRate,
 		Help: "The API budget's rate in force, in requests a second; +Inf while none applies."}, b.Rate)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 type laneKey struct{}
@@ -64,9 +65,12 @@ func isReview(path string) bool {
 
 // Transport wraps rt so that every request waits for the budget in its
 // lane (see Classify) before it is sent, and each response that pushes
-// back (429, or a Retry-After header) lowers the budget's rate. A request
-// whose context ends while it waits is not sent: the error wraps the
-// context's cause. It has the shape of rest.Config.Wrap's argument.
+// back (429, or a Retry-After header) lowers the budget's rate, as do
+// the requests of the last two seconds when most were answered slowly
+// (measuredKind says which requests are measured, docs/api-budget.md the
+// thresholds). A request whose context ends while it waits is not sent:
+// the error wraps the context's cause. It has the shape of
+// rest.Config.Wrap's argument.
 func (b *Budget) Transport(rt http.RoundTripper) http.RoundTripper {
 	return transport{b: b, next: rt}
 }
@@ -100,10 +104,19 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req.Body)
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
+	start := t.b.clock.Now()
 	resp, err := t.next.RoundTrip(req)
-	if err != nil {
-		return resp, err
+	if err == nil {
+		// Without a response, nothing the server said, and no latency but
+		// the caller's deadline's.
+		t.b.answered(req, resp, lane, controller, start)
 	}
+	return resp, err
+}
+
+// answered hears the server's answer resp to req, of lane and controller,
+// sent at start: a pushback, or a latency measured.
+func (b *Budget) answered(req *http.Request, resp *http.Response, lane Lane, controller string, start time.Time) {
 	p := Pushback{Lane: lane, Controller: controller,
 		FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
 		PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
@@ -113,9 +126,10 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode == http.StatusTooManyRequests {
 			p.Reason = ReasonTooManyRequests
 		}
-		t.b.PushedBack(p)
+		b.PushedBack(p)
+	} else if kind, ok := measuredKind(req); ok {
+		b.observed(kind, start, p)
 	}
-	return resp, nil
 }
 
 // WrappedTransport returns the transport underneath, so that client-go

@@ -3,9 +3,11 @@ package budget
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +109,92 @@ func TestTransportAdaptsToA429(t *testing.T) {
 	if got, err := testutil.GatherAndCount(reg, "opkit_api_budget_rate", "opkit_api_budget_configured_rate"); err != nil || got != 2 {
 		t.Errorf("rate gauges gathered: %d, %v", got, err)
 	}
+}
+
+// With no fixed rate (the default), GETs through the Transport to a server
+// that answers at once leave the rate unlimited; once the server takes two
+// seconds over each, the rate falls to a finite one, for latency. Time is
+// fake: the handler waits on the budget's clock, which the test moves on
+// a tenth of a second at a time, two requests sent at each step.
+func TestTransportAdaptsToLatency(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	var latency atomic.Int64 // of the handler, in fake time
+	registered := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := time.Duration(latency.Load()); d > 0 {
+			at := clk.After(d)
+			registered <- struct{}{}
+			<-at
+		} else {
+			registered <- struct{}{}
+		}
+	}))
+	defer srv.Close()
+	var seen []Pushback
+	reg := prometheus.NewRegistry()
+	b, err := New(Options{Registerer: reg, Clock: clk, OnPushback: func(p Pushback) { seen = append(seen, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: b.Transport(srv.Client().Transport)}
+	defer hc.CloseIdleConnections()
+	defer clk.Step(time.Hour) // the handlers still waiting return, for srv.Close
+	// inFlight are the requests sent and not yet answered, with when each
+	// is due, in the order sent.
+	type request struct {
+		due  time.Time
+		done chan error
+	}
+	var inFlight []request
+	send := func(n int) {
+		for range n {
+			done := make(chan error, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/api/v1/namespaces/a/configmaps/b", nil)
+				resp, err := hc.Do(req)
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+				done <- err
+			}()
+			<-registered
+			inFlight = append(inFlight, request{due: clk.Now().Add(time.Duration(latency.Load())), done: done})
+		}
+	}
+	// step moves time on by a tenth of a second and waits for the answers
+	// due by then, so that each is heard at the time it is due.
+	step := func() {
+		clk.Step(100 * time.Millisecond)
+		for len(inFlight) > 0 && !inFlight[0].due.After(clk.Now()) {
+			if err := <-inFlight[0].done; err != nil {
+				t.Fatal(err)
+			}
+			inFlight = inFlight[1:]
+		}
+	}
+	for range 110 { // 11 seconds: a baseline
+		send(2)
+		step()
+	}
+	if r := b.Rate(); !math.IsInf(r, 1) {
+		t.Fatalf("rate with the server answering at once: %v, want +Inf (unlimited)", r)
+	}
+	latency.Store(int64(2 * time.Second))
+	for i := 0; math.IsInf(b.Rate(), 1); i++ {
+		if i == 100 {
+			t.Fatal("ten seconds of GETs answered after 2s did not lower the rate")
+		}
+		send(2)
+		step()
+	}
+	for len(inFlight) > 0 {
+		step()
+	}
+	if len(seen) != 1 || seen[0].Reason != ReasonLatency || seen[0].Latency != 2*time.Second {
+		t.Errorf("pushbacks reported: %+v, want one, for latency, of 2s", seen)
+	}
+	if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", Unattributed, "latency")); got != 1 {
+		t.Errorf("pushbacks{reconcile,unattributed,latency} = %v, want 1", got)
+	}
+	t.Logf("rate after latency rose from none to 2s: %.1f a second", b.Rate())
 }

@@ -296,7 +296,9 @@ const (
 	// APIBudgetPushbacks counts the signals of the server's load, each of
 	// which may lower the rate, by lane, controller and reason: "429" (a
 	// response with status 429), "retry_after" (a response of another
-	// status with a Retry-After header).
+	// status with a Retry-After header), "latency" (the requests of the
+	// last two seconds answered slowly; lane and controller are those of
+	// the request whose answer made it).
 	APIBudgetPushbacks = "opkit_api_budget_pushbacks_total"
 	// APIBudgetRate is the rate in force, in requests a second: the
 	// configured rate, or less after the server pushed back; +Inf while
