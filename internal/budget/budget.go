@@ -32,12 +32,36 @@ type Options struct {
 	Clock clock.WithDelayedExecution
 }
 
-// Pushback is what the API server said when it pushed back.
+// Reason is what made a Pushback: the label value of
+// opkit_api_budget_pushbacks_total's reason.
+type Reason string
+
+// The reasons of a Pushback.
+const (
+	// ReasonTooManyRequests: a response with status 429.
+	ReasonTooManyRequests Reason = "429"
+	// ReasonRetryAfter: a response of another status with a Retry-After
+	// header.
+	ReasonRetryAfter Reason = "retry_after"
+	// ReasonLatency: most requests answered in the last two seconds were
+	// slow against their usual latency (docs/api-budget.md).
+	ReasonLatency Reason = "latency"
+)
+
+var reasons = []Reason{ReasonTooManyRequests, ReasonRetryAfter, ReasonLatency}
+
+// Pushback is what the API server said when it pushed back, or how slow
+// it answered: Lane, Controller and the priority-and-fairness headers
+// are those of the response that made it.
 type Pushback struct {
+	Reason     Reason
 	Lane       Lane
 	Controller string
-	Status     int
-	RetryAfter string
+	Status     int    // with ReasonTooManyRequests and ReasonRetryAfter
+	RetryAfter string // with ReasonTooManyRequests and ReasonRetryAfter
+	// Latency is, with ReasonLatency, the mean latency of the requests
+	// counted slow.
+	Latency time.Duration
 	// FlowSchema and PriorityLevel are the UIDs of the API priority and
 	// fairness configuration that classified the request, when the
 	// server sent them (X-Kubernetes-PF-FlowSchema-UID and
@@ -73,6 +97,7 @@ type Budget struct {
 
 	mu    sync.Mutex
 	s     *sched
+	lat   latency
 	timer clock.Timer // armed while requests wait; nil otherwise
 }
 
@@ -245,8 +270,8 @@ func (b *Budget) dispatch() {
 }
 
 // PushedBack records that the server refused a request with 429, or asked
-// for a Retry-After: the rate falls multiplicatively (at most once a
-// second), then recovers additively.
+// for a Retry-After (p.Reason says which): the rate falls multiplicatively
+// (at most once a second), then recovers additively.
 //
 // A 429 of the API server's priority and fairness (one that names the
 // priority level) narrows the window of requests in flight instead, and
@@ -262,13 +287,16 @@ func (b *Budget) pushedBack(epoch int, p Pushback) {
 	}
 	b.mu.Lock()
 	if !p.concurrencyLimited() {
-		changed = b.s.pushedBack(b.clock.Now())
+		now := b.clock.Now()
+		if changed = b.s.pushedBack(now); changed {
+			b.lat.reset(now)
+		}
 	}
 	p.Rate = b.s.rate
 	b.noteRate()
 	b.mu.Unlock()
 	p.Concurrency = b.win.Limit()
-	b.metrics.pushedBack(p.Lane, p.Controller)
+	b.metrics.pushedBack(p.Lane, p.Controller, p.Reason)
 	if changed && b.onPushback != nil {
 		b.onPushback(p)
 	}

@@ -17,11 +17,15 @@
 //     of asking.
 //   - Adapting to the server: a 429 or a Retry-After halves the rate (once
 //     a second at most) and empties the bucket; the rate then grows back
-//     by 5% of the configured rate a second. Without a configured rate,
-//     requests never wait until the first pushback, which sets the rate
-//     to half the rate measured; it then grows by a quarter of itself a
-//     second, and lifts once it is four times what is sent and the server
-//     has not pushed back for 30s.
+//     by 5% of the configured rate a second. Rising latency does the same:
+//     when most single-object requests of the last two seconds took over
+//     a second and over four times their kind's usual (lists and watches
+//     are not measured). Without a configured rate, requests never wait
+//     until the first pushback, which sets the rate to half the rate
+//     measured; it then grows by a quarter of itself a second, and lifts
+//     once it is four times what is sent and the server has not pushed
+//     back for 30s. A 429 of priority and fairness narrows a window of
+//     requests in flight instead (see window).
 //   - Pre-paid: a controller's worker waits for its controller's token
 //     before it takes a key (Prepaid, with the queue's permitted Gets),
 //     so that keys, not workers holding them, wait; the reconcile's first
@@ -29,5 +33,6 @@
 //     back. Limited says, without a lock, whether workers need to.
 //   - Cancelable: a request whose context ends while it waits is never
 //     sent, and takes no token; nor does a worker's pre-paid wait.
-//   - Observable: opkit_api_budget_* metrics by lane and controller.
+//   - Observable: opkit_api_budget_* metrics by lane and controller, the
+//     pushbacks also by reason (429, retry_after, latency).
 package budget

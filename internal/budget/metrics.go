@@ -32,7 +32,9 @@ func newMetrics(reg prometheus.Registerer, b *Budget) (*Metrics, error) {
 		canceledVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetCanceled,
 			Help: "Requests whose context ended while they waited for a token, by lane and controller."}, labels),
 		pushbackVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetPushbacks,
-			Help: "Responses of the API server with status 429 or a Retry-After header, by lane and controller."}, labels),
+			Help: "Signals of the API server's load, each of which may lower the API budget's rate, by lane, controller and reason: " +
+				"responses with status 429 (429) or another status with a Retry-After header (retry_after), " +
+				"and the requests of the last two seconds answered slowly (latency)."}, append(labels, "reason")),
 	}
 	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetRate,
 		Help: "The API budget's rate in force, in requests a second; +Inf while none applies."}, b.Rate)
@@ -62,7 +64,9 @@ func (m *Metrics) start(lane Lane, controller string) {
 	m.tokens.WithLabelValues(lane.String(), controller)
 	m.wait.WithLabelValues(lane.String(), controller)
 	m.canceledVec.WithLabelValues(lane.String(), controller)
-	m.pushbackVec.WithLabelValues(lane.String(), controller)
+	for _, r := range reasons {
+		m.pushbackVec.WithLabelValues(lane.String(), controller, string(r))
+	}
 }
 
 // forget deletes a controller's series.
@@ -102,9 +106,9 @@ func (m *Metrics) canceled(lane Lane, controller string, waited time.Duration) {
 	m.wait.WithLabelValues(lane.String(), controller).Observe(waited.Seconds())
 }
 
-func (m *Metrics) pushedBack(lane Lane, controller string) {
+func (m *Metrics) pushedBack(lane Lane, controller string, reason Reason) {
 	if m == nil {
 		return
 	}
-	m.pushbackVec.WithLabelValues(lane.String(), controller).Inc()
+	m.pushbackVec.WithLabelValues(lane.String(), controller, string(reason)).Inc()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 type laneKey struct{}
@@ -41,13 +42,18 @@ func Classify(req *http.Request) (Lane, string) {
 	if req.Method == http.MethodPost && isReview(req.URL.Path) {
 		return LaneWebhook, ""
 	}
-	if isWatch(req) {
+	if isWatch(req.URL.RawQuery) {
 		return LaneInformer, ""
 	}
 	if c, ok := ctx.Value(ControllerKey{}).(string); ok && c != "" {
 		return LaneReconcile, c
 	}
 	return LaneReconcile, Unattributed
+}
+
+// isWatch reports whether a request's query asks for a watch.
+func isWatch(rawQuery string) bool {
+	return strings.Contains(rawQuery, "watch=true") || strings.Contains(rawQuery, "watch=1")
 }
 
 // isReview reports whether path creates a review of the authentication
@@ -59,10 +65,14 @@ func isReview(path string) bool {
 
 // Transport wraps rt so that every request waits for the budget in its
 // lane (see Classify) before it is sent, unless it goes on the token its
-// reconcile's worker pre-paid (see Prepaid), and each response that pushes
-// back (429, or a Retry-After header) lowers the budget's rate. A request
-// whose context ends while it waits is not sent: the error wraps the
-// context's cause. It has the shape of rest.Config.Wrap's argument.
+// reconcile's worker pre-paid (see Prepaid), then for room in the window
+// of requests in flight (unless it is a watch); each response that
+// pushes back (429, or a Retry-After header) narrows the window (a 429 of
+// priority and fairness) or lowers the budget's rate, as do the requests
+// of the last two seconds when most were answered slowly (measuredKind
+// says which requests are measured, docs/api-budget.md the thresholds). A
+// request whose context ends while it waits is not sent: the error wraps
+// the context's cause. It has the shape of rest.Config.Wrap's argument.
 func (b *Budget) Transport(rt http.RoundTripper) http.RoundTripper {
 	return transport{b: b, next: rt}
 }
@@ -101,7 +111,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	release, epoch := func() {}, 0
-	if !isWatch(req) {
+	if !isWatch(req.URL.RawQuery) {
 		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane == LaneLease)
 		if err != nil {
 			closeBody(req.Body)
@@ -109,31 +119,21 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		release, epoch = r, e
 	}
+	start := t.b.clock.Now()
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
+		// Without a response, nothing the server said, and no latency but
+		// the caller's deadline's.
 		release()
 		return resp, err
 	}
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.b.win.answered()
 	}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "" {
-		t.b.pushedBack(epoch, Pushback{
-			Lane: lane, Controller: controller, Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
-			FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
-			PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
-		})
-	}
+	t.b.answered(req, resp, lane, controller, start, epoch)
 	// The server holds the request's seat until it has written the body.
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
-}
-
-// isWatch reports whether req opens a watch, which holds no seat of the
-// server's once it streams.
-func isWatch(req *http.Request) bool {
-	q := req.URL.RawQuery
-	return strings.Contains(q, "watch=true") || strings.Contains(q, "watch=1")
 }
 
 // releasingBody releases the request's room in the window once the body
@@ -154,6 +154,25 @@ func (b *releasingBody) Read(p []byte) (int, error) {
 func (b *releasingBody) Close() error {
 	b.release()
 	return b.ReadCloser.Close()
+}
+
+// answered hears the server's answer resp to req, of lane and controller,
+// sent at start after the window let it in at epoch: a pushback, or a
+// latency measured.
+func (b *Budget) answered(req *http.Request, resp *http.Response, lane Lane, controller string, start time.Time, epoch int) {
+	p := Pushback{Lane: lane, Controller: controller,
+		FlowSchema:    resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"),
+		PriorityLevel: resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"),
+	}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "" {
+		p.Reason, p.Status, p.RetryAfter = ReasonRetryAfter, resp.StatusCode, resp.Header.Get("Retry-After")
+		if resp.StatusCode == http.StatusTooManyRequests {
+			p.Reason = ReasonTooManyRequests
+		}
+		b.pushedBack(epoch, p)
+	} else if kind, ok := measuredKind(req); ok {
+		b.observed(kind, start, p)
+	}
 }
 
 // WrappedTransport returns the transport underneath, so that client-go

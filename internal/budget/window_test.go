@@ -27,6 +27,13 @@ func fill(t *testing.T, w *window, now time.Time, n int) []func() {
 	return out
 }
 
+// lift takes the window's limit away, as slow start ends.
+func (w *window) lift() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.limit, w.slowStart = math.Inf(1), false
+}
+
 func (w *window) waiting() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -69,9 +76,7 @@ func TestWindowSlowStarts(t *testing.T) {
 func TestWindowHalvesThenProbes(t *testing.T) {
 	w := newWindow()
 	now := time.Now()
-	w.mu.Lock()
-	w.limit, w.slowStart = math.Inf(1), false
-	w.mu.Unlock()
+	w.lift()
 	releases := fill(t, w, now, 30)
 	if !w.pushedBack(now, 0) {
 		t.Fatal("the first pushback changed nothing")

@@ -293,8 +293,12 @@ const (
 	// APIBudgetCanceled counts the requests whose context ended while
 	// they waited, by lane and controller: they were never sent.
 	APIBudgetCanceled = "opkit_api_budget_canceled_total"
-	// APIBudgetPushbacks counts the responses with status 429 or a
-	// Retry-After header, by lane and controller.
+	// APIBudgetPushbacks counts the signals of the server's load, each of
+	// which may lower the rate, by lane, controller and reason: "429" (a
+	// response with status 429), "retry_after" (a response of another
+	// status with a Retry-After header), "latency" (the requests of the
+	// last two seconds answered slowly; lane and controller are those of
+	// the request whose answer made it).
 	APIBudgetPushbacks = "opkit_api_budget_pushbacks_total"
 	// APIBudgetRate is the rate in force, in requests a second: the
 	// configured rate, or less after the server pushed back; +Inf while

@@ -17,8 +17,10 @@ import (
 // any client built from Config), served by lane in priority order: lease
 // renewals (never held up), then reviews, then reconciles (shared by
 // controller weight: see APIWeight), then informers. A 429 or a
-// Retry-After from the API server halves the rate, which then recovers
-// additively. docs/api-budget.md explains the model and its defaults.
+// Retry-After from the API server halves the rate, as does rising
+// latency (most requests answered in over a second, and in over four
+// times their kind's usual); the rate then recovers additively.
+// docs/api-budget.md explains the model and its defaults.
 type APIBudgetOptions struct {
 	// QPS is the budget in requests a second. Defaults to the rest.Config's
 	// QPS when positive (with its Burst), so that a kubeconfig's or a
@@ -62,9 +64,14 @@ func (m *Manager) newBudget() error {
 	log := m.log.WithName("api-budget")
 	b, err := budget.New(budget.Options{QPS: qps, Burst: burst, Registerer: m.registry,
 		OnPushback: func(p budget.Pushback) {
-			log.Info("The API server pushed back; lowering the API budget",
-				"lane", p.Lane.String(), "controller", p.Controller, "status", p.Status, "retryAfter", p.RetryAfter,
-				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate, "inFlightLimit", p.Concurrency)
+			kv := []any{"reason", string(p.Reason), "lane", p.Lane.String(), "controller", p.Controller}
+			if p.Reason == budget.ReasonLatency {
+				kv = append(kv, "latency", p.Latency)
+			} else {
+				kv = append(kv, "status", p.Status, "retryAfter", p.RetryAfter)
+			}
+			log.Info("The API server pushed back; lowering the API budget", append(kv,
+				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate, "inFlightLimit", p.Concurrency)...)
 		}})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

@@ -191,7 +191,7 @@ func TestServerPushbackLowersTheBudget(t *testing.T) {
 	}
 	hammering(t, m, workers)
 	eventually(t, "a 429 to narrow the budget's window", func() bool {
-		return counter(t, reg, "opkit_api_budget_pushbacks_total", "lane", "reconcile", "controller", "hammer") > 0 &&
+		return counter(t, reg, "opkit_api_budget_pushbacks_total", "lane", "reconcile", "controller", "hammer", "reason", "429") > 0 &&
 			gauge(t, reg, "opkit_api_budget_concurrency_limit") < 4
 	})
 	if r := gauge(t, reg, "opkit_api_budget_rate"); !math.IsInf(r, 1) {
@@ -204,8 +204,8 @@ func TestServerPushbackLowersTheBudget(t *testing.T) {
 			break
 		}
 	}
-	if !strings.Contains(line, `"status"=429`) || !strings.Contains(line, `"priorityLevelUID"="`) || strings.Contains(line, `"priorityLevelUID"=""`) {
-		t.Errorf("the pushback's log line: %q, want status 429 and the priority level's UID", line)
+	if !strings.Contains(line, `"reason"="429"`) || !strings.Contains(line, `"status"=429`) || !strings.Contains(line, `"priorityLevelUID"="`) || strings.Contains(line, `"priorityLevelUID"=""`) {
+		t.Errorf("the pushback's log line: %q, want reason and status 429 and the priority level's UID", line)
 	}
 	t.Logf("%s; window now %v requests in flight", line, gauge(t, reg, "opkit_api_budget_concurrency_limit"))
 }
