@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -375,6 +376,15 @@ func TestBacklogLosesNoChangeTime(t *testing.T) {
 	var mu sync.Mutex
 	observed := 0
 	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{Lag: &informer.Lag{Update: func(float64) { mu.Lock(); observed++; mu.Unlock() }}})
+	var ingested atomic.Int64
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && len(cm.Data["v"]) > 2 { // an update's value: 100 or more
+			ingested.Add(1)
+		}
+		return obj, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	c := &timedCount{directRecorder: directRecorder{newRecorder()}, block: make(chan struct{})}
 	if _, err := inf.AddEventHandler(c); err != nil {
 		t.Fatal(err)
@@ -383,6 +393,13 @@ func TestBacklogLosesNoChangeTime(t *testing.T) {
 	for v := 100; v < 100+updates; v++ {
 		src.Modify(cm(v))
 	}
+	// The informer picks the events it times as it ingests them, at the
+	// stride its deliveries set (see TestLagSamplesAFlood). Delivery is
+	// held at the first update, so the stride stays at one while every
+	// update is ingested; once released, the backlog drains faster than
+	// any stride is for, and whatever it sets must find no update still
+	// to ingest.
+	eventually(t, "every update ingested", func() bool { return ingested.Load() == updates })
 	close(c.block)
 	eventually(t, "every update", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.dated == updates })
 	mu.Lock()
