@@ -55,6 +55,7 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 	}
 	m.claims = next
 	m.record(len(members), gained, now)
+	m.look(peers, owner, now)
 	if len(gained) > 0 {
 		m.opts.Logger.V(1).Info("Holding slots", "identity", m.opts.Identity, "slots", gained)
 		m.opts.Handler.Held(gained)
@@ -93,4 +94,59 @@ func lowerClaims(claimers []string, self string) bool {
 		}
 	}
 	return false
+}
+
+// View is what a member saw in its last successful round.
+type View struct {
+	// Reports holds, for each live member, this one included, by
+	// identity, its AnnotationReport as last read (this member's as last
+	// written); "" where it has none.
+	Reports map[string]string
+	// Settled is true when no slot was moving: every live member claimed
+	// exactly the slots Assign gives it, and this member held exactly its
+	// own and was releasing none.
+	Settled bool
+	// At is when the round decided, on Options.Clock; zero before the
+	// first round.
+	At time.Time
+}
+
+// View returns what this member saw in its last successful round. It is
+// safe for concurrent use.
+func (m *Member) View() View {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.view
+}
+
+// look records the round's View.
+func (m *Member) look(peers []peer, owner []string, now time.Time) {
+	v := View{Reports: map[string]string{m.opts.Identity: m.lease.Annotations[AnnotationReport]}, At: now}
+	v.Settled = len(m.releasing) == 0 && sameSlots(m.heldSlots(), owner, m.opts.Identity)
+	for _, p := range peers {
+		v.Reports[p.identity] = p.report
+		v.Settled = v.Settled && p.err == nil && sameSlots(p.claims, owner, p.identity)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.view = v
+}
+
+// sameSlots reports whether slots are exactly those owner gives id.
+func sameSlots(slots []int, owner []string, id string) bool {
+	n := 0
+	for _, o := range owner {
+		if o == id {
+			n++
+		}
+	}
+	if len(slots) != n {
+		return false
+	}
+	for _, s := range slots {
+		if s < 0 || s >= len(owner) || owner[s] != id {
+			return false
+		}
+	}
+	return true
 }

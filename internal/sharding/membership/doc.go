@@ -11,6 +11,9 @@
 //     "<Group>-<Identity>" and labelled LabelGroup=<Group>, renewed every
 //     RetryPeriod, with the slots it claims in AnnotationClaims. One list
 //     of that label finds every member.
+//   - Reports: what Options.Report returns rides along in each renewal, in
+//     AnnotationReport; View gives every live member's, and whether any
+//     slot was moving, as of the last round. No write of its own.
 //   - Liveness: another member is dead when its Lease's resourceVersion
 //     has not changed for LeaseDuration on the observer's own clock.
 //     Clocks of different processes are never compared. Any member

@@ -13,10 +13,12 @@ import (
 
 // Keys of a member's Lease. Members of a group find each other by listing
 // Leases with LabelGroup; the slots a member claims are in AnnotationClaims
-// as ascending decimal numbers joined by commas.
+// as ascending decimal numbers joined by commas; what Options.Report
+// returns is in AnnotationReport.
 const (
 	LabelGroup       = "sharding.opkit.dev/group"
 	AnnotationClaims = "sharding.opkit.dev/claims"
+	AnnotationReport = "sharding.opkit.dev/report"
 )
 
 // newLease is a member's Lease before its first renewal.
@@ -68,6 +70,7 @@ type peer struct {
 	identity        string
 	resourceVersion string
 	claims          []int
+	report          string // AnnotationReport
 	// err says why claims is every slot: the annotation did not parse, so
 	// the peer might claim any of them.
 	err error
@@ -79,6 +82,7 @@ func peerOf(l *coordinationv1.Lease, slots int) (p peer, ok bool) {
 		return peer{}, false
 	}
 	p = peer{lease: l.Name, identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion}
+	p.report = l.Annotations[AnnotationReport]
 	p.claims, p.err = parseClaims(l.Annotations[AnnotationClaims], slots)
 	if p.err != nil {
 		p.err = fmt.Errorf("read Lease %s/%s: %w: taking it to claim every slot", l.Namespace, l.Name, p.err)

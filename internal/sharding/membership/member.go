@@ -23,7 +23,8 @@ var ErrRunning = errors.New("member already ran")
 // claims it, and hands slots over when membership changes. See the package
 // doc for the protocol and its guarantee.
 //
-// MayDispatch, Holds, Held, Stats and Identity are safe for concurrent use.
+// MayDispatch, Holds, Held, Stats, View and Identity are safe for
+// concurrent use.
 type Member struct {
 	opts   Options
 	leases coordinationclient.LeaseInterface
@@ -50,6 +51,7 @@ type Member struct {
 
 	mu    sync.Mutex
 	stats Stats
+	view  View // the last successful round's
 }
 
 // sighting is when this member first saw a Lease at resourceVersion rv.

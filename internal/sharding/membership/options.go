@@ -58,6 +58,11 @@ type Options struct {
 	Handler Handler
 	// Logger logs joins, handovers and fencing. Defaults to logr.Discard().
 	Logger logr.Logger
+	// Report, when set, is called at each renewal, on the member's loop,
+	// and its value written to AnnotationReport of the member's Lease, so
+	// that every member reads it in View at no extra write. It must not
+	// block. Defaults to nil: no annotation.
+	Report func() string
 }
 
 // withDefaults returns o with defaults filled in, or an error wrapping

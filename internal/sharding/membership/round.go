@@ -80,6 +80,9 @@ func (m *Member) renew(ctx context.Context, now time.Time) error {
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationClaims] = formatClaims(slices.Collect(maps.Keys(m.claims)))
+	if m.opts.Report != nil {
+		l.Annotations[AnnotationReport] = m.opts.Report()
+	}
 	secs := int32((m.opts.LeaseDuration + time.Second - 1) / time.Second)
 	l.Spec.LeaseDurationSeconds = &secs
 	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
