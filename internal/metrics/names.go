@@ -258,6 +258,16 @@ const (
 	// ShardingCacheSetSlotsErrors counts the failed calls of a split
 	// cache's SetSlots, each retried with backoff.
 	ShardingCacheSetSlotsErrors = "opkit_sharding_cache_set_slots_errors_total"
+	// ShardingQueueWaitP99 is this replica's p99 of the time keys of its
+	// sharded controllers waited in their queues, over the autoscaler's
+	// last window.
+	ShardingQueueWaitP99 = "opkit_sharding_queue_wait_p99_seconds"
+	// ShardingRecommendedReplicas is the replica count the deciding
+	// replica's autoscaler wants now; 0 on the others.
+	ShardingRecommendedReplicas = "opkit_sharding_recommended_replicas"
+	// ShardingScales counts, per direction and reason, the scales this
+	// replica's autoscaler made.
+	ShardingScales = "opkit_sharding_scales_total"
 )
 
 // The values of ShardingDispatchSkipped's reason label.

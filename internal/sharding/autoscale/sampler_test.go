@@ -1,0 +1,83 @@
+package autoscale
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
+	"github.com/opkit-dev/opkit/pkg/metrics"
+)
+
+// The Sampler measures only the named controllers, each window apart from
+// the last, and its p99 is over the objective exactly when more than 1%
+// of the window's waits are (1s is a bucket bound).
+func TestSamplerMeasuresEachWindow(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	qm, err := metrics.NewQueueMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := imetrics.NewControllerMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := cm.For("sharded", 2)
+	cm.For("other", 2).Time.Observe(100) // not measured
+	wait := func(name string) workqueue.HistogramMetric { return qm.NewLatencyMetric(name) }
+	s := &Sampler{Gatherer: reg, Controllers: func() []string { return []string{"sharded"} }}
+	for range 98 {
+		wait("sharded").Observe(0.01)
+	}
+	wait("sharded").Observe(5)
+	wait("sharded").Observe(5)
+	for range 100 {
+		wait("other").Observe(50) // not measured
+	}
+	l, err := s.Sample(time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.QueueP99 <= time.Second {
+		t.Errorf("2%% of waits at 5s: p99 = %v, want over 1s", l.QueueP99)
+	}
+	for range 99 {
+		wait("sharded").Observe(0.01)
+	}
+	for range 4 {
+		rec.Time.Observe(2.5) // 10 s of 2 workers' 20 s
+	}
+	wait("sharded").Observe(5)
+	l, err = s.Sample(time.Unix(10, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.QueueP99 > time.Second {
+		t.Errorf("the second window has 1%% of waits at 5s: p99 = %v, want within 1s", l.QueueP99)
+	}
+	if l.Busy != 0.5 || l.ReconcileMean != 2500*time.Millisecond {
+		t.Errorf("4 reconciles of 2.5s by 2 workers in 10s: busy %v, mean %v; want 0.5 and 2.5s", l.Busy, l.ReconcileMean)
+	}
+	l, err = s.Sample(time.Unix(20, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.QueueP99 != 0 {
+		t.Errorf("an empty window: p99 = %v, want 0", l.QueueP99)
+	}
+}
+
+func TestLoadRoundTrip(t *testing.T) {
+	in := Load{QueueP99: 1512 * time.Millisecond, ReconcileMean: 50 * time.Millisecond, Busy: 0.93, Depth: 12}
+	out, err := ParseLoad(in.String())
+	if err != nil || out != in {
+		t.Errorf("ParseLoad(%q) = %+v, %v; want %+v", in.String(), out, err, in)
+	}
+	for _, bad := range []string{"", "q", "q=x", "q=-1"} {
+		if _, err := ParseLoad(bad); err == nil {
+			t.Errorf("ParseLoad(%q) = nil error", bad)
+		}
+	}
+}
