@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opkit-dev/opkit/internal/sharding/autoscale"
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager/internal/dispatch"
@@ -94,6 +95,10 @@ type ShardingOptions struct {
 	// others'; it must be less than RenewDeadline. Defaults to
 	// DefaultRetryPeriod (2s).
 	RetryPeriod time.Duration
+	// Autoscale, when enabled, sets the operator's replica count from
+	// the load the replicas measure (see AutoscaleOptions). Defaults to
+	// off.
+	Autoscale AutoscaleOptions
 }
 
 func (so ShardingOptions) withDefaults() ShardingOptions {
@@ -143,14 +148,16 @@ func (so ShardingOptions) validate() []error {
 	if so.RenewDeadline <= so.RetryPeriod {
 		add("Options.Sharding.RenewDeadline (%v) must be longer than RetryPeriod (%v): one late renewal would fence the replica", so.RenewDeadline, so.RetryPeriod)
 	}
-	return errs
+	return append(errs, so.Autoscale.validate(so)...)
 }
 
-// sharded is the manager's sharded mode: its member and dispatcher.
+// sharded is the manager's sharded mode: its member, dispatcher and
+// autoscaler (nil unless ShardingOptions.Autoscale).
 type sharded struct {
 	slots      sharding.Slots
 	member     *membership.Member
 	dispatcher *dispatch.Dispatcher
+	autoscaler *autoscale.Recommender
 }
 
 // newSharded builds the member and dispatcher of Options.Sharding, and
@@ -174,6 +181,13 @@ func (m *Manager) newSharded() (*sharded, error) {
 		return nil, fmt.Errorf("manager: invalid options: Options.Cache.Sharding.Slots counts %d slots and Options.Sharding.Slots %d: leave the cache's unset, the manager sets it", c, slots.Count())
 	}
 	s := &sharded{slots: slots}
+	if s.autoscaler, err = m.newAutoscaler(s, ns); err != nil {
+		return nil, err
+	}
+	var report func() string
+	if s.autoscaler != nil {
+		report = s.autoscaler.Report
+	}
 	// Held and Release go to the dispatcher, which makes the cache hold
 	// the slots before it admits their keys.
 	handler := membership.HandlerFuncs{
@@ -183,7 +197,7 @@ func (m *Manager) newSharded() (*sharded, error) {
 	s.member, err = membership.New(cs, membership.Options{
 		Namespace: ns, Group: so.Group, Identity: so.Identity, Slots: so.Slots,
 		LeaseDuration: so.LeaseDuration, RenewDeadline: so.RenewDeadline, RetryPeriod: so.RetryPeriod,
-		Handler: handler, Logger: m.log.WithName("sharding"),
+		Handler: handler, Logger: m.log.WithName("sharding"), Report: report,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: invalid options: Options.Sharding: %w", err)
@@ -250,6 +264,9 @@ func (s *sharded) run(ctx context.Context, m *Manager) {
 	// The dispatcher keeps the cache holding the slots; it stops with the
 	// member's ctx, leaving the cache as it is while the member leaves.
 	wg.Go(func() { s.dispatcher.Run(ctx) })
+	if s.autoscaler != nil {
+		wg.Go(func() { s.autoscaler.Run(ctx) })
+	}
 	if err := s.member.Run(ctx); err != nil {
 		m.log.Error(err, "Leaving the shard group")
 	}
