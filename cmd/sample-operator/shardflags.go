@@ -19,6 +19,7 @@ type shardFlags struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	autoscale     string // the Deployment whose replicas follow the load
 }
 
 func (s *shardFlags) register(fs *flag.FlagSet) {
@@ -28,6 +29,7 @@ func (s *shardFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.slots, "shard-slots", manager.DefaultSlots, "with --shard-group: number of slots, a power of two; the same on every replica")
 	fs.DurationVar(&s.leaseDuration, "shard-lease-duration", manager.DefaultLeaseDuration, "with --shard-group: how long the others wait after a replica stops renewing before taking its slots")
 	fs.DurationVar(&s.renewDeadline, "shard-renew-deadline", manager.DefaultRenewDeadline, "with --shard-group: how long after its last renewal a replica goes on starting reconciles; less than --shard-lease-duration")
+	fs.StringVar(&s.autoscale, "shard-autoscale-deployment", "", "with --shard-group: set this Deployment's replicas (the operator's own, in --shard-namespace) from the queue latency the replicas measure (docs/sharding.md); empty: off")
 	fs.DurationVar(&s.retryPeriod, "shard-retry-period", manager.DefaultRetryPeriod, "with --shard-group: how often a replica renews its Lease and reads the others'; less than --shard-renew-deadline")
 }
 
@@ -37,6 +39,7 @@ func (s shardFlags) options() manager.ShardingOptions {
 	return manager.ShardingOptions{
 		Enabled: s.group != "", Group: s.group, Namespace: s.namespace, Identity: s.identity,
 		Slots: s.slots, LeaseDuration: s.leaseDuration, RenewDeadline: s.renewDeadline, RetryPeriod: s.retryPeriod,
+		Autoscale: manager.AutoscaleOptions{Enabled: s.autoscale != "", Name: s.autoscale},
 	}
 }
 
@@ -51,6 +54,7 @@ var shardFieldFlags = strings.NewReplacer(
 	"Options.Sharding.LeaseDuration", "--shard-lease-duration",
 	"Options.Sharding.RenewDeadline", "--shard-renew-deadline",
 	"Options.Sharding.RetryPeriod", "--shard-retry-period",
+	"Options.Sharding.Autoscale.Name", "--shard-autoscale-deployment",
 	"than RenewDeadline", "than --shard-renew-deadline",
 	"than RetryPeriod", "than --shard-retry-period",
 )

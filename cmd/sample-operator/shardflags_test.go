@@ -32,13 +32,15 @@ func TestShardFlagDefaults(t *testing.T) {
 		t.Errorf("sharding options without --shard-group (-want +got):\n%s", diff)
 	}
 	f, err = parse([]string{"--shard-group", "mirror-operator", "--shard-slots", "16", "--shard-lease-duration", "4s",
-		"--shard-renew-deadline", "3s", "--shard-retry-period", "500ms", "--shard-namespace", "ns", "--shard-identity", "a"}, io.Discard)
+		"--shard-renew-deadline", "3s", "--shard-retry-period", "500ms", "--shard-namespace", "ns", "--shard-identity", "a",
+		"--shard-autoscale-deployment", "mirror-controller-manager"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = manager.ShardingOptions{
 		Enabled: true, Group: "mirror-operator", Namespace: "ns", Identity: "a", Slots: 16,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		Autoscale: manager.AutoscaleOptions{Enabled: true, Name: "mirror-controller-manager"},
 	}
 	if diff := cmp.Diff(want, f.shard.options()); diff != "" {
 		t.Errorf("sharding options (-want +got):\n%s", diff)

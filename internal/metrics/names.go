@@ -261,7 +261,7 @@ const (
 	// ShardingQueueWaitP99 is this replica's p99 of the time keys of its
 	// sharded controllers waited in their queues, over the autoscaler's
 	// last window.
-	ShardingQueueWaitP99 = "opkit_sharding_queue_wait_p99_seconds"
+	ShardingQueueWaitP99 = "opkit_sharding_queue_wait_seconds"
 	// ShardingRecommendedReplicas is the replica count the deciding
 	// replica's autoscaler wants now; 0 on the others.
 	ShardingRecommendedReplicas = "opkit_sharding_recommended_replicas"

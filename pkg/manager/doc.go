@@ -128,6 +128,10 @@
 //     within a round or two. Group is required.
 //   - With LeaderElection: sharded controllers run on every replica; other
 //     leader-only runnables still run only on the leader.
+//   - Autoscale (AutoscaleOptions, off by default): the replicas publish
+//     their queue wait p99 in their Leases, and the holder of slot 0 sets
+//     the operator's Deployment's replicas from them through its scale
+//     subresource, never while slots move.
 //   - Probes and metrics: /readyz's "sharding" check fails, saying why,
 //     until a round of membership has completed and this replica holds,
 //     and caches, at least its share of the slots; /metrics serves
