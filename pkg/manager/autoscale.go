@@ -29,9 +29,11 @@ import (
 //     p99 has stayed within half QueueLatency, and their work would keep
 //     one replica fewer at most 60% busy, for DownCooldown, it scales
 //     down by one.
-//   - It never scales while slots move, nor while the live members
-//     differ from the replicas asked for (for up to DownCooldown), nor
-//     outside [MinReplicas, MaxReplicas]. Scale-downs rely on the
+//   - It never scales while slots move, nor until they have rested for
+//     two Intervals and a RetryPeriod (a replica gaining slots queues
+//     all their keys at once, which says nothing of the load), nor while
+//     the live members differ from the replicas asked for (for up to
+//     DownCooldown), nor outside [MinReplicas, MaxReplicas]. Scale-downs rely on the
 //     replica's graceful leave on SIGTERM, so dispatch stays exactly-once.
 //
 // It needs get and update on <resource>/scale of Target in the Leases'
@@ -136,6 +138,9 @@ func (m *Manager) newAutoscaler(s *sharded, ns string) (*autoscale.Recommender, 
 		Policy: autoscale.Policy{
 			Objective: ao.QueueLatency, Min: ao.MinReplicas, Max: ao.MaxReplicas, MaxStep: ao.MaxStep,
 			UpCooldown: ao.UpCooldown, DownCooldown: ao.DownCooldown,
+			// The window that saw slots move, and the renewal that
+			// publishes the next, clean one.
+			Rest: 2*ao.Interval + so.RetryPeriod,
 		},
 		Interval: ao.Interval,
 		Member:   shardMember{s},

@@ -22,6 +22,10 @@ type Policy struct {
 	// long a count of live members that differs from the replicas asked
 	// for holds every decision.
 	DownCooldown time.Duration
+	// Rest is how long slots must have rested before a load is judged:
+	// a replica that gains slots queues all their keys at once, so the
+	// windows around a move see waits that say nothing of the load.
+	Rest time.Duration
 }
 
 // downBusy is the most the replicas left after a scale-down may be busy,
@@ -52,6 +56,8 @@ type State struct {
 	// ApartSince is when the live members' count last began to differ
 	// from Replicas; zero while it does not.
 	ApartSince time.Time
+	// RestingSince is when slots last came to rest; zero while they move.
+	RestingSince time.Time
 }
 
 // Reasons a Decision gives. The scaling ones label ShardingScales.
@@ -81,7 +87,8 @@ type Decision struct {
 // Decide returns the replica count p wants for in, and the state for the
 // next decision. It is a pure function of its arguments.
 //
-//   - Nothing moves while slots move, nor while the live members differ
+//   - Nothing moves while slots move, nor until they have rested for
+//     Rest, nor while the live members differ
 //     from the replicas asked for (for up to DownCooldown: a replica
 //     that never comes up must not freeze the count for ever).
 //   - Outside [Min, Max], back to the bound.
@@ -92,7 +99,14 @@ type Decision struct {
 func Decide(p Policy, in Input, st State) (Decision, State) {
 	d := Decision{Replicas: in.Replicas, P99: maxP99(in.Loads)}
 	if !in.Settled {
-		st.CalmSince = time.Time{}
+		st.CalmSince, st.RestingSince = time.Time{}, time.Time{}
+		d.Reason = ReasonMoving
+		return d, st
+	}
+	if st.RestingSince.IsZero() {
+		st.RestingSince = in.Now
+	}
+	if in.Now.Sub(st.RestingSince) < p.Rest {
 		d.Reason = ReasonMoving
 		return d, st
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-var policy = Policy{Objective: time.Second, Min: 1, Max: 8, MaxStep: 4, UpCooldown: time.Minute, DownCooldown: 5 * time.Minute}
+var policy = Policy{Objective: time.Second, Min: 1, Max: 8, MaxStep: 4, UpCooldown: time.Minute, DownCooldown: 5 * time.Minute, Rest: 30 * time.Second}
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
@@ -20,8 +20,9 @@ func fleet(n int, q time.Duration, b float64) map[string]*Load {
 }
 
 func TestDecide(t *testing.T) {
-	long := State{Since: t0.Add(-time.Hour)}
-	calmLong := State{Since: t0.Add(-time.Hour), CalmSince: t0.Add(-10 * time.Minute)}
+	rested := t0.Add(-time.Hour)
+	long := State{Since: t0.Add(-time.Hour), RestingSince: rested}
+	calmLong := State{Since: t0.Add(-time.Hour), CalmSince: t0.Add(-10 * time.Minute), RestingSince: rested}
 	withNil := fleet(2, 0, 0)
 	withNil["m1"] = nil
 	for _, tc := range []struct {
@@ -40,28 +41,32 @@ func TestDecide(t *testing.T) {
 		{name: "never above max", in: Input{Replicas: 6, Loads: fleet(6, 10*time.Second, 1), Settled: true}, st: long, want: 8, reason: ReasonLatency},
 		{name: "at max holds", in: Input{Replicas: 8, Loads: fleet(8, 10*time.Second, 1), Settled: true}, st: long, want: 8, reason: ReasonAtMax},
 		{name: "one replica's breach is enough", in: Input{Replicas: 2, Loads: map[string]*Load{"a": {QueueP99: 3 * time.Second}, "b": {}}, Settled: true}, st: long, want: 6, reason: ReasonLatency},
-		{name: "no scale while slots move", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Second, 1)}, st: long, want: 2, reason: ReasonMoving},
+		{name: "no scale while slots move", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Second, 1)}, st: State{Since: long.Since, RestingSince: t0.Add(-time.Hour)}, want: 2, reason: ReasonMoving,
+			wantSt: State{Since: long.Since}, checkSt: true},
+		{name: "no scale until slots rested", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Second, 1), Settled: true}, st: State{Since: long.Since, RestingSince: t0.Add(-10 * time.Second)}, want: 2, reason: ReasonMoving},
+		{name: "slots come to rest", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Second, 1), Settled: true}, st: State{Since: long.Since}, want: 2, reason: ReasonMoving,
+			wantSt: State{Since: long.Since, RestingSince: t0}, checkSt: true},
 		{name: "no scale while members differ from replicas", in: Input{Replicas: 3, Loads: fleet(2, 10*time.Second, 1), Settled: true}, st: long, want: 3, reason: ReasonApart,
-			wantSt: State{Since: long.Since, ApartSince: t0}, checkSt: true},
+			wantSt: State{Since: long.Since, ApartSince: t0, RestingSince: rested}, checkSt: true},
 		{name: "members apart for the down cool-down no longer hold", in: Input{Replicas: 3, Loads: fleet(2, 10*time.Second, 1), Settled: true},
-			st: State{Since: long.Since, ApartSince: t0.Add(-5 * time.Minute)}, want: 7, reason: ReasonLatency},
-		{name: "up cool-down", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Second, 1), Settled: true}, st: State{Since: t0.Add(-30 * time.Second)}, want: 2, reason: ReasonCooldown},
+			st: State{Since: long.Since, ApartSince: t0.Add(-5 * time.Minute), RestingSince: rested}, want: 7, reason: ReasonLatency},
+		{name: "up cool-down", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Second, 1), Settled: true}, st: State{Since: t0.Add(-30 * time.Second), RestingSince: rested}, want: 2, reason: ReasonCooldown},
 		{name: "within the objective holds", in: Input{Replicas: 2, Loads: fleet(2, 900*time.Millisecond, 0.9), Settled: true}, st: long, want: 2, reason: ReasonWithin},
 		{name: "calm for the down cool-down scales down by one", in: Input{Replicas: 5, Loads: fleet(5, 10*time.Millisecond, 0.1), Settled: true}, st: calmLong, want: 4, reason: ReasonCalm,
-			wantSt: State{Since: t0}, checkSt: true},
+			wantSt: State{Since: t0, RestingSince: rested}, checkSt: true},
 		{name: "calm begins", in: Input{Replicas: 5, Loads: fleet(5, 10*time.Millisecond, 0.1), Settled: true}, st: long, want: 5, reason: ReasonNotCalm,
-			wantSt: State{Since: long.Since, CalmSince: t0}, checkSt: true},
+			wantSt: State{Since: long.Since, CalmSince: t0, RestingSince: rested}, checkSt: true},
 		{name: "calm, but the last scale was recent", in: Input{Replicas: 5, Loads: fleet(5, 10*time.Millisecond, 0.1), Settled: true},
-			st: State{Since: t0.Add(-time.Minute), CalmSince: t0.Add(-10 * time.Minute)}, want: 5, reason: ReasonNotCalm},
+			st: State{Since: t0.Add(-time.Minute), CalmSince: t0.Add(-10 * time.Minute), RestingSince: rested}, want: 5, reason: ReasonNotCalm},
 		{name: "too busy to lose a replica", in: Input{Replicas: 2, Loads: fleet(2, 10*time.Millisecond, 0.4), Settled: true}, st: calmLong, want: 2, reason: ReasonWithin,
-			wantSt: State{Since: long.Since}, checkSt: true},
+			wantSt: State{Since: long.Since, RestingSince: rested}, checkSt: true},
 		{name: "a member without a load is not calm", in: Input{Replicas: 2, Loads: withNil, Settled: true}, st: calmLong, want: 2, reason: ReasonWithin},
 		{name: "a p99 over half the objective is not calm", in: Input{Replicas: 3, Loads: fleet(3, 600*time.Millisecond, 0.1), Settled: true}, st: calmLong, want: 3, reason: ReasonWithin},
 		{name: "never below min", in: Input{Replicas: 2, Loads: fleet(2, 0, 0), Settled: true}, p: Policy{Objective: time.Second, Min: 2, Max: 8, MaxStep: 4, DownCooldown: time.Minute}, st: calmLong, want: 2, reason: ReasonWithin},
 		{name: "below min scales up to it", in: Input{Replicas: 1, Loads: fleet(1, 0, 0), Settled: true}, p: Policy{Objective: time.Second, Min: 3, Max: 8, MaxStep: 1}, st: long, want: 3, reason: ReasonMin},
 		{name: "above max scales down to it", in: Input{Replicas: 10, Loads: fleet(10, 0, 0), Settled: true}, st: long, want: 8, reason: ReasonMax},
 		{name: "a breach ends calm", in: Input{Replicas: 8, Loads: fleet(8, 2*time.Second, 1), Settled: true}, st: calmLong, want: 8, reason: ReasonAtMax,
-			wantSt: State{Since: long.Since}, checkSt: true},
+			wantSt: State{Since: long.Since, RestingSince: rested}, checkSt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := policy
