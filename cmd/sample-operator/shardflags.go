@@ -20,6 +20,9 @@ type shardFlags struct {
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
 	autoscale     string // the Deployment whose replicas follow the load
+	// The autoscaler's tuning; 0 is the manager's default.
+	queueLatency, upCooldown, downCooldown, interval time.Duration
+	maxReplicas                                      int
 }
 
 func (s *shardFlags) register(fs *flag.FlagSet) {
@@ -30,6 +33,11 @@ func (s *shardFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&s.leaseDuration, "shard-lease-duration", manager.DefaultLeaseDuration, "with --shard-group: how long the others wait after a replica stops renewing before taking its slots")
 	fs.DurationVar(&s.renewDeadline, "shard-renew-deadline", manager.DefaultRenewDeadline, "with --shard-group: how long after its last renewal a replica goes on starting reconciles; less than --shard-lease-duration")
 	fs.StringVar(&s.autoscale, "shard-autoscale-deployment", "", "with --shard-group: set this Deployment's replicas (the operator's own, in --shard-namespace) from the queue latency the replicas measure (docs/sharding.md); empty: off")
+	fs.DurationVar(&s.queueLatency, "shard-autoscale-queue-latency", 0, "with --shard-autoscale-deployment: the objective, each replica's p99 queue wait; 0: the manager's default (1s)")
+	fs.IntVar(&s.maxReplicas, "shard-autoscale-max-replicas", 0, "with --shard-autoscale-deployment: the most replicas; 0: the manager's default (--shard-slots)")
+	fs.DurationVar(&s.upCooldown, "shard-autoscale-up-cooldown", 0, "with --shard-autoscale-deployment: how long after a scale another scale-up waits; 0: the manager's default (1m)")
+	fs.DurationVar(&s.downCooldown, "shard-autoscale-down-cooldown", 0, "with --shard-autoscale-deployment: how long the replicas must be calm before a scale-down; 0: the manager's default (5m)")
+	fs.DurationVar(&s.interval, "shard-autoscale-interval", 0, "with --shard-autoscale-deployment: each measurement's window; 0: the manager's default (15s)")
 	fs.DurationVar(&s.retryPeriod, "shard-retry-period", manager.DefaultRetryPeriod, "with --shard-group: how often a replica renews its Lease and reads the others'; less than --shard-renew-deadline")
 }
 
@@ -39,7 +47,10 @@ func (s shardFlags) options() manager.ShardingOptions {
 	return manager.ShardingOptions{
 		Enabled: s.group != "", Group: s.group, Namespace: s.namespace, Identity: s.identity,
 		Slots: s.slots, LeaseDuration: s.leaseDuration, RenewDeadline: s.renewDeadline, RetryPeriod: s.retryPeriod,
-		Autoscale: manager.AutoscaleOptions{Enabled: s.autoscale != "", Name: s.autoscale},
+		Autoscale: manager.AutoscaleOptions{
+			Enabled: s.autoscale != "", Name: s.autoscale, QueueLatency: s.queueLatency, MaxReplicas: s.maxReplicas,
+			UpCooldown: s.upCooldown, DownCooldown: s.downCooldown, Interval: s.interval,
+		},
 	}
 }
 
@@ -55,6 +66,10 @@ var shardFieldFlags = strings.NewReplacer(
 	"Options.Sharding.RenewDeadline", "--shard-renew-deadline",
 	"Options.Sharding.RetryPeriod", "--shard-retry-period",
 	"Options.Sharding.Autoscale.Name", "--shard-autoscale-deployment",
+	"Options.Sharding.Autoscale.QueueLatency", "--shard-autoscale-queue-latency",
+	"Options.Sharding.Autoscale.UpCooldown", "--shard-autoscale-up-cooldown",
+	"Options.Sharding.Autoscale.DownCooldown", "--shard-autoscale-down-cooldown",
+	"Options.Sharding.Autoscale.Interval", "--shard-autoscale-interval",
 	"than RenewDeadline", "than --shard-renew-deadline",
 	"than RetryPeriod", "than --shard-retry-period",
 )

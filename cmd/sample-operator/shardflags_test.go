@@ -33,14 +33,16 @@ func TestShardFlagDefaults(t *testing.T) {
 	}
 	f, err = parse([]string{"--shard-group", "mirror-operator", "--shard-slots", "16", "--shard-lease-duration", "4s",
 		"--shard-renew-deadline", "3s", "--shard-retry-period", "500ms", "--shard-namespace", "ns", "--shard-identity", "a",
-		"--shard-autoscale-deployment", "mirror-controller-manager"}, io.Discard)
+		"--shard-autoscale-deployment", "mirror-controller-manager", "--shard-autoscale-queue-latency", "10ms", "--shard-autoscale-max-replicas", "5",
+		"--shard-autoscale-up-cooldown", "5s", "--shard-autoscale-down-cooldown", "8s", "--shard-autoscale-interval", "1s"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = manager.ShardingOptions{
 		Enabled: true, Group: "mirror-operator", Namespace: "ns", Identity: "a", Slots: 16,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		Autoscale: manager.AutoscaleOptions{Enabled: true, Name: "mirror-controller-manager"},
+		Autoscale: manager.AutoscaleOptions{Enabled: true, Name: "mirror-controller-manager", QueueLatency: 10 * time.Millisecond, MaxReplicas: 5,
+			UpCooldown: 5 * time.Second, DownCooldown: 8 * time.Second, Interval: time.Second},
 	}
 	if diff := cmp.Diff(want, f.shard.options()); diff != "" {
 		t.Errorf("sharding options (-want +got):\n%s", diff)

@@ -59,17 +59,19 @@ type replica = operators.Process
 // its reconciles are recorded in.
 type group struct {
 	bin, kubeconfig, name, namespace, records string
+	extra                                     []string // more flags for every replica
 }
 
 // start runs a sharded replica named name, with its reconciles recorded
 // in g.records.
 func (g group) start(t *testing.T, name string) *replica {
 	t.Helper()
-	return operators.Start(t, name, g.bin, "--kubeconfig", g.kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4",
+	args := []string{"--kubeconfig", g.kubeconfig, "-v", "1", "--max-concurrent-reconciles", "4",
 		"--webhook-port", "0", "--record-reconciles", g.records,
 		"--shard-group", g.name, "--shard-namespace", g.namespace, "--shard-identity", name,
 		"--shard-slots", strconv.Itoa(slots), "--shard-lease-duration", leaseDuration.String(),
-		"--shard-renew-deadline", renewDeadline.String(), "--shard-retry-period", retryPeriod.String())
+		"--shard-renew-deadline", renewDeadline.String(), "--shard-retry-period", retryPeriod.String()}
+	return operators.Start(t, name, g.bin, append(args, g.extra...)...)
 }
 
 // shardStats is what a replica's /metrics says of its membership.
