@@ -5,7 +5,9 @@
 // docs/sharding.md says what each step shows. It also freezes the leader
 // of two replicas run with leader election, on opkit and on
 // controller-runtime, and checks that the old leader acts no more once
-// the new one has begun (freeze_test.go).
+// the new one has begun (freeze_test.go). And it lets the autoscaler
+// scale the replicas, processes following a Deployment's spec.replicas,
+// through the same kinds of churn (autoscale_test.go).
 package sharding
 
 import (
