@@ -201,7 +201,7 @@ func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.D
 		b.mu.Unlock()
 		return 0, nil
 	}
-	if b.s.take(now) {
+	if b.s.take(now) || (lane == LaneReconcile && b.s.borrow(now, controller)) {
 		b.noteRate()
 		b.mu.Unlock()
 		return 0, nil

@@ -250,6 +250,44 @@ func (s *sched) take(now time.Time) bool {
 	return true
 }
 
+// borrow takes, for a reconcile request of controller that take refused,
+// the token the bucket will hold next, if the lane's fair queueing would
+// serve the request next anyway and others wait: its flow has no request
+// waiting, its tag is no more than one of its requests later than any
+// waiting flow's, and no other lane waits. It goes now rather than when that token comes, and the backlog,
+// whose requests emptied the bucket, waits one token longer; the rate is
+// kept, as the bucket owes at most one token. A request with nothing
+// else waiting never borrows: the next token is its own. It reports
+// whether it took one.
+func (s *sched) borrow(now time.Time, controller string) bool {
+	s.refill(now)
+	if s.unlimited() || s.tokens < 0 || s.lanes[LaneReconcile].live == 0 {
+		return false
+	}
+	for l := range numLanes {
+		if l != LaneReconcile && s.lanes[l].live > 0 {
+			return false
+		}
+	}
+	f := s.flow(controller)
+	if f.live > 0 {
+		return false
+	}
+	// One request of slack: a flow that keeps to its share on average
+	// may ask a little early (a burst of two events) and still go first.
+	start := max(f.finish, s.vtime)
+	for _, o := range s.flows {
+		if o.live > 0 && o.start < start-1/f.weight {
+			return false
+		}
+	}
+	s.tokens--
+	s.window++
+	s.vtime = start
+	f.finish = start + 1/f.weight
+	return true
+}
+
 // giveBack returns a token that take or dispatch granted and nobody
 // spent: to the bucket, and out of the rate measured.
 func (s *sched) giveBack() {

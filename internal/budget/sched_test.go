@@ -223,3 +223,50 @@ func TestNoFixedRateAdapts(t *testing.T) {
 		t.Errorf("still limited (%v) a quiet minute after the pushback", s.rate)
 	}
 }
+
+// A request the fair queue would serve next does not wait for the next
+// token while others wait: it borrows it, one token at most, and the
+// backlog's next grant comes a token later, so the rate is kept. A flow
+// past its share, a second borrower before the debt is repaid, and a
+// request that nothing else waits beside, all wait as before.
+func TestNextInLineBorrowsOneToken(t *testing.T) {
+	s := newSched(10, 1, t0)
+	s.setWeight("flood", 3)
+	drain(s, t0)
+	if s.borrow(t0, "alone") {
+		t.Fatal("a request borrowed with nothing else waiting: an empty bucket must make it wait")
+	}
+	enqueue(s, LaneReconcile, "flood", 100000)
+	_, now := grantAll(s, t0, 50)
+	if !s.borrow(now, "quiet") {
+		t.Fatalf("the quiet controller's request, first in line behind a flood, waits for the next token (tokens %v)", s.tokens)
+	}
+	if s.borrow(now, "other") {
+		t.Error("a second request borrowed before the first's token was repaid")
+	}
+	step := 100 * time.Millisecond
+	if got := s.dispatch(now.Add(step)); len(got) != 0 {
+		t.Errorf("%d of the flood's requests granted a token after the borrow, want 0: the borrowed token is repaid first", len(got))
+	}
+	if got := s.dispatch(now.Add(2 * step)); len(got) != 1 {
+		t.Errorf("%d of the flood's requests granted two tokens after the borrow, want 1", len(got))
+	}
+	now = now.Add(2 * step)
+	// A controller that asks at every token is past its share (a quarter,
+	// by weight): it borrows a quarter of the time, and the tokens granted
+	// keep to the rate.
+	granted, borrowed := 0, 0
+	for range 1000 {
+		now = now.Add(step)
+		granted += len(s.dispatch(now))
+		if s.borrow(now, "quiet") {
+			borrowed++
+		}
+	}
+	if granted+borrowed < 999 || granted+borrowed > 1001 {
+		t.Errorf("%d tokens granted over 1000 tokens' time, want 1000±1", granted+borrowed)
+	}
+	if borrowed < 248 || borrowed > 252 {
+		t.Errorf("a controller of weight 1 asking at every token beside a flood of weight 3 borrowed %d of 1000 tokens, want 250±2", borrowed)
+	}
+}

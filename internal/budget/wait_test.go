@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -200,4 +201,67 @@ func TestTransportAdaptsToLatency(t *testing.T) {
 		t.Errorf("pushbacks{reconcile,unattributed,latency} = %v, want 1", got)
 	}
 	t.Logf("rate after latency rose from none to 2s: %.1f a second", b.Rate())
+}
+
+// Beside a flood waiting for the bucket, a controller within its share
+// is let go at once, on the token the flood would have had next: Wait
+// returns without waiting and observes no wait.
+func TestQuietControllerGoesAtOnceBesideAFlood(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	b, err := New(Options{QPS: 10, Burst: 1, Registerer: prometheus.NewRegistry(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(t.Context(), LaneReconcile, "flood"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 3)
+	for range 3 {
+		go func() { done <- b.Wait(t.Context(), LaneReconcile, "flood") }()
+	}
+	for b.waiting() < 3 {
+		runtime.Gosched()
+	}
+	// Should the quiet request queue, its context ends: no timing assumed.
+	ctx, cancel := context.WithCancel(t.Context())
+	quiet := make(chan error)
+	go func() { quiet <- b.Wait(ctx, LaneReconcile, "quiet") }()
+wait:
+	for {
+		select {
+		case err = <-quiet:
+			break wait
+		default:
+			if b.waiting() > 3 {
+				cancel()
+			}
+			runtime.Gosched()
+		}
+	}
+	cancel()
+	if err != nil {
+		t.Fatalf("the quiet controller's request waited behind the flood: %v", err)
+	}
+	var m dto.Metric
+	if err := b.metrics.wait.WithLabelValues("reconcile", "quiet").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetHistogram().GetSampleCount(); n != 0 {
+		t.Errorf("the quiet controller's request waited (%d waits observed)", n)
+	}
+	if n := b.waiting(); n != 3 {
+		t.Errorf("%d of the flood's requests wait, want 3: the quiet one took none of their tokens yet", n)
+	}
+	for served := 0; served < 3; { // the flood is served in fake time
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+			served++
+		default:
+			clk.Step(10 * time.Millisecond)
+			runtime.Gosched()
+		}
+	}
 }
