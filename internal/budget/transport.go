@@ -112,7 +112,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	release, epoch := func() {}, 0
 	if !isWatch(req.URL.RawQuery) {
-		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane == LaneLease)
+		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane.urgent())
 		if err != nil {
 			closeBody(req.Body)
 			return nil, fmt.Errorf("%s %s: wait for room among the requests in flight: %w", req.Method, req.URL.Path, err)
