@@ -16,7 +16,8 @@ import (
 // cache's lists and watches, the webhook and metrics servers' reviews, and
 // any client built from Config), served by lane in priority order: lease
 // renewals (never held up), then reviews, then reconciles (shared by
-// controller weight: see APIWeight), then informers. A 429 or a
+// controller weight: see APIWeight), then informers; the requests of
+// health and readiness checks are never held up either (AddHealthCheck). A 429 or a
 // Retry-After from the API server halves the rate, as does rising
 // latency (most requests answered in over a second, and in over four
 // times their kind's usual); the rate then recovers additively.
