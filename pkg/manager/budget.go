@@ -107,6 +107,25 @@ func (m *Manager) informerLane(hc *http.Client) *http.Client {
 	return &c
 }
 
+// cacheHTTPClient returns the HTTP client the cache gets for hc, the
+// user's Options.Cache.HTTPClient: hc as is while the budget is off;
+// otherwise a copy whose requests are under the budget, over hc's
+// transport (its TLS, proxy and credentials), unless they are already
+// (hc built from Config), and in the informer lane (see informerLane).
+func (m *Manager) cacheHTTPClient(hc *http.Client) *http.Client {
+	if m.budget == nil {
+		return hc
+	}
+	c := *hc
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport
+	}
+	if !m.budget.Holds(c.Transport) {
+		c.Transport = m.budget.Transport(c.Transport)
+	}
+	return m.informerLane(&c)
+}
+
 // APIWeight sets the controller's weight in the reconcile lane of the
 // manager's API budget: while reconciles wait for the budget, each
 // controller gets a share of the tokens in proportion to its weight, so

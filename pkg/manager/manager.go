@@ -261,6 +261,8 @@ func (m *Manager) cacheOptions(hc *http.Client) cache.Options {
 	}
 	if co.HTTPClient == nil {
 		co.HTTPClient = m.informerLane(hc)
+	} else {
+		co.HTTPClient = m.cacheHTTPClient(co.HTTPClient)
 	}
 	if co.Registerer == nil {
 		co.Registerer = m.registry
