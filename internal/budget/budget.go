@@ -173,7 +173,7 @@ func (b *Budget) Forget(controller string) {
 // Wait blocks until a request of lane (and, in the reconcile lane, of
 // controller) may be sent, and returns nil; or until ctx ends, and
 // returns an error wrapping its cause, having taken nothing. A request of
-// LaneLease never waits.
+// LaneLease or LaneHealth never waits.
 func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 	if lane == LaneReconcile && controller == "" {
 		controller = Unattributed
@@ -195,7 +195,7 @@ func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.Duration, error) {
 	b.mu.Lock()
 	now := b.clock.Now()
-	if lane == LaneLease {
+	if lane.urgent() {
 		b.s.charge(now)
 		b.noteRate()
 		b.mu.Unlock()

@@ -17,6 +17,11 @@ const (
 	// than the renewals' own traffic would otherwise stop everything
 	// else).
 	LaneLease Lane = iota
+	// LaneHealth: the requests of the manager's health and readiness
+	// checks, which a probe waits for. Served as LaneLease is (never
+	// waits), so that a flooded budget never fails a probe of a healthy
+	// process; the manager bounds how often checks run (docs/api-budget.md).
+	LaneHealth
 	// LaneWebhook: the reviews the webhook and metrics servers ask for
 	// (SubjectAccessReviews, TokenReviews) while a caller waits.
 	LaneWebhook
@@ -32,6 +37,8 @@ func (l Lane) String() string {
 	switch l {
 	case LaneLease:
 		return "lease"
+	case LaneHealth:
+		return "health"
 	case LaneWebhook:
 		return "webhook"
 	case LaneReconcile:
@@ -42,11 +49,16 @@ func (l Lane) String() string {
 	return "unknown"
 }
 
+// urgent reports whether l's requests never wait: they take a token if
+// one is free and go without one otherwise, and go ahead of the others
+// waiting for room in the window of requests in flight.
+func (l Lane) urgent() bool { return l == LaneLease || l == LaneHealth }
+
 // reserve is the share of the tokens granted while the bucket is
 // contended that l gets whenever it has requests waiting, whatever the
 // lanes above it want: so that a flood of reviews cannot stop reconciles,
-// nor reconciles the informers' relists. The lease lane needs none: it
-// never waits.
+// nor reconciles the informers' relists. The urgent lanes need none: they
+// never wait.
 func (l Lane) reserve() float64 {
 	switch l {
 	case LaneReconcile:
@@ -226,7 +238,7 @@ func (s *sched) pushedBack(now time.Time) bool {
 	return true
 }
 
-// charge takes a token for a lease-lane request, at once, if one is free;
+// charge takes a token for an urgent lane's request, at once, if one is free;
 // otherwise the request goes without one. Either way it does not wait.
 func (s *sched) charge(now time.Time) {
 	s.refill(now)

@@ -83,6 +83,25 @@ func (b *Budget) LeaseTransport(rt http.RoundTripper) http.RoundTripper {
 	return transport{b: b, next: rt, lease: true}
 }
 
+// Holds reports whether rt is one of b's Transports or LeaseTransports,
+// or wraps one: whether its requests are under b already. It looks
+// through each transport that says what it wraps (WrappedTransport, as
+// client-go's own wrappers do: utilnet.RoundTripperWrapper), so a
+// transport that does not say hides what is under it.
+func (b *Budget) Holds(rt http.RoundTripper) bool {
+	for rt != nil {
+		if t, ok := rt.(transport); ok && t.b == b {
+			return true
+		}
+		w, ok := rt.(interface{ WrappedTransport() http.RoundTripper })
+		if !ok {
+			return false
+		}
+		rt = w.WrappedTransport()
+	}
+	return false
+}
+
 // DefaultLane wraps rt so that a request whose context names neither a
 // lane nor a controller goes in lane: the manager gives its cache's HTTP
 // client the informer lane so, while a lazy read inside a reconcile stays
@@ -112,7 +131,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	release, epoch := func() {}, 0
 	if !isWatch(req.URL.RawQuery) {
-		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane == LaneLease)
+		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane.urgent())
 		if err != nil {
 			closeBody(req.Body)
 			return nil, fmt.Errorf("%s %s: wait for room among the requests in flight: %w", req.Method, req.URL.Path, err)

@@ -25,7 +25,7 @@ func (b *Budget) waiting() int {
 
 // A request whose context ends while it waits returns the context's cause,
 // is counted as canceled, and leaves no waiter behind; a lease renewal
-// goes at once meanwhile.
+// and a health check's request go at once meanwhile, and are counted.
 func TestWaitEndsWithItsContext(t *testing.T) {
 	b, err := New(Options{QPS: 0.001, Burst: 1, Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -44,6 +44,9 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	if err := b.Wait(context.Background(), LaneLease, ""); err != nil {
 		t.Errorf("a lease renewal while a request waited: %v", err)
 	}
+	if err := b.Wait(context.Background(), LaneHealth, ""); err != nil {
+		t.Errorf("a health check's request while a request waited: %v", err)
+	}
 	cancel(stop)
 	if err := <-done; !errors.Is(err, stop) {
 		t.Errorf("Wait = %v, want the context's cause", err)
@@ -54,8 +57,10 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	if got := testutil.ToFloat64(b.metrics.canceledVec.WithLabelValues("reconcile", "a")); got != 1 {
 		t.Errorf("canceled{reconcile,a} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(b.metrics.tokens.WithLabelValues("lease", "")); got != 1 {
-		t.Errorf("tokens{lease} = %v, want 1", got)
+	for _, lane := range []string{"lease", "health"} {
+		if got := testutil.ToFloat64(b.metrics.tokens.WithLabelValues(lane, "")); got != 1 {
+			t.Errorf("tokens{%s} = %v, want 1", lane, got)
+		}
 	}
 }
 

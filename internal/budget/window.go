@@ -20,8 +20,9 @@ import (
 // rarely; a widening that holds for two intervals halves it again (down to
 // minProbe). Once the window is wider than the requests ever in flight
 // for liftAfter without a pushback, it lifts. Leases and watches never
-// count: a watch holds no seat once it streams. A lease renewal waits only
-// for the first room: it goes ahead of every other waiter.
+// count: a watch holds no seat once it streams. A request of an urgent
+// lane (a lease renewal, a health check's) waits only for the first room:
+// it goes ahead of every other waiter.
 //
 // The window starts at initialWindow and widens by one with each answer
 // that is not a 429 while the window is full (doubling as fast as

@@ -16,7 +16,8 @@ import (
 // cache's lists and watches, the webhook and metrics servers' reviews, and
 // any client built from Config), served by lane in priority order: lease
 // renewals (never held up), then reviews, then reconciles (shared by
-// controller weight: see APIWeight), then informers. A 429 or a
+// controller weight: see APIWeight), then informers; the requests of
+// health and readiness checks are never held up either (AddHealthCheck). A 429 or a
 // Retry-After from the API server halves the rate, as does rising
 // latency (most requests answered in over a second, and in over four
 // times their kind's usual); the rate then recovers additively.
@@ -104,6 +105,25 @@ func (m *Manager) informerLane(hc *http.Client) *http.Client {
 	c := *hc
 	c.Transport = budget.DefaultLane(hc.Transport, budget.LaneInformer)
 	return &c
+}
+
+// cacheHTTPClient returns the HTTP client the cache gets for hc, the
+// user's Options.Cache.HTTPClient: hc as is while the budget is off;
+// otherwise a copy whose requests are under the budget, over hc's
+// transport (its TLS, proxy and credentials), unless they are already
+// (hc built from Config), and in the informer lane (see informerLane).
+func (m *Manager) cacheHTTPClient(hc *http.Client) *http.Client {
+	if m.budget == nil {
+		return hc
+	}
+	c := *hc
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport
+	}
+	if !m.budget.Holds(c.Transport) {
+		c.Transport = m.budget.Transport(c.Transport)
+	}
+	return m.informerLane(&c)
 }
 
 // APIWeight sets the controller's weight in the reconcile lane of the
