@@ -144,10 +144,12 @@ func (b *Budget) Rate() float64 {
 	return b.s.rate
 }
 
-// Limited reports whether a rate applies, as of the budget's last request
-// (without its lock): false while no fixed rate applies and the server
-// has not pushed back, when no request waits.
-func (b *Budget) Limited() bool { return b.limited.Load() }
+// Limited reports, without a lock, whether requests may wait: while a
+// rate applies (as of the budget's last request), or while priority and
+// fairness's 429s have narrowed the window of requests in flight. False
+// while no fixed rate applies and the server has not pushed back, when
+// no request waits.
+func (b *Budget) Limited() bool { return b.limited.Load() || b.win.Narrowed() }
 
 // noteRate records for Limited whether a rate applies. b.mu is held.
 func (b *Budget) noteRate() { b.limited.Store(!b.s.unlimited()) }

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/opkit-dev/opkit/internal/queueaccess"
@@ -25,6 +26,16 @@ type Prepaid struct {
 	b          *Budget
 	controller string
 	held       atomic.Bool // a token is granted and not yet spent or given back
+	// room is the room in the window of requests in flight the worker
+	// took, while the window is narrowed, and no request has spent yet.
+	room atomic.Pointer[room]
+}
+
+// room is a request's room in the window: its release, and the window's
+// epoch when it let the request in.
+type room struct {
+	release func()
+	epoch   int
 }
 
 var _ queueaccess.Permit = (*Prepaid)(nil)
@@ -48,24 +59,43 @@ func (b *Budget) Prepay(controller string) *Prepaid {
 // ends first it returns an error wrapping its cause, holding nothing. The
 // wait counts in the budget's wait and canceled metrics like a request's;
 // the token counts as let through once a request spends it.
+//
+// While priority and fairness's 429s have narrowed the window of requests
+// in flight, it then waits for room in the window too, and holds it for
+// the reconcile's first request as well: the worker, not the request,
+// waits for the server's seats, and the key it takes next is the one
+// first in the queue when there is room.
 func (p *Prepaid) Acquire(ctx context.Context) error {
-	if p.held.Load() {
-		return nil
+	if !p.held.Load() {
+		waited, err := p.b.wait(ctx, LaneReconcile, p.controller)
+		if err != nil {
+			return err
+		}
+		p.b.metrics.waited(LaneReconcile, p.controller, waited)
+		p.held.Store(true)
 	}
-	waited, err := p.b.wait(ctx, LaneReconcile, p.controller)
-	if err != nil {
-		return err
+	if p.room.Load() == nil && p.b.win.Narrowed() {
+		release, epoch, err := p.b.win.acquire(ctx, p.b.clock.Now, false)
+		if err != nil {
+			return fmt.Errorf("wait for room among the requests in flight: %w", err)
+		}
+		p.room.Store(&room{release: release, epoch: epoch})
 	}
-	p.b.metrics.waited(LaneReconcile, p.controller, waited)
-	p.held.Store(true)
 	return nil
 }
 
-// Release gives the token back to the bucket, unless a request spent it
-// or none is held. A nil Prepaid holds none.
+// Release gives the token back to the bucket, and the room back to the
+// window, unless a request spent them or none is held. A nil Prepaid
+// holds none.
 func (p *Prepaid) Release() {
-	if p != nil && p.held.Load() && p.held.CompareAndSwap(true, false) {
+	if p == nil {
+		return
+	}
+	if p.held.Load() && p.held.CompareAndSwap(true, false) {
 		p.b.giveBack()
+	}
+	if r := p.room.Swap(nil); r != nil {
+		r.release()
 	}
 }
 
@@ -81,6 +111,24 @@ func (b *Budget) spend(ctx context.Context, lane Lane, controller string) bool {
 	}
 	b.metrics.granted(lane, controller, 0)
 	return true
+}
+
+// spendRoom returns the room in the window that the worker of a request
+// of lane and controller, sent with ctx through b, took for it (see
+// Acquire), if any, and ok.
+func (b *Budget) spendRoom(ctx context.Context, lane Lane, controller string) (release func(), epoch int, ok bool) {
+	if lane != LaneReconcile {
+		return nil, 0, false
+	}
+	p, _ := ctx.Value(PrepaidKey{}).(*Prepaid)
+	if p == nil || p.b != b || p.controller != controller {
+		return nil, 0, false
+	}
+	r := p.room.Swap(nil)
+	if r == nil {
+		return nil, 0, false
+	}
+	return r.release, r.epoch, true
 }
 
 type budgetKey struct{}

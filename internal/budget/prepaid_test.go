@@ -183,3 +183,58 @@ func TestLimited(t *testing.T) {
 		t.Error("not limited with a fixed rate")
 	}
 }
+
+// Once priority and fairness's 429s have narrowed the window of requests
+// in flight, a worker waits for room before it takes a key, not its
+// request after: Limited says so, Acquire holds the room, the
+// reconcile's first request goes in it without waiting, and the room is
+// freed once its answer is read, or by Release if no request spent it.
+func TestWorkerWaitsForRoomInANarrowedWindow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	b, err := New(Options{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Limited() {
+		t.Fatal("a budget of no fixed rate is limited before any pushback")
+	}
+	b.PushedBack(Pushback{Reason: ReasonTooManyRequests, Status: 429, PriorityLevel: "uid"})
+	if got := b.Concurrency(); got != 1 {
+		t.Fatalf("the window after a 429 with nothing in flight: %v, want 1", got)
+	}
+	if !b.Limited() {
+		t.Fatal("a narrowed window does not make the budget Limited: workers would take keys and wait in the HTTP client")
+	}
+	p, other := b.Prepay("c"), b.Prepay("c")
+	if err := p.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The window is full: the other worker waits, holding no key.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- other.Acquire(ctx) }()
+	waitUntil(func() bool { b.win.mu.Lock(); defer b.win.mu.Unlock(); return len(b.win.waiters) == 1 })
+	// The first worker's request goes in its room at once.
+	if err := reconcileRequest(t.Context(), b, srv, "c", p); err != nil {
+		t.Fatalf("the reconcile's first request: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the other worker, once the answer freed the room: %v", err)
+	}
+	cancel()
+	// A reconcile that sends nothing gives its room back.
+	waiting := make(chan error)
+	go func() { waiting <- p.Acquire(t.Context()) }()
+	waitUntil(func() bool { b.win.mu.Lock(); defer b.win.mu.Unlock(); return len(b.win.waiters) == 1 })
+	other.Release()
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	b.win.mu.Lock()
+	defer b.win.mu.Unlock()
+	if b.win.inFlight != 0 {
+		t.Errorf("%d requests in flight after every room was spent or released", b.win.inFlight)
+	}
+}

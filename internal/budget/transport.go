@@ -131,10 +131,15 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	release, epoch := func() {}, 0
 	if !isWatch(req.URL.RawQuery) {
-		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane.urgent())
-		if err != nil {
-			closeBody(req.Body)
-			return nil, fmt.Errorf("%s %s: wait for room among the requests in flight: %w", req.Method, req.URL.Path, err)
+		// A reconcile's first request goes in the room its worker took, if
+		// it waited for one.
+		r, e, ok := t.b.spendRoom(req.Context(), lane, controller)
+		if !ok {
+			var err error
+			if r, e, err = t.b.win.acquire(req.Context(), t.b.clock.Now, lane.urgent()); err != nil {
+				closeBody(req.Body)
+				return nil, fmt.Errorf("%s %s: wait for room among the requests in flight: %w", req.Method, req.URL.Path, err)
+			}
 		}
 		release, epoch = r, e
 	}

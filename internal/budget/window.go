@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,7 +53,17 @@ type window struct {
 	probe        time.Duration
 	probed       bool // the last change was a widening
 	slowStart    bool // no pushback yet: each answer widens by one
+
+	// narrowed is whether a pushback narrowed the window and it has not
+	// lifted since, for Narrowed to read without the lock.
+	narrowed atomic.Bool
 }
+
+// Narrowed reports whether priority and fairness's 429s narrowed the
+// window and it has not lifted since: while it is, workers wait for room
+// before they take a key (see Prepaid). The slow start's window does not
+// count: it widens with every answer.
+func (w *window) Narrowed() bool { return w.narrowed.Load() }
 
 func newWindow() *window { return &window{limit: initialWindow, probe: minProbe, slowStart: true} }
 
@@ -156,6 +167,7 @@ func (w *window) pushedBack(now time.Time, epoch int) bool {
 	}
 	w.limit = max(1, math.Floor(min(w.limit, float64(w.inFlight))/2))
 	w.lastDecrease, w.lastChange, w.probed, w.peak = now, now, false, w.inFlight
+	w.narrowed.Store(true)
 	return true
 }
 
@@ -171,6 +183,7 @@ func (w *window) adapt(now time.Time) {
 	}
 	if now.Sub(w.lastDecrease) >= liftAfter && float64(w.peak) < w.limit {
 		w.limit = math.Inf(1)
+		w.narrowed.Store(false)
 		w.admit()
 		return
 	}

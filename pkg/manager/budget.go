@@ -72,7 +72,7 @@ func (m *Manager) newBudget() error {
 				kv = append(kv, "status", p.Status, "retryAfter", p.RetryAfter)
 			}
 			log.Info("The API server pushed back; lowering the API budget", append(kv,
-				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate, "inFlightLimit", p.Concurrency)...)
+				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", limitValue(p.Rate), "inFlightLimit", limitValue(p.Concurrency))...)
 		}})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -82,6 +82,15 @@ func (m *Manager) newBudget() error {
 	m.config.Wrap(b.Transport)
 	m.leaseConfig.Wrap(b.LeaseTransport)
 	return nil
+}
+
+// limitValue is a limit for a log line: "none" for +Inf, which JSON
+// cannot hold.
+func limitValue(v float64) any {
+	if math.IsInf(v, 1) {
+		return "none"
+	}
+	return v
 }
 
 // budgeted returns ctx carrying the budget, unless off: the controllers
