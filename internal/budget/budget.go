@@ -101,7 +101,8 @@ func (p Pushback) concurrencyLimited() bool {
 // controller weight. Its methods are safe for concurrent use.
 type Budget struct {
 	clock      clock.WithDelayedExecution
-	metrics    *Metrics
+	m          atomic.Pointer[Metrics] // nil until registered
+	names      MetricNames
 	onPushback func(Pushback)
 
 	win *window // requests in flight, narrowed by priority and fairness's 429s
@@ -128,19 +129,43 @@ func New(opts Options) (*Budget, error) {
 	}
 	b := &Budget{clock: c, onPushback: opts.OnPushback, s: newSched(opts.QPS, burst, c.Now()), win: newWindow()}
 	b.s.weightOf = opts.Weights
+	b.names = opts.MetricNames
+	if b.names == (MetricNames{}) {
+		b.names = ManagerMetricNames
+	}
 	b.noteRate()
 	if opts.Registerer != nil {
-		names := opts.MetricNames
-		if names == (MetricNames{}) {
-			names = ManagerMetricNames
+		if err := b.RegisterMetrics(opts.Registerer); err != nil {
+			return nil, err
 		}
-		m, err := newMetrics(opts.Registerer, names, b)
-		if err != nil {
-			return nil, fmt.Errorf("register the API budget's metrics: %w", err)
-		}
-		b.metrics = m
 	}
 	return b, nil
+}
+
+// metrics returns b's metrics; nil, which records nothing, until they
+// are registered.
+func (b *Budget) metrics() *Metrics { return b.m.Load() }
+
+// RegisterMetrics registers b's metrics with reg, named as
+// Options.MetricNames says, for a Budget made without
+// Options.Registerer: a member cluster's budget registers its metrics
+// once the fleet has released those of the member it replaces. It fails
+// if they are registered already; a closed Budget registers nothing.
+func (b *Budget) RegisterMetrics(reg prometheus.Registerer) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	if b.m.Load() != nil {
+		return errors.New("register the API budget's metrics: registered already")
+	}
+	m, err := newMetrics(reg, b.names, b)
+	if err != nil {
+		return fmt.Errorf("register the API budget's metrics: %w", err)
+	}
+	b.m.Store(m)
+	return nil
 }
 
 // Concurrency returns the limit on requests in flight in force now; +Inf
@@ -179,7 +204,7 @@ func (b *Budget) SetWeight(controller string, weight float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.s.setWeight(controller, weight)
-	b.metrics.start(LaneReconcile, controller)
+	b.metrics().start(LaneReconcile, controller)
 }
 
 // Weight returns the weight of controller's flow in the reconcile lane:
@@ -214,7 +239,8 @@ func (b *Budget) Close() {
 	}
 	b.noteRate()
 	b.mu.Unlock()
-	b.metrics.unregister()
+	b.metrics().unregister()
+	b.m.Store(nil)
 }
 
 // Forget drops controller's weight and flow (a controller removed).
@@ -222,7 +248,7 @@ func (b *Budget) Forget(controller string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.s.forget(controller)
-	b.metrics.forget(controller)
+	b.metrics().forget(controller)
 }
 
 // Wait blocks until a request of lane (and, in the reconcile lane, of
@@ -240,7 +266,7 @@ func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 	if err != nil {
 		return err
 	}
-	b.metrics.granted(lane, controller, waited)
+	b.metrics().granted(lane, controller, waited)
 	return nil
 }
 
@@ -293,7 +319,7 @@ func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.D
 		b.s.cancel(w)
 	}
 	b.mu.Unlock()
-	b.metrics.canceled(lane, controller, b.clock.Since(now))
+	b.metrics().canceled(lane, controller, b.clock.Since(now))
 	return 0, fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
 }
 
@@ -360,7 +386,7 @@ func (b *Budget) pushedBack(epoch int, p Pushback) {
 	b.noteRate()
 	b.mu.Unlock()
 	p.Concurrency = b.win.Limit()
-	b.metrics.pushedBack(p.Lane, p.Controller, p.Reason)
+	b.metrics().pushedBack(p.Lane, p.Controller, p.Reason)
 	if changed && b.onPushback != nil {
 		b.onPushback(p)
 	}
