@@ -71,7 +71,7 @@ func (p *Prepaid) Acquire(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p.b.metrics.waited(LaneReconcile, p.controller, waited)
+		p.b.metrics().waited(LaneReconcile, p.controller, waited)
 		p.held.Store(true)
 	}
 	if p.room.Load() == nil && p.b.win.Narrowed() {
@@ -109,7 +109,7 @@ func (b *Budget) spend(ctx context.Context, lane Lane, controller string) bool {
 	if p == nil || p.b != b || p.controller != controller || !p.held.CompareAndSwap(true, false) {
 		return false
 	}
-	b.metrics.granted(lane, controller, 0)
+	b.metrics().granted(lane, controller, 0)
 	return true
 }
 

@@ -46,7 +46,7 @@ func reconcileRequest(ctx context.Context, b *Budget, srv *httptest.Server, cont
 func waits(t *testing.T, b *Budget, controller string) uint64 {
 	t.Helper()
 	var m dto.Metric
-	if err := b.metrics.wait.WithLabelValues("reconcile", controller).(prometheus.Metric).Write(&m); err != nil {
+	if err := b.metrics().wait.WithLabelValues("reconcile", controller).(prometheus.Metric).Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
@@ -74,7 +74,7 @@ func TestPrepaidTokenGoesToTheFirstRequest(t *testing.T) {
 	if err := <-acquired; err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	if got := testutil.ToFloat64(b.metrics.tokens.WithLabelValues("reconcile", "mirror")); got != 0 {
+	if got := testutil.ToFloat64(b.metrics().tokens.WithLabelValues("reconcile", "mirror")); got != 0 {
 		t.Errorf("tokens{reconcile,mirror} = %v before any request, want 0: a token counts when spent", got)
 	}
 	if got := waits(t, b, "mirror"); got != 1 {
@@ -94,7 +94,7 @@ func TestPrepaidTokenGoesToTheFirstRequest(t *testing.T) {
 	if err := reconcileRequest(t.Context(), b, srv, "mirror", p); err != nil {
 		t.Fatalf("the first request, with the bucket empty: %v", err)
 	}
-	if got := testutil.ToFloat64(b.metrics.tokens.WithLabelValues("reconcile", "mirror")); got != 1 {
+	if got := testutil.ToFloat64(b.metrics().tokens.WithLabelValues("reconcile", "mirror")); got != 1 {
 		t.Errorf("tokens{reconcile,mirror} = %v after the first request, want 1", got)
 	}
 	second := make(chan error)
@@ -154,7 +154,7 @@ func TestPrepaidCanceledWaitTakesNothing(t *testing.T) {
 	if p.held.Load() || b.waiting() != 0 {
 		t.Fatalf("after the canceled wait: held %v, %d waiting; want neither", p.held.Load(), b.waiting())
 	}
-	if got := testutil.ToFloat64(b.metrics.canceledVec.WithLabelValues("reconcile", "mirror")); got != 1 {
+	if got := testutil.ToFloat64(b.metrics().canceledVec.WithLabelValues("reconcile", "mirror")); got != 1 {
 		t.Errorf("canceled{reconcile,mirror} = %v, want 1", got)
 	}
 	c.Step(time.Second)

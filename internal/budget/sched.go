@@ -97,6 +97,7 @@ type waiter struct {
 	ready    chan struct{}
 	granted  bool
 	canceled bool
+	closed   bool // the Budget closed while it waited
 }
 
 // fifo is a queue of waiters; live counts those not canceled, which are
@@ -159,6 +160,9 @@ type sched struct {
 	vtime   float64 // the reconcile lane's virtual time
 	credit  [numLanes]float64
 	weights map[string]float64
+	// weightOf, when set, gives the weights instead of weights: asked
+	// when a flow is made and each time it starts to wait.
+	weightOf func(controller string) float64
 }
 
 func newSched(qps float64, burst int, now time.Time) *sched {
@@ -329,6 +333,9 @@ func (s *sched) enqueue(w *waiter, controller string) {
 	f := s.flow(controller)
 	if f.live == 0 {
 		f.start = max(f.finish, s.vtime)
+		if s.weightOf != nil {
+			f.weight = s.weight(controller)
+		}
 	}
 	f.push(w)
 	w.flow = f
@@ -339,14 +346,44 @@ func (s *sched) enqueue(w *waiter, controller string) {
 func (s *sched) flow(controller string) *flow {
 	f := s.flows[controller]
 	if f == nil {
-		w := s.weights[controller]
-		if w <= 0 {
-			w = 1
-		}
-		f = &flow{name: controller, weight: w, start: s.vtime, finish: s.vtime}
+		f = &flow{name: controller, weight: s.weight(controller), start: s.vtime, finish: s.vtime}
 		s.flows[controller] = f
 	}
 	return f
+}
+
+// weight returns controller's weight: weightOf's if set, else
+// setWeight's; 1 if neither is positive.
+func (s *sched) weight(controller string) float64 {
+	w := s.weights[controller]
+	if s.weightOf != nil {
+		w = s.weightOf(controller)
+	}
+	if !(w > 0) || math.IsInf(w, 1) {
+		return 1
+	}
+	return w
+}
+
+// closeAll removes every live waiter, and returns them.
+func (s *sched) closeAll() []*waiter {
+	var out []*waiter
+	take := func(q *fifo) {
+		for _, w := range q.items {
+			if !w.canceled {
+				out = append(out, w)
+			}
+		}
+		clear(q.items)
+		q.items, q.live = q.items[:0], 0
+	}
+	for l := range s.lanes {
+		take(&s.lanes[l])
+	}
+	for _, f := range s.flows {
+		take(&f.fifo)
+	}
+	return out
 }
 
 // setWeight sets controller's weight in the reconcile lane; <= 0 means 1.

@@ -54,11 +54,11 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	if n := b.waiting(); n != 0 {
 		t.Errorf("%d requests still wait", n)
 	}
-	if got := testutil.ToFloat64(b.metrics.canceledVec.WithLabelValues("reconcile", "a")); got != 1 {
+	if got := testutil.ToFloat64(b.metrics().canceledVec.WithLabelValues("reconcile", "a")); got != 1 {
 		t.Errorf("canceled{reconcile,a} = %v, want 1", got)
 	}
 	for _, lane := range []string{"lease", "health"} {
-		if got := testutil.ToFloat64(b.metrics.tokens.WithLabelValues(lane, "")); got != 1 {
+		if got := testutil.ToFloat64(b.metrics().tokens.WithLabelValues(lane, "")); got != 1 {
 			t.Errorf("tokens{%s} = %v, want 1", lane, got)
 		}
 	}
@@ -108,7 +108,7 @@ func TestTransportAdaptsToA429(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	for reason, want := range map[string]float64{"429": 1, "retry_after": 1} {
-		if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", "mirror", reason)); got != want {
+		if got := testutil.ToFloat64(b.metrics().pushbackVec.WithLabelValues("reconcile", "mirror", reason)); got != want {
 			t.Errorf("pushbacks{reconcile,mirror,%s} = %v, want %v", reason, got, want)
 		}
 	}
@@ -202,7 +202,7 @@ func TestTransportAdaptsToLatency(t *testing.T) {
 	if len(seen) != 1 || seen[0].Reason != ReasonLatency || seen[0].Latency != 2*time.Second {
 		t.Errorf("pushbacks reported: %+v, want one, for latency, of 2s", seen)
 	}
-	if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", Unattributed, "latency")); got != 1 {
+	if got := testutil.ToFloat64(b.metrics().pushbackVec.WithLabelValues("reconcile", Unattributed, "latency")); got != 1 {
 		t.Errorf("pushbacks{reconcile,unattributed,latency} = %v, want 1", got)
 	}
 	t.Logf("rate after latency rose from none to 2s: %.1f a second", b.Rate())
@@ -248,7 +248,7 @@ wait:
 		t.Fatalf("the quiet controller's request waited behind the flood: %v", err)
 	}
 	var m dto.Metric
-	if err := b.metrics.wait.WithLabelValues("reconcile", "quiet").(prometheus.Histogram).Write(&m); err != nil {
+	if err := b.metrics().wait.WithLabelValues("reconcile", "quiet").(prometheus.Histogram).Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	if n := m.GetHistogram().GetSampleCount(); n != 0 {
