@@ -131,11 +131,11 @@ func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
 }
 
 // probe asks the member's API server whether it is ready, within timeout.
-// The probe goes in the lease lane of the member's budget, which never
+// The probe goes in the health lane of the member's budget, which never
 // waits for a token: however flooded the member's budget, its probe is
 // not held up, and says only whether the member answers.
 func (c *Cluster) probe(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(budget.WithLane(ctx, budget.LaneLease), timeout)
+	ctx, cancel := context.WithTimeout(budget.WithLane(ctx, budget.LaneHealth), timeout)
 	defer cancel()
 	_, err := c.discovery.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
