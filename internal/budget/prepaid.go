@@ -26,16 +26,10 @@ type Prepaid struct {
 	b          *Budget
 	controller string
 	held       atomic.Bool // a token is granted and not yet spent or given back
-	// room is the room in the window of requests in flight the worker
-	// took, while the window is narrowed, and no request has spent yet.
-	room atomic.Pointer[room]
-}
-
-// room is a request's room in the window: its release, and the window's
-// epoch when it let the request in.
-type room struct {
-	release func()
-	epoch   int
+	// room is whether the worker holds a room in the window of requests
+	// in flight, reserved while the window is narrowed, that no request
+	// has spent yet.
+	room atomic.Bool
 }
 
 var _ queueaccess.Permit = (*Prepaid)(nil)
@@ -61,10 +55,11 @@ func (b *Budget) Prepay(controller string) *Prepaid {
 // the token counts as let through once a request spends it.
 //
 // While priority and fairness's 429s have narrowed the window of requests
-// in flight, it then waits for room in the window too, and holds it for
-// the reconcile's first request as well: the worker, not the request,
-// waits for the server's seats, and the key it takes next is the one
-// first in the queue when there is room.
+// in flight, it then waits for room in the window too, and reserves it
+// for the reconcile's first request: the worker, not the request, waits
+// for the server's seats, and the key it takes next is the one first in
+// the queue when there is room. The room holds up only other workers,
+// never a request (see window.reserve).
 func (p *Prepaid) Acquire(ctx context.Context) error {
 	if !p.held.Load() {
 		waited, err := p.b.wait(ctx, LaneReconcile, p.controller)
@@ -74,12 +69,11 @@ func (p *Prepaid) Acquire(ctx context.Context) error {
 		p.b.metrics().waited(LaneReconcile, p.controller, waited)
 		p.held.Store(true)
 	}
-	if p.room.Load() == nil && p.b.win.Narrowed() {
-		release, epoch, err := p.b.win.acquire(ctx, p.b.clock.Now, false)
-		if err != nil {
+	if !p.room.Load() && p.b.win.Narrowed() {
+		if err := p.b.win.reserve(ctx, p.b.clock.Now); err != nil {
 			return fmt.Errorf("wait for room among the requests in flight: %w", err)
 		}
-		p.room.Store(&room{release: release, epoch: epoch})
+		p.room.Store(true)
 	}
 	return nil
 }
@@ -94,8 +88,8 @@ func (p *Prepaid) Release() {
 	if p.held.Load() && p.held.CompareAndSwap(true, false) {
 		p.b.giveBack()
 	}
-	if r := p.room.Swap(nil); r != nil {
-		r.release()
+	if p.room.Swap(false) {
+		p.b.win.unreserve()
 	}
 }
 
@@ -113,22 +107,15 @@ func (b *Budget) spend(ctx context.Context, lane Lane, controller string) bool {
 	return true
 }
 
-// spendRoom returns the room in the window that the worker of a request
-// of lane and controller, sent with ctx through b, took for it (see
-// Acquire), if any, and ok.
-func (b *Budget) spendRoom(ctx context.Context, lane Lane, controller string) (release func(), epoch int, ok bool) {
+// spendRoom reports whether a request of lane and controller, sent with
+// ctx through b, goes in the room its worker reserved (see Acquire), and
+// if so takes it.
+func (b *Budget) spendRoom(ctx context.Context, lane Lane, controller string) bool {
 	if lane != LaneReconcile {
-		return nil, 0, false
+		return false
 	}
 	p, _ := ctx.Value(PrepaidKey{}).(*Prepaid)
-	if p == nil || p.b != b || p.controller != controller {
-		return nil, 0, false
-	}
-	r := p.room.Swap(nil)
-	if r == nil {
-		return nil, 0, false
-	}
-	return r.release, r.epoch, true
+	return p != nil && p.b == b && p.controller == controller && p.room.Swap(false)
 }
 
 type budgetKey struct{}

@@ -214,7 +214,7 @@ func TestWorkerWaitsForRoomInANarrowedWindow(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- other.Acquire(ctx) }()
-	waitUntil(func() bool { b.win.mu.Lock(); defer b.win.mu.Unlock(); return len(b.win.waiters) == 1 })
+	waitUntil(func() bool { b.win.mu.Lock(); defer b.win.mu.Unlock(); return len(b.win.reservers) == 1 })
 	// The first worker's request goes in its room at once.
 	if err := reconcileRequest(t.Context(), b, srv, "c", p); err != nil {
 		t.Fatalf("the reconcile's first request: %v", err)
@@ -226,7 +226,7 @@ func TestWorkerWaitsForRoomInANarrowedWindow(t *testing.T) {
 	// A reconcile that sends nothing gives its room back.
 	waiting := make(chan error)
 	go func() { waiting <- p.Acquire(t.Context()) }()
-	waitUntil(func() bool { b.win.mu.Lock(); defer b.win.mu.Unlock(); return len(b.win.waiters) == 1 })
+	waitUntil(func() bool { b.win.mu.Lock(); defer b.win.mu.Unlock(); return len(b.win.reservers) == 1 })
 	other.Release()
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
@@ -234,7 +234,78 @@ func TestWorkerWaitsForRoomInANarrowedWindow(t *testing.T) {
 	p.Release()
 	b.win.mu.Lock()
 	defer b.win.mu.Unlock()
-	if b.win.inFlight != 0 {
-		t.Errorf("%d requests in flight after every room was spent or released", b.win.inFlight)
+	if b.win.inFlight != 0 || b.win.reserved != 0 {
+		t.Errorf("%d requests in flight and %d rooms reserved after every room was spent or released", b.win.inFlight, b.win.reserved)
 	}
+}
+
+// A worker's room is held for its reconcile's first request, which may
+// come late or never (the reconcile waits at a fence for the lease's
+// renewal, or for an informer's list to sync): no request waits for it.
+// A lease renewal, a health check and a list go while every room of a
+// narrowed window is held by workers; only other workers wait.
+func TestHeldRoomHoldsUpNoRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	b, err := New(Options{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.PushedBack(Pushback{Reason: ReasonTooManyRequests, Status: 429, PriorityLevel: "uid"})
+	p := b.Prepay("c")
+	if err := p.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	send := func(ctx context.Context, rt http.RoundTripper) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/namespaces/a/configmaps", nil)
+		resp, err := (&http.Client{Transport: rt}).Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	for name, rt := range map[string]http.RoundTripper{
+		"lease renewal":      b.LeaseTransport(srv.Client().Transport),
+		"health check":       DefaultLane(b.Transport(srv.Client().Transport), LaneHealth),
+		"informer's list":    DefaultLane(b.Transport(srv.Client().Transport), LaneInformer),
+		"unattributed write": b.Transport(srv.Client().Transport),
+	} {
+		// Should the request wait, its context ends: no timing assumed.
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- send(ctx, rt) }()
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			default:
+				b.win.mu.Lock()
+				waiting := len(b.win.waiters)
+				b.win.mu.Unlock()
+				if waiting > 0 {
+					cancel()
+				}
+				runtime.Gosched()
+			}
+		}
+		cancel()
+		if err != nil {
+			t.Errorf("a %s waited for the room a worker holds: %v", name, err)
+		}
+	}
+	// Another worker waits for room, and the held room's request goes.
+	other := b.Prepay("c")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- other.Acquire(ctx) }()
+	if err := reconcileRequest(t.Context(), b, srv, "c", p); err != nil {
+		t.Fatalf("the held room's request: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the other worker once the room was spent: %v", err)
+	}
+	cancel()
+	other.Release()
+	p.Release()
 }

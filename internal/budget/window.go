@@ -46,6 +46,10 @@ type window struct {
 	inFlight int
 	peak     int // the most in flight since the last pushback or widening
 	waiters  []chan struct{}
+	// reserved counts the rooms workers hold for their reconciles' first
+	// requests (see reserve); reservers are the workers waiting for one.
+	reserved  int
+	reservers []chan struct{}
 
 	epoch        int // narrowings so far
 	lastDecrease time.Time
@@ -81,14 +85,66 @@ func (w *window) answered() {
 	w.admit()
 }
 
-// acquire waits for room in the window and returns its release, which
-// may be called more than once, and the window's epoch when it let the
-// request in; or ctx's error, having taken nothing. An urgent request
-// goes ahead of the others waiting.
-func (w *window) acquire(ctx context.Context, clock func() time.Time, urgent bool) (func(), int, error) {
+// reserve waits until the window has room beyond the requests in flight
+// and the rooms reserved, with no request waiting, and reserves it for a
+// worker's reconcile's first request (acquire with reserved), or returns
+// ctx's error, having reserved nothing. A reserved room holds up other
+// workers' reserve, never a request: a reconcile may wait long before its
+// first request (at a fence for the lease's renewal, for an informer's
+// list), and the requests it waits for must not wait for it. unreserve
+// gives back a room no request spent.
+func (w *window) reserve(ctx context.Context, clock func() time.Time) error {
 	w.mu.Lock()
 	w.adapt(clock())
-	if len(w.waiters) == 0 && float64(w.inFlight) < w.limit {
+	if len(w.waiters) == 0 && len(w.reservers) == 0 && float64(w.inFlight+w.reserved) < w.limit {
+		w.reserved++
+		w.mu.Unlock()
+		return nil
+	}
+	ready := make(chan struct{})
+	w.reservers = append(w.reservers, ready)
+	w.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, c := range w.reservers {
+		if c == ready {
+			w.reservers = append(w.reservers[:i], w.reservers[i+1:]...)
+			return context.Cause(ctx)
+		}
+	}
+	// Reserved as ctx ended: pass the room on.
+	w.reserved--
+	w.admit()
+	return context.Cause(ctx)
+}
+
+// unreserve gives back a room reserve reserved and no request spent.
+func (w *window) unreserve() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reserved--
+	w.admit()
+}
+
+// acquire waits for room in the window and returns its release, which
+// may be called more than once, and the window's epoch when it let the
+// request in; or ctx's error, having taken nothing. An urgent request,
+// and one that spends a room reserved for it (reserved), go ahead of the
+// others waiting; a request waits for the requests in flight only, never
+// for the rooms reserved.
+func (w *window) acquire(ctx context.Context, clock func() time.Time, urgent, reserved bool) (func(), int, error) {
+	w.mu.Lock()
+	w.adapt(clock())
+	if reserved {
+		w.reserved--
+		urgent = true
+	}
+	if (urgent || len(w.waiters) == 0) && float64(w.inFlight) < w.limit {
 		w.inFlight++
 		w.peak = max(w.peak, w.inFlight)
 		epoch := w.epoch
@@ -140,13 +196,21 @@ func (w *window) releaser(clock func() time.Time) func() {
 	}
 }
 
-// admit lets waiters in while there is room. w.mu is held.
+// admit lets waiting requests in while there is room, then reserves
+// rooms for waiting workers while there is room beyond the requests in
+// flight and the rooms reserved. w.mu is held.
 func (w *window) admit() {
 	for len(w.waiters) > 0 && float64(w.inFlight) < w.limit {
 		c := w.waiters[0]
 		w.waiters = w.waiters[1:]
 		w.inFlight++
 		w.peak = max(w.peak, w.inFlight)
+		close(c)
+	}
+	for len(w.waiters) == 0 && len(w.reservers) > 0 && float64(w.inFlight+w.reserved) < w.limit {
+		c := w.reservers[0]
+		w.reservers = w.reservers[1:]
+		w.reserved++
 		close(c)
 	}
 }
