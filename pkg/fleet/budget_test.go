@@ -330,14 +330,24 @@ func TestDisengagedMemberReleasesItsBudget(t *testing.T) {
 	if ended == 0 {
 		t.Errorf("none of the %d reads waiting for a token a second ended when the member went", cap(errs)-1)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if strings.HasPrefix(mf.GetName(), "opkit_fleet_member_api_budget_") {
-			t.Errorf("after the member went, %s is still registered", mf.GetName())
+	// The budget is closed once the member's context has ended, on a
+	// goroutine of its own (context.AfterFunc): its metrics go soon after.
+	var left []string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			return false, err
 		}
+		left = left[:0]
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), "opkit_fleet_member_api_budget_") {
+				left = append(left, mf.GetName())
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("after the member went, %q are still registered: %v", left, err)
 	}
 }
 

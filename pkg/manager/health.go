@@ -14,12 +14,15 @@ import (
 )
 
 // probeSpacing is how often, at most, one path of a probe endpoint runs
-// its checks: a run answers every probe of its path that arrives while it
-// runs or within probeSpacing of its start. Probes are unauthenticated,
-// and the requests checks send never wait for the API budget, so without
-// it anyone who reaches the port could make the operator send requests as
-// fast as it answers them. The kubelet probes each path at most once a
-// second (periodSeconds is at least 1).
+// its checks while they pass: a run answers every probe of its path that
+// arrives while it runs, or, if every check passed, within probeSpacing
+// of its start. Probes are unauthenticated, and the requests checks send
+// never wait for the API budget, so without it anyone who reaches the
+// port could make the operator send requests as fast as it answers them.
+// The kubelet probes each path at most once a second (periodSeconds is at
+// least 1). A failure is never reused once its run has finished: a probe
+// after it runs the checks again, so that a process that just became
+// ready (its cache synced) says so at once.
 const probeSpacing = time.Second
 
 // probeTimeout ends a run's context: a run answers many probes, so no one
@@ -122,8 +125,9 @@ func (c *checks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // run returns the run that answers r, a probe of the check named one (""
-// for all): the path's last, while it runs or within probeSpacing of its
-// start, else a new one, started with r; nil if no check is named one.
+// for all): the path's last, while it runs, or if it passed, within
+// probeSpacing of its start; else a new one, started with r; nil if no
+// check is named one.
 func (c *checks) run(r *http.Request, one string) *run {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -135,7 +139,7 @@ func (c *checks) run(r *http.Request, one string) *run {
 		names = []string{one}
 	}
 	now := time.Now()
-	if rn := c.runs[one]; rn != nil && (now.Sub(rn.start) < probeSpacing || !rn.finished()) {
+	if rn := c.runs[one]; rn != nil && (!rn.finished() || (now.Sub(rn.start) < probeSpacing && rn.passed())) {
 		return rn
 	}
 	rn := &run{start: now, done: make(chan struct{})}
@@ -146,6 +150,16 @@ func (c *checks) run(r *http.Request, one string) *run {
 	}
 	go rn.do(r, slices.Clone(names), fns)
 	return rn
+}
+
+// passed reports whether every check of a finished run passed.
+func (rn *run) passed() bool {
+	for _, res := range rn.results {
+		if res.err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (rn *run) finished() bool {

@@ -125,3 +125,30 @@ func TestCheckThatPanicsFails(t *testing.T) {
 		}
 	})
 }
+
+// A failure is not reused once its run has finished: a process that has
+// just become ready (its cache synced) says so at the next probe, however
+// soon. test/deployed's TestEachRuleIsNeededAndReported saw a 500 a few
+// milliseconds after the operator was ready.
+func TestProbeAfterAFailureRunsTheChecksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newChecks("readyz")
+		var synced atomic.Bool
+		if err := c.add("cache-sync", func(*http.Request) error {
+			if !synced.Load() {
+				return errors.New("not synced")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := probe(t.Context(), c, "/readyz"); code != http.StatusInternalServerError {
+			t.Fatalf("/readyz before the sync = %d, want 500", code)
+		}
+		synced.Store(true)
+		time.Sleep(probeSpacing / 10)
+		if code, body := probe(t.Context(), c, "/readyz"); code != http.StatusOK {
+			t.Errorf("/readyz just after the sync = %d %q, want 200: the failed run was reused", code, body)
+		}
+	})
+}

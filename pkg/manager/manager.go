@@ -332,9 +332,9 @@ func (m *Manager) Add(r Runnable) error {
 // health lane and never wait, however flooded the budget; a context of
 // your own puts them behind reconciles. Probes of one path (/healthz, or
 // /healthz/<name>) share a run of its checks: a run answers every probe
-// that arrives while it runs or within a second of its start, so that
-// probes, which anyone who reaches the port may send, run the checks at
-// most once a second a path. The run's context ends after 30 seconds.
+// that arrives while it runs or, if every check passed, within a second
+// of its start, so that probes, which anyone who reaches the port may
+// send, run passing checks at most once a second a path. The run's context ends after 30 seconds.
 func (m *Manager) AddHealthCheck(name string, check func(*http.Request) error) error {
 	return m.health.add(name, check)
 }
