@@ -3,7 +3,6 @@ package fleet
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,8 +40,8 @@ type APIBudgetOptions struct {
 }
 
 func (o APIBudgetOptions) validate() error {
-	if o.QPS < 0 || o.Burst < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return fmt.Errorf("fleet: invalid options: APIBudget: QPS (%v) and Burst (%d) must be 0 (the default) or positive", o.QPS, o.Burst)
+	if err := budget.CheckRate(o.QPS, o.Burst); err != nil {
+		return fmt.Errorf("fleet: invalid options: %w", err)
 	}
 	return nil
 }
@@ -54,25 +53,10 @@ func (f *Fleet) newBudget(m Member) (*budget.Budget, error) {
 	if o.Off {
 		return nil, nil
 	}
-	qps, burst := o.QPS, o.Burst
-	if qps == 0 && m.Config.QPS > 0 {
-		qps = float64(m.Config.QPS)
-		if burst == 0 {
-			burst = m.Config.Burst
-		}
-	}
+	qps, burst := budget.Rate(o.QPS, o.Burst, m.Config.QPS, m.Config.Burst)
 	log := f.opts.Logger.WithName("api-budget").WithValues("cluster", m.Name)
 	b, err := budget.New(budget.Options{QPS: qps, Burst: burst, MetricNames: budget.MemberMetricNames, Weights: f.weight,
-		OnPushback: func(p budget.Pushback) {
-			kv := []any{"reason", string(p.Reason), "lane", p.Lane.String(), "controller", p.Controller}
-			if p.Reason == budget.ReasonLatency {
-				kv = append(kv, "latency", p.Latency)
-			} else {
-				kv = append(kv, "status", p.Status, "retryAfter", p.RetryAfter)
-			}
-			log.Info("The member's API server pushed back; lowering its API budget", append(kv,
-				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate, "inFlightLimit", p.Concurrency)...)
-		}})
+		OnPushback: budget.LogPushbacks(log, "The member's API server pushed back; lowering its API budget")})
 	if err != nil {
 		return nil, fmt.Errorf("make its API budget: %w", err)
 	}

@@ -40,8 +40,8 @@ type APIBudgetOptions struct {
 }
 
 func (o APIBudgetOptions) validate() error {
-	if o.QPS < 0 || o.Burst < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return fmt.Errorf("Options.APIBudget: QPS (%v) and Burst (%d) must be 0 (the default) or positive", o.QPS, o.Burst)
+	if err := budget.CheckRate(o.QPS, o.Burst); err != nil {
+		return fmt.Errorf("Options.%w", err)
 	}
 	return nil
 }
@@ -55,25 +55,9 @@ func (m *Manager) newBudget() error {
 	if o.Off {
 		return nil
 	}
-	qps, burst := o.QPS, o.Burst
-	if qps == 0 && m.config.QPS > 0 {
-		qps = float64(m.config.QPS)
-		if burst == 0 {
-			burst = m.config.Burst
-		}
-	}
-	log := m.log.WithName("api-budget")
+	qps, burst := budget.Rate(o.QPS, o.Burst, m.config.QPS, m.config.Burst)
 	b, err := budget.New(budget.Options{QPS: qps, Burst: burst, Registerer: m.registry,
-		OnPushback: func(p budget.Pushback) {
-			kv := []any{"reason", string(p.Reason), "lane", p.Lane.String(), "controller", p.Controller}
-			if p.Reason == budget.ReasonLatency {
-				kv = append(kv, "latency", p.Latency)
-			} else {
-				kv = append(kv, "status", p.Status, "retryAfter", p.RetryAfter)
-			}
-			log.Info("The API server pushed back; lowering the API budget", append(kv,
-				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", limitValue(p.Rate), "inFlightLimit", limitValue(p.Concurrency))...)
-		}})
+		OnPushback: budget.LogPushbacks(m.log.WithName("api-budget"), "The API server pushed back; lowering the API budget")})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
@@ -82,15 +66,6 @@ func (m *Manager) newBudget() error {
 	m.config.Wrap(b.Transport)
 	m.leaseConfig.Wrap(b.LeaseTransport)
 	return nil
-}
-
-// limitValue is a limit for a log line: "none" for +Inf, which JSON
-// cannot hold.
-func limitValue(v float64) any {
-	if math.IsInf(v, 1) {
-		return "none"
-	}
-	return v
 }
 
 // budgeted returns ctx carrying the budget, unless off: the controllers
