@@ -8,7 +8,8 @@
 //     client or a controller never adds capacity.
 //   - Lanes in strict priority order, with reserves: LaneLease and
 //     LaneHealth (never wait: a renewal, or a health check's request,
-//     takes a free token, or goes without one), LaneWebhook,
+//     takes a free token, or the next one, at most one in two tokens'
+//     time, or goes without one), LaneWebhook,
 //     LaneReconcile (at least 20% of the tokens while it waits),
 //     LaneInformer (at least 10%). Classify says which lane a request is
 //     in; only opkit's own code can name LaneLease and LaneHealth.

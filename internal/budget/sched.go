@@ -12,10 +12,10 @@ type Lane int
 const (
 	// LaneLease: lease renewals (leader election, sharding membership).
 	// A request of this lane never waits: it takes a token if one is
-	// free, and goes without one otherwise, so that it is never held up
-	// by the other lanes, and never starves them either (a budget smaller
-	// than the renewals' own traffic would otherwise stop everything
-	// else).
+	// free, or the next one (see charge), and goes without one otherwise,
+	// so that it is never held up by the other lanes, and never starves
+	// them either (a budget smaller than the renewals' own traffic would
+	// otherwise stop everything else).
 	LaneLease Lane = iota
 	// LaneHealth: the requests of the manager's health and readiness
 	// checks, which a probe waits for. Served as LaneLease is (never
@@ -50,7 +50,8 @@ func (l Lane) String() string {
 }
 
 // urgent reports whether l's requests never wait: they take a token if
-// one is free and go without one otherwise, and go ahead of the others
+// one is free, or the next one, and go without one otherwise (charge),
+// and go ahead of the others
 // waiting for room in the window of requests in flight.
 func (l Lane) urgent() bool { return l == LaneLease || l == LaneHealth }
 
@@ -148,6 +149,9 @@ type sched struct {
 	last       time.Time // of the last refill
 
 	lastDecrease time.Time
+	// lastDebt is when an urgent request last took a token the bucket
+	// did not hold (charge).
+	lastDebt time.Time
 	// window counts the tokens granted since windowStart, to measure the
 	// rate sent when no fixed rate applies; measured is the last full
 	// window's.
@@ -242,13 +246,23 @@ func (s *sched) pushedBack(now time.Time) bool {
 	return true
 }
 
-// charge takes a token for an urgent lane's request, at once, if one is free;
-// otherwise the request goes without one. Either way it does not wait.
+// charge takes a token for an urgent lane's request at once, and never
+// makes it wait: a free token if there is one; else the next token, which
+// the bucket then owes (at most one), so that the other lanes wait for it
+// and the budget holds, renewals included; but no more often than every
+// two tokens' time, and the request goes without one otherwise, so that
+// urgent requests more frequent than that cannot take more than half the
+// rate from the other lanes.
 func (s *sched) charge(now time.Time) {
 	s.refill(now)
 	s.window++
-	if !s.unlimited() && s.tokens >= 1 {
+	switch {
+	case s.unlimited():
+	case s.tokens >= 1:
 		s.tokens--
+	case s.tokens >= 0 && (s.lastDebt.IsZero() || now.Sub(s.lastDebt).Seconds() >= 2/s.rate):
+		s.tokens--
+		s.lastDebt = now
 	}
 }
 
