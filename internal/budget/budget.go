@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -21,9 +22,18 @@ type Options struct {
 	// Burst is how many requests may go at once after a quiet spell.
 	// Defaults to 2×QPS (at least 1).
 	Burst int
-	// Registerer receives the budget's metrics (opkit_api_budget_*).
-	// Defaults to none.
+	// Registerer receives the budget's metrics (opkit_api_budget_*, or
+	// as MetricNames names them). Defaults to none.
 	Registerer prometheus.Registerer
+	// MetricNames name the metrics. Defaults to the manager's budget's,
+	// opkit_api_budget_* (ManagerMetricNames).
+	MetricNames MetricNames
+	// Weights, when set, gives a controller's weight in the reconcile
+	// lane, asked each time its flow starts to wait, instead of
+	// SetWeight's: a member cluster's budget takes the manager's weights.
+	// It is called with the Budget's lock held, so it must not call into
+	// this Budget.
+	Weights func(controller string) float64
 	// OnPushback, when set, is called (without the Budget's lock) after a
 	// pushback changed the rate, with the new rate and what the server
 	// said, for a log line.
@@ -47,6 +57,10 @@ const (
 	// slow against their usual latency (docs/api-budget.md).
 	ReasonLatency Reason = "latency"
 )
+
+// ErrClosed is wrapped by the error of a request that waited for a Budget
+// when it was closed, or asked for it after.
+var ErrClosed = errors.New("the API budget is closed")
 
 var reasons = []Reason{ReasonTooManyRequests, ReasonRetryAfter, ReasonLatency}
 
@@ -87,7 +101,8 @@ func (p Pushback) concurrencyLimited() bool {
 // controller weight. Its methods are safe for concurrent use.
 type Budget struct {
 	clock      clock.WithDelayedExecution
-	metrics    *Metrics
+	m          atomic.Pointer[Metrics] // nil until registered
+	names      MetricNames
 	onPushback func(Pushback)
 
 	win *window // requests in flight, narrowed by priority and fairness's 429s
@@ -95,10 +110,11 @@ type Budget struct {
 	// call that may have changed it, for Limited to read without the lock.
 	limited atomic.Bool
 
-	mu    sync.Mutex
-	s     *sched
-	lat   latency
-	timer clock.Timer // armed while requests wait; nil otherwise
+	mu     sync.Mutex
+	s      *sched
+	lat    latency
+	timer  clock.Timer // armed while requests wait; nil otherwise
+	closed bool
 }
 
 // New returns a Budget, its metrics registered with opts.Registerer.
@@ -112,15 +128,44 @@ func New(opts Options) (*Budget, error) {
 		burst = max(int(math.Ceil(2*opts.QPS)), 1)
 	}
 	b := &Budget{clock: c, onPushback: opts.OnPushback, s: newSched(opts.QPS, burst, c.Now()), win: newWindow()}
+	b.s.weightOf = opts.Weights
+	b.names = opts.MetricNames
+	if b.names == (MetricNames{}) {
+		b.names = ManagerMetricNames
+	}
 	b.noteRate()
 	if opts.Registerer != nil {
-		m, err := newMetrics(opts.Registerer, b)
-		if err != nil {
-			return nil, fmt.Errorf("register the API budget's metrics: %w", err)
+		if err := b.RegisterMetrics(opts.Registerer); err != nil {
+			return nil, err
 		}
-		b.metrics = m
 	}
 	return b, nil
+}
+
+// metrics returns b's metrics; nil, which records nothing, until they
+// are registered.
+func (b *Budget) metrics() *Metrics { return b.m.Load() }
+
+// RegisterMetrics registers b's metrics with reg, named as
+// Options.MetricNames says, for a Budget made without
+// Options.Registerer: a member cluster's budget registers its metrics
+// once the fleet has released those of the member it replaces. It fails
+// if they are registered already; a closed Budget registers nothing.
+func (b *Budget) RegisterMetrics(reg prometheus.Registerer) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	if b.m.Load() != nil {
+		return errors.New("register the API budget's metrics: registered already")
+	}
+	m, err := newMetrics(reg, b.names, b)
+	if err != nil {
+		return fmt.Errorf("register the API budget's metrics: %w", err)
+	}
+	b.m.Store(m)
+	return nil
 }
 
 // Concurrency returns the limit on requests in flight in force now; +Inf
@@ -144,10 +189,12 @@ func (b *Budget) Rate() float64 {
 	return b.s.rate
 }
 
-// Limited reports whether a rate applies, as of the budget's last request
-// (without its lock): false while no fixed rate applies and the server
-// has not pushed back, when no request waits.
-func (b *Budget) Limited() bool { return b.limited.Load() }
+// Limited reports, without a lock, whether requests may wait: while a
+// rate applies (as of the budget's last request), or while priority and
+// fairness's 429s have narrowed the window of requests in flight. False
+// while no fixed rate applies and the server has not pushed back, when
+// no request waits.
+func (b *Budget) Limited() bool { return b.limited.Load() || b.win.Narrowed() }
 
 // noteRate records for Limited whether a rate applies. b.mu is held.
 func (b *Budget) noteRate() { b.limited.Store(!b.s.unlimited()) }
@@ -159,7 +206,43 @@ func (b *Budget) SetWeight(controller string, weight float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.s.setWeight(controller, weight)
-	b.metrics.start(LaneReconcile, controller)
+	b.metrics().start(LaneReconcile, controller)
+}
+
+// Weight returns the weight of controller's flow in the reconcile lane:
+// SetWeight's, or 1. A member cluster's budget takes it (Options.Weights).
+func (b *Budget) Weight(controller string) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.s.weights[controller]; w > 0 {
+		return w
+	}
+	return 1
+}
+
+// Close ends the requests waiting for b with an error wrapping ErrClosed,
+// refuses later ones the same way, stops its timer and unregisters its
+// metrics: a member cluster's budget is closed when the member is
+// disengaged. Closing twice does nothing more.
+func (b *Budget) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	for _, w := range b.s.closeAll() {
+		w.closed = true
+		close(w.ready)
+	}
+	b.noteRate()
+	b.mu.Unlock()
+	b.metrics().unregister()
+	b.m.Store(nil)
 }
 
 // Forget drops controller's weight and flow (a controller removed).
@@ -167,13 +250,13 @@ func (b *Budget) Forget(controller string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.s.forget(controller)
-	b.metrics.forget(controller)
+	b.metrics().forget(controller)
 }
 
 // Wait blocks until a request of lane (and, in the reconcile lane, of
 // controller) may be sent, and returns nil; or until ctx ends, and
 // returns an error wrapping its cause, having taken nothing. A request of
-// LaneLease never waits.
+// LaneLease or LaneHealth never waits.
 func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 	if lane == LaneReconcile && controller == "" {
 		controller = Unattributed
@@ -185,7 +268,7 @@ func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 	if err != nil {
 		return err
 	}
-	b.metrics.granted(lane, controller, waited)
+	b.metrics().granted(lane, controller, waited)
 	return nil
 }
 
@@ -194,14 +277,18 @@ func (b *Budget) Wait(ctx context.Context, lane Lane, controller string) error {
 // not at all.
 func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.Duration, error) {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, fmt.Errorf("wait for the API budget (lane %s): %w", lane, ErrClosed)
+	}
 	now := b.clock.Now()
-	if lane == LaneLease {
+	if lane.urgent() {
 		b.s.charge(now)
 		b.noteRate()
 		b.mu.Unlock()
 		return 0, nil
 	}
-	if b.s.take(now) {
+	if b.s.take(now) || (lane == LaneReconcile && b.s.borrow(now, controller)) {
 		b.noteRate()
 		b.mu.Unlock()
 		return 0, nil
@@ -217,11 +304,16 @@ func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.D
 	b.mu.Unlock()
 	select {
 	case <-w.ready:
+		if w.closed {
+			return 0, fmt.Errorf("wait for the API budget (lane %s): %w", lane, ErrClosed)
+		}
 		return b.clock.Since(now), nil
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
-	if w.granted {
+	if w.closed {
+		// Closed as ctx ended: nothing was taken, nothing waits.
+	} else if w.granted {
 		// Granted as ctx ended: the token goes back.
 		b.s.giveBack()
 		b.dispatch()
@@ -229,7 +321,7 @@ func (b *Budget) wait(ctx context.Context, lane Lane, controller string) (time.D
 		b.s.cancel(w)
 	}
 	b.mu.Unlock()
-	b.metrics.canceled(lane, controller, b.clock.Since(now))
+	b.metrics().canceled(lane, controller, b.clock.Since(now))
 	return 0, fmt.Errorf("wait for the API budget (lane %s): %w", lane, context.Cause(ctx))
 }
 
@@ -244,7 +336,7 @@ func (b *Budget) giveBack() {
 
 // arm starts the timer for the next token, unless it runs. b.mu is held.
 func (b *Budget) arm() {
-	if b.timer != nil || b.s.waiting() == 0 {
+	if b.timer != nil || b.closed || b.s.waiting() == 0 {
 		return
 	}
 	// tick runs in a goroutine of its own: a fake clock calls AfterFunc's
@@ -296,7 +388,7 @@ func (b *Budget) pushedBack(epoch int, p Pushback) {
 	b.noteRate()
 	b.mu.Unlock()
 	p.Concurrency = b.win.Limit()
-	b.metrics.pushedBack(p.Lane, p.Controller, p.Reason)
+	b.metrics().pushedBack(p.Lane, p.Controller, p.Reason)
 	if changed && b.onPushback != nil {
 		b.onPushback(p)
 	}

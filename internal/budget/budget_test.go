@@ -28,6 +28,7 @@ func TestClassify(t *testing.T) {
 		{"a token review", ctx, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", budget.LaneWebhook, ""},
 		{"a watch", ctx, "GET", "/api/v1/configmaps?allowWatchBookmarks=true&watch=true", budget.LaneInformer, ""},
 		{"a named lane wins", budget.WithLane(ctl, budget.LaneLease), "PUT", "/apis/coordination.k8s.io/v1/namespaces/a/leases/l", budget.LaneLease, ""},
+		{"a health check's read", budget.WithLane(ctx, budget.LaneHealth), "GET", "/api/v1/namespaces/a/configmaps/b", budget.LaneHealth, ""},
 		{"a lease outside the lease client", ctx, "PUT", "/apis/coordination.k8s.io/v1/namespaces/a/leases/l", budget.LaneReconcile, budget.Unattributed},
 		{"anything else", ctx, "POST", "/api/v1/namespaces/a/events", budget.LaneReconcile, budget.Unattributed},
 	} {

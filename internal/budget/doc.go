@@ -6,11 +6,13 @@
 //   - One bucket per process: a token rate (QPS) and a burst, shared by
 //     every client built from the manager's rest.Config, so that adding a
 //     client or a controller never adds capacity.
-//   - Lanes in strict priority order, with reserves: LaneLease (never
-//     waits: a renewal takes a free token, or goes without one),
-//     LaneWebhook, LaneReconcile (at least 20% of the tokens while it
-//     waits), LaneInformer (at least 10%). Classify says which lane a
-//     request is in; only opkit's own code can name LaneLease.
+//   - Lanes in strict priority order, with reserves: LaneLease and
+//     LaneHealth (never wait: a renewal, or a health check's request,
+//     takes a free token, or the next one, at most one in two tokens'
+//     time, or goes without one), LaneWebhook,
+//     LaneReconcile (at least 20% of the tokens while it waits),
+//     LaneInformer (at least 10%). Classify says which lane a request is
+//     in; only opkit's own code can name LaneLease and LaneHealth.
 //   - Fair shares: within the reconcile lane, controllers get tokens in
 //     proportion to their weights (start-time fair queueing), so one that
 //     floods cannot starve a quiet one, which is served within a token

@@ -297,7 +297,7 @@ func (b *Budget) observed(kind string, start time.Time, p Pushback) {
 	if !slow {
 		return
 	}
-	b.metrics.pushedBack(p.Lane, p.Controller, ReasonLatency)
+	b.metrics().pushedBack(p.Lane, p.Controller, ReasonLatency)
 	if changed && b.onPushback != nil {
 		b.onPushback(p)
 	}

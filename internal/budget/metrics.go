@@ -14,6 +14,31 @@ type Metrics struct {
 	wait        *prometheus.HistogramVec
 	canceledVec *prometheus.CounterVec
 	pushbackVec *prometheus.CounterVec
+
+	reg        prometheus.Registerer
+	collectors []prometheus.Collector // registered with reg
+}
+
+// MetricNames name a Budget's metrics (Options.MetricNames).
+type MetricNames struct {
+	Tokens, Wait, Canceled, Pushbacks, Rate, ConfiguredRate, Concurrency string
+}
+
+// ManagerMetricNames are the manager's budget's metrics' names, and the
+// default: opkit_api_budget_*.
+var ManagerMetricNames = MetricNames{
+	Tokens: imetrics.APIBudgetTokens, Wait: imetrics.APIBudgetWait, Canceled: imetrics.APIBudgetCanceled,
+	Pushbacks: imetrics.APIBudgetPushbacks, Rate: imetrics.APIBudgetRate, ConfiguredRate: imetrics.APIBudgetConfiguredRate,
+	Concurrency: imetrics.APIBudgetConcurrency,
+}
+
+// MemberMetricNames are a fleet member cluster's budget's metrics' names:
+// opkit_fleet_member_api_budget_*, since a series of the same name as the
+// manager's could not carry the member's label in the same registry.
+var MemberMetricNames = MetricNames{
+	Tokens: imetrics.MemberAPIBudgetTokens, Wait: imetrics.MemberAPIBudgetWait, Canceled: imetrics.MemberAPIBudgetCanceled,
+	Pushbacks: imetrics.MemberAPIBudgetPushbacks, Rate: imetrics.MemberAPIBudgetRate, ConfiguredRate: imetrics.MemberAPIBudgetConfiguredRate,
+	Concurrency: imetrics.MemberAPIBudgetConcurrency,
 }
 
 // waitBuckets span a token's wait: a millisecond to a minute.
@@ -22,30 +47,32 @@ var waitBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 // newMetrics registers b's metrics with reg; the series of the lanes other
 // than the reconcile lane start at zero, and the rates are read from b at
 // each scrape.
-func newMetrics(reg prometheus.Registerer, b *Budget) (*Metrics, error) {
+func newMetrics(reg prometheus.Registerer, names MetricNames, b *Budget) (*Metrics, error) {
 	labels := []string{"lane", "controller"}
-	m := &Metrics{
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetTokens,
+	m := &Metrics{reg: reg,
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Tokens,
 			Help: "Requests to the API server let through by the API budget, by lane and controller."}, labels),
-		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: imetrics.APIBudgetWait,
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Wait,
 			Help: "Seconds a request waited for a token of the API budget, by lane and controller.", Buckets: waitBuckets}, labels),
-		canceledVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetCanceled,
+		canceledVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Canceled,
 			Help: "Requests whose context ended while they waited for a token, by lane and controller."}, labels),
-		pushbackVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: imetrics.APIBudgetPushbacks,
+		pushbackVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Pushbacks,
 			Help: "Signals of the API server's load, each of which may lower the API budget's rate, by lane, controller and reason: " +
 				"responses with status 429 (429) or another status with a Retry-After header (retry_after), " +
 				"and the requests of the last two seconds answered slowly (latency)."}, append(labels, "reason")),
 	}
-	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetRate,
+	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: names.Rate,
 		Help: "The API budget's rate in force, in requests a second; +Inf while none applies."}, b.Rate)
-	configured := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetConfiguredRate,
+	configured := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: names.ConfiguredRate,
 		Help: "The API budget's configured rate, in requests a second; +Inf for none."}, b.configured)
-	concurrency := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: imetrics.APIBudgetConcurrency,
+	concurrency := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: names.Concurrency,
 		Help: "The API budget's limit on requests in flight, which 429s of the API server's priority and fairness narrow; +Inf while none applies."}, b.Concurrency)
 	for _, c := range []prometheus.Collector{m.tokens, m.wait, m.canceledVec, m.pushbackVec, rate, configured, concurrency} {
 		if err := reg.Register(c); err != nil {
+			m.unregister()
 			return nil, err
 		}
+		m.collectors = append(m.collectors, c)
 	}
 	for l := range numLanes {
 		if l != LaneReconcile {
@@ -54,6 +81,17 @@ func newMetrics(reg prometheus.Registerer, b *Budget) (*Metrics, error) {
 	}
 	m.start(LaneReconcile, Unattributed)
 	return m, nil
+}
+
+// unregister unregisters the collectors registered.
+func (m *Metrics) unregister() {
+	if m == nil {
+		return
+	}
+	for _, c := range m.collectors {
+		m.reg.Unregister(c)
+	}
+	m.collectors = nil
 }
 
 // start makes the series of lane and controller, at zero.

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/opkit-dev/opkit/internal/queueaccess"
@@ -25,6 +26,10 @@ type Prepaid struct {
 	b          *Budget
 	controller string
 	held       atomic.Bool // a token is granted and not yet spent or given back
+	// room is whether the worker holds a room in the window of requests
+	// in flight, reserved while the window is narrowed, that no request
+	// has spent yet.
+	room atomic.Bool
 }
 
 var _ queueaccess.Permit = (*Prepaid)(nil)
@@ -48,24 +53,43 @@ func (b *Budget) Prepay(controller string) *Prepaid {
 // ends first it returns an error wrapping its cause, holding nothing. The
 // wait counts in the budget's wait and canceled metrics like a request's;
 // the token counts as let through once a request spends it.
+//
+// While priority and fairness's 429s have narrowed the window of requests
+// in flight, it then waits for room in the window too, and reserves it
+// for the reconcile's first request: the worker, not the request, waits
+// for the server's seats, and the key it takes next is the one first in
+// the queue when there is room. The room holds up only other workers,
+// never a request (see window.reserve).
 func (p *Prepaid) Acquire(ctx context.Context) error {
-	if p.held.Load() {
-		return nil
+	if !p.held.Load() {
+		waited, err := p.b.wait(ctx, LaneReconcile, p.controller)
+		if err != nil {
+			return err
+		}
+		p.b.metrics().waited(LaneReconcile, p.controller, waited)
+		p.held.Store(true)
 	}
-	waited, err := p.b.wait(ctx, LaneReconcile, p.controller)
-	if err != nil {
-		return err
+	if !p.room.Load() && p.b.win.Narrowed() {
+		if err := p.b.win.reserve(ctx, p.b.clock.Now); err != nil {
+			return fmt.Errorf("wait for room among the requests in flight: %w", err)
+		}
+		p.room.Store(true)
 	}
-	p.b.metrics.waited(LaneReconcile, p.controller, waited)
-	p.held.Store(true)
 	return nil
 }
 
-// Release gives the token back to the bucket, unless a request spent it
-// or none is held. A nil Prepaid holds none.
+// Release gives the token back to the bucket, and the room back to the
+// window, unless a request spent them or none is held. A nil Prepaid
+// holds none.
 func (p *Prepaid) Release() {
-	if p != nil && p.held.Load() && p.held.CompareAndSwap(true, false) {
+	if p == nil {
+		return
+	}
+	if p.held.Load() && p.held.CompareAndSwap(true, false) {
 		p.b.giveBack()
+	}
+	if p.room.Swap(false) {
+		p.b.win.unreserve()
 	}
 }
 
@@ -79,8 +103,19 @@ func (b *Budget) spend(ctx context.Context, lane Lane, controller string) bool {
 	if p == nil || p.b != b || p.controller != controller || !p.held.CompareAndSwap(true, false) {
 		return false
 	}
-	b.metrics.granted(lane, controller, 0)
+	b.metrics().granted(lane, controller, 0)
 	return true
+}
+
+// spendRoom reports whether a request of lane and controller, sent with
+// ctx through b, goes in the room its worker reserved (see Acquire), and
+// if so takes it.
+func (b *Budget) spendRoom(ctx context.Context, lane Lane, controller string) bool {
+	if lane != LaneReconcile {
+		return false
+	}
+	p, _ := ctx.Value(PrepaidKey{}).(*Prepaid)
+	return p != nil && p.b == b && p.controller == controller && p.room.Swap(false)
 }
 
 type budgetKey struct{}

@@ -12,11 +12,16 @@ type Lane int
 const (
 	// LaneLease: lease renewals (leader election, sharding membership).
 	// A request of this lane never waits: it takes a token if one is
-	// free, and goes without one otherwise, so that it is never held up
-	// by the other lanes, and never starves them either (a budget smaller
-	// than the renewals' own traffic would otherwise stop everything
-	// else).
+	// free, or the next one (see charge), and goes without one otherwise,
+	// so that it is never held up by the other lanes, and never starves
+	// them either (a budget smaller than the renewals' own traffic would
+	// otherwise stop everything else).
 	LaneLease Lane = iota
+	// LaneHealth: the requests of the manager's health and readiness
+	// checks, which a probe waits for. Served as LaneLease is (never
+	// waits), so that a flooded budget never fails a probe of a healthy
+	// process; the manager bounds how often checks run (docs/api-budget.md).
+	LaneHealth
 	// LaneWebhook: the reviews the webhook and metrics servers ask for
 	// (SubjectAccessReviews, TokenReviews) while a caller waits.
 	LaneWebhook
@@ -32,6 +37,8 @@ func (l Lane) String() string {
 	switch l {
 	case LaneLease:
 		return "lease"
+	case LaneHealth:
+		return "health"
 	case LaneWebhook:
 		return "webhook"
 	case LaneReconcile:
@@ -42,11 +49,17 @@ func (l Lane) String() string {
 	return "unknown"
 }
 
+// urgent reports whether l's requests never wait: they take a token if
+// one is free, or the next one, and go without one otherwise (charge),
+// and go ahead of the others
+// waiting for room in the window of requests in flight.
+func (l Lane) urgent() bool { return l == LaneLease || l == LaneHealth }
+
 // reserve is the share of the tokens granted while the bucket is
 // contended that l gets whenever it has requests waiting, whatever the
 // lanes above it want: so that a flood of reviews cannot stop reconciles,
-// nor reconciles the informers' relists. The lease lane needs none: it
-// never waits.
+// nor reconciles the informers' relists. The urgent lanes need none: they
+// never wait.
 func (l Lane) reserve() float64 {
 	switch l {
 	case LaneReconcile:
@@ -85,6 +98,7 @@ type waiter struct {
 	ready    chan struct{}
 	granted  bool
 	canceled bool
+	closed   bool // the Budget closed while it waited
 }
 
 // fifo is a queue of waiters; live counts those not canceled, which are
@@ -135,6 +149,9 @@ type sched struct {
 	last       time.Time // of the last refill
 
 	lastDecrease time.Time
+	// lastDebt is when an urgent request last took a token the bucket
+	// did not hold (charge).
+	lastDebt time.Time
 	// window counts the tokens granted since windowStart, to measure the
 	// rate sent when no fixed rate applies; measured is the last full
 	// window's.
@@ -147,6 +164,9 @@ type sched struct {
 	vtime   float64 // the reconcile lane's virtual time
 	credit  [numLanes]float64
 	weights map[string]float64
+	// weightOf, when set, gives the weights instead of weights: asked
+	// when a flow is made and each time it starts to wait.
+	weightOf func(controller string) float64
 }
 
 func newSched(qps float64, burst int, now time.Time) *sched {
@@ -226,13 +246,23 @@ func (s *sched) pushedBack(now time.Time) bool {
 	return true
 }
 
-// charge takes a token for a lease-lane request, at once, if one is free;
-// otherwise the request goes without one. Either way it does not wait.
+// charge takes a token for an urgent lane's request at once, and never
+// makes it wait: a free token if there is one; else the next token, which
+// the bucket then owes (at most one), so that the other lanes wait for it
+// and the budget holds, renewals included; but no more often than every
+// two tokens' time, and the request goes without one otherwise, so that
+// urgent requests more frequent than that cannot take more than half the
+// rate from the other lanes.
 func (s *sched) charge(now time.Time) {
 	s.refill(now)
 	s.window++
-	if !s.unlimited() && s.tokens >= 1 {
+	switch {
+	case s.unlimited():
+	case s.tokens >= 1:
 		s.tokens--
+	case s.tokens >= 0 && (s.lastDebt.IsZero() || now.Sub(s.lastDebt).Seconds() >= 2/s.rate):
+		s.tokens--
+		s.lastDebt = now
 	}
 }
 
@@ -247,6 +277,44 @@ func (s *sched) take(now time.Time) bool {
 		s.tokens--
 	}
 	s.window++
+	return true
+}
+
+// borrow takes, for a reconcile request of controller that take refused,
+// the token the bucket will hold next, if the lane's fair queueing would
+// serve the request next anyway and others wait: its flow has no request
+// waiting, its tag is no more than one of its requests later than any
+// waiting flow's, and no other lane waits. It goes now rather than when that token comes, and the backlog,
+// whose requests emptied the bucket, waits one token longer; the rate is
+// kept, as the bucket owes at most one token. A request with nothing
+// else waiting never borrows: the next token is its own. It reports
+// whether it took one.
+func (s *sched) borrow(now time.Time, controller string) bool {
+	s.refill(now)
+	if s.unlimited() || s.tokens < 0 || s.lanes[LaneReconcile].live == 0 {
+		return false
+	}
+	for l := range numLanes {
+		if l != LaneReconcile && s.lanes[l].live > 0 {
+			return false
+		}
+	}
+	f := s.flow(controller)
+	if f.live > 0 {
+		return false
+	}
+	// One request of slack: a flow that keeps to its share on average
+	// may ask a little early (a burst of two events) and still go first.
+	start := max(f.finish, s.vtime)
+	for _, o := range s.flows {
+		if o.live > 0 && o.start < start-1/f.weight {
+			return false
+		}
+	}
+	s.tokens--
+	s.window++
+	s.vtime = start
+	f.finish = start + 1/f.weight
 	return true
 }
 
@@ -279,6 +347,9 @@ func (s *sched) enqueue(w *waiter, controller string) {
 	f := s.flow(controller)
 	if f.live == 0 {
 		f.start = max(f.finish, s.vtime)
+		if s.weightOf != nil {
+			f.weight = s.weight(controller)
+		}
 	}
 	f.push(w)
 	w.flow = f
@@ -289,14 +360,44 @@ func (s *sched) enqueue(w *waiter, controller string) {
 func (s *sched) flow(controller string) *flow {
 	f := s.flows[controller]
 	if f == nil {
-		w := s.weights[controller]
-		if w <= 0 {
-			w = 1
-		}
-		f = &flow{name: controller, weight: w, start: s.vtime, finish: s.vtime}
+		f = &flow{name: controller, weight: s.weight(controller), start: s.vtime, finish: s.vtime}
 		s.flows[controller] = f
 	}
 	return f
+}
+
+// weight returns controller's weight: weightOf's if set, else
+// setWeight's; 1 if neither is positive.
+func (s *sched) weight(controller string) float64 {
+	w := s.weights[controller]
+	if s.weightOf != nil {
+		w = s.weightOf(controller)
+	}
+	if !(w > 0) || math.IsInf(w, 1) {
+		return 1
+	}
+	return w
+}
+
+// closeAll removes every live waiter, and returns them.
+func (s *sched) closeAll() []*waiter {
+	var out []*waiter
+	take := func(q *fifo) {
+		for _, w := range q.items {
+			if !w.canceled {
+				out = append(out, w)
+			}
+		}
+		clear(q.items)
+		q.items, q.live = q.items[:0], 0
+	}
+	for l := range s.lanes {
+		take(&s.lanes[l])
+	}
+	for _, f := range s.flows {
+		take(&f.fifo)
+	}
+	return out
 }
 
 // setWeight sets controller's weight in the reconcile lane; <= 0 means 1.

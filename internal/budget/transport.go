@@ -83,6 +83,25 @@ func (b *Budget) LeaseTransport(rt http.RoundTripper) http.RoundTripper {
 	return transport{b: b, next: rt, lease: true}
 }
 
+// Holds reports whether rt is one of b's Transports or LeaseTransports,
+// or wraps one: whether its requests are under b already. It looks
+// through each transport that says what it wraps (WrappedTransport, as
+// client-go's own wrappers do: utilnet.RoundTripperWrapper), so a
+// transport that does not say hides what is under it.
+func (b *Budget) Holds(rt http.RoundTripper) bool {
+	for rt != nil {
+		if t, ok := rt.(transport); ok && t.b == b {
+			return true
+		}
+		w, ok := rt.(interface{ WrappedTransport() http.RoundTripper })
+		if !ok {
+			return false
+		}
+		rt = w.WrappedTransport()
+	}
+	return false
+}
+
 // DefaultLane wraps rt so that a request whose context names neither a
 // lane nor a controller goes in lane: the manager gives its cache's HTTP
 // client the informer lane so, while a lazy read inside a reconcile stays
@@ -110,9 +129,72 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 		}
 	}
+	reserved := t.b.spendRoom(req.Context(), lane, controller)
+	resp, err := t.send(req, lane, controller, reserved)
+	// A lease renewal or a health check that priority and fairness turned
+	// away is sent again as soon as the requests in flight allow, not
+	// after the Retry-After client-go would sleep: a renewal that waits a
+	// second or two per 429 misses its renew deadline, and the process
+	// its lease, to a level whose seats are busy for a moment.
+	for attempt := 0; err == nil && lane.urgent() && attempt < urgentRetries && rejectedByPriorityLevel(resp); attempt++ {
+		again, ok := rewound(req)
+		if !ok {
+			break
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		select {
+		case <-t.b.clock.After(urgentBackoff << attempt):
+		case <-req.Context().Done():
+			closeBody(again.Body)
+			return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, context.Cause(req.Context()))
+		}
+		req = again
+		resp, err = t.send(req, lane, controller, false)
+	}
+	return resp, err
+}
+
+// urgentRetries and urgentBackoff bound the retries of an urgent
+// request's 429s: at most 6, after 25ms, doubling (1.6 seconds in all).
+const (
+	urgentRetries = 6
+	urgentBackoff = 25 * time.Millisecond
+)
+
+// rejectedByPriorityLevel reports whether resp is priority and fairness's
+// rejection: a 429 that names its priority level.
+func rejectedByPriorityLevel(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") != ""
+}
+
+// rewound returns req to send again, its body read afresh; false if it
+// cannot be.
+func rewound(req *http.Request) (*http.Request, bool) {
+	again := req.Clone(req.Context())
+	if req.Body == nil || req.Body == http.NoBody {
+		return again, true
+	}
+	if req.GetBody == nil {
+		return nil, false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	again.Body = body
+	return again, true
+}
+
+// send sends req, of lane and controller, once there is room among the
+// requests in flight (unless a watch; in the room its worker reserved,
+// if reserved), and hears what the server says of it.
+func (t transport) send(req *http.Request, lane Lane, controller string, reserved bool) (*http.Response, error) {
 	release, epoch := func() {}, 0
 	if !isWatch(req.URL.RawQuery) {
-		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane == LaneLease)
+		// A reconcile's first request goes in the room its worker
+		// reserved, if it waited for one, ahead of other requests.
+		r, e, err := t.b.win.acquire(req.Context(), t.b.clock.Now, lane.urgent(), reserved)
 		if err != nil {
 			closeBody(req.Body)
 			return nil, fmt.Errorf("%s %s: wait for room among the requests in flight: %w", req.Method, req.URL.Path, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -24,7 +25,7 @@ func (b *Budget) waiting() int {
 
 // A request whose context ends while it waits returns the context's cause,
 // is counted as canceled, and leaves no waiter behind; a lease renewal
-// goes at once meanwhile.
+// and a health check's request go at once meanwhile, and are counted.
 func TestWaitEndsWithItsContext(t *testing.T) {
 	b, err := New(Options{QPS: 0.001, Burst: 1, Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -43,6 +44,9 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	if err := b.Wait(context.Background(), LaneLease, ""); err != nil {
 		t.Errorf("a lease renewal while a request waited: %v", err)
 	}
+	if err := b.Wait(context.Background(), LaneHealth, ""); err != nil {
+		t.Errorf("a health check's request while a request waited: %v", err)
+	}
 	cancel(stop)
 	if err := <-done; !errors.Is(err, stop) {
 		t.Errorf("Wait = %v, want the context's cause", err)
@@ -50,11 +54,13 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	if n := b.waiting(); n != 0 {
 		t.Errorf("%d requests still wait", n)
 	}
-	if got := testutil.ToFloat64(b.metrics.canceledVec.WithLabelValues("reconcile", "a")); got != 1 {
+	if got := testutil.ToFloat64(b.metrics().canceledVec.WithLabelValues("reconcile", "a")); got != 1 {
 		t.Errorf("canceled{reconcile,a} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(b.metrics.tokens.WithLabelValues("lease", "")); got != 1 {
-		t.Errorf("tokens{lease} = %v, want 1", got)
+	for _, lane := range []string{"lease", "health"} {
+		if got := testutil.ToFloat64(b.metrics().tokens.WithLabelValues(lane, "")); got != 1 {
+			t.Errorf("tokens{%s} = %v, want 1", lane, got)
+		}
 	}
 }
 
@@ -102,7 +108,7 @@ func TestTransportAdaptsToA429(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	for reason, want := range map[string]float64{"429": 1, "retry_after": 1} {
-		if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", "mirror", reason)); got != want {
+		if got := testutil.ToFloat64(b.metrics().pushbackVec.WithLabelValues("reconcile", "mirror", reason)); got != want {
 			t.Errorf("pushbacks{reconcile,mirror,%s} = %v, want %v", reason, got, want)
 		}
 	}
@@ -196,8 +202,71 @@ func TestTransportAdaptsToLatency(t *testing.T) {
 	if len(seen) != 1 || seen[0].Reason != ReasonLatency || seen[0].Latency != 2*time.Second {
 		t.Errorf("pushbacks reported: %+v, want one, for latency, of 2s", seen)
 	}
-	if got := testutil.ToFloat64(b.metrics.pushbackVec.WithLabelValues("reconcile", Unattributed, "latency")); got != 1 {
+	if got := testutil.ToFloat64(b.metrics().pushbackVec.WithLabelValues("reconcile", Unattributed, "latency")); got != 1 {
 		t.Errorf("pushbacks{reconcile,unattributed,latency} = %v, want 1", got)
 	}
 	t.Logf("rate after latency rose from none to 2s: %.1f a second", b.Rate())
+}
+
+// Beside a flood waiting for the bucket, a controller within its share
+// is let go at once, on the token the flood would have had next: Wait
+// returns without waiting and observes no wait.
+func TestQuietControllerGoesAtOnceBesideAFlood(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	b, err := New(Options{QPS: 10, Burst: 1, Registerer: prometheus.NewRegistry(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(t.Context(), LaneReconcile, "flood"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 3)
+	for range 3 {
+		go func() { done <- b.Wait(t.Context(), LaneReconcile, "flood") }()
+	}
+	for b.waiting() < 3 {
+		runtime.Gosched()
+	}
+	// Should the quiet request queue, its context ends: no timing assumed.
+	ctx, cancel := context.WithCancel(t.Context())
+	quiet := make(chan error)
+	go func() { quiet <- b.Wait(ctx, LaneReconcile, "quiet") }()
+wait:
+	for {
+		select {
+		case err = <-quiet:
+			break wait
+		default:
+			if b.waiting() > 3 {
+				cancel()
+			}
+			runtime.Gosched()
+		}
+	}
+	cancel()
+	if err != nil {
+		t.Fatalf("the quiet controller's request waited behind the flood: %v", err)
+	}
+	var m dto.Metric
+	if err := b.metrics().wait.WithLabelValues("reconcile", "quiet").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetHistogram().GetSampleCount(); n != 0 {
+		t.Errorf("the quiet controller's request waited (%d waits observed)", n)
+	}
+	if n := b.waiting(); n != 3 {
+		t.Errorf("%d of the flood's requests wait, want 3: the quiet one took none of their tokens yet", n)
+	}
+	for served := 0; served < 3; { // the flood is served in fake time
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+			served++
+		default:
+			clk.Step(10 * time.Millisecond)
+			runtime.Gosched()
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,8 +21,9 @@ import (
 // rarely; a widening that holds for two intervals halves it again (down to
 // minProbe). Once the window is wider than the requests ever in flight
 // for liftAfter without a pushback, it lifts. Leases and watches never
-// count: a watch holds no seat once it streams. A lease renewal waits only
-// for the first room: it goes ahead of every other waiter.
+// count: a watch holds no seat once it streams. A request of an urgent
+// lane (a lease renewal, a health check's) waits only for the first room:
+// it goes ahead of every other waiter.
 //
 // The window starts at initialWindow and widens by one with each answer
 // that is not a 429 while the window is full (doubling as fast as
@@ -44,6 +46,10 @@ type window struct {
 	inFlight int
 	peak     int // the most in flight since the last pushback or widening
 	waiters  []chan struct{}
+	// reserved counts the rooms workers hold for their reconciles' first
+	// requests (see reserve); reservers are the workers waiting for one.
+	reserved  int
+	reservers []chan struct{}
 
 	epoch        int // narrowings so far
 	lastDecrease time.Time
@@ -51,7 +57,17 @@ type window struct {
 	probe        time.Duration
 	probed       bool // the last change was a widening
 	slowStart    bool // no pushback yet: each answer widens by one
+
+	// narrowed is whether a pushback narrowed the window and it has not
+	// lifted since, for Narrowed to read without the lock.
+	narrowed atomic.Bool
 }
+
+// Narrowed reports whether priority and fairness's 429s narrowed the
+// window and it has not lifted since: while it is, workers wait for room
+// before they take a key (see Prepaid). The slow start's window does not
+// count: it widens with every answer.
+func (w *window) Narrowed() bool { return w.narrowed.Load() }
 
 func newWindow() *window { return &window{limit: initialWindow, probe: minProbe, slowStart: true} }
 
@@ -69,14 +85,66 @@ func (w *window) answered() {
 	w.admit()
 }
 
-// acquire waits for room in the window and returns its release, which
-// may be called more than once, and the window's epoch when it let the
-// request in; or ctx's error, having taken nothing. An urgent request
-// goes ahead of the others waiting.
-func (w *window) acquire(ctx context.Context, clock func() time.Time, urgent bool) (func(), int, error) {
+// reserve waits until the window has room beyond the requests in flight
+// and the rooms reserved, with no request waiting, and reserves it for a
+// worker's reconcile's first request (acquire with reserved), or returns
+// ctx's error, having reserved nothing. A reserved room holds up other
+// workers' reserve, never a request: a reconcile may wait long before its
+// first request (at a fence for the lease's renewal, for an informer's
+// list), and the requests it waits for must not wait for it. unreserve
+// gives back a room no request spent.
+func (w *window) reserve(ctx context.Context, clock func() time.Time) error {
 	w.mu.Lock()
 	w.adapt(clock())
-	if len(w.waiters) == 0 && float64(w.inFlight) < w.limit {
+	if len(w.waiters) == 0 && len(w.reservers) == 0 && float64(w.inFlight+w.reserved) < w.limit {
+		w.reserved++
+		w.mu.Unlock()
+		return nil
+	}
+	ready := make(chan struct{})
+	w.reservers = append(w.reservers, ready)
+	w.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, c := range w.reservers {
+		if c == ready {
+			w.reservers = append(w.reservers[:i], w.reservers[i+1:]...)
+			return context.Cause(ctx)
+		}
+	}
+	// Reserved as ctx ended: pass the room on.
+	w.reserved--
+	w.admit()
+	return context.Cause(ctx)
+}
+
+// unreserve gives back a room reserve reserved and no request spent.
+func (w *window) unreserve() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reserved--
+	w.admit()
+}
+
+// acquire waits for room in the window and returns its release, which
+// may be called more than once, and the window's epoch when it let the
+// request in; or ctx's error, having taken nothing. An urgent request,
+// and one that spends a room reserved for it (reserved), go ahead of the
+// others waiting; a request waits for the requests in flight only, never
+// for the rooms reserved.
+func (w *window) acquire(ctx context.Context, clock func() time.Time, urgent, reserved bool) (func(), int, error) {
+	w.mu.Lock()
+	w.adapt(clock())
+	if reserved {
+		w.reserved--
+		urgent = true
+	}
+	if (urgent || len(w.waiters) == 0) && float64(w.inFlight) < w.limit {
 		w.inFlight++
 		w.peak = max(w.peak, w.inFlight)
 		epoch := w.epoch
@@ -128,13 +196,21 @@ func (w *window) releaser(clock func() time.Time) func() {
 	}
 }
 
-// admit lets waiters in while there is room. w.mu is held.
+// admit lets waiting requests in while there is room, then reserves
+// rooms for waiting workers while there is room beyond the requests in
+// flight and the rooms reserved. w.mu is held.
 func (w *window) admit() {
 	for len(w.waiters) > 0 && float64(w.inFlight) < w.limit {
 		c := w.waiters[0]
 		w.waiters = w.waiters[1:]
 		w.inFlight++
 		w.peak = max(w.peak, w.inFlight)
+		close(c)
+	}
+	for len(w.waiters) == 0 && len(w.reservers) > 0 && float64(w.inFlight+w.reserved) < w.limit {
+		c := w.reservers[0]
+		w.reservers = w.reservers[1:]
+		w.reserved++
 		close(c)
 	}
 }
@@ -155,6 +231,7 @@ func (w *window) pushedBack(now time.Time, epoch int) bool {
 	}
 	w.limit = max(1, math.Floor(min(w.limit, float64(w.inFlight))/2))
 	w.lastDecrease, w.lastChange, w.probed, w.peak = now, now, false, w.inFlight
+	w.narrowed.Store(true)
 	return true
 }
 
@@ -170,6 +247,7 @@ func (w *window) adapt(now time.Time) {
 	}
 	if now.Sub(w.lastDecrease) >= liftAfter && float64(w.peak) < w.limit {
 		w.limit = math.Inf(1)
+		w.narrowed.Store(false)
 		w.admit()
 		return
 	}

@@ -3,10 +3,14 @@ package budget
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +22,7 @@ func fill(t *testing.T, w *window, now time.Time, n int) []func() {
 	t.Helper()
 	var out []func()
 	for range n {
-		r, _, err := w.acquire(context.Background(), func() time.Time { return now }, false)
+		r, _, err := w.acquire(context.Background(), func() time.Time { return now }, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +95,7 @@ func TestWindowHalvesThenProbes(t *testing.T) {
 		r()
 	}
 	clock := func() time.Time { return now }
-	adapt := func() { r, _, _ := w.acquire(context.Background(), clock, false); r() }
+	adapt := func() { r, _, _ := w.acquire(context.Background(), clock, false, false); r() }
 
 	now = now.Add(minProbe)
 	adapt()
@@ -129,13 +133,13 @@ func TestWindowWaitsInOrderAndCancels(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stop := errors.New("stopped")
 	canceled := make(chan error)
-	go func() { _, _, err := w.acquire(ctx, clock, false); canceled <- err }()
+	go func() { _, _, err := w.acquire(ctx, clock, false, false); canceled <- err }()
 	for w.waiting() < 1 {
 		runtime.Gosched()
 	}
 	order := make(chan string, 2)
 	go func() {
-		r, _, _ := w.acquire(context.Background(), clock, false)
+		r, _, _ := w.acquire(context.Background(), clock, false, false)
 		order <- "reconcile"
 		r()
 	}()
@@ -143,7 +147,7 @@ func TestWindowWaitsInOrderAndCancels(t *testing.T) {
 		runtime.Gosched()
 	}
 	go func() {
-		r, _, _ := w.acquire(context.Background(), clock, true)
+		r, _, _ := w.acquire(context.Background(), clock, true, false)
 		order <- "lease"
 		r()
 	}()
@@ -215,5 +219,55 @@ func TestTransportTellsConcurrencyFromRate(t *testing.T) {
 				t.Errorf("%d requests still in flight once their bodies were closed", b.win.inFlight)
 			}
 		})
+	}
+}
+
+// A lease renewal or a health check that priority and fairness turned
+// away (a 429 naming its priority level) is sent again at once, not after
+// the Retry-After that client-go would sleep, its body intact; a
+// reconcile's 429 goes back to its caller, as does another limiter's.
+func TestUrgentRequestsRetryPriorityLevelRejections(t *testing.T) {
+	var calls atomic.Int32
+	var bodies []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		if calls.Add(1)%3 != 0 { // two rejections, then an answer
+			w.Header().Set("X-Kubernetes-PF-PriorityLevel-UID", "uid")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+	b, err := New(Options{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(rt http.RoundTripper) int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/apis/coordination.k8s.io/v1/namespaces/a/leases/l", strings.NewReader("renewal"))
+		resp, err := (&http.Client{Transport: rt}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := put(b.LeaseTransport(srv.Client().Transport)); got != http.StatusOK {
+		t.Errorf("a lease renewal rejected twice by its priority level got %d, want 200 on the third try", got)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("the server saw %d requests, want 3", n)
+	}
+	for i, body := range bodies {
+		if body != "renewal" {
+			t.Errorf("try %d sent the body %q, want it whole", i+1, body)
+		}
+	}
+	calls.Store(0)
+	if got := put(b.Transport(srv.Client().Transport)); got != http.StatusTooManyRequests {
+		t.Errorf("a reconcile's write rejected by its priority level got %d, want the 429 back", got)
 	}
 }

@@ -320,3 +320,17 @@ const (
 	// API server's priority-and-fairness 429s set; +Inf for none.
 	APIBudgetConcurrency = "opkit_api_budget_concurrency_limit"
 )
+
+// The API budgets' metrics of a fleet's member clusters (package fleet,
+// Options.APIBudget): the manager's budget's series, one budget per
+// member, each labelled by its member (cluster), under names of their own
+// so that they can share the manager's registry.
+const (
+	MemberAPIBudgetTokens         = "opkit_fleet_member_api_budget_tokens_total"
+	MemberAPIBudgetWait           = "opkit_fleet_member_api_budget_wait_seconds"
+	MemberAPIBudgetCanceled       = "opkit_fleet_member_api_budget_canceled_total"
+	MemberAPIBudgetPushbacks      = "opkit_fleet_member_api_budget_pushbacks_total"
+	MemberAPIBudgetRate           = "opkit_fleet_member_api_budget_rate"
+	MemberAPIBudgetConfiguredRate = "opkit_fleet_member_api_budget_configured_rate"
+	MemberAPIBudgetConcurrency    = "opkit_fleet_member_api_budget_concurrency_limit"
+)

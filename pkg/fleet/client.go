@@ -179,7 +179,7 @@ func (c *Cluster) actingLocked() client.Client {
 		return c.clients.acting
 	}
 	hc := &http.Client{Transport: actas.Transport(reachTransport{c: c, next: c.httpClient.Transport}), Timeout: c.httpClient.Timeout}
-	cl, err := client.New(c.member.Config, client.Options{Scheme: c.clients.write.Scheme(), Mapper: c.clients.write.RESTMapper(), HTTPClient: hc})
+	cl, err := client.New(c.config, client.Options{Scheme: c.clients.write.Scheme(), Mapper: c.clients.write.RESTMapper(), HTTPClient: hc})
 	if err != nil {
 		// The member's own client was made with the same config, scheme
 		// and mapper, so this cannot fail.

@@ -23,4 +23,12 @@ func TestMemberLeavesTheDefaultHTTPClientAlone(t *testing.T) {
 	if after := http.DefaultClient.Transport; after != before {
 		t.Errorf("engaging a member changed http.DefaultClient's transport to %T", after)
 	}
+	// Its requests go through http.DefaultTransport (nothing listens).
+	c, err := f.Cluster("bare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.discovery.RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err == nil {
+		t.Error("a request to a member where nothing listens succeeded")
+	}
 }

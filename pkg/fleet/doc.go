@@ -36,6 +36,12 @@
 //     the member's API server, whose RBAC decides. A member disengaged
 //     keeps no writer, and its clients, wherever they were kept, send it
 //     nothing more: each request is refused with ErrNotEngaged.
+//   - Budgeted per member: each member has an API budget of its own
+//     (Options.APIBudget), which every request to it goes through, by lane:
+//     the probes of its /readyz never wait, then Requesters' reviews, then
+//     reconciles by controller, then its cache's lists and watches. A 429
+//     from a member slows that member only; its budget is released when it
+//     is disengaged.
 //   - Checked per member: each member's cache has the mutation detector
 //     and the check of unregistered reads (Options.Mutations,
 //     Options.UnregisteredReads), and their reports name the member.

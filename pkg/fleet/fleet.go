@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/opkit-dev/opkit/internal/budget"
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
@@ -41,7 +43,9 @@ type Member struct {
 	// replaces the member of that name.
 	Name string
 	// Config reaches the member's API server. The fleet does not modify
-	// it.
+	// it; its QPS and Burst are the member's API budget's by default
+	// (APIBudgetOptions), and client-go's own limit of each client is off
+	// while the budget is on.
 	Config *rest.Config
 	// Namespace, if set, confines the member to one namespace of the API
 	// server Config reaches (namespaces as clusters): its cache holds the
@@ -116,6 +120,14 @@ type Options struct {
 	// on every replica then, not on the leader alone. Defaults to nil:
 	// this replica engages every member.
 	Sharding *ShardingOptions
+	// APIBudget configures each member's API budget: one per member,
+	// which every request to the member goes through, adapting to that
+	// member's pushbacks (APIBudgetOptions). Its metrics, with
+	// Registerer, are the manager's budget's under names of their own
+	// (opkit_fleet_member_api_budget_rate for opkit_api_budget_rate, and
+	// so on), labelled by cluster, and unregistered when the member is
+	// disengaged. Defaults to on, with no fixed rate.
+	APIBudget APIBudgetOptions
 }
 
 // Fleet is the member clusters a fleet operator reconciles across. Make
@@ -126,6 +138,10 @@ type Fleet struct {
 	opts    Options
 	metrics *fleetMetrics // nil without Options.Registerer
 	shard   *sharder      // nil without Options.Sharding
+	// hub is the manager's API budget, which Start's context carries
+	// under a manager: the members' budgets take its controllers'
+	// weights.
+	hub atomic.Pointer[budget.Budget]
 
 	// shardMu orders, in a sharded fleet, the engaging of a member a
 	// provider reports with the engaging and releasing of its slot.
@@ -154,6 +170,9 @@ func New(opts Options) (*Fleet, error) {
 	if opts.ProbeInterval == 0 {
 		opts.ProbeInterval = defaultProbeInterval
 	}
+	if err := opts.APIBudget.validate(); err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
@@ -173,6 +192,9 @@ func New(opts Options) (*Fleet, error) {
 // leaves it: it hands its members over once their reconciles in flight
 // have returned.
 func (f *Fleet) Start(ctx context.Context) error {
+	if h := budget.FromContext(ctx); h != nil {
+		f.hub.Store(h)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, len(f.opts.Providers))
@@ -248,6 +270,11 @@ func (f *Fleet) engage(ctx context.Context, m Member, k *known) error {
 	}
 	if old, ok := f.members[m.Name]; ok {
 		old.cancel()
+		old.closeBudget() // now: its metrics make way for c's
+	}
+	if err := f.registerBudget(c); err != nil {
+		c.cancel()
+		return fmt.Errorf("engage member %q: %w", m.Name, err)
 	}
 	c.engagedBy = k
 	f.members[m.Name] = c
@@ -327,8 +354,12 @@ func (f *Fleet) Clusters() []string {
 // Cluster is one engaged member: its cache, its clients and writers, and
 // the Listers of the types registered with the fleet.
 type Cluster struct {
-	name       string
-	member     Member
+	name   string
+	member Member
+	// config is member.Config, with client-go's own rate limit off while
+	// the member's budget is on: what its clients are made with.
+	config     *rest.Config
+	budget     *budget.Budget // nil with Options.APIBudget.Off
 	cache      *cache.Cache
 	client     client.Client
 	httpClient *http.Client               // the cache's and the clients'
@@ -363,46 +394,64 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 			cancel()
 		}
 	}()
+	// The member's own API budget, released when it is disengaged.
+	b, err := f.newBudget(m)
+	if err != nil {
+		return nil, err
+	}
+	cfg := m.Config
+	if b != nil {
+		context.AfterFunc(life, b.Close)
+		cfg = rest.CopyConfig(m.Config)
+		cfg.QPS = -1 // the budget replaces client-go's limit of each client
+	}
 	// One HTTP client for the member's cache and client: one transport,
 	// one set of connections. (client-go shares transports between
 	// clients of equal TLS configs, so namespaces of one API server share
 	// theirs too.)
-	hc, err := rest.HTTPClientFor(m.Config)
+	base, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("make its HTTP client: %w", err)
 	}
 	// A copy: for a config without TLS, credentials or timeout, client-go
 	// hands out http.DefaultClient itself.
-	hc = &http.Client{Transport: whileEngaged(m.Name, life.Done(), hc.Transport), Timeout: hc.Timeout}
+	hc := &http.Client{Timeout: base.Timeout}
 	// The clients' requests, their REST mapper's discovery among them
 	// (which no context bounds), end when a probe finds the member
 	// unreachable (reachTransport); the cache's informers and the probes
 	// go on through hc, so that they see the member come back.
-	c := &Cluster{name: m.Name, member: m, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
+	c := &Cluster{name: m.Name, member: m, config: cfg, budget: b, httpClient: hc, life: life, cancel: cancel, listers: map[*registration]any{},
 		health: Health{Reachable: true, Since: time.Now()}}
 	c.reach, c.unreachable = context.WithCancelCause(context.Background())
+	rt := base.Transport
+	if rt == nil { // http.DefaultClient's
+		rt = http.DefaultTransport
+	}
 	if f.shard != nil {
 		// Every write to the member, by any path, passes the ownership
-		// check last, just before the wire.
-		hc.Transport = ownedTransport{next: hc.Transport, f: f, c: c}
+		// check last, just before the wire: after its wait for the budget.
+		rt = ownedTransport{next: rt, f: f, c: c}
 	}
+	// A request to a member disengaged is refused before it waits for
+	// the budget.
+	hc.Transport = whileEngaged(m.Name, life.Done(), budgeted(m.Name, b, rt))
 	reaching := &http.Client{Transport: reachTransport{c: c, next: hc.Transport}, Timeout: hc.Timeout}
 	// One REST mapper too: its discovery of a group, held per mapper,
 	// is most of what a member's first write would cost otherwise.
-	mapper, err := apiutil.NewDynamicRESTMapper(m.Config, reaching)
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, reaching)
 	if err != nil {
 		return nil, fmt.Errorf("make its REST mapper: %w", err)
 	}
-	opts := cache.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: hc, Logger: f.opts.Logger.WithValues("cluster", m.Name),
+	opts := cache.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: informerLane(b, hc), Logger: f.opts.Logger.WithValues("cluster", m.Name),
 		Mutations: f.memberMutations(m.Name), UnregisteredReads: f.memberUnregisteredReads(m.Name)}
 	if m.Namespace != "" {
 		opts.Namespaces = []string{m.Namespace}
 	}
-	c.cache, err = cache.New(m.Config, opts)
+	c.cache, err = cache.New(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("make its cache: %w", err)
 	}
-	cl, err := client.New(m.Config, client.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: reaching})
+	cl, err := client.New(cfg, client.Options{Scheme: f.opts.Scheme, Mapper: mapper, HTTPClient: reaching})
 	if err != nil {
 		return nil, fmt.Errorf("make its client: %w", err)
 	}
@@ -411,6 +460,14 @@ func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error
 		return nil, err
 	}
 	return c, nil
+}
+
+// closeBudget closes the member's budget, if it has one: its waiting
+// requests fail, its metrics are unregistered.
+func (c *Cluster) closeBudget() {
+	if c.budget != nil {
+		c.budget.Close()
+	}
 }
 
 // Name returns the member's name.

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+
+	"github.com/opkit-dev/opkit/internal/budget"
 )
 
 // Health is whether a member's API server answered the fleet's last probe
@@ -129,8 +131,11 @@ func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
 }
 
 // probe asks the member's API server whether it is ready, within timeout.
+// The probe goes in the health lane of the member's budget, which never
+// waits for a token: however flooded the member's budget, its probe is
+// not held up, and says only whether the member answers.
 func (c *Cluster) probe(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(budget.WithLane(ctx, budget.LaneHealth), timeout)
 	defer cancel()
 	_, err := c.discovery.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
@@ -141,7 +146,7 @@ func (c *Cluster) probe(ctx context.Context, timeout time.Duration) error {
 
 // newDiscovery returns the client the member is probed with.
 func newDiscovery(c *Cluster) error {
-	d, err := discovery.NewDiscoveryClientForConfigAndClient(c.member.Config, c.httpClient)
+	d, err := discovery.NewDiscoveryClientForConfigAndClient(c.config, c.httpClient)
 	if err != nil {
 		return fmt.Errorf("make its probe's client: %w", err)
 	}

@@ -16,7 +16,8 @@ import (
 // cache's lists and watches, the webhook and metrics servers' reviews, and
 // any client built from Config), served by lane in priority order: lease
 // renewals (never held up), then reviews, then reconciles (shared by
-// controller weight: see APIWeight), then informers. A 429 or a
+// controller weight: see APIWeight), then informers; the requests of
+// health and readiness checks are never held up either (AddHealthCheck). A 429 or a
 // Retry-After from the API server halves the rate, as does rising
 // latency (most requests answered in over a second, and in over four
 // times their kind's usual); the rate then recovers additively.
@@ -39,8 +40,8 @@ type APIBudgetOptions struct {
 }
 
 func (o APIBudgetOptions) validate() error {
-	if o.QPS < 0 || o.Burst < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return fmt.Errorf("Options.APIBudget: QPS (%v) and Burst (%d) must be 0 (the default) or positive", o.QPS, o.Burst)
+	if err := budget.CheckRate(o.QPS, o.Burst); err != nil {
+		return fmt.Errorf("Options.%w", err)
 	}
 	return nil
 }
@@ -54,25 +55,9 @@ func (m *Manager) newBudget() error {
 	if o.Off {
 		return nil
 	}
-	qps, burst := o.QPS, o.Burst
-	if qps == 0 && m.config.QPS > 0 {
-		qps = float64(m.config.QPS)
-		if burst == 0 {
-			burst = m.config.Burst
-		}
-	}
-	log := m.log.WithName("api-budget")
+	qps, burst := budget.Rate(o.QPS, o.Burst, m.config.QPS, m.config.Burst)
 	b, err := budget.New(budget.Options{QPS: qps, Burst: burst, Registerer: m.registry,
-		OnPushback: func(p budget.Pushback) {
-			kv := []any{"reason", string(p.Reason), "lane", p.Lane.String(), "controller", p.Controller}
-			if p.Reason == budget.ReasonLatency {
-				kv = append(kv, "latency", p.Latency)
-			} else {
-				kv = append(kv, "status", p.Status, "retryAfter", p.RetryAfter)
-			}
-			log.Info("The API server pushed back; lowering the API budget", append(kv,
-				"flowSchemaUID", p.FlowSchema, "priorityLevelUID", p.PriorityLevel, "rate", p.Rate, "inFlightLimit", p.Concurrency)...)
-		}})
+		OnPushback: budget.LogPushbacks(m.log.WithName("api-budget"), "The API server pushed back; lowering the API budget")})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
@@ -104,6 +89,25 @@ func (m *Manager) informerLane(hc *http.Client) *http.Client {
 	c := *hc
 	c.Transport = budget.DefaultLane(hc.Transport, budget.LaneInformer)
 	return &c
+}
+
+// cacheHTTPClient returns the HTTP client the cache gets for hc, the
+// user's Options.Cache.HTTPClient: hc as is while the budget is off;
+// otherwise a copy whose requests are under the budget, over hc's
+// transport (its TLS, proxy and credentials), unless they are already
+// (hc built from Config), and in the informer lane (see informerLane).
+func (m *Manager) cacheHTTPClient(hc *http.Client) *http.Client {
+	if m.budget == nil {
+		return hc
+	}
+	c := *hc
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport
+	}
+	if !m.budget.Holds(c.Transport) {
+		c.Transport = m.budget.Transport(c.Transport)
+	}
+	return m.informerLane(&c)
 }
 
 // APIWeight sets the controller's weight in the reconcile lane of the

@@ -220,9 +220,15 @@ func BenchmarkBudgetFlood(b *testing.B) {
 			}
 			return out
 		}
+		quietWaits := func() (uint64, float64) {
+			h := series(b, reg, "opkit_api_budget_wait_seconds", "lane", "reconcile", "controller", "quiet").GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
 		before, sentBefore, began := tokens(), sent.Load(), time.Now()
+		waitsBefore, waitedBefore := quietWaits()
 		time.Sleep(window)
 		after, sentAfter, took := tokens(), sent.Load(), time.Since(began)
+		waitsAfter, waitedAfter := quietWaits()
 		flooded, ownFlooded, floodedN := q.p99()
 		stop()
 		on.Store(false)
@@ -244,6 +250,12 @@ func BenchmarkBudgetFlood(b *testing.B) {
 		r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
 		b.Logf("sent %.1f requests a second (budget %d); the quiet controller's p99, its own and end to end: %v and %v before the flood (%d samples), %v and %v during (%d samples)",
 			rate, qps, r(ownFloor), r(floor), floorN, r(ownFlooded), r(flooded), floodedN)
+		quietWaited := time.Duration(0)
+		if n := waitsAfter - waitsBefore; n > 0 {
+			quietWaited = time.Duration((waitedAfter - waitedBefore) / float64(n) * float64(time.Second))
+		}
+		b.Logf("the quiet controller waited for the budget %d times in the flood (mean %v) for %d reconciles",
+			waitsAfter-waitsBefore, r(quietWaited), floodedN)
 		b.ReportMetric(rate/qps, "sent/budget")
 		b.ReportMetric(float64(ownFlooded)/float64(ownFloor), "quiet-p99/floor")
 		b.ReportMetric(float64(flooded)/float64(floor), "quiet-e2e-p99/floor")

@@ -142,10 +142,13 @@ func limitedConfig(user string, qps float32, burst int) *rest.Config {
 	return cfg
 }
 
-// runLimited runs the workload for one peer: run starts it (counting into
-// p) and returns a channel that yields Start's error once it returns, and
-// a stop.
-func runLimited(b *testing.B, peer string, run func(user, ns string, p *patcher) (<-chan error, func())) limitRun {
+// limitedRun starts the workload for one peer, counting into p, and
+// returns a channel that yields Start's error once it returns, a stop,
+// and, when the peer stays up after losing its lease, whether it leads.
+type limitedRun func(user, ns string, p *patcher) (done <-chan error, stop func(), leading func() bool)
+
+// runLimited runs the workload for one peer with run.
+func runLimited(b *testing.B, peer string, run limitedRun) limitRun {
 	b.Helper()
 	user := fmt.Sprintf("opkit-bench-limit-%s-%d", peer, time.Now().UnixNano())
 	ns := env.Namespace(b)
@@ -155,22 +158,42 @@ func runLimited(b *testing.B, peer string, run func(user, ns string, p *patcher)
 	var writes atomic.Int64
 	p := &patcher{counts: &counts, writes: &writes}
 	rej0, disp0 := flowControl(b, user)
-	done, stop := run(user, ns, p)
+	done, stop, leading := run(user, ns, p)
 	var r limitRun
+	// A lease is lost when Start returns (controller-runtime's manager
+	// exits), or when the leader's leader_election_master_status falls to
+	// 0 (opkit's stays up, fenced, and campaigns again), sampled every
+	// 50ms.
+	led := false
 	lost := func(wait time.Duration) {
-		select {
-		case err := <-done:
-			r.lostLeases++
-			b.Logf("%s: Start returned %v: the lease lost", peer, err)
-			done = nil
-		case <-time.After(wait):
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		end := time.After(wait)
+		for done != nil {
+			select {
+			case err := <-done:
+				r.lostLeases++
+				b.Logf("%s: Start returned %v: the lease lost", peer, err)
+				done = nil
+			case <-tick.C:
+				if leading == nil {
+					continue
+				}
+				if now := leading(); led && !now {
+					r.lostLeases++
+					b.Logf("%s: leader_election_master_status fell to 0: the lease lost", peer)
+					led = false
+				} else {
+					led = now
+				}
+			case <-end:
+				return
+			}
 		}
 	}
 	lost(limitWarmup)
 	counts.Store(true)
-	if done != nil {
-		lost(limitWindow)
-	}
+	lost(limitWindow)
 	counts.Store(false)
 	stop()
 	r.writes = writes.Load()
@@ -183,8 +206,8 @@ func runLimited(b *testing.B, peer string, run func(user, ns string, p *patcher)
 
 // runOpkit runs the workload on an opkit manager with its defaults (the
 // API budget with no rate fixed).
-func runOpkit(b *testing.B) func(user, ns string, p *patcher) (<-chan error, func()) {
-	return func(user, ns string, p *patcher) (<-chan error, func()) {
+func runOpkit(b *testing.B) limitedRun {
+	return func(user, ns string, p *patcher) (<-chan error, func(), func() bool) {
 		m, err := manager.New(limitedConfig(user, -1, 0), manager.Options{
 			Cache:   cache.Options{Namespaces: []string{ns}},
 			Metrics: manager.MetricsOptions{BindAddress: "127.0.0.1:0"}, Health: manager.HealthOptions{BindAddress: "127.0.0.1:0"},
@@ -202,15 +225,17 @@ func runOpkit(b *testing.B) func(user, ns string, p *patcher) (<-chan error, fun
 				b.Fatal(err)
 			}
 		}
-		return startManager(func(ctx context.Context) error { return m.Start(ctx) })
+		done, stop := startManager(func(ctx context.Context) error { return m.Start(ctx) })
+		leading := func() bool { return gauge(b, m.Registry(), "leader_election_master_status", "name", "limit") == 1 }
+		return done, stop, leading
 	}
 }
 
 // runControllerRuntime runs the workload on a controller-runtime manager
 // whose config has qps and burst: -1, controller-runtime's default (no
 // client-side limit), or a client-go token bucket.
-func runControllerRuntime(b *testing.B, qps float32, burst int) func(user, ns string, p *patcher) (<-chan error, func()) {
-	return func(user, ns string, p *patcher) (<-chan error, func()) {
+func runControllerRuntime(b *testing.B, qps float32, burst int) limitedRun {
+	return func(user, ns string, p *patcher) (<-chan error, func(), func() bool) {
 		crlog.SetLogger(logr.Discard())
 		m, err := crmanager.New(limitedConfig(user, qps, burst), crmanager.Options{
 			Cache:   crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
@@ -233,7 +258,8 @@ func runControllerRuntime(b *testing.B, qps float32, burst int) func(user, ns st
 				b.Fatal(err)
 			}
 		}
-		return startManager(m.Start)
+		done, stop := startManager(m.Start)
+		return done, stop, nil // it exits when it loses its lease
 	}
 }
 

@@ -1,5 +1,7 @@
 package manager
 
+import "net/http"
+
 // ControllerStopping reports whether RemoveController has begun to stop
 // the controller named name.
 func ControllerStopping(m *Manager, name string) bool {
@@ -13,3 +15,7 @@ func ControllerStopping(m *Manager, name string) bool {
 	defer mc.mu.Unlock()
 	return mc.removed
 }
+
+// CacheHTTPClient returns the HTTP client the manager gives its cache when
+// Options.Cache.HTTPClient is hc.
+func CacheHTTPClient(m *Manager, hc *http.Client) *http.Client { return m.cacheHTTPClient(hc) }

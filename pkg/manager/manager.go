@@ -261,6 +261,8 @@ func (m *Manager) cacheOptions(hc *http.Client) cache.Options {
 	}
 	if co.HTTPClient == nil {
 		co.HTTPClient = m.informerLane(hc)
+	} else {
+		co.HTTPClient = m.cacheHTTPClient(co.HTTPClient)
 	}
 	if co.Registerer == nil {
 		co.Registerer = m.registry
@@ -324,12 +326,21 @@ func (m *Manager) Add(r Runnable) error {
 
 // AddHealthCheck adds a check to /healthz: the process is alive while every
 // check returns nil. It must be called before Start.
+//
+// A check's requests to the API server, sent with the request's context
+// (r.Context()) through a client of the manager's, go in the API budget's
+// health lane and never wait, however flooded the budget; a context of
+// your own puts them behind reconciles. Probes of one path (/healthz, or
+// /healthz/<name>) share a run of its checks: a run answers every probe
+// that arrives while it runs or, if every check passed, within a second
+// of its start, so that probes, which anyone who reaches the port may
+// send, run passing checks at most once a second a path. The run's context ends after 30 seconds.
 func (m *Manager) AddHealthCheck(name string, check func(*http.Request) error) error {
 	return m.health.add(name, check)
 }
 
 // AddReadyCheck adds a check to /readyz, beside the cache's. It must be
-// called before Start.
+// called before Start. Its requests and its runs are as AddHealthCheck's.
 func (m *Manager) AddReadyCheck(name string, check func(*http.Request) error) error {
 	return m.ready.add(name, check)
 }

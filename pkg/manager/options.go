@@ -27,7 +27,14 @@ type Options struct {
 	// REST mapper and HTTP client, Registry, Logger named "cache"); a value
 	// set here is kept, and configures the cache only: the manager's
 	// client still uses Options.Scheme and the manager's mapper and HTTP
-	// client.
+	// client. An HTTPClient set here still sends under the manager's API
+	// budget, in the informer lane (unless APIBudget.Off): the cache gets
+	// a copy whose transport is the budget's over the client's own (its
+	// TLS, proxy and credentials are kept). A client built from Config is
+	// under the budget already, and its requests wait only once; a
+	// transport of yours wrapped around it must say what it wraps
+	// (WrappedTransport, as client-go's own wrappers do), or they wait
+	// twice.
 	Cache cache.Options
 
 	// CacheSyncTimeout bounds how long Start waits for the cache to sync
