@@ -7,7 +7,9 @@
 //   - Measuring: a Sampler reads, from the manager's registry, the queue
 //     wait histogram, reconcile time, workers and queue depth of the
 //     sharded controllers, and turns each window into a Load: the p99
-//     queue wait, the mean reconcile, the share of worker time busy.
+//     queue wait, the mean reconcile, the share of worker time busy. Keys
+//     that stay queued with none taken make the p99 at least the time
+//     they must have waited, never zero.
 //   - Publishing: Recommender.Report is membership.Options.Report, so the
 //     Load rides in each renewal (membership.AnnotationReport): no object
 //     and no write of its own.

@@ -23,6 +23,11 @@ const queueDepth = "workqueue_depth"
 // reconcile time histogram's sum and count, the workers gauge and the
 // queue depth, of the controllers Controllers names. Each Sample covers
 // the time since the one before. It is not safe for concurrent use.
+//
+// A key's wait is observed only when a worker takes it, so a window in
+// which keys stay queued and none is taken observes nothing: its QueueP99
+// is instead at least the age the keys still queued must have, by the
+// depth and the takes of the windows before (see queued).
 type Sampler struct {
 	// Gatherer is the registry the controllers register with.
 	Gatherer prometheus.Gatherer
@@ -31,6 +36,16 @@ type Sampler struct {
 
 	prev   totals
 	prevAt time.Time
+	// queued holds, oldest first, the keys the samples saw queued and
+	// ready that no take since can have removed; their counts sum to at
+	// most the last depth less the workers.
+	queued []cohort
+}
+
+// cohort is n keys queued since at least since.
+type cohort struct {
+	since time.Time
+	n     uint64
 }
 
 // totals are the cumulative figures of one gather.
@@ -82,8 +97,62 @@ func (s *Sampler) Sample(now time.Time) (Load, error) {
 		l.Busy = math.Min(1, d.busy/(window*workers))
 	}
 	l.QueueP99 = seconds(quantile(0.99, d.buckets))
+	ready := uint64(max(0, l.Depth-int(workers)))
+	if age := s.age(now, d.taken(), ready); age > l.QueueP99 {
+		l.QueueP99 = age
+	}
 	s.prev, s.prevAt = t, now
 	return l, nil
+}
+
+// age updates s.queued with a window's takes and the keys ready at its
+// end, and returns how long the oldest of those has at least waited.
+//
+// workqueue_depth also counts keys added again while a worker processes
+// them, which wait for its Done, not for a worker: at most one a worker,
+// so at least the depth less the workers are ready. Each take removes
+// one ready key, and the oldest is assumed to go first, whatever order
+// the queue hands them out in; keys that left untaken (a slot released)
+// are assumed the oldest too. So the age is a lower bound: keys queued at
+// a sample and too many to have been taken since have waited at least
+// since it. A key that waited that long and was taken is in the window's
+// histogram already.
+func (s *Sampler) age(now time.Time, taken, ready uint64) time.Duration {
+	left := s.left()
+	// The takes, then the keys gone untaken.
+	drop := max(taken, left-min(left, ready))
+	for len(s.queued) > 0 && drop > 0 {
+		n := min(drop, s.queued[0].n)
+		s.queued[0].n -= n
+		drop -= n
+		if s.queued[0].n == 0 {
+			s.queued = s.queued[1:]
+		}
+	}
+	if left = s.left(); ready > left {
+		s.queued = append(s.queued, cohort{since: now, n: ready - left})
+	}
+	if len(s.queued) == 0 {
+		return 0
+	}
+	return now.Sub(s.queued[0].since)
+}
+
+// left counts the keys of s.queued.
+func (s *Sampler) left() uint64 {
+	var n uint64
+	for _, c := range s.queued {
+		n += c.n
+	}
+	return n
+}
+
+// taken returns the keys taken in the window: the wait observations.
+func (t totals) taken() uint64 {
+	if len(t.buckets) == 0 {
+		return 0
+	}
+	return t.buckets[len(t.buckets)-1].count
 }
 
 func label(m *dto.Metric, name string) string {

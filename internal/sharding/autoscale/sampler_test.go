@@ -81,3 +81,71 @@ func TestLoadRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A window in which keys stay queued and none is taken observes no wait,
+// yet is no calm one: its p99 is at least how long the keys queued at
+// the samples before, too many to have been taken since, have waited;
+// keys that a worker's Done may hold (one a worker) and keys taken do
+// not count.
+func TestSamplerQueuedKeysNoneTakenBreach(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	qm, err := metrics.NewQueueMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := imetrics.NewControllerMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.For("sharded", 2)
+	depth := qm.NewDepthMetric("sharded")
+	wait := qm.NewLatencyMetric("sharded")
+	s := &Sampler{Gatherer: reg, Controllers: func() []string { return []string{"sharded"} }}
+	sample := func(at int64) Load {
+		t.Helper()
+		l, err := s.Sample(time.Unix(at, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for range 2 {
+		depth.Inc() // as many as the workers: each may be a key added again while processed
+	}
+	sample(0)
+	if l := sample(10); l.QueueP99 != 0 {
+		t.Errorf("2 keys queued, 2 workers: p99 = %v, want 0 (each may wait for a Done, not a worker)", l.QueueP99)
+	}
+	for range 5 {
+		depth.Inc() // 7 queued: at least 5 ready
+	}
+	if l := sample(20); l.QueueP99 != 0 {
+		t.Errorf("keys first seen queued: p99 = %v, want 0", l.QueueP99)
+	}
+	if l := sample(30); l.QueueP99 != 10*time.Second {
+		t.Errorf("5 ready keys queued since the last sample, none taken: p99 = %v, want 10s", l.QueueP99)
+	}
+	if l := sample(45); l.QueueP99 != 25*time.Second {
+		t.Errorf("5 ready keys queued since two samples ago, none taken: p99 = %v, want 25s", l.QueueP99)
+	}
+	for range 3 {
+		wait.Observe(0.001) // 3 taken, 3 more queued: 2 of the 5 left at least
+		depth.Dec()
+		depth.Inc()
+	}
+	if l := sample(50); l.QueueP99 != 30*time.Second {
+		t.Errorf("2 of 5 keys queued since 30s ago left after 3 takes: p99 = %v, want 30s", l.QueueP99)
+	}
+	for range 3 {
+		wait.Observe(0.001) // the oldest 2, then 1 of the 3 seen at 50
+	}
+	if l := sample(60); l.QueueP99 != 10*time.Second {
+		t.Errorf("the keys queued since 30s ago taken, 2 of 3 since 50 left: p99 = %v, want 10s", l.QueueP99)
+	}
+	for range 5 {
+		depth.Dec() // 2 queued: none need be ready
+	}
+	if l := sample(70); l.QueueP99 != 0 {
+		t.Errorf("no more keys queued than workers: p99 = %v, want 0", l.QueueP99)
+	}
+}
