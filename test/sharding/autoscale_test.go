@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,6 +117,30 @@ func (f *fleet) specs() []int {
 	return slices.Clone(f.seen)
 }
 
+// logDecisions logs, if the test failed, what each replica's autoscaler
+// logged (its decisions, each with its reason, p99, members and whether
+// slots were settled) and its renewal gaps, which reset the decider. A
+// defer, so that it runs before the processes' logs are removed.
+func (f *fleet) logDecisions() {
+	if !f.t.Failed() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.all {
+		b, err := os.ReadFile(r.Log)
+		if err != nil {
+			f.t.Logf("%s: %v", r.Name, err)
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, `"logger":"autoscale"`) || strings.Contains(line, "Renewal gap") {
+				f.t.Logf("%s: %s", r.Name, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
 // at reports whether spec.replicas is n and n replicas share the slots.
 func (f *fleet) at(n int) func() error {
 	return func() error {
@@ -149,6 +175,7 @@ func TestAutoscaleChurn(t *testing.T) {
 		"--shard-autoscale-max-replicas", "5", "--shard-autoscale-up-cooldown", "5s", "--shard-autoscale-down-cooldown", "8s",
 		"--shard-autoscale-interval", "1s"}
 	f := &fleet{t: t, g: g, deploy: "mirror-op", killed: map[int]int64{}}
+	defer f.logDecisions()
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	var following sync.WaitGroup
 	following.Go(func() { f.follow(followCtx) })

@@ -160,7 +160,8 @@ func (r *Recommender) decide(ctx context.Context, now time.Time) {
 	r.recommended.Set(float64(d.Replicas))
 	if d.Replicas == replicas {
 		r.state = st
-		log.V(1).Info("Holding the replica count", "replicas", replicas, "reason", d.Reason, "p99", d.P99.String())
+		log.V(1).Info("Holding the replica count", "replicas", replicas, "reason", d.Reason, "p99", d.P99.String(),
+			"members", len(in.Loads), "settled", in.Settled)
 		return
 	}
 	// The slot may have gone while the scale was read.
