@@ -23,9 +23,13 @@ type Load struct {
 }
 
 // String writes l compactly, as Lease annotations should be:
-// "q=0.512 r=0.050 b=0.93 d=12", seconds with millisecond precision.
+// "q=0.512 r=0.05 b=0.93 d=12", or "q=1.2e-05" for a p99 of 12µs: the
+// times in seconds to four significant digits, so that a p99 compares
+// with an objective of any size as it was measured (to the millisecond,
+// a p99 of 1.4ms read as 1ms, within an objective of 1ms, and every wait
+// under 0.5ms as none).
 func (l Load) String() string {
-	return fmt.Sprintf("q=%.3f r=%.3f b=%.2f d=%d", l.QueueP99.Seconds(), l.ReconcileMean.Seconds(), l.Busy, l.Depth)
+	return fmt.Sprintf("q=%.4g r=%.4g b=%.2f d=%d", l.QueueP99.Seconds(), l.ReconcileMean.Seconds(), l.Busy, l.Depth)
 }
 
 // ParseLoad reads what Load.String wrote. Unknown fields are ignored, so

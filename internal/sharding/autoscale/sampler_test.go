@@ -149,3 +149,29 @@ func TestSamplerQueuedKeysNoneTakenBreach(t *testing.T) {
 		t.Errorf("no more keys queued than workers: p99 = %v, want 0", l.QueueP99)
 	}
 }
+
+// A p99 published in a report and read back compares with the objective
+// as it was measured, whatever the objective's size: over it is a breach,
+// within half of it may be calm.
+func TestPublishedLoadKeepsItsBreach(t *testing.T) {
+	for _, objective := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		p := Policy{Objective: objective, Min: 1, Max: 8, MaxStep: 4}
+		long := State{Since: t0.Add(-time.Hour), RestingSince: t0.Add(-time.Hour)}
+		for _, tc := range []struct {
+			p99    time.Duration
+			reason string
+		}{
+			{p99: objective * 14 / 10, reason: ReasonLatency},
+			{p99: objective * 4 / 10, reason: ReasonWithin},
+		} {
+			read, err := ParseLoad(Load{QueueP99: tc.p99, Busy: 1}.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := Input{Now: t0, Replicas: 2, Loads: map[string]*Load{"a": &read, "b": {Busy: 1}}, Settled: true}
+			if d, _ := Decide(p, in, long); d.Reason != tc.reason {
+				t.Errorf("objective %v, a p99 of %v published as %q: %s; want %s", objective, tc.p99, Load{QueueP99: tc.p99}, d.Reason, tc.reason)
+			}
+		}
+	}
+}
