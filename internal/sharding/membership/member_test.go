@@ -79,6 +79,11 @@ func testJoin(t *testing.T, joiner string) {
 	if st := d.Stats(); st.Handovers != 4 || st.LastTakeover <= 0 || st.Members != 4 {
 		t.Errorf("the joiner's Stats = %+v, want 4 members, 4 handovers and a takeover duration", st)
 	}
+	// Only the joiner's share moved: ⌈16/4⌉ slots, and none among the
+	// old members (issue 52's bound is one more).
+	if n := l.releases(); n > slots/4+1 {
+		t.Errorf("the join moved %d slots, want at most %d", n, slots/4+1)
+	}
 }
 
 // rounds waits for m to renew n times.
@@ -123,6 +128,9 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 		t.Errorf("Run = %v after a graceful leave", err)
 	}
 	eventually(t, "two members to cover the slots", func() bool { return covered(ms[:2], 8, 8) })
+	if n := l.releases(); n != len(leaving) {
+		t.Errorf("the leave moved %d slots, want only m2's %d", n, len(leaving))
+	}
 	_, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m2", metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("m2's Lease after leaving: %v, want NotFound", err)
