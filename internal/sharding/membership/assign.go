@@ -32,24 +32,63 @@ func score(identity string, slot int) uint64 {
 	return fmix64(h.Sum64() ^ fmix64(uint64(slot)+1))
 }
 
-// Assign maps each slot 0..slots-1 to one of members by rendezvous
-// (highest random weight) hashing with bounded load: pairs are taken in
-// descending score and a member takes floor(slots/len(members)) slots,
-// or one more while fewer than slots%len(members) members have one more. The result depends only on the set of members, not their order,
-// so every member computing it from the same view agrees; a member joining
-// or leaving moves about slots/len(members) slots. It returns nil when
-// members is empty.
-func Assign(members []string, slots int) []string {
+// Assign maps each slot 0..slots-1 to one of members, balanced (each
+// member gets floor(slots/len(members)) slots, or one more) and sticky:
+// current[s] is the member whose claim alone holds slot s ("" when no
+// member's claim does, or several do, as mid-move), and each member keeps
+// its current slots up to its share, the ones it scores highest for. The
+// slots left over go by rendezvous (highest random weight) hashing to
+// the members under their share: pairs are taken in descending score,
+// best first. So a member joining takes only its share, ⌈slots/N⌉ at
+// most, from those over theirs, and a member leaving moves only its own
+// slots; and the assignment from a move's intermediate claims is the one
+// the move heads for. Which members get the one more is a hash of their
+// identities alone, not their claims, so that it holds mid-move too.
+//
+// The result depends only on the set of members and current, not on the
+// members' order, so every member computing it from the same view
+// agrees. It returns nil when members is empty.
+func Assign(members []string, slots int, current []string) []string {
 	if len(members) == 0 || slots <= 0 {
 		return nil
 	}
 	ms := slices.Clone(members)
 	slices.Sort(ms)
 	ms = slices.Compact(ms)
-	pairs := make([]pair, 0, slots*len(ms))
+	index := make(map[string]int, len(ms))
+	for i, m := range ms {
+		index[m] = i
+	}
+	room := shares(ms, slots)
+
+	owner := make([]string, slots)
+	if len(current) == slots {
+		keep := make([][]int, len(ms)) // each member's current slots
+		for s, m := range current {
+			if i, ok := index[m]; ok {
+				keep[i] = append(keep[i], s)
+			}
+		}
+		for i, ss := range keep {
+			sort.Slice(ss, func(a, b int) bool {
+				return score(ms[i], ss[a]) > score(ms[i], ss[b]) || (score(ms[i], ss[a]) == score(ms[i], ss[b]) && ss[a] < ss[b])
+			})
+			for _, s := range ss[:min(len(ss), room[i])] {
+				owner[s] = ms[i]
+				room[i]--
+			}
+		}
+	}
+
+	var pairs []pair
 	for s := range slots {
+		if owner[s] != "" {
+			continue
+		}
 		for i, m := range ms {
-			pairs = append(pairs, pair{score(m, s), s, i})
+			if room[i] > 0 {
+				pairs = append(pairs, pair{score(m, s), s, i})
+			}
 		}
 	}
 	// Ties break to the lower identity, then the lower slot, so the
@@ -64,28 +103,33 @@ func Assign(members []string, slots int) []string {
 		}
 		return a.slot < b.slot
 	})
-	return greedy(pairs, ms, slots)
-}
-
-// greedy gives each pair's slot to its member, best pair first, unless the
-// slot is taken or the member full.
-func greedy(pairs []pair, ms []string, slots int) []string {
-	base, extra := slots/len(ms), slots%len(ms)
-	owner := make([]string, slots)
-	load := make([]int, len(ms))
-	left := slots
 	for _, p := range pairs {
-		if owner[p.slot] != "" || load[p.member] > base || (load[p.member] == base && extra == 0) {
-			continue
-		}
-		if load[p.member] == base {
-			extra--
-		}
-		owner[p.slot] = ms[p.member]
-		load[p.member]++
-		if left--; left == 0 {
-			break
+		if owner[p.slot] == "" && room[p.member] > 0 {
+			owner[p.slot] = ms[p.member]
+			room[p.member]--
 		}
 	}
 	return owner
+}
+
+// shares returns each of the sorted members' share of slots:
+// floor(slots/len(ms)), and one more for the slots%len(ms) members whose
+// identities hash highest.
+func shares(ms []string, slots int) []int {
+	room := make([]int, len(ms))
+	for i := range room {
+		room[i] = slots / len(ms)
+	}
+	byHash := make([]int, len(ms))
+	for i := range byHash {
+		byHash[i] = i
+	}
+	sort.Slice(byHash, func(a, b int) bool {
+		ha, hb := score(ms[byHash[a]], -1), score(ms[byHash[b]], -1)
+		return ha > hb || (ha == hb && byHash[a] < byHash[b])
+	})
+	for _, i := range byHash[:slots%len(ms)] {
+		room[i]++
+	}
+	return room
 }

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -25,7 +26,7 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 			claimedBy[s] = append(claimedBy[s], p.identity)
 		}
 	}
-	owner := Assign(members, m.opts.Slots)
+	owner := Assign(members, m.opts.Slots, m.current(claimedBy))
 	mine := func(s int) bool { return !leaving && owner[s] == m.opts.Identity }
 
 	var lost []int
@@ -60,6 +61,24 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 		m.opts.Logger.V(1).Info("Holding slots", "identity", m.opts.Identity, "slots", gained)
 		m.opts.Handler.Held(gained)
 	}
+}
+
+// current returns, for Assign, the member whose claim alone holds each
+// slot in this view: a peer's by claimedBy, this member's by the claims
+// it last wrote (as its peers read them); "" where no claim or several
+// do.
+func (m *Member) current(claimedBy map[int][]string) []string {
+	cur := make([]string, m.opts.Slots)
+	for s := range cur {
+		claimers := claimedBy[s]
+		if m.written[s] {
+			claimers = append(slices.Clip(claimers), m.opts.Identity)
+		}
+		if len(claimers) == 1 {
+			cur[s] = claimers[0]
+		}
+	}
+	return cur
 }
 
 // want notes when this member first wanted slot s and whether it was

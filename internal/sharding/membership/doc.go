@@ -19,10 +19,12 @@
 //     Clocks of different processes are never compared. Any member
 //     deletes the Lease of a member dead for twice LeaseDuration, on
 //     condition that its resourceVersion did not move.
-//   - Assignment: Assign, rendezvous hashing with a 64-bit finaliser
-//     (murmur3's fmix64) and bounded load, over the live members: every
-//     member holds Slots/N slots or one more, and a member joining or
-//     leaving moves about Slots/N of them.
+//   - Assignment: Assign, over the live members and the claims in the
+//     view: every member holds Slots/N slots or one more; each keeps the
+//     slots its claim alone holds up to its share, and the rest go by
+//     rendezvous hashing with a 64-bit finaliser (murmur3's fmix64), so a
+//     member joining moves only its share, ⌈Slots/N⌉ at most, and one
+//     leaving only its own slots.
 //   - Claiming: a member writes its claims to its Lease, then lists the
 //     group's Leases; a claimed slot becomes held (MayDispatch true) only
 //     if no live member also claims it. Of two members claiming a slot

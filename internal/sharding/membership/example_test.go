@@ -16,7 +16,7 @@ import (
 // Assign shares slots evenly; every member computes the same result from
 // the same set of members.
 func ExampleAssign() {
-	owner := membership.Assign([]string{"replica-a", "replica-b", "replica-c"}, 64)
+	owner := membership.Assign([]string{"replica-a", "replica-b", "replica-c"}, 64, nil)
 	count := map[string]int{}
 	for _, m := range owner {
 		count[m]++

@@ -2,6 +2,7 @@ package membership_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,13 +59,19 @@ func TestJoinMovesSlotsWithoutOverlap(t *testing.T) {
 func testJoin(t *testing.T, joiner string) {
 	ns := env.Namespace(t)
 	var l ledger
-	gate := make(chan struct{})
+	gate, gated := make(chan struct{}), atomic.Bool{}
 	var ms []*running
 	for i := range 3 {
 		id := fmt.Sprintf("m%d", i)
-		ms = append(ms, start(t, clientset(t), ns, id, patient, l.handler(id, func([]int) { <-gate })))
+		ms = append(ms, start(t, clientset(t), ns, id, patient, l.handler(id, func([]int) {
+			if gated.Load() { // the join's releases, not the start's
+				<-gate
+			}
+		})))
 	}
-	eventually(t, "three members to cover the slots", func() bool { return covered(ms, 5, 6) })
+	settle(t, ms, 5, 6)
+	gated.Store(true)
+	before := l.releases()
 	d := start(t, clientset(t), ns, joiner, patient, l.handler(joiner, nil))
 	eventually(t, "a release to begin", func() bool { return l.releases() > 0 })
 	rounds(t, d, 3)
@@ -79,6 +86,23 @@ func testJoin(t *testing.T, joiner string) {
 	if st := d.Stats(); st.Handovers != 4 || st.LastTakeover <= 0 || st.Members != 4 {
 		t.Errorf("the joiner's Stats = %+v, want 4 members, 4 handovers and a takeover duration", st)
 	}
+	// Only the joiner's share moved: ⌈16/4⌉ slots, and none among the
+	// old members (issue 52's bound is one more).
+	if n := l.releases() - before; n > slots/4+1 {
+		t.Errorf("the join moved %d slots, want at most %d", n, slots/4+1)
+	}
+}
+
+// settle waits until ms cover the slots, each holding lo to hi of them,
+// and still do after three rounds of each: the slots have come to rest
+// (a cover can be a move's midpoint).
+func settle(t *testing.T, ms []*running, lo, hi int) {
+	t.Helper()
+	eventually(t, "the members to cover the slots", func() bool { return covered(ms, lo, hi) })
+	for _, m := range ms {
+		rounds(t, m, 3)
+	}
+	eventually(t, "the members to cover the slots at rest", func() bool { return covered(ms, lo, hi) })
 }
 
 // rounds waits for m to renew n times.
@@ -96,13 +120,19 @@ func rounds(t *testing.T, m *running, n int) {
 func TestGracefulLeaveHandsOver(t *testing.T) {
 	ns := env.Namespace(t)
 	var l ledger
-	gate := make(chan struct{})
+	gate, gated := make(chan struct{}), atomic.Bool{}
 	ms := []*running{
 		start(t, clientset(t), ns, "m0", patient, l.handler("m0", nil)),
 		start(t, clientset(t), ns, "m1", patient, l.handler("m1", nil)),
-		start(t, clientset(t), ns, "m2", patient, l.handler("m2", func([]int) { <-gate })),
+		start(t, clientset(t), ns, "m2", patient, l.handler("m2", func([]int) {
+			if gated.Load() { // the leave's releases, not the start's
+				<-gate
+			}
+		})),
 	}
-	eventually(t, "three members to cover the slots", func() bool { return covered(ms, 5, 6) })
+	settle(t, ms, 5, 6)
+	gated.Store(true)
+	before := l.releases()
 	leaving := ms[2].Held()
 	stopped := make(chan error, 1)
 	go func() { stopped <- ms[2].stop() }()
@@ -123,6 +153,9 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 		t.Errorf("Run = %v after a graceful leave", err)
 	}
 	eventually(t, "two members to cover the slots", func() bool { return covered(ms[:2], 8, 8) })
+	if n := l.releases() - before; n != len(leaving) {
+		t.Errorf("the leave moved %d slots, want only m2's %d", n, len(leaving))
+	}
 	_, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m2", metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("m2's Lease after leaving: %v, want NotFound", err)
