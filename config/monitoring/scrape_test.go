@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror/mirrortest"
+	"github.com/opkit-dev/opkit/internal/freeport"
 	"github.com/opkit-dev/opkit/pkg/testenv"
 )
 
@@ -149,15 +151,15 @@ func runOperator(t *testing.T) string {
 	return "http://" + metricsAddr + "/metrics"
 }
 
-// freeAddr returns a loopback address nothing listens on now.
+// freeAddr returns a loopback address nothing listens on now, whose port
+// no listener on port 0 will be given (internal/freeport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // workload creates two namespaces, two Mirrors that copy a ConfigMap each

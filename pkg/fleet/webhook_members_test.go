@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/cert"
 
+	"github.com/opkit-dev/opkit/internal/freeport"
 	"github.com/opkit-dev/opkit/pkg/fleet"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/testenv"
@@ -319,12 +320,11 @@ func pollFor(t *testing.T, what string, try func(context.Context) error) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func certDir(t *testing.T, crt, key []byte) string {

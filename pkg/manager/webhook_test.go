@@ -20,6 +20,7 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 
+	"github.com/opkit-dev/opkit/internal/freeport"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
@@ -108,12 +109,11 @@ func TestWebhookMetricsServed(t *testing.T) {
 // freePort returns a loopback port that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // A flood of large admission bodies is shed, not queued, and a small

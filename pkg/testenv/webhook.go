@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 
+	"github.com/opkit-dev/opkit/internal/freeport"
 	"github.com/opkit-dev/opkit/pkg/testenv/internal/plane"
 )
 
@@ -152,14 +153,7 @@ func prepareWebhook(o WebhookOptions) (*webhookInstall, error) {
 	return w, nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return freeport.Port() }
 
 // makeCerts writes a serving certificate for 127.0.0.1 and localhost into
 // a new CertDir and keeps its CA as the caBundle.

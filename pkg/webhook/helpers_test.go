@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/cert"
 
+	"github.com/opkit-dev/opkit/internal/freeport"
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/manager"
 )
@@ -32,12 +33,11 @@ const selectorLabel = "webhook-test.opkit.dev/selected"
 // server must be given its port, since the API server must be told it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // selfSigned returns a serving certificate and key for 127.0.0.1, and the

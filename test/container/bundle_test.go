@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/opkit-dev/opkit/internal/freeport"
 )
 
 // serviceAccountDir is where a pod has its ServiceAccount's files, and
@@ -50,15 +53,15 @@ func command(c corev1.Container, cf *v1.ConfigFile) []string {
 	return append(slices.Clone(cmd), c.Args...)
 }
 
-// freeAddr returns a loopback address with a port free at the time.
+// freeAddr returns a loopback address nothing listens on now, whose port
+// no listener on port 0 will be given (internal/freeport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // containerSpec edits runc's default config.json into the manager

@@ -2,7 +2,6 @@ package container
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opkit-dev/opkit/internal/freeport"
 )
 
 // applyWebhookTargets creates config/default's webhook configurations and
@@ -56,12 +57,10 @@ func (d deployment) applyWebhookTargets(t *testing.T, c client.Client) {
 // the other servers, and returns the server's address on loopback.
 func rebindWebhook(t *testing.T, args []string) ([]string, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a

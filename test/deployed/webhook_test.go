@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/opkit-dev/opkit/internal/freeport"
 )
 
 // The names config/default renders, which are the operator's defaults.
@@ -136,12 +138,11 @@ func decodeBase64(t testing.TB, s string) []byte {
 // cannot be 0, since the API server must be told it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // TestWebhookCertificates runs the operator as a pod (as TestInCluster

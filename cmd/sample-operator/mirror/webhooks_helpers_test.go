@@ -27,6 +27,7 @@ import (
 
 	"github.com/opkit-dev/opkit/cmd/sample-operator/api/v1alpha1"
 	"github.com/opkit-dev/opkit/cmd/sample-operator/mirror"
+	"github.com/opkit-dev/opkit/internal/freeport"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/webhook"
 )
@@ -269,12 +270,11 @@ spec:
 // webhook server must be given its port, since the API server is told it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // certDir writes crt and key as tls.crt and tls.key into a new directory.

@@ -3,7 +3,6 @@ package operators
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opkit-dev/opkit/internal/freeport"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
@@ -51,15 +51,15 @@ func (impl *Implementation) Binary(t testing.TB) string {
 	return impl.bin
 }
 
-// FreePort returns a loopback port nothing listens on now.
+// FreePort returns a port nothing listens on now, which no listener on
+// port 0 will be given (internal/freeport).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // Process is one operator process. Err and ExitedAt are set before

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/opkit-dev/opkit/internal/freeport"
 )
 
 // process is one running program of the control plane.
@@ -92,13 +94,15 @@ func (p *process) stop(timeout time.Duration) error {
 }
 
 // freePort returns a TCP port on host that nothing listens on now.
+// freePort returns a port for a server of the control plane on host,
+// which no listener on port 0 will be given before the server binds it
+// (internal/freeport).
 func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	p, err := freeport.Port()
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, fmt.Errorf("find a free port for %s: %w", host, err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
