@@ -258,6 +258,11 @@ const (
 	// ShardingCacheSetSlotsErrors counts the failed calls of a split
 	// cache's SetSlots, each retried with backoff.
 	ShardingCacheSetSlotsErrors = "opkit_sharding_cache_set_slots_errors_total"
+	// ShardingSlotSync is a histogram of the seconds from this replica
+	// coming to hold a slot to its split cache holding the slot's
+	// objects and the slot's keys queued: the part of a handover after
+	// the takeover (ShardingLastTakeover), while the slot's keys wait.
+	ShardingSlotSync = "opkit_sharding_slot_sync_seconds"
 	// ShardingQueueWaitP99 is this replica's p99 of the time keys of its
 	// sharded controllers waited in their queues, over the autoscaler's
 	// last window.

@@ -32,9 +32,11 @@ func (d *Dispatcher) cachedLocked(slot int) bool {
 // wantLocked records that the cache must hold slots, and that their keys
 // are queued once it does. d.mu held.
 func (d *Dispatcher) wantLocked(slots []int) {
+	now := d.opts.Clock.Now()
 	for _, s := range slots {
 		d.want[s] = true
 		d.toQueue[s] = true
+		d.gained[s] = now
 	}
 	d.kickLocked()
 }
@@ -47,6 +49,7 @@ func (d *Dispatcher) unwantLocked(slots []int) {
 		delete(d.want, s)
 		delete(d.toQueue, s)
 		delete(d.cached, s)
+		delete(d.gained, s)
 	}
 	d.kickLocked()
 }
@@ -142,10 +145,13 @@ func (d *Dispatcher) syncCache(ctx context.Context) error {
 func (d *Dispatcher) queueCached() {
 	d.mu.Lock()
 	ready := map[int]bool{}
+	now := d.opts.Clock.Now()
 	for s := range d.toQueue {
 		if d.cached[s] {
 			ready[s] = true
 			delete(d.toQueue, s)
+			d.slotSync.Observe(now.Sub(d.gained[s]).Seconds())
+			delete(d.gained, s)
 		}
 	}
 	owners := d.owners

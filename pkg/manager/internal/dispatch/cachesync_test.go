@@ -149,10 +149,14 @@ func TestHeldWaitsForTheCache(t *testing.T) {
 	if f.q.Len() != 0 {
 		t.Errorf("%d keys queued before the cache holds the slot, want none", f.q.Len())
 	}
+	f.clock.Step(3 * time.Second) // the cache's sync takes 3s
 	f.cache.proceed <- nil
 	eventually(t, "the slot's key to be queued once the cache holds it", func() bool { return f.q.Len() == 1 })
 	if _, err := f.lister.Get(f.key.Namespace, f.key.Name); err != nil {
 		t.Fatalf("the key was queued before the cache held its object: %v", err)
+	}
+	if n, sum := slotSyncs(t, f.reg); n != 1 || sum != 3 {
+		t.Errorf("%s: %d observations summing to %vs, want one of 3s, the gained slot's wait for the cache", imetrics.ShardingSlotSync, n, sum)
 	}
 	if v := f.admit(t); v != controller.Admit {
 		t.Errorf("Admit after SetSlots returned = %v, want Admit", v)
@@ -314,4 +318,21 @@ func TestSlotHeldAgainBeforeTheCacheDropsIt(t *testing.T) {
 	if v := f.admit(t); v != controller.Admit {
 		t.Errorf("Admit of the slot held again = %v, want Admit", v)
 	}
+}
+
+// slotSyncs returns imetrics.ShardingSlotSync's count and sum in reg.
+func slotSyncs(t *testing.T, reg prometheus.Gatherer) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == imetrics.ShardingSlotSync {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatalf("%s is not registered", imetrics.ShardingSlotSync)
+	return 0, 0
 }

@@ -56,10 +56,11 @@ type Options struct {
 	// Cache.SetSlots is tried again. Default to DefaultMinBackoff and
 	// DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
-	// Clock times that backoff. Defaults to the real clock.
+	// Clock times that backoff, and a gained slot's sync. Defaults to the
+	// real clock.
 	Clock clock.Clock
-	// Registerer receives imetrics.ShardingCacheSetSlotsErrors. Defaults
-	// to none.
+	// Registerer receives imetrics.ShardingCacheSetSlotsErrors and
+	// ShardingSlotSync. Defaults to none.
 	Registerer prometheus.Registerer
 	// Logger logs failed SetSlots. Defaults to logr.Discard().
 	Logger logr.Logger
@@ -74,6 +75,7 @@ type Dispatcher struct {
 	opts           Options
 	kick           chan struct{} // a change of want for Run; buffered
 	setSlotsErrors prometheus.Counter
+	slotSync       prometheus.Histogram
 
 	mu sync.Mutex
 	// idle is signalled whenever a slot's in-flight count drops to 0.
@@ -89,9 +91,10 @@ type Dispatcher struct {
 	// or being released); cached those it holds for sure; set the slots
 	// of the last successful SetSlots, and syncErr the error of the last
 	// one if it failed; toQueue the slots gained whose keys are queued
-	// once cached. A held slot's key is admitted only if the slot is in
-	// cached.
+	// once cached, and gained when each of those was. A held slot's key
+	// is admitted only if the slot is in cached.
 	want, cached, toQueue map[int]bool
+	gained                map[int]time.Time
 	set                   []int
 	syncErr               error
 }
@@ -115,10 +118,14 @@ func New(member Member, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
+	slotSync, err := newSlotSync(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
 	d := &Dispatcher{
-		member: member, opts: opts, kick: make(chan struct{}, 1), setSlotsErrors: errs,
+		member: member, opts: opts, kick: make(chan struct{}, 1), setSlotsErrors: errs, slotSync: slotSync,
 		inflight: map[int]int{}, releasing: map[int]bool{},
-		want: map[int]bool{}, cached: map[int]bool{}, toQueue: map[int]bool{},
+		want: map[int]bool{}, cached: map[int]bool{}, toQueue: map[int]bool{}, gained: map[int]time.Time{},
 	}
 	d.idle = sync.NewCond(&d.mu)
 	return d, nil

@@ -47,6 +47,23 @@ func newSetSlotsErrors(reg prometheus.Registerer) (prometheus.Counter, error) {
 	return c, nil
 }
 
+// newSlotSync registers imetrics.ShardingSlotSync with reg; with a nil
+// reg, an unregistered one.
+func newSlotSync(reg prometheus.Registerer) (prometheus.Histogram, error) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    imetrics.ShardingSlotSync,
+		Help:    "Seconds from this replica coming to hold a slot to its split cache holding the slot's objects and the slot's keys queued; the slot's keys wait meanwhile.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	})
+	if reg == nil {
+		return h, nil
+	}
+	if err := reg.Register(h); err != nil {
+		return nil, fmt.Errorf("register %s: %w", imetrics.ShardingSlotSync, err)
+	}
+	return h, nil
+}
+
 // RegisterMemberMetrics registers with reg the metrics of a member's
 // Stats, read at each scrape: imetrics.ShardingSlotsHeld, ShardingMembers,
 // ShardingHandovers and ShardingLastTakeover.
