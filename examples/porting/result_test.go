@@ -50,3 +50,42 @@ func Example_resultForms() {
 	// done
 	// requeue with backoff
 }
+
+// Before: a helper of the controller's own picks the earliest of its
+// parts' Results (cluster-api ships one as util.LowestNonZeroResult).
+func lowestNonZeroResult(i, j crreconcile.Result) crreconcile.Result {
+	switch {
+	case i.IsZero():
+		return j
+	case j.IsZero():
+		return i
+	case i.Requeue: //lint:ignore SA1019 ported code may still set it
+		return i
+	case j.Requeue: //lint:ignore SA1019 ported code may still set it
+		return j
+	case i.RequeueAfter < j.RequeueAfter:
+		return i
+	default:
+		return j
+	}
+}
+
+func Example_resultSoonestControllerRuntime() {
+	certificate := crreconcile.Result{RequeueAfter: time.Hour}
+	rollout := crreconcile.Result{RequeueAfter: 10 * time.Second}
+	fmt.Println(lowestNonZeroResult(lowestNonZeroResult(certificate, rollout), crreconcile.Result{}).RequeueAfter)
+	// Output: 10s
+}
+
+// After: reconcile.Soonest takes any number of Results, with the same
+// precedence: a requeue beats Done, the backoff beats any delay, the
+// shortest delay wins.
+func Example_resultSoonest() {
+	certificate := reconcile.RequeueAfter(time.Hour)
+	rollout := reconcile.RequeueAfter(10 * time.Second)
+	fmt.Println(reconcile.Soonest(certificate, rollout, reconcile.Done()))
+	fmt.Println(reconcile.Soonest(certificate, reconcile.RequeueWithBackoff()))
+	// Output:
+	// requeue after 10s
+	// requeue with backoff
+}

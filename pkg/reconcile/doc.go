@@ -14,6 +14,8 @@
 //     and is Done() for a d of zero or less, as on controller-runtime;
 //     RequeueWithBackoff() asks to run again after the per-key backoff;
 //     WithPriority sets the requeue's priority. There is no flag pair.
+//   - Results compose: Soonest returns the one of several that runs the
+//     key again soonest, for a reconciler made of parts.
 //   - Errors retry: a non-nil error is retried with the controller's
 //     per-key backoff, unless it wraps Terminal, which is logged, counted
 //     and not retried (errors.Is(err, ErrTerminal) tells which).

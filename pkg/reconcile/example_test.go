@@ -30,3 +30,20 @@ func ExampleFunc() {
 	// waiting: requeue after 30s, terminal=false
 	// bad: done, terminal=true
 }
+
+// A reconciler made of parts returns the soonest of their requeues: here a
+// certificate renewed hourly, a rollout polled every ten seconds and a
+// cleanup that is finished. A part that asks for the backoff wins over
+// any delay; only when every part is done is the whole.
+func ExampleSoonest() {
+	certificate := reconcile.RequeueAfter(time.Hour)
+	rollout := reconcile.RequeueAfter(10 * time.Second)
+	cleanup := reconcile.Done()
+	fmt.Println(reconcile.Soonest(certificate, rollout, cleanup))
+	fmt.Println(reconcile.Soonest(certificate, reconcile.RequeueWithBackoff(), rollout))
+	fmt.Println(reconcile.Soonest(cleanup, reconcile.Done()))
+	// Output:
+	// requeue after 10s
+	// requeue with backoff
+	// done
+}

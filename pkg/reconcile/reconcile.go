@@ -111,6 +111,56 @@ func (r Result) String() string {
 	return s
 }
 
+// Soonest returns the result of results that runs the key again soonest,
+// for a reconciler made of parts that each return a Result, as
+// controller-runtime code combines its Results (cluster-api's
+// LowestNonZeroResult, say). The precedence:
+//
+//   - A requeue beats Done: Soonest is Done only if every result is (or
+//     there are none).
+//   - RequeueWithBackoff beats any RequeueAfter: it asks to run again as
+//     soon as the per-key backoff allows, as controller-runtime's
+//     Requeue: true wins in those helpers.
+//   - Of RequeueAfters, the shortest delay wins.
+//   - Of results equally soon, the one with the highest priority set by
+//     WithPriority wins, so a priority asked for is kept; with none set,
+//     the first. The winner is returned whole, its priority included, and
+//     the others' priorities are dropped.
+//
+// Errors are not Results, and win over them: the controller ignores the
+// Result returned beside a non-nil error and retries with backoff, or
+// not at all if the error is terminal. Combine the parts' errors with
+// errors.Join; the joined error is terminal if any part is (errors.Is
+// finds ErrTerminal in it), as on controller-runtime, so join a terminal
+// error with a retryable one only if neither should be retried.
+func Soonest(results ...Result) Result {
+	best := Done()
+	for _, r := range results {
+		if sooner(r, best) {
+			best = r
+		}
+	}
+	return best
+}
+
+// sooner reports whether a runs the key again before b, or as soon but at
+// a priority set higher than b's.
+func sooner(a, b Result) bool {
+	switch {
+	case !a.requeue:
+		return false
+	case !b.requeue:
+		return true
+	case a.after != b.after:
+		// A zero delay is the backoff's, which comes first.
+		return a.after < b.after
+	case !a.hasPriority:
+		return false
+	default:
+		return !b.hasPriority || a.priority > b.priority
+	}
+}
+
 // ErrTerminal is what errors.Is finds in an error made by Terminal.
 var ErrTerminal = errors.New("terminal error")
 
