@@ -96,7 +96,7 @@ func TestEventsDatedBeforeStripping(t *testing.T) {
 		return func(float64) { mu.Lock(); observed[event]++; mu.Unlock() }
 	}
 	inf := informer.New(src, &corev1.ConfigMap{}, informer.Options{Lag: &informer.Lag{Add: o("add"), Update: o("update"), Delete: o("delete")}})
-	if err := inf.SetTransform(ingestTransform(TypeOptions{}, nil, newCompactor())); err != nil {
+	if err := inf.SetTransform(ingestTransform(TypeOptions{}, nil, newCompactor(), nil)); err != nil {
 		t.Fatal(err)
 	}
 	d := &dates{}

@@ -380,7 +380,7 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 
 // newInformer makes the informer of namespace ns, not started.
 func (r *registration) newInformer(lwf func(string) *toolscache.ListWatch, ns string, namespaced bool, shard *shardFilter, retired *atomic.Bool) (*nsInformer, error) {
-	transform := ingestTransform(r.opts, r.opts.Transform, newCompactor())
+	transform := ingestTransform(r.opts, r.opts.Transform, newCompactor(), r.kindStamp())
 	var sz *sizes
 	if r.c.metrics != nil {
 		sz = newSizes()

@@ -18,7 +18,7 @@ import (
 // same values again.
 func TestIngestTwiceWritesNothing(t *testing.T) {
 	d := newDetector(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, nil)
-	transform := d.wrap(ingestTransform(TypeOptions{}, nil, newCompactor()))
+	transform := d.wrap(ingestTransform(TypeOptions{}, nil, newCompactor(), newKindStamp(schema.GroupVersionKind{Version: "v1", Kind: "Pod"})))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: "p", GenerateName: "p-",

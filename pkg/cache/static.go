@@ -88,7 +88,7 @@ func (s *static) start(r *registration, mapping *meta.RESTMapping) {
 		toolscache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: r.key.gvk.String()})
 	snaps.store = inf.GetIndexer()
 	d := newDetector(r.key.gvk, nil)
-	s.ingest = d.wrap(ingestTransform(TypeOptions{}, nil, newCompactor()))
+	s.ingest = d.wrap(ingestTransform(TypeOptions{}, nil, newCompactor(), r.kindStamp()))
 	s.inf = &nsInformer{informer: inf, indexer: inf.GetIndexer(), snapshots: snaps, detector: d}
 	r.started = true
 	r.view.Store(&view{resource: mapping.Resource, namespaced: namespaced, informers: []*nsInformer{s.inf}, indexes: map[string]bool{}})

@@ -246,3 +246,21 @@ func TestKindWaitForSyncError(t *testing.T) {
 		t.Errorf("WaitForSync() = %v, want %q wrapping the cause", err, want)
 	}
 }
+
+// The objects a Kind source hands its handler carry their apiVersion and
+// kind, as controller-runtime's do: an owner reference or a log line built
+// from them names the kind.
+func TestKindObjectsCarryTheirKind(t *testing.T) {
+	ns := env.Namespace(t)
+	cs := env.Client()
+	create(t, cs, newConfigMap(ns, "listed", nil))
+	c, cms := configMaps(t, ns)
+	ctx := startCache(t, c)
+	q := startSource(t, ctx, source.NewKind(cms,
+		source.EnqueueMapped(func(cm *corev1.ConfigMap) []reconcile.Request {
+			apiVersion, kind := cm.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+			return []reconcile.Request{{Namespace: cm.Name, Name: apiVersion + ", " + kind}}
+		})))
+	create(t, cs, newConfigMap(ns, "watched", nil))
+	expect(t, q, low("listed", "v1, ConfigMap"), normal("watched", "v1, ConfigMap"))
+}
