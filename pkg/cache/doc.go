@@ -121,6 +121,9 @@
 //   - Results are sorted; the peers' come in map order.
 //   - Types are registered explicitly; controller-runtime starts an
 //     informer for any type a Get or List asks for.
+//   - A List of a cluster-scoped type with a namespace is an error;
+//     controller-runtime's cached client returns no object (see
+//     Lister.List). A Get with a namespace ignores it, as the peers do.
 //   - A type whose CRD is missing does not fail Start; one whose CRD is
 //     deleted stops its informers, where client-go's keep listing a
 //     resource that is gone, with backoff, and still report it synced.

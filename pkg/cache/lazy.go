@@ -158,8 +158,9 @@ func (l *LazyLister[T]) GroupVersionKind() schema.GroupVersionKind { return l.me
 // HasSynced reports whether the metadata informers have synced.
 func (l *LazyLister[T]) HasSynced() bool { return l.meta.HasSynced() }
 
-// Get returns the full object namespace/name (namespace empty for a
-// cluster-scoped kind). An object the metadata store does not hold is an
+// Get returns the full object namespace/name, its apiVersion and kind
+// set (for a cluster-scoped kind the namespace is ignored, as Lister.Get
+// ignores it). An object the metadata store does not hold is an
 // error for which apierrors.IsNotFound is true, and no request is made.
 // Otherwise the held object is returned if it is as new as the metadata,
 // or fetched; concurrent Gets of one object at one resourceVersion share
@@ -176,6 +177,9 @@ func (l *LazyLister[T]) Get(ctx context.Context, namespace, name string) (T, err
 		if err != nil {
 			return zero, err
 		}
+		// "" for a cluster-scoped type, whatever namespace was asked
+		// for: one object, held once.
+		namespace = m.GetNamespace()
 		f, own, obj, ok := l.lookup(lazyKey{namespace, name}, m.ResourceVersion)
 		if ok {
 			return obj, nil

@@ -191,11 +191,19 @@ func (l *Lister[T]) informers() []toolscache.SharedIndexInformer {
 	return out
 }
 
-// Get returns the cached object namespace/name (namespace empty for a
-// cluster-scoped type), or an error for which apierrors.IsNotFound is true
-// if the cache does not hold it. It does not copy and does not allocate,
-// except in a metadata-only Lister, where it makes the object it returns
-// (see Lister).
+// Get returns the cached object namespace/name, or an error for which
+// apierrors.IsNotFound is true if the cache does not hold it. It does not
+// copy and does not allocate, except in a metadata-only Lister, where it
+// makes the object it returns (see Lister).
+//
+// For a cluster-scoped type the namespace is ignored: Get(pod.Namespace,
+// pod.Spec.NodeName) returns the Node, as controller-runtime's cached
+// and uncached clients return it. Why forgive it rather than fail: a
+// cluster-scoped object is named by its name alone, so the read is
+// unambiguous and cannot return a wrong object, while an error would
+// surface only at run time, on a path that code ported from
+// controller-runtime reaches and its tests rarely do. (List does fail, see
+// there.)
 func (l *Lister[T]) Get(namespace, name string) (T, error) {
 	var zero T
 	if err := l.reg.injected("get", namespace, name); err != nil {
@@ -210,6 +218,9 @@ func (l *Lister[T]) Get(namespace, name string) (T, error) {
 		var err error
 		if v, err = l.reg.readable(); err != nil {
 			return zero, err
+		}
+		if !v.namespaced {
+			namespace = ""
 		}
 		if ix, err = v.indexerFor(l.reg.key.gvk, namespace); err != nil {
 			return zero, err
@@ -260,6 +271,12 @@ func getByKey(ix toolscache.Indexer, namespace, name string) (any, bool, error) 
 // List returns the cached objects in namespace (every cached namespace when
 // empty) that selector matches (every one when nil), sorted by namespace,
 // then name. The slice is the caller's; the objects in it are the cache's.
+//
+// A List of a cluster-scoped type with a namespace is an error that says
+// to list with an empty namespace. Unlike Get's, its answer would be a
+// guess: controller-runtime's cached client returns no object, its
+// uncached client every object, and code that acts on what it lists
+// (deletes it, say) would act on nothing or on everything.
 //
 // The objects of a namespace are remembered, sorted, until the store
 // changes, so that repeated Lists of a namespace cost a copy of the slice;

@@ -568,7 +568,7 @@ func (v *view) indexerFor(gvk schema.GroupVersionKind, namespace string) (toolsc
 		return nil, fmt.Errorf("cache: %s is namespaced: read it with a namespace", gvk)
 	}
 	if !v.namespaced && namespace != "" {
-		return nil, fmt.Errorf("cache: %s is cluster-scoped: read it with an empty namespace, not %q", gvk, namespace)
+		return nil, fmt.Errorf("cache: %s is cluster-scoped, so none is in namespace %q: list it with an empty namespace, which lists them all", gvk, namespace)
 	}
 	if v.byNamespace == nil {
 		return v.informers[0].indexer, nil

@@ -1,12 +1,15 @@
 package cache_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -99,5 +102,60 @@ func TestFieldSelectorScope(t *testing.T) {
 	}
 	if s := c.Status()[0].Selector; !strings.Contains(s, "metadata.name=plain") {
 		t.Errorf("Status().Selector = %q, want the field selector", s)
+	}
+}
+
+// A Get of a cluster-scoped kind with a namespace (a Node read with its
+// Pod's namespace) finds the object, as controller-runtime's cached and
+// uncached clients do, in every form; a List with a namespace is refused
+// with an error that says to list with none, since controller-runtime's
+// two clients answer it differently (see Lister.Get and Lister.List).
+func TestClusterScopedReadWithANamespace(t *testing.T) {
+	ns := env.Namespace(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-node"}}
+	cl := writeClient(t)
+	if err := cl.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), node) })
+	c := newCache(t, cache.Options{Namespaces: []string{ns}})
+	nodes, err := cache.Register[*corev1.Node](c, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazyCache := newCache(t, cache.Options{})
+	lazy, err := cache.Lazy[*corev1.Node](lazyCache, cache.TypeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	start(t, lazyCache)
+
+	want, err := nodes.Get("", node.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := nodes.Get(ns, node.Name)
+	if err != nil || got != want {
+		t.Errorf("Get(%q, %q) = %p, %v; want the Node Get(\"\", %q) returns (%p)", ns, node.Name, got, err, node.Name, want)
+	}
+	if _, err := nodes.Get(ns, "missing"); !apierrors.IsNotFound(err) {
+		t.Errorf("Get(%q, missing) = %v, want NotFound", ns, err)
+	}
+	if m, err := lazy.Metadata().Get(ns, node.Name); err != nil || m.Name != node.Name {
+		t.Errorf("metadata Get(%q, %q) = %v, %v; want the Node", ns, node.Name, m, err)
+	}
+	full, err := lazy.Get(t.Context(), ns, node.Name)
+	if err != nil || full.Name != node.Name {
+		t.Fatalf("lazy Get(%q, %q) = %v, %v; want the Node", ns, node.Name, full, err)
+	}
+	if again, err := lazy.Get(t.Context(), "", node.Name); err != nil || again != full {
+		t.Errorf("lazy Get(\"\", %q) = %p, %v; want the object Get(%q, %q) fetched (%p): one held copy per Node", node.Name, again, err, ns, node.Name, full)
+	}
+
+	_, err = nodes.List(ns, nil)
+	const wantErr = `list it with an empty namespace`
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("List(%q) = %v, want an error saying to %s", ns, err, wantErr)
 	}
 }

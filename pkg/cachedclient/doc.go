@@ -76,8 +76,10 @@
 //   - client.Limit is an error, not a first page with a fake continue
 //     token that paging code would take as the end of the list.
 //   - Lists are sorted; controller-runtime's come in map order.
-//   - A Get of a cluster-scoped kind with a namespace is an error;
-//     controller-runtime drops the namespace.
+//   - A List of a cluster-scoped kind with a namespace is an error
+//     saying to list with none; controller-runtime's cached client
+//     returns no object and its uncached client every object. A Get
+//     with a namespace ignores it, as controller-runtime's does.
 //   - Every read is a copy the caller owns, whatever UnsafeDisableDeepCopy
 //     says.
 //   - Update of a cached copy is a merge patch, so it keeps the fields the

@@ -159,16 +159,25 @@ func TestGetNotFound(t *testing.T) {
 	}
 }
 
-// controller-runtime drops the namespace of a Get of a cluster-scoped kind;
-// the cache refuses it, as the package documentation says.
+// A Get of a cluster-scoped kind with a namespace drops the namespace, as
+// controller-runtime's cached and uncached clients do; a List with one is
+// refused, saying to list with none, where controller-runtime's cached
+// client returns nothing and its uncached client everything.
 func TestGetOfAClusterScopedKindWithANamespace(t *testing.T) {
 	f := newFixture(t)
-	if err := f.reader.Get(t.Context(), crclient.ObjectKey{Name: f.ns}, &corev1.Namespace{}); err != nil {
+	var want, got corev1.Namespace
+	if err := f.reader.Get(t.Context(), crclient.ObjectKey{Name: f.ns}, &want); err != nil {
 		t.Fatalf("Get of a Namespace: %v", err)
 	}
-	err := f.reader.Get(t.Context(), crclient.ObjectKey{Namespace: f.ns, Name: f.ns}, &corev1.Namespace{})
-	if err == nil || !strings.Contains(err.Error(), "cluster-scoped") {
-		t.Errorf("Get of a Namespace with a namespace = %v, want an error saying Namespace is cluster-scoped", err)
+	if err := f.reader.Get(t.Context(), crclient.ObjectKey{Namespace: f.ns, Name: f.ns}, &got); err != nil {
+		t.Fatalf("Get of a Namespace with a namespace: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Get with a namespace (-without +with):\n%s", diff)
+	}
+	err := f.reader.List(t.Context(), &corev1.NamespaceList{}, crclient.InNamespace(f.ns))
+	if err == nil || !strings.Contains(err.Error(), "list it with an empty namespace") {
+		t.Errorf("List of Namespaces in a namespace = %v, want an error saying to list with an empty namespace", err)
 	}
 }
 
