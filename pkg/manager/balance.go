@@ -28,9 +28,10 @@ const DefaultBalanceHalfLife = time.Minute
 // measured, decaying as the rest, until its new holder's measure takes
 // over.
 //
-// Every replica of the group must set the same options. Until some slot
-// has done work (a new group, or an idle one), slots are balanced by
-// count alone.
+// Every replica of the group must set the same options. Until the
+// replicas keep a tenth of a worker busy each, on average over HalfLife
+// (a new group, an idle one, or one that only resyncs), slots are
+// balanced by count alone: loads that small are noise.
 type BalanceOptions struct {
 	// Enabled turns balancing by load on. Defaults to false: slots are
 	// balanced by count.

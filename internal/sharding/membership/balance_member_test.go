@@ -15,7 +15,7 @@ func TestMembersBalanceByLoad(t *testing.T) {
 	ns := env.Namespace(t)
 	var l ledger
 	opts := patient
-	opts.LoadHalfLife = time.Hour // steady through the test
+	opts.LoadHalfLife = time.Minute // steady enough through the test
 	ms := startN(t, ns, 2, opts, &l)
 	settle(t, ms, 8, 8)
 	heavy := ms[0].Held()

@@ -206,3 +206,19 @@ func TestMeterAndLoadAnnotation(t *testing.T) {
 		t.Errorf("after keep: %q", v)
 	}
 }
+
+// Loads too small to be work (a resync's no-op reconciles) are not
+// balanced on: the mean member must keep a tenth of a worker busy.
+func TestBusyNeedsATenthOfAWorker(t *testing.T) {
+	h := time.Minute
+	steady := func(u float64) float64 { return u * h.Seconds() / math.Ln2 } // a member's load, busy u of the time
+	if busy([]float64{steady(0.09), steady(0.09)}, 2, h) {
+		t.Error("busy at 0.045 of a worker per member")
+	}
+	if !busy([]float64{steady(0.2), 0}, 2, h) {
+		t.Error("not busy at 0.1 of a worker per member")
+	}
+	if busy(nil, 2, h) || busy([]float64{1}, 0, h) {
+		t.Error("busy without loads or members")
+	}
+}

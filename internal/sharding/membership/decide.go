@@ -35,7 +35,9 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 			reports[p.identity] = p.load
 		}
 		loads = weights(reports, cur, m.remembered)
-		owner = Balance(owner, loads, DefaultBalanceTolerance)
+		if busy(loads, len(members), m.opts.LoadHalfLife) {
+			owner = Balance(owner, loads, DefaultBalanceTolerance)
+		}
 	}
 	mine := func(s int) bool { return !leaving && owner[s] == m.opts.Identity }
 

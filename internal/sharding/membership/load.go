@@ -84,6 +84,27 @@ func (m *meter) format(held []int, now time.Time) string {
 	return strings.Join(parts, ",")
 }
 
+// minBusy is the least mean load of the members, as the fraction of one
+// worker kept busy throughout, at which they balance by load. Below it
+// the loads measure noise (a resync's reconciles that find nothing to do
+// take microseconds, and vary as much) rather than work, and swapping
+// slots on noise costs relists for nothing.
+const minBusy = 0.1
+
+// busy reports whether loads, summed over members, are worth balancing:
+// their mean reaches minBusy. A worker busy a fraction u of the time
+// throughout holds a load of u × halfLife / ln 2.
+func busy(loads []float64, members int, halfLife time.Duration) bool {
+	if loads == nil || members == 0 {
+		return false
+	}
+	total := 0.0
+	for _, w := range loads {
+		total += w
+	}
+	return total/float64(members) >= minBusy*halfLife.Seconds()/math.Ln2
+}
+
 // parseLoad reads AnnotationLoad; slots outside 0..slots-1 are left out.
 // A value that does not parse, or a load that is negative or not finite,
 // is an error.

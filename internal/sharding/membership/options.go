@@ -68,8 +68,9 @@ type Options struct {
 	// reconciles, decayed with this half-life), writes it to
 	// AnnotationLoad at each renewal, and swaps slots with other members
 	// (Balance) where the members' loads differ by more than
-	// DefaultBalanceTolerance allows. Every member of a group must set the
-	// same. Defaults to 0: slots are balanced by count only.
+	// DefaultBalanceTolerance allows, once they keep a tenth of a worker
+	// busy each on average. Every member of a group must set the same.
+	// Defaults to 0: slots are balanced by count only.
 	LoadHalfLife time.Duration
 }
 
