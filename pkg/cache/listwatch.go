@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,6 +192,10 @@ func (c *Cache) dynamicListWatch(mapping *meta.RESTMapping) (func(string) *tools
 func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscache.ListWatch {
 	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
 	var lists, watches atomic.Int64
+	// Each informer's watch is tracked apart: while a slot set is
+	// swapped, two informers of ns live, and the old one's watch stops
+	// after the new one's opened.
+	informer := ns + "#" + strconv.FormatInt(r.informers.Add(1), 10)
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			r.applySelectors(&opts)
@@ -231,8 +236,12 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 			if err != nil {
 				return w, err
 			}
-			r.watching(ns, true)
-			return &trackedWatch{Interface: w, stopped: func() { r.watching(ns, false) }}, nil
+			r.watching(informer, true)
+			return &trackedWatch{Interface: w, stopped: func() {
+				// The informer stopping (its view swapped out, the
+				// cache stopped) ends the watch on purpose.
+				r.watching(informer, ctx.Err() != nil)
+			}}, nil
 		},
 	}
 }

@@ -81,10 +81,11 @@ type registration struct {
 	// logged at V(0), so that retries failing the same way are logged at
 	// V(1) only.
 	logged map[string]string
-	// unwatched holds, per namespace informer whose watch ended, when it
-	// ended; an informer is absent while it watches (or before its first
-	// watch).
+	// unwatched holds, per informer whose watch ended ("<namespace>#<n>",
+	// n counting informers), when it ended; an informer is absent while it
+	// watches, before its first watch, and once stopped.
 	unwatched map[string]time.Time
+	informers atomic.Int64 // informers instrumented, for their keys
 
 	// onIndex, set by newStatic, adds an index to a store that already has
 	// contents, so that a static store takes indexes at any time; nil for a
@@ -502,19 +503,19 @@ func (r *registration) earliestUnwatched() time.Time {
 	return t
 }
 
-// watching records that the informer of ns opened a watch (open) or that
-// its watch ended.
-func (r *registration) watching(ns string, open bool) {
+// watching records that informer opened a watch or stopped (ok), or that
+// its watch ended otherwise.
+func (r *registration) watching(informer string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if open {
-		delete(r.unwatched, ns)
+	if ok {
+		delete(r.unwatched, informer)
 		return
 	}
 	if r.unwatched == nil {
 		r.unwatched = map[string]time.Time{}
 	}
-	r.unwatched[ns] = time.Now()
+	r.unwatched[informer] = time.Now()
 }
 
 // readable returns the view, or why the type cannot be read.

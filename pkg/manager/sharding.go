@@ -99,6 +99,10 @@ type ShardingOptions struct {
 	// the load the replicas measure (see AutoscaleOptions). Defaults to
 	// off.
 	Autoscale AutoscaleOptions
+	// Balance, when enabled, balances the slots among the replicas by
+	// the work their keys take, measured, rather than by count alone
+	// (see BalanceOptions). Defaults to off.
+	Balance BalanceOptions
 }
 
 func (so ShardingOptions) withDefaults() ShardingOptions {
@@ -148,6 +152,7 @@ func (so ShardingOptions) validate() []error {
 	if so.RenewDeadline <= so.RetryPeriod {
 		add("Options.Sharding.RenewDeadline (%v) must be longer than RetryPeriod (%v): one late renewal would fence the replica", so.RenewDeadline, so.RetryPeriod)
 	}
+	errs = append(errs, so.Balance.validate()...)
 	return append(errs, so.Autoscale.validate(so)...)
 }
 
@@ -198,12 +203,18 @@ func (m *Manager) newSharded() (*sharded, error) {
 		Namespace: ns, Group: so.Group, Identity: so.Identity, Slots: so.Slots,
 		LeaseDuration: so.LeaseDuration, RenewDeadline: so.RenewDeadline, RetryPeriod: so.RetryPeriod,
 		Handler: handler, Logger: m.log.WithName("sharding"), Report: report,
+		LoadHalfLife: so.Balance.halfLife(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: invalid options: Options.Sharding: %w", err)
 	}
+	var observe func(int, time.Duration)
+	if so.Balance.Enabled {
+		observe = s.member.ObserveLoad
+	}
 	s.dispatcher, err = dispatch.New(s.member, dispatch.Options{
 		Cache: splitCache{m.cache}, Registerer: m.registry, Logger: m.log.WithName("sharding"),
+		Observe: observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)

@@ -44,6 +44,10 @@ func TestShardingOptionsValidated(t *testing.T) {
 		{"retry period not under renew deadline", with(func(so *manager.ShardingOptions) { so.RetryPeriod = 10 * time.Second }),
 			"Options.Sharding.RenewDeadline (10s) must be longer than RetryPeriod (10s)", nil},
 		{"identity not a Lease name", with(func(so *manager.ShardingOptions) { so.Identity = "Host_1" }), "invalid Lease name \"valid-Host_1\"", membership.ErrInvalidOptions},
+		{"negative balance half-life", with(func(so *manager.ShardingOptions) {
+			so.Balance = manager.BalanceOptions{Enabled: true, HalfLife: -time.Minute}
+		}),
+			"Options.Sharding.Balance.HalfLife is -1m0s: it must be 0 (the default, 1m0s) or positive", nil},
 		{"no namespace outside a pod", with(func(so *manager.ShardingOptions) { so.Namespace = "" }), "Options.Sharding.Namespace is empty and this process is not in a pod", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,10 +9,16 @@
 // replicas keep two cores about 70% busy and the API server's latency
 // grows into every reconcile; docs/performance.md has the figures of both.
 //
-// A round of R replicas creates -objects converged ConfigMaps, starts the
-// replicas and waits until their membership has settled (every replica
-// ready, seeing R members, the slots held once), then:
+// A round of R replicas creates -objects converged ConfigMaps (in one
+// namespace, sharded by UID; with -skewed, in 100 namespaces whose sizes
+// fall off as 1/rank^0.8, sharded by namespace), starts the replicas and
+// waits until their membership has settled (every replica ready, seeing R
+// members, the slots held once), then:
 //
+//   - warm-up: changes every object -warmup times (once) and waits for
+//     the slots to rest, so that replicas balancing by load
+//     (-balance-half-life, 15s; 0 balances by count) have measured their
+//     slots and swapped them;
 //   - throughput: changes every object -changes times (once), one write
 //     each, and times until every object has converged: objects
 //     converged per second, and the dependency calls it took. How the
@@ -28,6 +34,13 @@
 //
 // The driver learns of convergence from a watch of the objects, not by
 // listing them, so that it loads the API server no more than a replica.
+//
+// With -capacity 1,2,...,8 it measures instead, for each replica count,
+// the largest rate of changes (round-robin over the objects) that every
+// replica serves within the objective timebertt's
+// kubernetes-controller-sharding is measured under (p99 of queue waits
+// ≤ 1s and of reconciles ≤ 5s), by bisection over -probes rates of
+// -window each, and prints the curve beside timebertt's published one.
 //
 // It prints the medians (and ranges) of both replica counts and their
 // ratios against the targets as a table, and writes it as markdown, with
@@ -46,6 +59,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +79,24 @@ type options struct {
 	lease, renew, retry             time.Duration
 	phaseTimeout                    time.Duration
 	out, binDir                     string
+	// balance is the replicas' Options.Sharding.Balance.HalfLife; 0
+	// balances by count alone.
+	balance time.Duration
+	// warmup is how many times every object changes before the timed
+	// phase, for the replicas to measure their slots' loads.
+	warmup int
+	// skewed places the objects in namespaces of Zipf-like sizes, sharded
+	// by namespace (layout).
+	skewed bool
+	// clientFilter makes the replicas filter their slots themselves
+	// rather than send shard selectors (cache.ServerFilterOff).
+	clientFilter bool
+	// capacity, when set, lists the replica counts whose capacity under
+	// the objective is measured instead of the throughput rounds, by
+	// probes of window each.
+	capacity []int
+	probes   int
+	window   time.Duration
 }
 
 // slots is the replicas' Options.Sharding.Slots, the manager's default.
@@ -100,14 +133,33 @@ func parse(args []string, root string) (options, error) {
 	fs.DurationVar(&o.lease, "lease-duration", 4*time.Second, "the replicas' Options.Sharding.LeaseDuration")
 	fs.DurationVar(&o.renew, "renew-deadline", 3*time.Second, "the replicas' Options.Sharding.RenewDeadline")
 	fs.DurationVar(&o.retry, "retry-period", 500*time.Millisecond, "the replicas' Options.Sharding.RetryPeriod")
+	fs.DurationVar(&o.balance, "balance-half-life", 15*time.Second, "the replicas' Options.Sharding.Balance.HalfLife; 0 turns balancing by load off")
+	fs.IntVar(&o.warmup, "warmup", 1, "changes of every object before the throughput phase, for the replicas to measure their slots' loads and rebalance")
+	fs.BoolVar(&o.skewed, "skewed", false, "place the objects in 100 namespaces whose sizes fall off as 1/rank^0.8 (the largest 12%), sharded by namespace, instead of one namespace sharded by UID")
+	fs.BoolVar(&o.clientFilter, "client-side-filter", false, "the replicas never send shard selectors: each receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
+	capacity := fs.String("capacity", "", "replica counts, such as 1,2,3,4,5,6,7,8, whose capacity under the objective (p99 queue ≤ 1s, reconcile ≤ 5s) to measure instead of the throughput rounds")
+	fs.IntVar(&o.probes, "probes", 6, "-capacity: churn rates tried per replica count, by bisection")
+	fs.DurationVar(&o.window, "window", 15*time.Second, "-capacity: how long each rate is measured, after a ramp of a third of it")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "how long a phase may take to converge")
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table and the rounds' JSON")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the operator binary, the kubeconfig and the replicas' logs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if o.objects < 2 || o.changes < 1 || o.fill < 0 || o.rounds < 1 || o.workers < 1 || o.replicas < 2 {
-		return o, errors.New("-objects must be at least 2, -changes, -rounds and -workers at least 1, -replicas at least 2, -fill not negative")
+	if *capacity != "" {
+		for _, f := range strings.Split(*capacity, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > slots {
+				return o, fmt.Errorf("-capacity %q: want replica counts from 1 to %d separated by commas", *capacity, slots)
+			}
+			o.capacity = append(o.capacity, n)
+		}
+		if o.probes < 1 || o.window <= 0 {
+			return o, errors.New("-probes must be at least 1 and -window above 0")
+		}
+	}
+	if o.objects < 2 || o.changes < 1 || o.fill < 0 || o.rounds < 1 || o.workers < 1 || o.replicas < 2 || o.warmup < 0 || o.balance < 0 {
+		return o, errors.New("-objects must be at least 2, -changes, -rounds and -workers at least 1, -replicas at least 2, -fill, -warmup and -balance-half-life not negative")
 	}
 	if !(o.retry > 0 && o.retry < o.renew && o.renew < o.lease) {
 		return o, fmt.Errorf("want 0 < -retry-period < -renew-deadline < -lease-duration, got %v, %v, %v", o.retry, o.renew, o.lease)
@@ -158,10 +210,13 @@ func bench(ctx context.Context, o options, root string, env *testenv.Environment
 	}
 	defer dep.stop()
 	logf("filling the cluster with %d converged ConfigMaps", o.fill)
-	if err := createAll(ctx, cs, fillRun, fillNamespace, o.fill, payloadOf(o.payload)); err != nil {
+	if err := createAll(ctx, cs, fillRun, func(int) string { return fillNamespace }, o.fill, payloadOf(o.payload)); err != nil {
 		return err
 	}
-	d := &driver{o: o, cs: cs, dep: dep, bin: bin, kubeconfig: kubeconfig}
+	d := &driver{o: o, cs: cs, dep: dep, bin: bin, kubeconfig: kubeconfig, layout: newLayout(o.skewed, o.objects)}
+	if o.capacity != nil {
+		return errors.Join(d.capacities(ctx), deleteRun(ctx, cs, fillRun, fillNamespace))
+	}
 	var runs []roundResult
 	var runErr error
 	for round := 1; round <= o.rounds && runErr == nil; round++ {

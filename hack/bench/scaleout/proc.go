@@ -47,7 +47,9 @@ func startReplica(o options, bin, kubeconfig, group, dependency, logPath string)
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m, "--health-probe-bind-address", h,
 		"--dependency", dependency, "--group", group, "--lease-namespace", leaseNamespace,
 		"--max-concurrent-reconciles", strconv.Itoa(o.workers),
-		"--lease-duration", o.lease.String(), "--renew-deadline", o.renew.String(), "--retry-period", o.retry.String())
+		"--lease-duration", o.lease.String(), "--renew-deadline", o.renew.String(), "--retry-period", o.retry.String(),
+		"--balance-half-life", o.balance.String(), "--shard-by-namespace="+strconv.FormatBool(o.skewed),
+		"--client-side-filter="+strconv.FormatBool(o.clientFilter))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

@@ -59,24 +59,26 @@ func TestTable(t *testing.T) {
 	}
 	got := newTable(testOptions(), runs)
 	want := [][]string{
-		{"objects converged/s", "95.0 (90.0–100.0)", "280.0 (270.0–290.0)", "2.95×", "≥ 2.7×"},
+		{"objects converged/s", "95.0 (90.0–100.0)", "280.0 (270.0–290.0)", "2.95×", "≥ 2.70×"},
 		{"seconds to converge", "6.30 (6.00–6.60)", "2.15 (2.10–2.20)", "0.34×", ""},
 		{"seconds to write the changes (the driver)", "0.00 (0.00–0.00)", "0.00 (0.00–0.00)", "—", ""},
 		{"dependency calls/s", "159.1 (151.5–166.7)", "535.7 (500.0–571.4)", "3.37×", ""},
 		{"dependency calls", "1000 (1000–1000)", "1150 (1100–1200)", "1.15×", ""},
 		{"busiest replica's share of the calls", "1.000 (1.000–1.000)", "0.350 (0.340–0.360)", "—", ""},
+		{"longest wait of a slot gained for its cache (s)", "0.00 (0.00–0.00)", "0.00 (0.00–0.00)", "—", ""},
+		{"slots moved in the warm-up (balancing)", "0 (0–0)", "0 (0–0)", "—", ""},
 		{"machine CPU busy (both cores)", "0.55 (0.50–0.60)", "0.95 (0.90–1.00)", "—", ""},
 		{"API server CPU seconds", "3.0 (3.0–3.0)", "4.0 (3.5–4.5)", "1.33×", ""},
 		{"replicas' CPU seconds (all)", "1.0 (1.0–1.0)", "2.0 (1.5–2.5)", "2.00×", ""},
-		{"heap in use per replica after sync, MiB", "11.0 (10.0–12.0)", "11.0 (10.0–12.0)", "1.00×", ""},
-		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", ""},
+		{"heap in use per replica after sync, MiB", "11.0 (10.0–12.0)", "11.0 (10.0–12.0)", "1.00×", "≤ 0.43× (1/3 + 10%)"},
+		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", "≤ 0.43× (1/3 + 10%)"},
 		{"seconds until the others hold the slots of 1 of 3 killed", "—", "4.60 (4.50–4.70)", "—", "≤ lease 4s + 2s"},
 		{"seconds to converge after SIGKILL of 1 of 3", "—", "5.50 (5.00–6.00)", "—", "lease 4s + the work left"},
 	}
 	if diff := cmp.Diff(want, got.rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	for _, s := range []string{"600 objects, each changed 2×", "2 workers per replica", "20ms dependency", "3000 more ConfigMaps", "leases 4s/3s/500ms", "64 slots", "2 rounds"} {
+	for _, s := range []string{"600 objects in one namespace, sharded by UID, each changed 2×", "slots balanced by count", "2 workers per replica", "20ms dependency", "3000 more ConfigMaps", "leases 4s/3s/500ms", "64 slots", "2 rounds"} {
 		if !strings.Contains(got.title, s) {
 			t.Errorf("title %q does not say %q", got.title, s)
 		}
@@ -150,5 +152,54 @@ func TestParseCPULine(t *testing.T) {
 	b := cpuSample{busy: 300, total: 600, apiServer: 4, replicas: []float64{2, 4}}
 	if got, want := a.until(b), (cpuUse{MachineBusy: 1, APIServerSeconds: 3, ReplicaSeconds: 3}); got != want {
 		t.Errorf("until: got %+v, want %+v", got, want)
+	}
+}
+
+// The skewed layout puts every object in one of 100 namespaces, the
+// largest holding about 12% of them and each rank no more than the one
+// before; the uniform one puts them all in one.
+func TestLayout(t *testing.T) {
+	l := newLayout(true, 1800)
+	sizes := map[string]int{}
+	for i := range 1800 {
+		sizes[l.of(i)]++
+	}
+	ns := l.namespaces()
+	if len(ns) != hotNamespaces || len(sizes) != hotNamespaces {
+		t.Fatalf("%d namespaces listed, %d used; want %d", len(ns), len(sizes), hotNamespaces)
+	}
+	if got := float64(sizes[ns[0]]) / 1800; got < 0.11 || got > 0.13 {
+		t.Errorf("the largest namespace holds %.3f of the objects, want about 0.12", got)
+	}
+	for k := 1; k < len(ns)-1; k++ { // the last takes rounding's remainder
+		if sizes[ns[k]] > sizes[ns[k-1]] {
+			t.Errorf("namespace %s (%d) is larger than %s (%d)", ns[k], sizes[ns[k]], ns[k-1], sizes[ns[k-1]])
+		}
+	}
+	if u := newLayout(false, 10); u.of(7) != workNamespace || len(u.namespaces()) != 1 {
+		t.Errorf("uniform layout: %q, %v", u.of(7), u.namespaces())
+	}
+}
+
+// The capacity table sets each count's rate against one replica's and
+// against timebertt's published curve where it has a point.
+func TestCapacityTable(t *testing.T) {
+	o := testOptions()
+	o.probes, o.window = 6, 15*time.Second
+	got := capacityTable(o, []capacityResult{
+		{Replicas: 1, Rate: 36, At: probe{QueueP99: 0.5, ReconcileP99: 0.06, BusiestShare: 1}},
+		{Replicas: 5, Rate: 171, At: probe{QueueP99: 0.9, ReconcileP99: 0.07, BusiestShare: 0.205}},
+		{Replicas: 8, Rate: 270, At: probe{QueueP99: 0.8, ReconcileP99: 0.08, BusiestShare: 0.13}},
+	})
+	want := [][]string{
+		{"1", "36.0", "1.00×", "1.00×", "0.500", "0.060", "1.000"},
+		{"5", "171.0", "4.75×", "2.98×", "0.900", "0.070", "0.205"},
+		{"8", "270.0", "7.50×", "—", "0.800", "0.080", "0.130"},
+	}
+	if diff := cmp.Diff(want, got.rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(got.title, "p99 queue ≤ 1s and reconcile ≤ 5s") {
+		t.Errorf("title %q does not state the objective", got.title)
 	}
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
 )
 
 // workNamespace holds the objects of every round, told apart by runLabel.
@@ -20,6 +24,7 @@ type driver struct {
 	cs              kubernetes.Interface
 	dep             *dependency
 	bin, kubeconfig string
+	layout          layout
 }
 
 // roundResult is one round of one replica count.
@@ -51,6 +56,14 @@ type roundResult struct {
 	// seen converged, and TakeoverSeconds until the others held every
 	// slot; rounds of more than one replica only.
 	KillSeconds, TakeoverSeconds float64 `json:",omitempty"`
+	// BalanceMoves is how many slots changed hands during the warm-up:
+	// the swaps that balanced the slots by load.
+	BalanceMoves int `json:",omitempty"`
+	// SlotSyncMax is the longest a slot gained in the round waited, on
+	// any surviving replica, from being held to its keys being admitted
+	// (opkit_sharding_slot_sync_seconds, the bucket's upper bound): the
+	// gap of a moved slot after its takeover.
+	SlotSyncMax float64 `json:",omitempty"`
 }
 
 // round runs one round of n replicas.
@@ -58,11 +71,11 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 	o := d.o
 	run := fmt.Sprintf("r%d-%d", round, n)
 	res = roundResult{Round: round, Replicas: n, Objects: o.objects, Changes: o.changes}
-	if err := createAll(ctx, d.cs, run, workNamespace, o.objects, ""); err != nil {
+	if err := createAll(ctx, d.cs, run, d.layout.of, o.objects, ""); err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, deleteRun(ctx, d.cs, run, workNamespace)) }()
-	prog, err := watchProgress(ctx, d.cs, run, workNamespace)
+	defer func() { err = errors.Join(err, deleteRun(ctx, d.cs, run, d.layout.namespaces()...)) }()
+	prog, err := watchProgress(ctx, d.cs, run, "")
 	if err != nil {
 		return res, err
 	}
@@ -88,6 +101,9 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 	if res.HeapAfterSync, err = heaps(ctx, rs); err != nil {
 		return res, err
 	}
+	if err := d.warm(ctx, run, group, prog, rs, &res); err != nil {
+		return res, err
+	}
 	if err := d.throughput(ctx, run, prog, rs, &res); err != nil {
 		return res, err
 	}
@@ -95,9 +111,38 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 		return res, err
 	}
 	if n > 1 {
-		err = d.kill(ctx, run, prog, rs, &res)
+		if err = d.kill(ctx, run, prog, rs, &res); err != nil {
+			return res, err
+		}
 	}
+	res.SlotSyncMax, err = slotSyncMax(ctx, rs)
 	return res, err
+}
+
+// slotSyncMax returns the upper bound of the highest bucket holding an
+// observation of opkit_sharding_slot_sync_seconds on any live replica.
+func slotSyncMax(ctx context.Context, rs []*replica) (float64, error) {
+	worst := 0.0
+	for _, r := range rs {
+		if r.killed {
+			continue
+		}
+		body, err := r.scrape(ctx)
+		if err != nil {
+			return 0, err
+		}
+		h, err := promtext.ReadHistogram(bytes.NewReader(body), "opkit_sharding_slot_sync_seconds", nil)
+		if err != nil {
+			return 0, err
+		}
+		switch q := h.Quantile(1); {
+		case math.IsInf(q, 1) && len(h.Bounds) > 1: // beyond the last bound: report that bound
+			worst = max(worst, h.Bounds[len(h.Bounds)-2])
+		case !math.IsNaN(q): // NaN: no slot gained
+			worst = max(worst, q)
+		}
+	}
+	return worst, nil
 }
 
 // throughput changes every object o.changes times and waits until all
@@ -113,13 +158,14 @@ func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs 
 		return err
 	}
 	start := time.Now()
-	for gen := 1; gen <= d.o.changes; gen++ {
-		if err := bump(ctx, d.cs, run, workNamespace, d.o.objects, gen, nil); err != nil {
+	last := d.o.warmup + d.o.changes
+	for gen := d.o.warmup + 1; gen <= last; gen++ {
+		if err := bump(ctx, d.cs, run, d.layout.of, d.o.objects, gen, nil); err != nil {
 			return err
 		}
 	}
 	res.WriteSeconds = time.Since(start).Seconds()
-	end, err := prog.wait(ctx, d.o.objects, d.o.changes, d.o.phaseTimeout)
+	end, err := prog.wait(ctx, d.o.objects, last, d.o.phaseTimeout)
 	if err != nil {
 		return err
 	}
@@ -144,12 +190,12 @@ func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs 
 // and until every object has converged.
 func (d *driver) kill(ctx context.Context, run string, prog *progress, rs []*replica, res *roundResult) error {
 	victim, survivors := rs[0], rs[1:]
-	gen := d.o.changes + 1
+	gen := d.o.warmup + d.o.changes + 1
 	var once sync.Once
 	var killedAt time.Time
 	var killErr error
 	takeover := make(chan error, 1)
-	err := bump(ctx, d.cs, run, workNamespace, d.o.objects, gen, func(written int) {
+	err := bump(ctx, d.cs, run, d.layout.of, d.o.objects, gen, func(written int) {
 		if written >= d.o.objects/2 {
 			once.Do(func() {
 				killedAt, killErr = time.Now(), victim.kill()
@@ -183,4 +229,37 @@ func heaps(ctx context.Context, rs []*replica) ([]int64, error) {
 		out = append(out, int64(v))
 	}
 	return out, nil
+}
+
+// warm changes every object o.warmup times, so that the replicas measure
+// their slots' loads and, with -balance-half-life, swap slots to even
+// them out; then it waits until the slots rest: every slot claimed once
+// and no claim changed for four renewals. It records how many slots
+// moved meanwhile.
+func (d *driver) warm(ctx context.Context, run, group string, prog *progress, rs []*replica, res *roundResult) error {
+	if d.o.warmup == 0 {
+		return nil
+	}
+	before, err := claims(ctx, d.cs, group)
+	if err != nil {
+		return err
+	}
+	for gen := 1; gen <= d.o.warmup; gen++ {
+		if err := bump(ctx, d.cs, run, d.layout.of, d.o.objects, gen, nil); err != nil {
+			return err
+		}
+		if _, err := prog.wait(ctx, d.o.objects, gen, d.o.phaseTimeout); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	after, err := restingClaims(ctx, d.cs, group, rs, 4*d.o.retry, d.o.phaseTimeout)
+	if err != nil {
+		return err
+	}
+	for s, who := range after {
+		if before[s] != who {
+			res.BalanceMoves++
+		}
+	}
+	return nil
 }

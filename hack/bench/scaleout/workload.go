@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,12 +130,74 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) er
 	return nil
 }
 
-// createAll creates n converged ConfigMaps of run in ns, at generation 0.
-func createAll(ctx context.Context, cs kubernetes.Interface, run, ns string, n int, payload string) error {
-	if err := ensureNamespace(ctx, cs, ns); err != nil {
-		return err
+// layout places the objects of a round in namespaces: all in one
+// (uniform), or over hotNamespaces namespaces whose sizes fall off as
+// 1/rank^0.8, the largest holding 12% of the objects (skewed), which the
+// operator then shards by namespace.
+type layout struct {
+	skewed bool
+	ns     []string // object i's namespace; nil when uniform
+}
+
+const (
+	hotNamespaces = 100
+	hotExponent   = 0.8
+)
+
+func newLayout(skewed bool, objects int) layout {
+	if !skewed {
+		return layout{}
+	}
+	sizes := make([]float64, hotNamespaces)
+	total := 0.0
+	for k := range sizes {
+		sizes[k] = math.Pow(float64(k+1), -hotExponent)
+		total += sizes[k]
+	}
+	l := layout{skewed: true, ns: make([]string, objects)}
+	i := 0
+	for k, sz := range sizes {
+		n := int(math.Round(sz / total * float64(objects)))
+		for ; n > 0 && i < objects; n, i = n-1, i+1 {
+			l.ns[i] = fmt.Sprintf("%s-hot-%03d", workNamespace, k)
+		}
+	}
+	for ; i < objects; i++ { // rounding's remainder, to the smallest
+		l.ns[i] = fmt.Sprintf("%s-hot-%03d", workNamespace, hotNamespaces-1)
+	}
+	return l
+}
+
+// of returns object i's namespace.
+func (l layout) of(i int) string {
+	if l.ns == nil {
+		return workNamespace
+	}
+	return l.ns[i]
+}
+
+// namespaces returns every namespace the layout uses.
+func (l layout) namespaces() []string {
+	if l.ns == nil {
+		return []string{workNamespace}
+	}
+	return slices.Compact(slices.Clone(l.ns))
+}
+
+// createAll creates n converged ConfigMaps of run, object i in
+// namespace nsOf(i), at generation 0.
+func createAll(ctx context.Context, cs kubernetes.Interface, run string, nsOf func(int) string, n int, payload string) error {
+	seen := map[string]bool{}
+	for i := range n {
+		if ns := nsOf(i); !seen[ns] {
+			seen[ns] = true
+			if err := ensureNamespace(ctx, cs, ns); err != nil {
+				return err
+			}
+		}
 	}
 	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		ns := nsOf(i)
 		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(run, ns, i, 0, true, payload), metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("create configmap %d of %s: %w", i, run, err)
@@ -144,9 +208,10 @@ func createAll(ctx context.Context, cs kubernetes.Interface, run, ns string, n i
 
 // bump sets every ConfigMap of run to generation gen, one write each;
 // after(k) is called once k of them are written.
-func bump(ctx context.Context, cs kubernetes.Interface, run, ns string, n, gen int, after func(int)) error {
+func bump(ctx context.Context, cs kubernetes.Interface, run string, nsOf func(int) string, n, gen int, after func(int)) error {
 	patch := []byte(fmt.Sprintf(`{"data":{%q:%q}}`, genKey, strconv.Itoa(gen)))
 	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		ns := nsOf(i)
 		name := configMap(run, ns, i, gen, false, "").Name
 		if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("set configmap %s/%s to generation %d: %w", ns, name, gen, err)
@@ -155,13 +220,16 @@ func bump(ctx context.Context, cs kubernetes.Interface, run, ns string, n, gen i
 	}, after)
 }
 
-// deleteRun deletes the ConfigMaps of run in ns.
-func deleteRun(ctx context.Context, cs kubernetes.Interface, run, ns string) error {
-	err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: runLabel + "=" + run})
-	if err != nil {
-		return fmt.Errorf("delete the configmaps of %s: %w", run, err)
+// deleteRun deletes the ConfigMaps of run in each of namespaces.
+func deleteRun(ctx context.Context, cs kubernetes.Interface, run string, namespaces ...string) error {
+	var errs []error
+	for _, ns := range namespaces {
+		err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: runLabel + "=" + run})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete the configmaps of %s in %s: %w", run, ns, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // payloadOf is n bytes of filler data.

@@ -26,7 +26,19 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 			claimedBy[s] = append(claimedBy[s], p.identity)
 		}
 	}
-	owner := Assign(members, m.opts.Slots, m.current(claimedBy))
+	cur := m.current(claimedBy)
+	owner := Assign(members, m.opts.Slots, cur)
+	var loads []float64
+	if m.meter != nil {
+		reports := map[string]map[int]float64{m.opts.Identity: m.writtenLoad}
+		for _, p := range peers {
+			reports[p.identity] = p.load
+		}
+		loads = weights(reports, cur, m.remembered)
+		if busy(loads, len(members), m.opts.LoadHalfLife) {
+			owner = Balance(owner, loads, DefaultBalanceTolerance)
+		}
+	}
 	mine := func(s int) bool { return !leaving && owner[s] == m.opts.Identity }
 
 	var lost []int
@@ -46,6 +58,9 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 		case !mine(s):
 			delete(m.wanted, s)
 		case m.written[s] && len(claimedBy[s]) == 0:
+			if m.meter != nil && loads != nil {
+				m.meter.seed(s, loads[s], now)
+			}
 			m.held[s].Store(true)
 			next[s] = true
 			gained = append(gained, s)

@@ -70,10 +70,13 @@ type peer struct {
 	identity        string
 	resourceVersion string
 	claims          []int
-	report          string // AnnotationReport
+	report          string          // AnnotationReport
+	load            map[int]float64 // AnnotationLoad; nil if none or unreadable
 	// err says why claims is every slot: the annotation did not parse, so
 	// the peer might claim any of them.
 	err error
+	// loadErr says why load is nil though the annotation is set.
+	loadErr error
 }
 
 // peerOf reads a listed Lease; ok is false for one that is not a member's.
@@ -83,6 +86,10 @@ func peerOf(l *coordinationv1.Lease, slots int) (p peer, ok bool) {
 	}
 	p = peer{lease: l.Name, identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion}
 	p.report = l.Annotations[AnnotationReport]
+	p.load, p.loadErr = parseLoad(l.Annotations[AnnotationLoad], slots)
+	if p.loadErr != nil {
+		p.loadErr = fmt.Errorf("read Lease %s/%s: %w: ignoring its loads", l.Namespace, l.Name, p.loadErr)
+	}
 	p.claims, p.err = parseClaims(l.Annotations[AnnotationClaims], slots)
 	if p.err != nil {
 		p.err = fmt.Errorf("read Lease %s/%s: %w: taking it to claim every slot", l.Namespace, l.Name, p.err)

@@ -49,6 +49,13 @@ type Member struct {
 	seen      map[string]sighting   // other members' Leases by identity
 	wanted    map[int]wanting       // slots assigned here, not yet held
 
+	// With Options.LoadHalfLife: meter measures the held slots' loads,
+	// writtenLoad is this member's AnnotationLoad as last written, and
+	// remembered each slot's load as last reported by any member.
+	meter       *meter
+	writtenLoad map[int]float64
+	remembered  map[int]float64
+
 	mu    sync.Mutex
 	stats Stats
 	view  View // the last successful round's
@@ -94,16 +101,22 @@ func New(cs kubernetes.Interface, opts Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mt *meter
+	if o.LoadHalfLife > 0 {
+		mt = newMeter(o.LoadHalfLife)
+	}
 	return &Member{
-		opts:      o,
-		leases:    cs.CoordinationV1().Leases(o.Namespace),
-		held:      make([]atomic.Bool, o.Slots),
-		released:  make(chan []int, 1),
-		written:   map[int]bool{},
-		claims:    map[int]bool{},
-		releasing: map[int]bool{},
-		seen:      map[string]sighting{},
-		wanted:    map[int]wanting{},
+		meter:      mt,
+		remembered: map[int]float64{},
+		opts:       o,
+		leases:     cs.CoordinationV1().Leases(o.Namespace),
+		held:       make([]atomic.Bool, o.Slots),
+		released:   make(chan []int, 1),
+		written:    map[int]bool{},
+		claims:     map[int]bool{},
+		releasing:  map[int]bool{},
+		seen:       map[string]sighting{},
+		wanted:     map[int]wanting{},
 	}, nil
 }
 
@@ -134,6 +147,16 @@ func (m *Member) Holds(slot int) bool {
 func (m *Member) fresh() bool {
 	last := m.lastRenew.Load()
 	return last != nil && m.opts.Clock.Since(*last) < m.opts.RenewDeadline
+}
+
+// ObserveLoad adds took, the work of one reconcile of a key of slot that
+// has just ended, to the slot's load, when Options.LoadHalfLife is set and
+// the slot is held; otherwise it does nothing. It is safe for concurrent
+// use.
+func (m *Member) ObserveLoad(slot int, took time.Duration) {
+	if m.meter != nil && m.Holds(slot) {
+		m.meter.observe(slot, took, m.opts.Clock.Now())
+	}
 }
 
 // Held returns the slots MayDispatch allows now, ascending.

@@ -63,6 +63,15 @@ type Options struct {
 	// that every member reads it in View at no extra write. It must not
 	// block. Defaults to nil: no annotation.
 	Report func() string
+	// LoadHalfLife, when above 0, balances the slots by load: the member
+	// measures each held slot's load from ObserveLoad (the work of its
+	// reconciles, decayed with this half-life), writes it to
+	// AnnotationLoad at each renewal, and swaps slots with other members
+	// (Balance) where the members' loads differ by more than
+	// DefaultBalanceTolerance allows, once they keep a tenth of a worker
+	// busy each on average. Every member of a group must set the same.
+	// Defaults to 0: slots are balanced by count only.
+	LoadHalfLife time.Duration
 }
 
 // withDefaults returns o with defaults filled in, or an error wrapping
@@ -97,6 +106,9 @@ func (o Options) validate() error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(leaseName(o.Group, o.Identity)); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("invalid Lease name %q from Group and Identity (%s): use lowercase letters, digits and '-'", leaseName(o.Group, o.Identity), strings.Join(msgs, "; ")))
+	}
+	if o.LoadHalfLife < 0 {
+		errs = append(errs, fmt.Errorf("invalid LoadHalfLife %v: set it to 0 (balance by count) or above", o.LoadHalfLife))
 	}
 	switch {
 	case o.LeaseDuration <= 0 || o.RenewDeadline <= 0 || o.RetryPeriod <= 0:

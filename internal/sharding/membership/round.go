@@ -83,6 +83,11 @@ func (m *Member) renew(ctx context.Context, now time.Time) error {
 	if m.opts.Report != nil {
 		l.Annotations[AnnotationReport] = m.opts.Report()
 	}
+	if m.meter != nil {
+		held := m.heldSlots()
+		m.meter.keep(held)
+		l.Annotations[AnnotationLoad] = m.meter.format(held, now)
+	}
 	secs := int32((m.opts.LeaseDuration + time.Second - 1) / time.Second)
 	l.Spec.LeaseDurationSeconds = &secs
 	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
@@ -99,6 +104,7 @@ func (m *Member) renew(ctx context.Context, now time.Time) error {
 	}
 	m.lease = out
 	m.written = maps.Clone(m.claims)
+	m.writtenLoad, _ = parseLoad(out.Annotations[AnnotationLoad], m.opts.Slots)
 	return nil
 }
 
@@ -128,6 +134,9 @@ func (m *Member) list(ctx context.Context) ([]peer, error) {
 		p, ok := peerOf(&ls.Items[i], m.opts.Slots)
 		if p.err != nil {
 			m.opts.Logger.Info("A member's claims do not parse", "identity", m.opts.Identity, "error", p.err.Error())
+		}
+		if p.loadErr != nil {
+			m.opts.Logger.Info("A member's loads do not parse", "identity", m.opts.Identity, "error", p.loadErr.Error())
 		}
 		if ok && p.identity != m.opts.Identity {
 			peers = append(peers, p)

@@ -32,6 +32,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/controller"
 	"github.com/opkit-dev/opkit/pkg/manager"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // The names the benchmark driver shares with the operator.
@@ -45,7 +46,8 @@ type flags struct {
 	kubeconfig, metricsAddr, healthAddr, dependency string
 	group, leaseNamespace                           string
 	workers                                         int
-	lease, renew, retry                             time.Duration
+	lease, renew, retry, balance                    time.Duration
+	byNamespace, clientFilter                       bool
 }
 
 func main() {
@@ -60,6 +62,9 @@ func main() {
 	flag.DurationVar(&f.lease, "lease-duration", 4*time.Second, "Options.Sharding.LeaseDuration")
 	flag.DurationVar(&f.renew, "renew-deadline", 3*time.Second, "Options.Sharding.RenewDeadline")
 	flag.DurationVar(&f.retry, "retry-period", 500*time.Millisecond, "Options.Sharding.RetryPeriod")
+	flag.DurationVar(&f.balance, "balance-half-life", 0, "Options.Sharding.Balance.HalfLife; 0 balances the slots by count alone")
+	flag.BoolVar(&f.byNamespace, "shard-by-namespace", false, "shard the ConfigMaps by namespace rather than by UID")
+	flag.BoolVar(&f.clientFilter, "client-side-filter", false, "never send shard selectors: every replica receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintf(os.Stderr, "operator: %v\n", err)
@@ -75,9 +80,15 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
+	filter := cache.ServerFilterDetect
+	if f.clientFilter {
+		filter = cache.ServerFilterOff
+	}
 	mgr, err := manager.New(cfg, manager.Options{
+		Cache: cache.Options{Sharding: cache.ShardingOptions{ServerFilter: filter}},
 		Sharding: manager.ShardingOptions{Enabled: true, Group: f.group, Namespace: f.leaseNamespace,
-			LeaseDuration: f.lease, RenewDeadline: f.renew, RetryPeriod: f.retry},
+			LeaseDuration: f.lease, RenewDeadline: f.renew, RetryPeriod: f.retry,
+			Balance: manager.BalanceOptions{Enabled: f.balance > 0, HalfLife: f.balance}},
 		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr},
 		Health:  manager.HealthOptions{BindAddress: f.healthAddr},
 	})
@@ -89,10 +100,14 @@ func run(f flags) error {
 	// A reconcile started before the renew deadline must end within
 	// LeaseDuration - RenewDeadline for the sharded mode's guarantee.
 	opts := controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers, ReconcileTimeout: f.lease - f.renew}
+	key := sharding.ByUID
+	if f.byNamespace {
+		key = sharding.ByNamespace
+	}
 	if _, err := manager.NewController(mgr, "scaleout", reconcile.Func[reconcile.Request](r.reconcile),
 		// The controller's own registration, split: each replica caches
 		// only its slots' ConfigMaps.
-		manager.For(&r.configMaps), manager.WithOptions(opts)); err != nil {
+		manager.For(&r.configMaps), manager.ShardBy(key), manager.WithOptions(opts)); err != nil {
 		return err
 	}
 	return mgr.Start(manager.SignalContext())

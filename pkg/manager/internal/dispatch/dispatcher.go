@@ -64,6 +64,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger logs failed SetSlots. Defaults to logr.Discard().
 	Logger logr.Logger
+	// Observe, when set, hears of each admitted reconcile once it has
+	// returned: its slot, and how long it took on Clock (the member's
+	// ObserveLoad, which balances the slots by load). It must not block.
+	// Defaults to nil.
+	Observe func(slot int, took time.Duration)
 }
 
 // Dispatcher admits a reconcile only for a slot this replica may dispatch,
@@ -173,8 +178,20 @@ func (d *Dispatcher) holds(slot int) bool {
 	return !d.releasing[slot] && d.member.Holds(slot)
 }
 
-// finish ends an admitted reconcile of slot.
-func (d *Dispatcher) finish(slot int) {
+// start returns what finish needs to time a reconcile admitted now: the
+// zero time without Options.Observe, which then costs no clock read.
+func (d *Dispatcher) start() time.Time {
+	if d.opts.Observe == nil {
+		return time.Time{}
+	}
+	return d.opts.Clock.Now()
+}
+
+// finish ends an admitted reconcile of slot, begun at began (start).
+func (d *Dispatcher) finish(slot int, began time.Time) {
+	if d.opts.Observe != nil {
+		d.opts.Observe(slot, d.opts.Clock.Since(began))
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inflight[slot]--

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/opkit-dev/opkit/internal/sharding/membership"
 )
@@ -78,7 +79,7 @@ func TestReleaseWaitsForInFlight(t *testing.T) {
 	if d.admit(2) == admitted {
 		t.Fatal("admit(2) admits during the release")
 	}
-	d.finish(2)
+	d.finish(2, d.start())
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +99,39 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With Options.Observe each admitted reconcile is timed on Options.Clock
+// from admission until it returns, and heard of with its slot: the
+// member's measure of each slot's load. Without it no clock is read.
+func TestObserveTimesAdmittedReconciles(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	type heard struct {
+		slot int
+		took time.Duration
+	}
+	var got []heard
+	d, err := New(MemberFunc(func(int) bool { return true }), Options{Clock: clk, Observe: func(slot int, took time.Duration) {
+		got = append(got, heard{slot, took})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.admit(3) != admitted {
+		t.Fatal("slot 3 not admitted")
+	}
+	began := d.start()
+	clk.Step(1500 * time.Millisecond)
+	d.finish(3, began)
+	if len(got) != 1 || got[0] != (heard{3, 1500 * time.Millisecond}) {
+		t.Fatalf("heard %v, want slot 3 taking 1.5s", got)
+	}
+	plain, err := New(MemberFunc(func(int) bool { return true }), Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := plain.start(); !b.IsZero() {
+		t.Errorf("without Observe start read the clock: %v", b)
 	}
 }

@@ -177,8 +177,9 @@ func (g *Gate[T]) Admit(key reconcile.Request, retries int) (controller.Verdict,
 		g.notCached.Inc()
 		return controller.Retry, nil
 	}
+	began := g.d.start()
 	return controller.Admit, func(requeued bool) {
-		g.d.finish(slot)
+		g.d.finish(slot, began)
 		if !requeued {
 			g.reconciled(key)
 		}

@@ -1,0 +1,224 @@
+package membership
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// floor is the least the busiest member's load over the mean can be with
+// n members holding slots/n slots or one more: at least the mean, and at
+// least the heaviest slot with the lightest others beside it.
+func floor(w []float64, n int) float64 {
+	sorted := slices.Sorted(slices.Values(w))
+	total := 0.0
+	for _, v := range w {
+		total += v
+	}
+	least := sorted[len(sorted)-1]
+	for _, v := range sorted[:len(w)/n-1] {
+		least += v
+	}
+	return max(1, least/(total/float64(n)))
+}
+
+// loadsOf returns each member's load under owner, and the busiest one's
+// over the mean.
+func loadsOf(ms, owner []string, w []float64) (map[string]float64, float64) {
+	loads := map[string]float64{}
+	total := 0.0
+	for s, m := range owner {
+		loads[m] += w[s]
+		total += w[s]
+	}
+	busiest := 0.0
+	for _, l := range loads {
+		busiest = max(busiest, l)
+	}
+	return loads, busiest / (total / float64(len(ms)))
+}
+
+// poisson draws each slot's object count for objects spread over slots by
+// a uniform hash, as ByUID spreads them.
+func poisson(r *rand.Rand, slots, objects int) []float64 {
+	w := make([]float64, slots)
+	for range objects {
+		w[r.Intn(slots)]++
+	}
+	return w
+}
+
+// zipf draws each slot's load for namespaces of Zipf-distributed sizes
+// (exponent 0.8) hashed into slots, as ByNamespace spreads them when a
+// few namespaces are hot.
+func zipf(r *rand.Rand, slots, namespaces int) []float64 {
+	w := make([]float64, slots)
+	for k := 1; k <= namespaces; k++ {
+		w[r.Intn(slots)] += 1000 * math.Pow(float64(k), -0.8)
+	}
+	return w
+}
+
+// Balance keeps every member's count of slots, so that Assign keeps its
+// result, and is a fixed point with Assign: the members agree on it and
+// stop moving slots once there. It brings the busiest member within a few
+// percent of the least it can carry (the mean, or a slot heavier than
+// that with the lightest slots beside it) where Assign alone, by count,
+// leaves it 4–20% over with loads spread as a uniform hash of objects
+// spreads them, and far more with a few hot namespaces (issue 52).
+func TestBalanceEvensLoadsAndIsAFixedPoint(t *testing.T) {
+	r := rand.New(rand.NewSource(52))
+	for _, tc := range []struct {
+		name    string
+		weights func() []float64
+		within  float64 // the busiest member's load over its floor, at most
+	}{
+		{"uniform objects", func() []float64 { return poisson(r, 64, 1800) }, 1.02},
+		{"hot namespaces", func() []float64 { return zipf(r, 64, 100) }, 1.05},
+	} {
+		for _, n := range []int{2, 3, 5, 8} {
+			t.Run(fmt.Sprintf("%s/members=%d", tc.name, n), func(t *testing.T) {
+				worst, worstAssign, worstFloor := 0.0, 0.0, 0.0
+				for range 40 {
+					ms, w := identities(r, n), tc.weights()
+					counted := Assign(ms, 64, nil)
+					out := Balance(counted, w, DefaultBalanceTolerance)
+					balanced(t, "after Balance", ms, out)
+					if again := Balance(Assign(ms, 64, out), w, DefaultBalanceTolerance); moved(out, again) != 0 {
+						t.Fatalf("Balance∘Assign of its own result moves %d slots", moved(out, again))
+					}
+					_, b := loadsOf(ms, out, w)
+					_, a := loadsOf(ms, counted, w)
+					f := floor(w, n)
+					worst, worstAssign, worstFloor = max(worst, b/f), max(worstAssign, a/f), max(worstFloor, f)
+				}
+				t.Logf("busiest over its floor: %.3f balanced, %.3f by count alone (floors up to %.3f× the mean)", worst, worstAssign, worstFloor)
+				if worst > tc.within {
+					t.Errorf("busiest member at %.3f× its floor after Balance, want ≤ %.2f", worst, tc.within)
+				}
+			})
+		}
+	}
+}
+
+// A rebalance in flight (slots released but not yet claimed, or claimed
+// by both) heads for the same target, or settles on one within a few
+// rounds: the members never chase each other's moves.
+func TestBalanceSettlesMidMove(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for range 100 {
+		ms, w := identities(r, 5), poisson(r, 64, 1800)
+		cur := Assign(ms, 64, nil) // balanced by count: what runs before loads are known
+		rounds := 0
+		for ; rounds < 20; rounds++ {
+			target := Balance(Assign(ms, 64, cur), w, DefaultBalanceTolerance)
+			if moved(cur, target) == 0 {
+				break
+			}
+			for s := range cur {
+				if cur[s] == target[s] {
+					continue
+				}
+				switch r.Intn(3) {
+				case 0: // not released yet
+				case 1:
+					cur[s] = "" // claimed by both, or by none
+				case 2:
+					cur[s] = target[s]
+				}
+			}
+		}
+		if rounds == 20 {
+			t.Fatalf("still moving after 20 rounds")
+		}
+	}
+}
+
+// Balance leaves owner as it is when it cannot weigh the slots.
+func TestBalanceWithoutUsableWeights(t *testing.T) {
+	owner := []string{"a", "a", "b", "b"}
+	for _, w := range [][]float64{nil, {1, 2, 3}, {0, 0, 0, 0}, {1, math.NaN(), 1, 1}, {1, -1, 1, 1}} {
+		if got := Balance(owner, w, DefaultBalanceTolerance); !slices.Equal(got, owner) {
+			t.Errorf("weights %v: got %v, want it unchanged", w, got)
+		}
+	}
+	if got := Balance([]string{"a", "a"}, []float64{5, 1}, 0); !slices.Equal(got, []string{"a", "a"}) {
+		t.Errorf("one member: got %v", got)
+	}
+	// Two members, two heavy slots on one: one swap evens them.
+	got := Balance([]string{"a", "a", "b", "b"}, []float64{10, 10, 1, 1}, DefaultBalanceTolerance)
+	if l, _ := loadsOf([]string{"a", "b"}, got, []float64{10, 10, 1, 1}); l["a"] != 11 || l["b"] != 11 {
+		t.Errorf("got %v: loads %v, want 11 each", got, l)
+	}
+}
+
+// A slot's load comes from the member whose claim alone holds it, else
+// from any member reporting it, else as last known, else the mean.
+func TestWeightsFromReports(t *testing.T) {
+	remembered := map[int]float64{}
+	reports := map[string]map[int]float64{
+		"a": {0: 4, 1: 9},
+		"b": {1: 2, 2: 6},
+	}
+	got := weights(reports, []string{"a", "b", "", ""}, remembered)
+	if want := []float64{4, 2, 6, 4}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// Slot 2's holder stopped reporting it (it moved): its last load holds.
+	got = weights(map[string]map[int]float64{"a": {0: 4}}, []string{"a", "b", "", ""}, remembered)
+	if want := []float64{4, 2, 6, 4}; !slices.Equal(got, want) {
+		t.Fatalf("after a move: got %v, want %v", got, want)
+	}
+	if got := weights(nil, []string{"a", "b"}, map[int]float64{}); got != nil {
+		t.Fatalf("no loads known: got %v, want nil", got)
+	}
+}
+
+// The meter decays every slot alike, so ratios hold while idle; its
+// annotation parses back; bad annotations are errors.
+func TestMeterAndLoadAnnotation(t *testing.T) {
+	m := newMeter(time.Minute)
+	t0 := time.Unix(1000, 0)
+	m.observe(3, 2*time.Second, t0)
+	m.observe(5, time.Second, t0)
+	m.seed(7, 0.5, t0)
+	v := m.format([]int{7, 3, 5}, t0.Add(time.Minute))
+	if v != "3=1,5=0.5,7=0.25" {
+		t.Fatalf("format a minute later: %q", v)
+	}
+	got, err := parseLoad(v, 8)
+	if err != nil || got[3] != 1 || got[5] != 0.5 || got[7] != 0.25 {
+		t.Fatalf("parse: %v, %v", got, err)
+	}
+	if got, _ := parseLoad("3=1,9=2", 8); len(got) != 1 {
+		t.Errorf("a slot outside 0..slots-1 was kept: %v", got)
+	}
+	for _, bad := range []string{"3", "x=1", "3=-1", "3=NaN", "3=+Inf", "3=1,,4=2"} {
+		if _, err := parseLoad(bad, 8); err == nil {
+			t.Errorf("parseLoad(%q): no error", bad)
+		}
+	}
+	m.keep([]int{3})
+	if v := m.format([]int{3, 5}, t0); v != "3=2,5=0" {
+		t.Errorf("after keep: %q", v)
+	}
+}
+
+// Loads too small to be work (a resync's no-op reconciles) are not
+// balanced on: the mean member must keep a tenth of a worker busy.
+func TestBusyNeedsATenthOfAWorker(t *testing.T) {
+	h := time.Minute
+	steady := func(u float64) float64 { return u * h.Seconds() / math.Ln2 } // a member's load, busy u of the time
+	if busy([]float64{steady(0.09), steady(0.09)}, 2, h) {
+		t.Error("busy at 0.045 of a worker per member")
+	}
+	if !busy([]float64{steady(0.2), 0}, 2, h) {
+		t.Error("not busy at 0.1 of a worker per member")
+	}
+	if busy(nil, 2, h) || busy([]float64{1}, 0, h) {
+		t.Error("busy without loads or members")
+	}
+}

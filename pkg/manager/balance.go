@@ -1,0 +1,63 @@
+package manager
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultBalanceHalfLife is the default of BalanceOptions.HalfLife.
+const DefaultBalanceHalfLife = time.Minute
+
+// BalanceOptions balance the slots by the work their keys take, not by
+// their count alone. Slots hash unevenly: with objects spread by a
+// uniform hash the busiest of five replicas holding equal counts of
+// slots carries about 6% more than its share, and with a few hot
+// namespaces under sharding.ByNamespace several times more; with the
+// slots balanced by load it carries 1–2% more (docs/performance.md).
+//
+// Each replica times its reconciles of each slot it holds (wall time,
+// from admission until the reconcile returns, so a reconcile waiting on a
+// slow dependency counts in full), sums them decayed with HalfLife, and
+// writes the sums to its Lease at each renewal, in the
+// sharding.opkit.dev/load annotation: no write of its own. Every replica
+// then swaps slots between the busiest replica and lighter ones while a
+// swap lowers the busiest one's load by more than 1% of the mean load.
+// Swaps keep each replica's count of slots, and hand over as any move
+// does: the old holder's reconciles of the slot return before the new
+// holder's start. A slot that moves keeps the load its old holder
+// measured, decaying as the rest, until its new holder's measure takes
+// over.
+//
+// Every replica of the group must set the same options. Until the
+// replicas keep a tenth of a worker busy each, on average over HalfLife
+// (a new group, an idle one, or one that only resyncs), slots are
+// balanced by count alone: loads that small are noise.
+type BalanceOptions struct {
+	// Enabled turns balancing by load on. Defaults to false: slots are
+	// balanced by count.
+	Enabled bool
+	// HalfLife is how long before the work of a reconcile counts half in
+	// its slot's load: longer keeps the slots still through bursts,
+	// shorter follows a load that moves. Defaults to
+	// DefaultBalanceHalfLife.
+	HalfLife time.Duration
+}
+
+// halfLife returns the half-life the member measures loads with; 0 when
+// balancing is off.
+func (bo BalanceOptions) halfLife() time.Duration {
+	switch {
+	case !bo.Enabled:
+		return 0
+	case bo.HalfLife == 0:
+		return DefaultBalanceHalfLife
+	}
+	return bo.HalfLife
+}
+
+func (bo BalanceOptions) validate() []error {
+	if bo.HalfLife < 0 {
+		return []error{fmt.Errorf("Options.Sharding.Balance.HalfLife is %v: it must be 0 (the default, %v) or positive", bo.HalfLife, DefaultBalanceHalfLife)}
+	}
+	return nil
+}
