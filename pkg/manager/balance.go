@@ -12,8 +12,16 @@ const DefaultBalanceHalfLife = time.Minute
 // their count alone. Slots hash unevenly: with objects spread by a
 // uniform hash the busiest of five replicas holding equal counts of
 // slots carries about 6% more than its share, and with a few hot
-// namespaces under sharding.ByNamespace several times more; with the
-// slots balanced by load it carries 1–2% more (docs/performance.md).
+// namespaces under sharding.ByNamespace several times more; balancing
+// by load brings it within 1–2% of its share for loads that hold still
+// (in simulation: internal/sharding/membership's Balance tests).
+//
+// Each move costs the two replicas a relist of their share of the
+// sharded types, so balancing pays where the load holds still for many
+// half-lives. A burst shorter than HalfLife shifts the slots' loads while
+// it runs and can move slots in its middle: in the scale-out benchmark
+// (docs/performance.md) the moves of a 15s half-life cost more than the
+// evener split gained. It is off by default.
 //
 // Each replica times its reconciles of each slot it holds (wall time,
 // from admission until the reconcile returns, so a reconcile waiting on a

@@ -17,7 +17,7 @@
 //
 //   - warm-up: changes every object -warmup times (once) and waits for
 //     the slots to rest, so that replicas balancing by load
-//     (-balance-half-life, 15s; 0 balances by count) have measured their
+//     (-balance-half-life; by default 0, which balances by count) have measured their
 //     slots and swapped them;
 //   - throughput: changes every object -changes times (once), one write
 //     each, and times until every object has converged: objects
@@ -133,7 +133,7 @@ func parse(args []string, root string) (options, error) {
 	fs.DurationVar(&o.lease, "lease-duration", 4*time.Second, "the replicas' Options.Sharding.LeaseDuration")
 	fs.DurationVar(&o.renew, "renew-deadline", 3*time.Second, "the replicas' Options.Sharding.RenewDeadline")
 	fs.DurationVar(&o.retry, "retry-period", 500*time.Millisecond, "the replicas' Options.Sharding.RetryPeriod")
-	fs.DurationVar(&o.balance, "balance-half-life", 15*time.Second, "the replicas' Options.Sharding.Balance.HalfLife; 0 turns balancing by load off")
+	fs.DurationVar(&o.balance, "balance-half-life", 0, "the replicas' Options.Sharding.Balance.HalfLife, such as 1m; 0 (the default, as the SDK's) balances the slots by count")
 	fs.IntVar(&o.warmup, "warmup", 1, "changes of every object before the throughput phase, for the replicas to measure their slots' loads and rebalance")
 	fs.BoolVar(&o.skewed, "skewed", false, "place the objects in 100 namespaces whose sizes fall off as 1/rank^0.8 (the largest 12%), sharded by namespace, instead of one namespace sharded by UID")
 	fs.BoolVar(&o.clientFilter, "client-side-filter", false, "the replicas never send shard selectors: each receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
