@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/opkit-dev/opkit/pkg/sharding"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,14 @@ func TestLayout(t *testing.T) {
 		if sizes[ns[k]] > sizes[ns[k-1]] {
 			t.Errorf("namespace %s (%d) is larger than %s (%d)", ns[k], sizes[ns[k]], ns[k-1], sizes[ns[k-1]])
 		}
+	}
+	slots, _ := sharding.NewSlots(64)
+	used := map[int]bool{}
+	for _, n := range ns {
+		used[slots.OfValue(n)] = true
+	}
+	if len(used) < 40 {
+		t.Errorf("the %d namespaces fall in %d of 64 slots, want them spread over most", len(ns), len(used))
 	}
 	if u := newLayout(false, 10); u.of(7) != workNamespace || len(u.namespaces()) != 1 {
 		t.Errorf("uniform layout: %q, %v", u.of(7), u.namespaces())

@@ -159,14 +159,20 @@ func newLayout(skewed bool, objects int) layout {
 	for k, sz := range sizes {
 		n := int(math.Round(sz / total * float64(objects)))
 		for ; n > 0 && i < objects; n, i = n-1, i+1 {
-			l.ns[i] = fmt.Sprintf("%s-hot-%03d", workNamespace, k)
+			l.ns[i] = hotNamespace(k)
 		}
 	}
 	for ; i < objects; i++ { // rounding's remainder, to the smallest
-		l.ns[i] = fmt.Sprintf("%s-hot-%03d", workNamespace, hotNamespaces-1)
+		l.ns[i] = hotNamespace(hotNamespaces - 1)
 	}
 	return l
 }
+
+// hotNamespace names namespace k of the skewed layout with its rank
+// first: names that differ only at their end share a slot under
+// sharding.ByNamespace (docs/sharding.md, "Namespaces with similar
+// names"), which would measure that, not the skew.
+func hotNamespace(k int) string { return fmt.Sprintf("hot%03d-%s", k, workNamespace) }
 
 // of returns object i's namespace.
 func (l layout) of(i int) string {
