@@ -63,32 +63,12 @@ func (d *driver) capacity(ctx context.Context, n int) (res capacityResult, err e
 	o := d.o
 	res.Replicas = n
 	run := fmt.Sprintf("c%d", n)
-	if err := createAll(ctx, d.cs, run, d.layout.of, o.objects, ""); err != nil {
-		return res, err
-	}
-	defer func() { err = errors.Join(err, deleteRun(ctx, d.cs, run, d.layout.namespaces()...)) }()
-	prog, err := watchProgress(ctx, d.cs, run, "")
+	st, err := d.stage(ctx, run, n)
+	defer func() { err = errors.Join(err, st.close(ctx)) }()
 	if err != nil {
 		return res, err
 	}
-	defer prog.close()
-	var rs []*replica
-	defer func() {
-		for _, r := range rs {
-			err = errors.Join(err, r.stop())
-		}
-	}()
-	group := "scaleout-" + run
-	for i := range n {
-		r, err := startReplica(o, d.bin, d.kubeconfig, group, d.dep.url, filepath.Join(o.binDir, "logs", fmt.Sprintf("scaleout-%s-%d.log", run, i)))
-		if err != nil {
-			return res, err
-		}
-		rs = append(rs, r)
-	}
-	if err := waitSettled(ctx, rs, slots, 2*time.Minute); err != nil {
-		return res, err
-	}
+	prog, rs, group := st.prog, st.rs, st.group
 	var warm roundResult
 	if err := d.warm(ctx, run, group, prog, rs, &warm); err != nil {
 		return res, err

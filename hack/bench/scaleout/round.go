@@ -66,38 +66,65 @@ type roundResult struct {
 	SlotSyncMax float64 `json:",omitempty"`
 }
 
+// stage is a run's objects, the watch of their progress, and its
+// replicas.
+type stage struct {
+	d           *driver
+	run, group  string
+	prog        *progress
+	rs          []*replica
+	createdObjs bool
+}
+
+// stage creates run's objects, watches them, starts n replicas in a group
+// of the run's own (a killed replica's Lease stays behind) and waits until
+// their membership has settled. Close it, also after an error.
+func (d *driver) stage(ctx context.Context, run string, n int) (*stage, error) {
+	st := &stage{d: d, run: run, group: "scaleout-" + run}
+	if err := createAll(ctx, d.cs, run, d.layout.of, d.o.objects, ""); err != nil {
+		return st, err
+	}
+	st.createdObjs = true
+	var err error
+	if st.prog, err = watchProgress(ctx, d.cs, run, ""); err != nil {
+		return st, err
+	}
+	for i := range n {
+		r, err := startReplica(d.o, d.bin, d.kubeconfig, st.group, d.dep.url, filepath.Join(d.o.binDir, "logs", fmt.Sprintf("scaleout-%s-%d.log", run, i)))
+		if err != nil {
+			return st, err
+		}
+		st.rs = append(st.rs, r)
+	}
+	return st, waitSettled(ctx, st.rs, slots, 2*time.Minute)
+}
+
+// close stops the replicas and the watch, and deletes the objects.
+func (st *stage) close(ctx context.Context) error {
+	var err error
+	for _, r := range st.rs {
+		err = errors.Join(err, r.stop())
+	}
+	if st.prog != nil {
+		st.prog.close()
+	}
+	if st.createdObjs {
+		err = errors.Join(err, deleteRun(ctx, st.d.cs, st.run, st.d.layout.namespaces()...))
+	}
+	return err
+}
+
 // round runs one round of n replicas.
 func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err error) {
 	o := d.o
 	run := fmt.Sprintf("r%d-%d", round, n)
 	res = roundResult{Round: round, Replicas: n, Objects: o.objects, Changes: o.changes}
-	if err := createAll(ctx, d.cs, run, d.layout.of, o.objects, ""); err != nil {
-		return res, err
-	}
-	defer func() { err = errors.Join(err, deleteRun(ctx, d.cs, run, d.layout.namespaces()...)) }()
-	prog, err := watchProgress(ctx, d.cs, run, "")
+	st, err := d.stage(ctx, run, n)
+	defer func() { err = errors.Join(err, st.close(ctx)) }()
 	if err != nil {
 		return res, err
 	}
-	defer prog.close()
-	var rs []*replica
-	defer func() {
-		for _, r := range rs {
-			err = errors.Join(err, r.stop())
-		}
-	}()
-	// A group per round: a killed replica's Lease stays behind.
-	group := "scaleout-" + run
-	for i := range n {
-		r, err := startReplica(o, d.bin, d.kubeconfig, group, d.dep.url, filepath.Join(o.binDir, "logs", fmt.Sprintf("scaleout-%s-%d.log", run, i)))
-		if err != nil {
-			return res, err
-		}
-		rs = append(rs, r)
-	}
-	if err := waitSettled(ctx, rs, slots, 2*time.Minute); err != nil {
-		return res, err
-	}
+	prog, rs, group := st.prog, st.rs, st.group
 	if res.HeapAfterSync, err = heaps(ctx, rs); err != nil {
 		return res, err
 	}
