@@ -235,3 +235,32 @@ func breakable(t *testing.T) (kubernetes.Interface, *breaker) {
 	}
 	return cs, b
 }
+
+// gate blocks Release hooks once armed, so a test can hold slots in their
+// release. Unarmed, it lets releases through: members that start one
+// after another release slots to each other, and a gate shut then would
+// keep them from ever covering the slots.
+type gate struct {
+	armed atomic.Bool
+	once  sync.Once
+	ch    chan struct{}
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+// wait is the Release hook's part: it returns once g is open or unarmed.
+func (g *gate) wait([]int) {
+	if g.armed.Load() {
+		<-g.ch
+	}
+}
+
+// arm makes releases block until open. t's cleanup opens g before the
+// members started so far stop, so a test that fails while g is shut ends
+// instead of waiting on releases that never return.
+func (g *gate) arm(t *testing.T) {
+	g.armed.Store(true)
+	t.Cleanup(g.open)
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }

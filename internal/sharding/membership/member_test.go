@@ -2,7 +2,6 @@ package membership_test
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,27 +58,23 @@ func TestJoinMovesSlotsWithoutOverlap(t *testing.T) {
 func testJoin(t *testing.T, joiner string) {
 	ns := env.Namespace(t)
 	var l ledger
-	gate, gated := make(chan struct{}), atomic.Bool{}
+	g := newGate()
 	var ms []*running
 	for i := range 3 {
 		id := fmt.Sprintf("m%d", i)
-		ms = append(ms, start(t, clientset(t), ns, id, patient, l.handler(id, func([]int) {
-			if gated.Load() { // the join's releases, not the start's
-				<-gate
-			}
-		})))
+		ms = append(ms, start(t, clientset(t), ns, id, patient, l.handler(id, g.wait)))
 	}
 	settle(t, ms, 5, 6)
-	gated.Store(true)
+	g.arm(t) // the join's releases block, not the start's
 	before := l.releases()
 	d := start(t, clientset(t), ns, joiner, patient, l.handler(joiner, nil))
-	eventually(t, "a release to begin", func() bool { return l.releases() > 0 })
+	eventually(t, "a release to begin", func() bool { return l.releases() > before })
 	rounds(t, d, 3)
 	if h := d.Held(); len(h) > 0 {
 		t.Errorf("the joiner holds %v while the old holders are still releasing", h)
 	}
 	checkOverlap(t, &l)
-	close(gate)
+	g.open()
 	ms = append(ms, d)
 	eventually(t, "four members to cover the slots", func() bool { return covered(ms, 4, 4) })
 	checkOverlap(t, &l)
@@ -120,18 +115,14 @@ func rounds(t *testing.T, m *running, n int) {
 func TestGracefulLeaveHandsOver(t *testing.T) {
 	ns := env.Namespace(t)
 	var l ledger
-	gate, gated := make(chan struct{}), atomic.Bool{}
+	g := newGate()
 	ms := []*running{
 		start(t, clientset(t), ns, "m0", patient, l.handler("m0", nil)),
 		start(t, clientset(t), ns, "m1", patient, l.handler("m1", nil)),
-		start(t, clientset(t), ns, "m2", patient, l.handler("m2", func([]int) {
-			if gated.Load() { // the leave's releases, not the start's
-				<-gate
-			}
-		})),
+		start(t, clientset(t), ns, "m2", patient, l.handler("m2", g.wait)),
 	}
 	settle(t, ms, 5, 6)
-	gated.Store(true)
+	g.arm(t) // the leave's releases block, not the start's
 	before := l.releases()
 	leaving := ms[2].Held()
 	stopped := make(chan error, 1)
@@ -148,7 +139,7 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 			}
 		}
 	}
-	close(gate)
+	g.open()
 	if err := <-stopped; err != nil {
 		t.Errorf("Run = %v after a graceful leave", err)
 	}

@@ -12,7 +12,7 @@ import (
 func TestViewCarriesReportsAndSettles(t *testing.T) {
 	ns := env.Namespace(t)
 	var l ledger
-	gate := make(chan struct{})
+	g := newGate()
 	want := map[string]string{}
 	var ms []*running
 	for i := range 3 {
@@ -20,7 +20,7 @@ func TestViewCarriesReportsAndSettles(t *testing.T) {
 		want[id] = "load of " + id
 		opts := patient
 		opts.Report = func() string { return "load of " + id }
-		ms = append(ms, start(t, clientset(t), ns, id, opts, l.handler(id, func([]int) { <-gate })))
+		ms = append(ms, start(t, clientset(t), ns, id, opts, l.handler(id, g.wait)))
 	}
 	eventually(t, "three members to cover the slots", func() bool { return covered(ms, 5, 6) })
 	for _, m := range ms {
@@ -29,16 +29,18 @@ func TestViewCarriesReportsAndSettles(t *testing.T) {
 			return v.Settled && maps.Equal(v.Reports, want)
 		})
 	}
+	g.arm(t)
+	before := l.releases()
 	d := start(t, clientset(t), ns, "z-joiner", patient, l.handler("z-joiner", nil))
 	want["z-joiner"] = ""
-	eventually(t, "a release to begin", func() bool { return l.releases() > 0 })
+	eventually(t, "a release to begin", func() bool { return l.releases() > before })
 	for _, m := range append(ms, d) {
 		rounds(t, m, 2)
 		if v := m.View(); v.Settled {
 			t.Errorf("%s's view is settled while releases are blocked: %+v", m.Identity(), v)
 		}
 	}
-	close(gate)
+	g.open()
 	ms = append(ms, d)
 	eventually(t, "four members to cover the slots", func() bool { return covered(ms, 4, 4) })
 	for _, m := range ms {
