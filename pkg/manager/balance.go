@@ -17,35 +17,38 @@ const DefaultBalanceHalfLife = time.Minute
 // (in simulation: internal/sharding/membership's Balance tests).
 //
 // Each move costs the two replicas a relist of their share of the
-// sharded types, so balancing pays where the load holds still for many
-// half-lives. A burst shorter than HalfLife shifts the slots' loads while
-// it runs and can move slots in its middle: in the scale-out benchmark
-// (docs/performance.md) the moves of a 15s half-life cost more than the
-// evener split gained. It is off by default.
+// sharded types, so balancing pays where the load holds still for longer
+// than it takes to move the slots (docs/performance.md has the scale-out
+// benchmark's figures). It is off by default.
 //
 // Each replica times its reconciles of each slot it holds (wall time,
 // from admission until the reconcile returns, so a reconcile waiting on a
-// slow dependency counts in full), sums them decayed with HalfLife, and
-// writes the sums to its Lease at each renewal, in the
-// sharding.opkit.dev/load annotation: no write of its own. Every replica
-// then swaps slots between the busiest replica and lighter ones while a
-// swap lowers the busiest one's load by more than 1% of the mean load.
-// Swaps keep each replica's count of slots, and hand over as any move
-// does: the old holder's reconciles of the slot return before the new
-// holder's start. A slot that moves keeps the load its old holder
-// measured, decaying as the rest, until its new holder's measure takes
+// slow dependency counts in full), turns the times into a rate (the share
+// of a worker the slot keeps busy, averaged with weights that halve every
+// HalfLife), and writes the rates to its Lease at each renewal, in the
+// sharding.opkit.dev/load annotation: no write of its own. The planner,
+// the live replica of lowest identity, copies them into a plan in its
+// Lease (sharding.opkit.dev/plan), and every replica balances on that one
+// plan: it swaps slots between the busiest replica and lighter ones while
+// a swap lowers the busiest one's load by more than 1% of the mean load.
+// The planner renews the plan only while no slot moves and the busiest
+// replica is more than 3% over the mean, so a burst that keeps every
+// replica busy alike moves nothing. Swaps keep each replica's count of
+// slots, and hand over as any move does: the old holder's reconciles of
+// the slot return before the new holder's start. A slot that moves keeps
+// the rate its old holder measured until its new holder's measure takes
 // over.
 //
 // Every replica of the group must set the same options. Until the
-// replicas keep a tenth of a worker busy each, on average over HalfLife
-// (a new group, an idle one, or one that only resyncs), slots are
-// balanced by count alone: loads that small are noise.
+// replicas keep a tenth of a worker busy each, on average (a new group,
+// an idle one, or one that only resyncs), slots are balanced by count
+// alone: loads that small are noise.
 type BalanceOptions struct {
 	// Enabled turns balancing by load on. Defaults to false: slots are
 	// balanced by count.
 	Enabled bool
 	// HalfLife is how long before the work of a reconcile counts half in
-	// its slot's load: longer keeps the slots still through bursts,
+	// its slot's rate: longer reads a load that varies as its average,
 	// shorter follows a load that moves. Defaults to
 	// DefaultBalanceHalfLife.
 	HalfLife time.Duration

@@ -11,6 +11,42 @@ import (
 // members a relist of their share, so gains smaller than that are left.
 const DefaultBalanceTolerance = 0.01
 
+// DefaultBalanceTrigger is when decide balances at all: the busiest
+// member's load must exceed the mean member's by more than 3%. Below it
+// the assignment stands, so loads that wobble (a burst that keeps every
+// member busy makes their measures grow alike, whatever each slot's
+// share of the work) do not move slots back and forth; once triggered,
+// Balance swaps down to DefaultBalanceTolerance.
+const DefaultBalanceTrigger = 0.03
+
+// Uneven reports whether the busiest member in owner carries more than
+// (1 + trigger) times the mean member's load, weights[s] being the load
+// of slot s. It is false when weights does not have one entry per slot
+// or adds up to zero, and when fewer than two members own slots.
+func Uneven(owner []string, weights []float64, trigger float64) bool {
+	if len(weights) != len(owner) {
+		return false
+	}
+	loads := map[string]float64{}
+	total := 0.0
+	for s, o := range owner {
+		if o != "" {
+			loads[o] += weights[s]
+			total += weights[s]
+		}
+	}
+	if len(loads) < 2 || !(total > 0) {
+		return false
+	}
+	mean := total / float64(len(loads))
+	for _, l := range loads {
+		if l > (1+trigger)*mean {
+			return true
+		}
+	}
+	return false
+}
+
 // maxSwaps bounds Balance's swaps per slot; each swap strictly lowers the
 // members' loads sorted from the highest, so it ends sooner in practice.
 const maxSwaps = 4

@@ -177,21 +177,45 @@ func TestWeightsFromReports(t *testing.T) {
 	}
 }
 
-// The meter decays every slot alike, so ratios hold while idle; its
-// annotation parses back; bad annotations are errors.
+// The meter reports rates: the share of a worker each slot kept busy.
+// Steady work reads the same however long the meter has run (a decayed
+// sum would keep growing), every slot decays alike while idle, a seed
+// reads back as given, and the annotation parses back; bad annotations
+// are errors.
 func TestMeterAndLoadAnnotation(t *testing.T) {
-	m := newMeter(time.Minute)
 	t0 := time.Unix(1000, 0)
-	m.observe(3, 2*time.Second, t0)
-	m.observe(5, time.Second, t0)
-	m.seed(7, 0.5, t0)
-	v := m.format([]int{7, 3, 5}, t0.Add(time.Minute))
-	if v != "3=1,5=0.5,7=0.25" {
-		t.Fatalf("format a minute later: %q", v)
+	rates := func(m *meter, held []int, at time.Time) map[int]float64 {
+		t.Helper()
+		got, err := parseLoad(m.format(held, at), 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	got, err := parseLoad(v, 8)
-	if err != nil || got[3] != 1 || got[5] != 0.5 || got[7] != 0.25 {
-		t.Fatalf("parse: %v, %v", got, err)
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 0.01*want }
+	m := newMeter(time.Minute)
+	// Slot 3: half a worker busy; slot 5: a quarter, for ten minutes.
+	var at time.Time
+	for i := range 6000 {
+		at = t0.Add(time.Duration(i+1) * 100 * time.Millisecond)
+		m.observe(3, 50*time.Millisecond, at)
+		m.observe(5, 25*time.Millisecond, at)
+		if i == 299 { // thirty seconds in
+			if got := rates(m, []int{3, 5}, at); !near(got[3], 0.5) || !near(got[5], 0.25) {
+				t.Errorf("after 30 s of steady work: %v, want 3=0.5, 5=0.25", got)
+			}
+		}
+	}
+	if got := rates(m, []int{3, 5}, at); !near(got[3], 0.5) || !near(got[5], 0.25) {
+		t.Errorf("after 10 min of steady work: %v, want 3=0.5, 5=0.25", got)
+	}
+	m.seed(7, 0.4, at)
+	if got := rates(m, []int{7}, at); !near(got[7], 0.4) {
+		t.Errorf("seeded 0.4: %v", got)
+	}
+	idle := rates(m, []int{3, 5, 7}, at.Add(time.Minute))
+	if !near(idle[3], 0.25) || !near(idle[5], 0.125) || !near(idle[7], 0.2) {
+		t.Errorf("a minute idle: %v, want every rate halved", idle)
 	}
 	if got, _ := parseLoad("3=1,9=2", 8); len(got) != 1 {
 		t.Errorf("a slot outside 0..slots-1 was kept: %v", got)
@@ -202,23 +226,73 @@ func TestMeterAndLoadAnnotation(t *testing.T) {
 		}
 	}
 	m.keep([]int{3})
-	if v := m.format([]int{3, 5}, t0); v != "3=2,5=0" {
-		t.Errorf("after keep: %q", v)
+	if got := rates(m, []int{3, 5}, at); got[5] != 0 || got[3] == 0 {
+		t.Errorf("after keep(3): %v", got)
+	}
+	// A member that has just started: its first reconcile is read over
+	// a second at least, not as a worker kept busy many times over.
+	fresh := newMeter(time.Minute)
+	fresh.observe(1, 50*time.Millisecond, t0.Add(100*time.Millisecond))
+	if got := rates(fresh, []int{1}, t0.Add(100*time.Millisecond)); got[1] > 0.051 {
+		t.Errorf("one 50 ms reconcile 100 ms after start reads %v workers", got[1])
 	}
 }
 
 // Loads too small to be work (a resync's no-op reconciles) are not
 // balanced on: the mean member must keep a tenth of a worker busy.
 func TestBusyNeedsATenthOfAWorker(t *testing.T) {
-	h := time.Minute
-	steady := func(u float64) float64 { return u * h.Seconds() / math.Ln2 } // a member's load, busy u of the time
-	if busy([]float64{steady(0.09), steady(0.09)}, 2, h) {
-		t.Error("busy at 0.045 of a worker per member")
+	if busy([]float64{0.09, 0.09}, 2) {
+		t.Error("busy at 0.09 of a worker per member")
 	}
-	if !busy([]float64{steady(0.2), 0}, 2, h) {
+	if !busy([]float64{0.2, 0}, 2) {
 		t.Error("not busy at 0.1 of a worker per member")
 	}
-	if busy(nil, 2, h) || busy([]float64{1}, 0, h) {
+	if busy(nil, 2) || busy([]float64{1}, 0) {
 		t.Error("busy without loads or members")
+	}
+}
+
+// Balancing starts only when the busiest member is more than the trigger
+// over the mean, so measures that wobble within it move no slot.
+func TestUnevenNeedsTheTrigger(t *testing.T) {
+	owner := []string{"a", "a", "b", "b"}
+	for _, c := range []struct {
+		weights []float64
+		want    bool
+	}{
+		{[]float64{60, 43.1, 50, 46.9}, true},  // a: 103.1 against a mean of 100
+		{[]float64{60, 42.9, 50, 47.1}, false}, // a: 102.9
+		{[]float64{0, 0, 0, 0}, false},
+		{[]float64{1, 2, 3}, false}, // not one weight per slot
+	} {
+		if got := Uneven(owner, c.weights, DefaultBalanceTrigger); got != c.want {
+			t.Errorf("Uneven(%v, %v) = %v, want %v", owner, c.weights, got, c.want)
+		}
+	}
+	if Uneven([]string{"a", "a", "", ""}, []float64{9, 1, 0, 0}, DefaultBalanceTrigger) {
+		t.Error("uneven with one member")
+	}
+	// Every member busy during a burst: each member's load grows alike
+	// while the shares of its slots shift; nothing is uneven.
+	if Uneven(owner, []float64{80, 20, 10, 90}, DefaultBalanceTrigger) {
+		t.Error("uneven with equal member loads")
+	}
+}
+
+// A plan carries one load per slot, and reads back as written; a plan
+// that leaves out a slot or does not parse is refused.
+func TestPlanAnnotation(t *testing.T) {
+	plan := []float64{0.5, 0, 12.3, 0.0042}
+	got, err := parsePlan(formatPlan(plan), 4)
+	if err != nil || !slices.Equal(got, plan) {
+		t.Fatalf("round trip of %v: %v, %v", plan, got, err)
+	}
+	if got, err := parsePlan("", 4); got != nil || err != nil {
+		t.Errorf("no plan: %v, %v", got, err)
+	}
+	for _, bad := range []string{"0=1,1=1,2=1", "0=1,1=1,2=1,3=x", "0=1,1=1,2=1,3=-1"} {
+		if _, err := parsePlan(bad, 4); err == nil {
+			t.Errorf("parsePlan(%q): no error", bad)
+		}
 	}
 }

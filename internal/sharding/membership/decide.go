@@ -35,9 +35,7 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 			reports[p.identity] = p.load
 		}
 		loads = weights(reports, cur, m.remembered)
-		if busy(loads, len(members), m.opts.LoadHalfLife) {
-			owner = Balance(owner, loads, DefaultBalanceTolerance)
-		}
+		owner = m.balance(owner, cur, loads, peers, members, now)
 	}
 	mine := func(s int) bool { return !leaving && owner[s] == m.opts.Identity }
 
@@ -76,6 +74,48 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 		m.opts.Logger.V(1).Info("Holding slots", "identity", m.opts.Identity, "slots", gained)
 		m.opts.Handler.Held(gained)
 	}
+}
+
+// balance returns owner (from Assign) balanced on the planner's plan
+// (AnnotationPlan), and, when this member is the planner, updates the
+// plan it writes next from loads (this member's view of every slot's
+// load): the plan is set when there is none, once the loads have been
+// busy for two of the meter's floors (the rates have settled, and every
+// member has reported them since), and renewed only while the
+// slots rest (every slot claimed once, and the plan's assignment keeps
+// them all) and loads find the busiest member more than
+// DefaultBalanceTrigger over the mean. Each member balances on the plan
+// as last written, which all of them read alike a renewal later.
+func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, members []string, now time.Time) []string {
+	planner := slices.Min(members)
+	var plan []float64
+	if planner == m.opts.Identity {
+		plan = m.writtenPlan
+	} else {
+		m.plan = nil
+		for _, p := range peers {
+			if p.identity == planner {
+				plan = p.plan
+			}
+		}
+	}
+	balanced := owner
+	if plan != nil && busy(plan, len(members)) {
+		balanced = Balance(owner, plan, DefaultBalanceTolerance)
+	}
+	if loads == nil || !busy(loads, len(members)) {
+		m.busySince = time.Time{}
+	} else if m.busySince.IsZero() {
+		m.busySince = now
+	}
+	settled := !m.busySince.IsZero() && now.Sub(m.busySince) >= 2*m.meter.floor()
+	if planner == m.opts.Identity && settled {
+		resting := slices.Equal(balanced, cur)
+		if m.plan == nil || resting && Uneven(balanced, loads, DefaultBalanceTrigger) {
+			m.plan = loads
+		}
+	}
+	return balanced
 }
 
 // current returns, for Assign, the member whose claim alone holds each

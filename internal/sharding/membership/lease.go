@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -72,6 +73,7 @@ type peer struct {
 	claims          []int
 	report          string          // AnnotationReport
 	load            map[int]float64 // AnnotationLoad; nil if none or unreadable
+	plan            []float64       // AnnotationPlan; nil if none or unreadable
 	// err says why claims is every slot: the annotation did not parse, so
 	// the peer might claim any of them.
 	err error
@@ -87,8 +89,10 @@ func peerOf(l *coordinationv1.Lease, slots int) (p peer, ok bool) {
 	p = peer{lease: l.Name, identity: *l.Spec.HolderIdentity, resourceVersion: l.ResourceVersion}
 	p.report = l.Annotations[AnnotationReport]
 	p.load, p.loadErr = parseLoad(l.Annotations[AnnotationLoad], slots)
-	if p.loadErr != nil {
-		p.loadErr = fmt.Errorf("read Lease %s/%s: %w: ignoring its loads", l.Namespace, l.Name, p.loadErr)
+	var planErr error
+	p.plan, planErr = parsePlan(l.Annotations[AnnotationPlan], slots)
+	if err := errors.Join(p.loadErr, planErr); err != nil {
+		p.loadErr = fmt.Errorf("read Lease %s/%s: %w: ignoring its loads", l.Namespace, l.Name, err)
 	}
 	p.claims, p.err = parseClaims(l.Annotations[AnnotationClaims], slots)
 	if p.err != nil {

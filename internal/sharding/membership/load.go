@@ -12,16 +12,64 @@ import (
 
 // AnnotationLoad holds, in a member's Lease, the load it measured of each
 // slot it holds (Options.LoadHalfLife): "slot=load" pairs in ascending
-// slot order joined by commas, each load in seconds of reconcile work
-// decayed with the half-life, to three significant digits.
+// slot order joined by commas, each load the share of one worker that the
+// slot's reconciles kept busy, averaged with weights that halve every
+// half-life, to three significant digits.
 const AnnotationLoad = "sharding.opkit.dev/load"
 
-// meter sums the work of each slot's reconciles, decayed exponentially so
-// that work done one half-life ago counts half. Every slot decays at the
-// same rate, so the ratios between slots, which is all Balance uses, do
-// not change while the operator is idle. It is safe for concurrent use.
+// AnnotationPlan holds, in the Lease of the group's planner (the live
+// member of lowest identity), the loads every member balances on: one
+// "slot=load" pair for each slot, as AnnotationLoad. Members that each
+// balanced on their own view would each read the others' loads as of a
+// different renewal, and, the loads moving between renewals, would each
+// aim at a different assignment and move slots back and forth. On one
+// plan they all compute the same assignment (Balance's result is a fixed
+// point). The planner renews the plan only while slots rest and, on its
+// fresh view, the busiest member is more than DefaultBalanceTrigger over
+// the mean.
+const AnnotationPlan = "sharding.opkit.dev/plan"
+
+// formatPlan returns AnnotationPlan's value for loads, one per slot.
+func formatPlan(loads []float64) string {
+	parts := make([]string, len(loads))
+	for s, w := range loads {
+		parts[s] = strconv.Itoa(s) + "=" + strconv.FormatFloat(w, 'g', 3, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parsePlan reads AnnotationPlan: nil if v is empty, or an error if it
+// does not parse or leaves out a slot.
+func parsePlan(v string, slots int) ([]float64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	byslot, err := parseLoad(v, slots)
+	if err != nil {
+		return nil, err
+	}
+	if len(byslot) != slots {
+		return nil, fmt.Errorf("parse plan: %d of %d slots", len(byslot), slots)
+	}
+	out := make([]float64, slots)
+	for s, w := range byslot {
+		out[s] = w
+	}
+	return out, nil
+}
+
+// meter measures the work of each slot's reconciles as a rate: the
+// seconds of work, decayed exponentially so that work done one half-life
+// ago counts half, over the seconds of time decayed alike since the meter
+// began. A rate rather than a sum, so that two members' measures of
+// steady work agree however long each has measured it, and a member that
+// reads another's report one renewal late reads nearly what it would
+// have read on time: a decayed sum grows while the work lasts, and
+// members comparing sums read at different moments see loads that are
+// not there and move slots for them. It is safe for concurrent use.
 type meter struct {
 	halfLife time.Duration
+	since    time.Time // the first observation or seed; zero before
 
 	mu   sync.Mutex
 	load map[int]decayed
@@ -45,20 +93,48 @@ func newMeter(halfLife time.Duration) *meter {
 	return &meter{halfLife: halfLife, load: map[int]decayed{}}
 }
 
+// window returns the seconds of time since the meter's first observation
+// or seed, decayed as work is, at now: a rate is a decayed sum over it.
+// Counting from the first work, not from the member's start, steady work
+// reads the same on a member that started long before it and on one that
+// started with it. The window counts at least a second (or a tenth of the
+// half-life, if less), so that the first reconciles do not read as a
+// worker kept busy many times over, and no longer, so that a rate reads
+// true within a second of the work starting: a slot whose load was
+// reported and seeded while the rates still rose would look lighter
+// than it is. m.mu is held.
+func (m *meter) window(now time.Time) float64 {
+	d := m.floor()
+	if !m.since.IsZero() {
+		d = max(now.Sub(m.since), d)
+	}
+	return m.halfLife.Seconds() / math.Ln2 * (1 - math.Exp2(-float64(d)/float64(m.halfLife)))
+}
+
+// floor is the least time window counts: a second, or a tenth of the
+// half-life if less. Rates settle that long after the work starts.
+func (m *meter) floor() time.Duration { return min(m.halfLife/10, time.Second) }
+
 // observe adds took, one reconcile of slot ending at now.
 func (m *meter) observe(slot int, took time.Duration, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.since.IsZero() {
+		m.since = now
+	}
 	m.load[slot] = decayed{v: m.load[slot].as(now, m.halfLife) + took.Seconds(), at: now}
 }
 
-// seed sets slot's load, gained at now, to what its previous holder
+// seed sets slot's rate, gained at now, to what its previous holder
 // measured, so that a moved slot does not look idle to the members while
 // its new holder builds up its own measure.
-func (m *meter) seed(slot int, v float64, now time.Time) {
+func (m *meter) seed(slot int, rate float64, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.load[slot] = decayed{v: v, at: now}
+	if m.since.IsZero() {
+		m.since = now
+	}
+	m.load[slot] = decayed{v: rate * m.window(now), at: now}
 }
 
 // keep drops the loads of slots not in held.
@@ -76,25 +152,25 @@ func (m *meter) keep(held []int) {
 func (m *meter) format(held []int, now time.Time) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	w := m.window(now)
 	parts := make([]string, 0, len(held))
 	for _, s := range slices.Sorted(slices.Values(held)) {
-		v := m.load[s].as(now, m.halfLife)
+		v := m.load[s].as(now, m.halfLife) / w
 		parts = append(parts, strconv.Itoa(s)+"="+strconv.FormatFloat(v, 'g', 3, 64))
 	}
 	return strings.Join(parts, ",")
 }
 
-// minBusy is the least mean load of the members, as the fraction of one
-// worker kept busy throughout, at which they balance by load. Below it
-// the loads measure noise (a resync's reconciles that find nothing to do
-// take microseconds, and vary as much) rather than work, and swapping
-// slots on noise costs relists for nothing.
+// minBusy is the least mean load of the members, as the share of one
+// worker kept busy, at which they balance by load. Below it the loads
+// measure noise (a resync's reconciles that find nothing to do take
+// microseconds, and vary as much) rather than work, and swapping slots on
+// noise costs relists for nothing.
 const minBusy = 0.1
 
 // busy reports whether loads, summed over members, are worth balancing:
-// their mean reaches minBusy. A worker busy a fraction u of the time
-// throughout holds a load of u × halfLife / ln 2.
-func busy(loads []float64, members int, halfLife time.Duration) bool {
+// their mean reaches minBusy.
+func busy(loads []float64, members int) bool {
 	if loads == nil || members == 0 {
 		return false
 	}
@@ -102,7 +178,7 @@ func busy(loads []float64, members int, halfLife time.Duration) bool {
 	for _, w := range loads {
 		total += w
 	}
-	return total/float64(members) >= minBusy*halfLife.Seconds()/math.Ln2
+	return total/float64(members) >= minBusy
 }
 
 // parseLoad reads AnnotationLoad; slots outside 0..slots-1 are left out.

@@ -51,10 +51,16 @@ type Member struct {
 
 	// With Options.LoadHalfLife: meter measures the held slots' loads,
 	// writtenLoad is this member's AnnotationLoad as last written, and
-	// remembered each slot's load as last reported by any member.
+	// remembered each slot's load as last reported by any member. While
+	// this member is the planner, plan is the AnnotationPlan to write and
+	// writtenPlan the one last written; both nil otherwise. busySince is
+	// when the loads in view last became busy enough to balance on.
 	meter       *meter
 	writtenLoad map[int]float64
 	remembered  map[int]float64
+	plan        []float64
+	writtenPlan []float64
+	busySince   time.Time
 
 	mu    sync.Mutex
 	stats Stats

@@ -87,6 +87,11 @@ func (m *Member) renew(ctx context.Context, now time.Time) error {
 		held := m.heldSlots()
 		m.meter.keep(held)
 		l.Annotations[AnnotationLoad] = m.meter.format(held, now)
+		if m.plan != nil {
+			l.Annotations[AnnotationPlan] = formatPlan(m.plan)
+		} else {
+			delete(l.Annotations, AnnotationPlan)
+		}
 	}
 	secs := int32((m.opts.LeaseDuration + time.Second - 1) / time.Second)
 	l.Spec.LeaseDurationSeconds = &secs
@@ -105,6 +110,7 @@ func (m *Member) renew(ctx context.Context, now time.Time) error {
 	m.lease = out
 	m.written = maps.Clone(m.claims)
 	m.writtenLoad, _ = parseLoad(out.Annotations[AnnotationLoad], m.opts.Slots)
+	m.writtenPlan, _ = parsePlan(out.Annotations[AnnotationPlan], m.opts.Slots)
 	return nil
 }
 
