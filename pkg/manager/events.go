@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"os"
 	"strings"
 
@@ -12,10 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 )
 
 // maxReportingInstance is the API server's limit on an Event's
@@ -32,7 +35,9 @@ const maxReportingInstance = 128
 // server would refuse every Event of the recorder. An Event recorded with
 // an empty action, which the API server also refuses, gets its reason as
 // its action. An Event refused all the same is logged and counted (see
-// opkit_events_refused_total).
+// opkit_events_refused_total). Each Event is also logged through the
+// manager's logger, named "events", at verbosity 1, as controller-runtime's
+// recorders log it.
 func (m *Manager) EventRecorder(name string) (events.EventRecorder, error) {
 	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
 		return nil, fmt.Errorf("manager: EventRecorder(%q): the name must be a qualified name, such as \"mirror\" or \"example.com/mirror\", as the API server refuses Events reported by any other: %s",
@@ -46,17 +51,33 @@ func (m *Manager) EventRecorder(name string) (events.EventRecorder, error) {
 	for _, reason := range []string{string(metav1.StatusReasonInvalid), string(metav1.StatusReasonForbidden)} {
 		m.eventsRefused.WithLabelValues(name, reason)
 	}
-	return defaultAction{m.broadcast.NewRecorder(m.scheme, name)}, nil
+	return defaultAction{m.broadcast.NewRecorder(m.scheme, name), m.log.WithName("events").WithValues("reporter", name).V(1)}, nil
 }
 
-// defaultAction gives an Event without an action its reason as action.
-type defaultAction struct{ events.EventRecorder }
+// defaultAction gives an Event without an action its reason as action, and
+// logs each Event at verbosity 1, as controller-runtime's recorders do.
+type defaultAction struct {
+	events.EventRecorder
+	log logr.Logger // at V(1)
+}
 
 var _ events.EventRecorder = defaultAction{}
 
 func (d defaultAction) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	if action == "" {
 		action = reason
+	}
+	if d.log.Enabled() {
+		kv := []any{"type", eventtype, "reason", reason, "action", action}
+		if o, err := meta.Accessor(regarding); err == nil {
+			kv = append(kv, "object", klog.KObj(o))
+		}
+		if regarding != nil {
+			if kind := regarding.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+				kv = append(kv, "kind", kind)
+			}
+		}
+		d.log.Info(fmt.Sprintf(note, args...), kv...)
 	}
 	d.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +114,34 @@ func TestEventWithoutAction(t *testing.T) {
 	if e := storedEvent(t, m, ns, "Seen"); e.Action != "Seen" {
 		t.Errorf("action = %q, want the reason, %q", e.Action, "Seen")
 	}
+}
+
+// Each Event is logged at verbosity 1 through the manager's logger, as
+// controller-runtime's recorders log it; not at verbosity 0.
+func TestEventLoggedAtVerbosityOne(t *testing.T) {
+	ns := env.Namespace(t)
+	var logs logBuffer
+	m := newManager(t, ns, manager.Options{Logger: logs.logger()})
+	rec, err := m.EventRecorder("event-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, m)
+	cm := configMap(t, m, ns)
+	rec.Eventf(cm, nil, corev1.EventTypeNormal, "Seen", "Look", "seen %d times", 3)
+	for _, want := range []string{`"msg"="seen 3 times"`, `"reporter"="event-test"`, `"reason"="Seen"`, `"action"="Look"`, `"type"="Normal"`, `"name"="` + cm.GetName() + `"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the Event's log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	quiet := newManager(t, ns, manager.Options{Logger: funcr.New(func(_, args string) {
+		t.Errorf("logged at verbosity 0: %s", args)
+	}, funcr.Options{})})
+	rec, err = quiet.EventRecorder("event-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Eventf(cm, nil, corev1.EventTypeNormal, "Seen", "Look", "not logged")
 }
 
 // An Event the API server refuses (here: no reason) is logged through the
