@@ -35,7 +35,9 @@
 //     last-applied annotation and whatever a Transform drops stay on the
 //     API server; everything the caller changed is written, in one
 //     request. To delete a stripped field, write through
-//     manager.Manager.UncachedClient an object read from the API server.
+//     manager.Manager.UncachedClient an object read from the API server:
+//     its managedFields tell it from a cached copy (KeepStripped), whose
+//     Update the UncachedClient sends as a merge patch too.
 //
 // Use cache.Lister in new code and on hot paths (no copy, no allocation);
 // use the cached client to port controller-runtime code and call its

@@ -27,7 +27,9 @@ import (
 // stripped: kubectl apply's last-applied annotation survives an Update,
 // typed or unstructured, controllerutil.CreateOrUpdate and CreateOrPatch
 // of a copy that lacks it, so the next kubectl apply still prunes what its
-// manifest dropped.
+// manifest dropped. So does an Update through the UncachedClient of a
+// Lister's copy, as a port written for controller-runtime's unstripped
+// cache makes.
 // managedFields, also stripped, survive as well. The ConfigMap is
 // created and changed by the real kubectl, as a user would.
 func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
@@ -71,6 +73,22 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			})
 			return err
 		}},
+		{"UncachedClient Update of a Lister's copy", "uncached-updated", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			read, err := configMaps.typed.Get(cm.Namespace, cm.Name)
+			if err != nil {
+				return err
+			}
+			cm = read.DeepCopy()
+			cm.Data["mine"] = "x"
+			return mgr.UncachedClient().Update(ctx, cm)
+		}},
+		{"UncachedClient Update of its own read", "uncached-read-updated", func(ctx context.Context, cm *corev1.ConfigMap) error {
+			if err := mgr.UncachedClient().Get(ctx, crclient.ObjectKeyFromObject(cm), cm); err != nil {
+				return err
+			}
+			cm.Data["mine"] = "x"
+			return mgr.UncachedClient().Update(ctx, cm)
+		}},
 	}
 	for _, w := range writes {
 		name := w.name
@@ -89,16 +107,16 @@ func TestWriteBackKeepsWhatTheCacheStripped(t *testing.T) {
 			}
 
 			if err := w.write(t.Context(), cm); err != nil {
-				t.Fatalf("%s through the cached client: %v", name, err)
+				t.Fatalf("%s: %v", name, err)
 			}
 			if err := mgr.UncachedClient().Get(t.Context(), crclient.ObjectKeyFromObject(cm), live); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := live.Annotations[corev1.LastAppliedConfigAnnotation]; !ok {
-				t.Errorf("after %s through the cached client, the API server's object has lost %s (annotations %v)", name, corev1.LastAppliedConfigAnnotation, live.Annotations)
+				t.Errorf("after %s, the API server's object has lost %s (annotations %v)", name, corev1.LastAppliedConfigAnnotation, live.Annotations)
 			}
 			if len(live.ManagedFields) == 0 {
-				t.Errorf("after %s through the cached client, the API server's object has lost its managedFields", name)
+				t.Errorf("after %s, the API server's object has lost its managedFields", name)
 			}
 
 			kubectl.apply(t, ns, cm.Name, `{"keep": "1"}`)
@@ -260,5 +278,35 @@ func TestUpdateOfACachedCopyIsStillAnUpdate(t *testing.T) {
 	stale.Data["late"] = "1"
 	if err := w.Update(t.Context(), stale); !apierrors.IsConflict(err) {
 		t.Errorf("Update of a copy older than the server's = %v, want a conflict", err)
+	}
+}
+
+// The way to delete a stripped field on purpose: an Update through the
+// UncachedClient of an object read from the API server, whose
+// managedFields tell it from a cached copy, is sent as it is.
+func TestUncachedUpdateOfAnAPIServerReadDeletes(t *testing.T) {
+	kubectl := kubectlFor(t)
+	ns := env.Namespace(t)
+	mgr, configMaps := startManager(t, ns)
+	kubectl.apply(t, ns, "forget", `{"keep": "1"}`)
+	cm := &corev1.ConfigMap{}
+	key := crclient.ObjectKey{Namespace: ns, Name: "forget"}
+	if err := mgr.UncachedClient().Get(t.Context(), key, cm); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := configMaps.waitForBoth(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	delete(cm.Annotations, corev1.LastAppliedConfigAnnotation)
+	if err := mgr.UncachedClient().Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.UncachedClient().Get(t.Context(), key, cm); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cm.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		t.Errorf("the annotation deleted from an API server read survived the UncachedClient's Update: %q", v)
 	}
 }

@@ -3,6 +3,7 @@ package cachedclient
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -34,6 +35,48 @@ func (c *cached) Update(ctx context.Context, obj crclient.Object, opts ...crclie
 	}
 	patch := crclient.MergeFromWithOptions(read, crclient.MergeFromWithOptimisticLock{})
 	return c.Client.Patch(ctx, obj, patch, patchOptions(opts))
+}
+
+// KeepStripped returns writer with one change, for a client that reads
+// from the API server: its Update of a copy read from the cache, which
+// the reader (NewReader over the cache) holds at the copy's uid and
+// resourceVersion, is sent as New's Update sends it, a JSON merge patch
+// from the cached copy, so that it keeps on the API server what the cache
+// stripped. Ported code that reads from a Lister or the cached client and
+// writes back through an uncached client, as it could where
+// controller-runtime's cache keeps every field, then deletes nothing.
+//
+// An object that carries managedFields or the last-applied annotation
+// where the cached copy has none was read from the API server, not the
+// cache: its Update is a plain update, which can delete those fields.
+// Every other request goes to writer as it is.
+func KeepStripped(reader crclient.Reader, writer crclient.Client) crclient.Client {
+	return &keepStripped{Client: writer, cached: &cached{Client: writer, reader: reader}}
+}
+
+type keepStripped struct {
+	crclient.Client
+	cached *cached
+}
+
+func (k *keepStripped) Update(ctx context.Context, obj crclient.Object, opts ...crclient.UpdateOption) error {
+	read, ok := k.cached.readAs(ctx, obj)
+	if !ok || carriesStripped(obj, read) {
+		return k.Client.Update(ctx, obj, opts...)
+	}
+	patch := crclient.MergeFromWithOptions(read, crclient.MergeFromWithOptimisticLock{})
+	return k.Client.Patch(ctx, obj, patch, patchOptions(opts))
+}
+
+// carriesStripped reports whether obj has managedFields or the
+// last-applied annotation where read, the cache's copy, has none.
+func carriesStripped(obj, read crclient.Object) bool {
+	if len(obj.GetManagedFields()) > 0 && len(read.GetManagedFields()) == 0 {
+		return true
+	}
+	_, objHas := obj.GetAnnotations()[corev1.LastAppliedConfigAnnotation]
+	_, readHas := read.GetAnnotations()[corev1.LastAppliedConfigAnnotation]
+	return objHas && !readHas
 }
 
 // readAs returns a copy of the cached object obj was read as: the same

@@ -30,6 +30,7 @@ import (
 	"github.com/opkit-dev/opkit/internal/memguard"
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
 	"github.com/opkit-dev/opkit/pkg/cache"
+	"github.com/opkit-dev/opkit/pkg/cachedclient"
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
@@ -67,6 +68,7 @@ type Manager struct {
 	mapper      meta.RESTMapper
 	cache       *cache.Cache
 	client      client.Client
+	uncached    client.Client // UncachedClient's: client, with KeepStripped's Update
 	// actingClient sends each request as the user its context carries
 	// (package actas): the client under WriterAs.
 	actingClient client.Client
@@ -229,6 +231,7 @@ func (m *Manager) buildClients() error {
 	}
 	// Writes inside a reconcile are recorded for read-your-writes.
 	m.client = consistency.NewClient(c, cache.Internal(m.cache, cacheaccess.Key{}))
+	m.uncached = cachedclient.KeepStripped(cachedclient.NewReader(m.cache), m.client)
 	// The same HTTP client and connections, each request sent as the user
 	// its context names.
 	acting := &http.Client{Transport: actas.Transport(hc.Transport), Timeout: hc.Timeout}
@@ -293,8 +296,11 @@ func (m *Manager) Cache() *cache.Cache { return m.cache }
 // for writes without Writer's field owner and skipped no-op writes. Most
 // code wants Writer (see "Which client" in the package documentation). Its
 // writes inside a reconcile are recorded for read-your-writes (see
-// controller.Options.ReadYourWritesTimeout).
-func (m *Manager) UncachedClient() client.Client { return m.client }
+// controller.Options.ReadYourWritesTimeout). Its Update of a copy read
+// from the cache (a Lister's, the CachedClient's) keeps on the API server
+// what the cache strips, as the CachedClient's does
+// (cachedclient.KeepStripped).
+func (m *Manager) UncachedClient() client.Client { return m.uncached }
 
 // Registry returns the metrics registry served at /metrics. Register your
 // own metrics with it.
