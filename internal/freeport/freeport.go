@@ -10,8 +10,19 @@
 // server. Port therefore picks below the ephemeral range, which no
 // listener on port 0 and no outgoing connection is given, checks that the
 // port is free on every interface, and never hands out a port twice in a
-// process. Between processes a port may still be taken before it is
-// bound, rarely: the start of the search is random.
+// process.
+//
+// Nor twice on the machine while the process that was given it lives: a
+// port is only handed out once Port holds an exclusive lock (flock) on a
+// file named after it in a directory of the user's under the temporary
+// directory, which it keeps until the process exits. A port is often
+// bound seconds after it is chosen (a test environment chooses its
+// webhook port, starts a control plane, then the test's manager binds
+// it), and test packages run as parallel processes, each choosing ports
+// at random among the 8,192 below the ephemeral range: without the lock
+// two of them were given one port (a scaffolded project's controller
+// tests failed to bind their webhook server that way), as likely as two
+// people sharing a birthday in a crowd.
 package freeport
 
 import (
@@ -19,6 +30,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +43,9 @@ var (
 	mu    sync.Mutex
 	given = map[int]bool{}
 )
+
+// lockDir is where the port locks are; a variable for tests.
+var lockDir = filepath.Join(os.TempDir(), fmt.Sprintf("opkit-freeport-%d", os.Getuid()))
 
 // Port returns a TCP port that is free on every interface now, outside
 // the kernel's ephemeral range, and not returned before in this process.
@@ -53,7 +68,10 @@ func Port() (int, error) {
 		if err := l.Close(); err != nil {
 			continue
 		}
-		given[p] = true
+		given[p] = true // taken or ours: not looked at again
+		if !reserve(p) {
+			continue // another process holds it
+		}
 		return p, nil
 	}
 	return 0, fmt.Errorf("freeport: no free port in %d..%d, below the ephemeral range", lo, hi-1)
