@@ -75,6 +75,9 @@
 //     are shared among an operator's replicas through Leases, fencing a
 //     replica that cannot prove it is alive, and a replica reconciles a key
 //     only while it holds the key's slot.
+//   - pkg/crport: controller-runtime code run on opkit while it is ported:
+//     a reconciler, map functions, predicates, webhook paths and a legacy
+//     Event recorder, as opkit init --from-kubebuilder wires them.
 //   - pkg/tracing: OpenTelemetry spans for reconciles and API requests.
 //   - pkg/metrics: what opkit's metrics promise (client-go's and
 //     controller-runtime's names where they match), and the Prometheus

@@ -40,7 +40,7 @@ func TestInitHelp(t *testing.T) {
 	if err := run(t.Context(), []string{"init", "-h"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"-module", "-domain", "-name", "-opkit-vendor", "-opkit-replace", "-fleet"} {
+	for _, flag := range []string{"-module", "-domain", "-name", "-opkit-vendor", "-opkit-replace", "-fleet", "-from-kubebuilder"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("init -h does not list %s:\n%s", flag, out.String())
 		}

@@ -1,0 +1,239 @@
+package scaffold
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+)
+
+// FromKubebuilderOptions are what opkit init --from-kubebuilder is given.
+type FromKubebuilderOptions struct {
+	// Source is the kubebuilder project to port: a directory with a
+	// PROJECT file of version 3. It is only read.
+	Source string
+	// OpkitVersion, OpkitVendor and OpkitReplace say where the ported
+	// project gets opkit from, as InitOptions' do.
+	OpkitVersion, OpkitVendor, OpkitReplace string
+	// Progress receives a line before each slow step. Defaults to none.
+	Progress io.Writer
+}
+
+// FromKubebuilderResult is what a port made.
+type FromKubebuilderResult struct {
+	// Mapped and Needs count the report's items (OPKIT_PORT.md).
+	Mapped, Needs int
+	// Generated are the files written anew or in place of the source's,
+	// relative to the project.
+	Generated []string
+}
+
+// FromKubebuilder ports the kubebuilder project in opts.Source into dir
+// (which must be empty but for .git, or not exist): a copy of it whose
+// cmd/main.go runs its controllers and webhooks, unchanged, on opkit's
+// manager and cached client, whose Makefile runs its tests on opkit's
+// control plane (opkit envtest, offline), and whose OPKIT_PORT.md
+// accounts for every item of its PROJECT, main, setups and envtest steps,
+// with file and line: mapped, or needing a hand. Nothing is dropped
+// without a line there. Then go mod tidy and go build ./... run in dir; if
+// tidy fails, dir is left as it was.
+func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOptions) (FromKubebuilderResult, error) {
+	var res FromKubebuilderResult
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	for _, p := range []*string{&opts.OpkitReplace, &opts.OpkitVendor, &opts.Source} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return res, fmt.Errorf("init: %s: %w", *p, err)
+		}
+		*p = abs
+	}
+	init := InitOptions{Module: "example.com/x", OpkitVersion: opts.OpkitVersion, OpkitVendor: opts.OpkitVendor, OpkitReplace: opts.OpkitReplace}
+	init.defaults()
+	if err := init.validate(dir); err != nil {
+		return res, err
+	}
+	projectData, err := os.ReadFile(filepath.Join(opts.Source, ProjectFile))
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %s is not a kubebuilder project: %w", opts.Source, err)
+	}
+	rep := &portReport{}
+	p, err := parseKubebuilderProject(projectData, rep)
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
+	goModData, err := os.ReadFile(filepath.Join(opts.Source, "go.mod"))
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
+	mod := modfile.ModulePath(goModData)
+	if mod != p.Repo {
+		rep.needs(ProjectFile, 0, "repo "+p.Repo, "go.mod declares "+mod+": the port follows go.mod")
+	}
+	gofiles, err := loadGoFiles(opts.Source)
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
+	out := files{}
+	setups, err := portSetups(gofiles, p, mod, out, rep)
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
+	var mainFile *kbFile
+	for _, f := range gofiles {
+		if f.Rel == "cmd/main.go" || (mainFile == nil && f.Rel == "main.go") {
+			mainFile = f
+		}
+	}
+	if mainFile == nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %s has neither cmd/main.go nor main.go: port the manager by hand (docs/porting-from-controller-runtime.md)", opts.Source)
+	}
+	if out[mainFile.Rel], err = portMain(mainFile, mod, setups, rep); err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
+	if mk, err := os.ReadFile(filepath.Join(opts.Source, "Makefile")); err == nil {
+		out["Makefile"] = portMakefile(mk, rep)
+	} else {
+		rep.needs("Makefile", 0, "Makefile", "none found: run the tests with KUBEBUILDER_ASSETS=$(go tool opkit envtest)")
+	}
+	replace := opts.OpkitReplace
+	if opts.OpkitVendor != "" {
+		fmt.Fprintf(opts.Progress, "Copying opkit from %s into %s...\n", opts.OpkitVendor, vendorDir)
+		copied, err := vendorFiles(ctx, opts.OpkitVendor)
+		if err != nil {
+			return res, fmt.Errorf("init: %w", err)
+		}
+		maps.Copy(out, copied)
+		replace = vendorReplace
+	}
+	if out["go.mod"], err = portGoMod(goModData, opts.OpkitVersion, replace); err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
+	rep.mapped("go.mod", 0, "go.mod", "requires opkit, lists its command as a tool (go tool opkit envtest); go mod tidy moves controller-runtime and k8s.io to the versions opkit is built with")
+	for name := range out {
+		res.Generated = append(res.Generated, name)
+	}
+	out[reportFile] = rep.markdown(opts.Source)
+	res.Mapped, res.Needs = len(rep.Mapped), len(rep.Needs)
+	err = transact(dir, func() error {
+		fmt.Fprintf(opts.Progress, "Copying %s into %s...\n", opts.Source, dir)
+		if err := copyTree(opts.Source, dir); err != nil {
+			return err
+		}
+		if err := out.write(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Progress, "Running go mod tidy in %s...\n", dir)
+		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
+			return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", err, opts.OpkitVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(opts.Progress, "Running go build ./... in %s...\n", dir)
+	if err := runIn(ctx, dir, "go", "build", "./..."); err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: the port is in %s, but it does not build (controller-runtime and Kubernetes moved to opkit's versions; %s lists what was not mapped): %w", dir, reportFile, err)
+	}
+	return res, nil
+}
+
+// copyTree copies the project at src into dst, with its files' modes,
+// leaving out .git, bin/ and test output.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if rel == ".git" || rel == "bin" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if rel == "cover.out" || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
+	})
+}
+
+// portGoMod adds opkit to a kubebuilder project's go.mod: required, its
+// command a tool, and replaced when it comes from a checkout.
+func portGoMod(data []byte, version, replace string) ([]byte, error) {
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		return nil, err
+	}
+	if replace != "" {
+		version = develPseudoVersion
+	}
+	if err := module.Check(opkitModule, version); err != nil {
+		return nil, fmt.Errorf("opkit version %s: %w", version, err)
+	}
+	if err := f.AddRequire(opkitModule, version); err != nil {
+		return nil, err
+	}
+	if err := f.AddTool(opkitModule + "/cmd/opkit"); err != nil {
+		return nil, err
+	}
+	if replace != "" {
+		if err := f.AddReplace(opkitModule, "", replace, ""); err != nil {
+			return nil, err
+		}
+	}
+	f.Cleanup()
+	return f.Format()
+}
+
+// envtestUse matches kubebuilder's Makefile's call of setup-envtest, which
+// downloads the control plane's binaries.
+var envtestUse = regexp.MustCompile(`"?\$\(ENVTEST\)"? use .*?-p path`)
+
+// portMakefile points a kubebuilder Makefile's tests at opkit's control
+// plane, which opkit envtest builds from the Go module proxy, rather than
+// at setup-envtest's downloads.
+func portMakefile(mk []byte, rep *portReport) []byte {
+	lines := strings.Split(string(mk), "\n")
+	found := false
+	for i, l := range lines {
+		switch {
+		case envtestUse.MatchString(l):
+			lines[i] = envtestUse.ReplaceAllString(l, "go tool opkit envtest")
+			found = true
+			rep.mapped("Makefile", i+1, "setup-envtest use", "go tool opkit envtest: kube-apiserver, etcd and kubectl built from the Go module proxy, nothing downloaded")
+		case strings.HasPrefix(l, "setup-envtest: envtest"):
+			lines[i] = "setup-envtest:" + strings.TrimPrefix(l, "setup-envtest: envtest")
+			rep.mapped("Makefile", i+1, "setup-envtest's prerequisite envtest", "dropped: opkit envtest replaces setup-envtest")
+		}
+	}
+	if !found {
+		rep.needs("Makefile", 0, "envtest", "no call of setup-envtest found: run the tests with KUBEBUILDER_ASSETS=\"$(go tool opkit envtest)\"")
+	}
+	return []byte(strings.Join(lines, "\n"))
+}

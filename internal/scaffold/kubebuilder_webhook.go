@@ -1,0 +1,111 @@
+package scaffold
+
+import (
+	"fmt"
+	"go/ast"
+	"strings"
+)
+
+// portWebhook renders twin, the opkit setup of a kubebuilder webhook setup
+// function fn: ctrl.NewWebhookManagedBy(mgr, &T{}) (or .For(&T{})) with
+// WithDefaulter, WithValidator and their custom paths, or with none of them
+// for a conversion hub.
+func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps map[string]string, rep *portReport) (string, bool) {
+	where := fn.Name.Name
+	chain := returnedChain(fn)
+	if chain == nil || len(fn.Body.List) != 1 {
+		rep.needs(f.Rel, f.line(fn), where, "not one builder chain returned: write "+twin+" with webhook.Register by hand (docs/webhooks.md)")
+		return "", false
+	}
+	var typ, kind, defaulter, validator, dpath, vpath string
+	ok := true
+	setType := func(e ast.Expr) {
+		t, k, isObj := objectType(f, e)
+		if !isObj {
+			rep.needs(f.Rel, f.line(e), where+" type", "the object is not &pkg.Kind{}: port it by hand")
+			ok = false
+			return
+		}
+		f.uses(e, imps)
+		typ, kind = t, k
+	}
+	if len(chain[0].Args) == 2 {
+		setType(chain[0].Args[1])
+	}
+	for _, call := range chain[1:] {
+		line := f.line(call)
+		arg := func() string {
+			f.uses(call.Args[0], imps)
+			return f.src(call.Args[0])
+		}
+		switch m := method(call); m {
+		case "For":
+			setType(call.Args[0])
+		case "WithDefaulter":
+			defaulter = arg()
+			rep.mapped(f.Rel, line, where+" WithDefaulter", "webhook.Hooks.Defaulter")
+		case "WithValidator":
+			validator = arg()
+			rep.mapped(f.Rel, line, where+" WithValidator", "webhook.Hooks.Validator")
+		case "WithDefaulterCustomPath":
+			dpath = arg()
+			rep.mapped(f.Rel, line, where+" WithDefaulterCustomPath", "crport.Paths.Defaulting")
+		case "WithValidatorCustomPath":
+			vpath = arg()
+			rep.mapped(f.Rel, line, where+" WithValidatorCustomPath", "crport.Paths.Validation")
+		case "Complete":
+		default:
+			rep.needs(f.Rel, line, where+" "+m, "a webhook builder call opkit does not map: port it by hand (docs/webhooks.md)")
+			ok = false
+		}
+	}
+	if !ok || typ == "" {
+		if typ == "" && ok {
+			rep.needs(f.Rel, f.line(fn), where, "no webhook type found: port it by hand")
+		}
+		return "", false
+	}
+	imps["manager"] = opkitManager
+	imps["webhook"] = opkitWebhook
+	var b strings.Builder
+	fmt.Fprintf(&b, "// %s serves what %s registers, on opkit's\n// manager's webhook server, at the same paths.\n", twin, where)
+	fmt.Fprintf(&b, "func %s(mgr *manager.Manager) error {\n", twin)
+	if conversionHub(f, typ, kind, p) {
+		fmt.Fprintf(&b, "\tif err := webhook.RegisterConversion(mgr, webhook.Conversion[%s]{}); err != nil {\n\t\treturn err\n\t}\n", typ)
+		rep.mapped(f.Rel, f.line(fn), where+" conversion of "+kind, "webhook.RegisterConversion at /convert, the spokes' ConvertTo and ConvertFrom unchanged")
+	}
+	if defaulter == "" && validator == "" {
+		b.WriteString("\treturn nil\n}\n")
+		return b.String(), true
+	}
+	imps["crport"] = opkitCrport
+	var hooks []string
+	if defaulter != "" {
+		hooks = append(hooks, "Defaulter: "+defaulter)
+	}
+	if validator != "" {
+		hooks = append(hooks, "Validator: "+validator)
+	}
+	var paths []string
+	if dpath != "" {
+		paths = append(paths, "Defaulting: "+dpath)
+	}
+	if vpath != "" {
+		paths = append(paths, "Validation: "+vpath)
+	}
+	fmt.Fprintf(&b, "\treturn crport.Webhooks(mgr, webhook.Hooks[%s]{%s}, crport.Paths{%s})\n}\n", typ, strings.Join(hooks, ", "), strings.Join(paths, ", "))
+	return b.String(), true
+}
+
+// conversionHub says whether PROJECT records a conversion webhook for the
+// kind and version of typ (a type of the package its import names).
+func conversionHub(f *kbFile, typ, kind string, p *kbProject) bool {
+	pkg, _, _ := strings.Cut(strings.TrimPrefix(typ, "*"), ".")
+	importPath := f.Imports[pkg]
+	for _, r := range p.Resources {
+		if r.Kind == kind && r.Path == importPath && r.Webhooks != nil && r.Webhooks.Conversion {
+			return true
+		}
+	}
+	return false
+}
