@@ -77,7 +77,7 @@ func TestWebReconciler(t *testing.T) {
 }
 
 // crWebReconciler runs unchanged on the cached client, through
-// fromControllerRuntime, and does the same.
+// crport.Reconciler, and does the same.
 func TestPortedWebReconciler(t *testing.T) {
 	testWeb(t, setupPortedWeb)
 }

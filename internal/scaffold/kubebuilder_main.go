@@ -89,6 +89,11 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 				rep.mapped(f.Rel, f.line(d), "init", "kept: the scheme's types")
 			case refersTo(f, d, "sigs.k8s.io/controller-runtime/pkg/cache"):
 				rep.mapped(f.Rel, f.line(d), "func "+d.Name.Name, "dropped: it builds controller-runtime's cache options, which opkit's cache.Options.Namespaces replaces")
+			case takesManager(f, d):
+				f.uses(d, m.imps)
+				m.decls = append(m.decls, f.src(d))
+				rep.needs(f.Rel, f.line(d), "func "+d.Name.Name, "kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it: "+
+					"move what it sets up into main's setup, with each reconciler's SetupWithOpkit and each webhook's Setup...WebhookWithOpkit")
 			default:
 				f.uses(d, m.imps)
 				m.decls = append(m.decls, f.src(d))
@@ -152,6 +157,10 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 // classify accounts for one statement of main after its flags.
 func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 	f := m.f
+	if onlyExits(f, st) {
+		rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "regenerated on opkit's manager")
+		return
+	}
 	handled := false
 	ast.Inspect(st, func(n ast.Node) bool {
 		switch x := n.(type) {
@@ -341,6 +350,12 @@ func (m *kbMain) render(module string) ([]byte, error) {
 	set("metrics-bind-address", "Metrics.BindAddress")
 	set("metrics-secure", "Metrics.Secure")
 	set("metrics-cert-path", "Metrics.CertDir")
+	if opts := strings.Join(m.options, "\n"); !strings.Contains(opts, "Health.BindAddress") {
+		set("health-probe-bind-address", "Health.BindAddress")
+	}
+	if opts := strings.Join(m.options, "\n"); !strings.Contains(opts, "LeaderElection.Enabled") {
+		set("leader-elect", "LeaderElection.Enabled")
+	}
 	b.WriteString(strings.Join(m.options, "\n") + "\n")
 	for _, pair := range [][2]string{{"metrics-cert-name", "metrics-cert-key"}, {"webhook-cert-name", "webhook-cert-key"}} {
 		crt, key := flag(pair[0]), flag(pair[1])
@@ -410,6 +425,49 @@ if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 func (m *kbMain) passesOn(v string) bool {
 	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(v) + `\b`)
 	return word.MatchString(strings.Join(m.setups, "\n")) || word.MatchString(strings.Join(m.options, "\n"))
+}
+
+// onlyExits says whether st is kubebuilder's check of an error: if err
+// != nil { log it; os.Exit(1) }.
+func onlyExits(f *kbFile, st ast.Stmt) bool {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok || ifs.Init != nil || ifs.Else != nil || f.src(ifs.Cond) != "err != nil" {
+		return false
+	}
+	for _, b := range ifs.Body.List {
+		es, ok := b.(*ast.ExprStmt)
+		if !ok {
+			return false
+		}
+		call, ok := es.X.(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		if fn := f.src(call.Fun); fn != "os.Exit" && !strings.HasPrefix(fn, "setupLog.") {
+			return false
+		}
+	}
+	return true
+}
+
+// takesManager says whether fn uses controller-runtime's manager: takes
+// or returns a ctrl.Manager, or calls a SetupWithManager.
+func takesManager(f *kbFile, fn *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fn, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := x.X.(*ast.Ident); ok && x.Sel.Name == "Manager" {
+				p := f.Imports[id.Name]
+				found = found || p == "sigs.k8s.io/controller-runtime" || p == "sigs.k8s.io/controller-runtime/pkg/manager"
+			}
+		case *ast.CallExpr:
+			m := method(x)
+			found = found || m == "SetupWithManager" || (strings.HasPrefix(m, "Setup") && strings.HasSuffix(m, "WithManager"))
+		}
+		return !found
+	})
+	return found
 }
 
 // isCallTo says whether st is a call of a function or method named name.

@@ -19,6 +19,9 @@ type portItem struct {
 // the project is dropped without a line here.
 type portReport struct {
 	Mapped, Needs []portItem
+	// Next are the steps the port offers once it runs: per controller,
+	// reads without copies.
+	Next []portItem
 }
 
 func (r *portReport) mapped(file string, line int, what, how string) {
@@ -65,6 +68,18 @@ func (r *portReport) markdown(source string) []byte {
 		b.WriteString("Nothing.\n")
 	}
 	for _, it := range sortItems(r.Needs) {
+		fmt.Fprintf(&b, "- `%s`: %s: %s\n", it.where(), it.What, it.How)
+	}
+	if len(r.Next) > 0 {
+		b.WriteString("\n## Next, when you choose: the zero-copy step\n\n")
+		b.WriteString("Each controller reads through `mgr.CachedClient()`, which copies every object\n")
+		b.WriteString("it returns, as controller-runtime's client does. Per controller, you may move\n")
+		b.WriteString("its reads to typed Listers (`manager.For(&r.things)`, `Lister.Get`), which\n")
+		b.WriteString("hand out the cached object without a copy; run its tests with\n")
+		b.WriteString("`OPKIT_CACHE_MUTATION_DETECTOR=true`, which fails any that modifies one (the\n")
+		b.WriteString("porting guide's \"Reads: Listers, or the cached client\").\n\n")
+	}
+	for _, it := range sortItems(r.Next) {
 		fmt.Fprintf(&b, "- `%s`: %s: %s\n", it.where(), it.What, it.How)
 	}
 	fmt.Fprintf(&b, "\n## Mapped (%d)\n\n", len(r.Mapped))

@@ -274,6 +274,13 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv string, gofiles []*kbFile,
 		fmt.Fprintf(&b, "\t\t%s,\n", o)
 	}
 	b.WriteString("\t)\n\treturn err\n}\n")
+	var kinds []string
+	for _, w := range watches {
+		if w.fn != "Watches" || w.mapFn != "" {
+			kinds = append(kinds, w.typ)
+		}
+	}
+	rep.Next = append(rep.Next, portItem{f.Rel, f.line(fn), recv, "Listers of " + strings.Join(append(kinds, reads...), ", ") + " in place of the cached client's reads"})
 	return b.String(), true
 }
 

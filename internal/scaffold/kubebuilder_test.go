@@ -61,6 +61,7 @@ func TestFromKubebuilder(t *testing.T) {
 		"`internal/controller/guest_controller.go:42`: GuestReconciler reads *corev1.Namespace: registered with the cache in SetupWithOpkit",
 		"`internal/controller/guest_controller.go:70`: GuestReconciler SetupWithManager Watches(*corev1.Secret): manager.Watches[*corev1.Secret]",
 		"`Makefile:8`: setup-envtest use: go tool opkit envtest",
+		"`internal/controller/guest_controller.go:66`: GuestReconciler: Listers of *guestbookv1.Guest, *corev1.ConfigMap, *corev1.Secret, *corev1.Namespace in place of the cached client's reads",
 	} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("%s lacks %q:\n%s", reportFile, want, report)

@@ -1,0 +1,136 @@
+package scaffold
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A controller's setup the converter cannot map whole is reported, at the
+// line of what it could not map, and gets no twin; what it can map is
+// generated.
+func TestKubebuilderSetupsReportWhatTheyCannotMap(t *testing.T) {
+	for _, tt := range []struct {
+		name, setup string
+		needs       []string // in the report's needs, with the file's line
+		twin        bool
+	}{
+		{
+			name: "every mapped call",
+			setup: `return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1.Deployment{}).
+		Owns(&corev1.ConfigMap{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1.Deployment{}, handler.OnlyControllerOwner())).
+		WithEventFilter(predicate.GenerationChangedPredicate{}).
+		Complete(r)`,
+			twin: true,
+		},
+		{
+			name: "an unknown builder call",
+			setup: `return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1.Deployment{}).
+		WithLogConstructor(nil).
+		Complete(r)`,
+			needs: []string{"x_controller.go:24`: XReconciler SetupWithManager WithLogConstructor: a builder call opkit does not map"},
+		},
+		{
+			name: "a handler of its own",
+			setup: `return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1.Deployment{}).
+		Watches(&corev1.Secret{}, myHandler{}).
+		Complete(r)`,
+			needs: []string{"x_controller.go:24`: XReconciler SetupWithManager Watches(*corev1.Secret, myHandler{}): a handler opkit does not map"},
+		},
+		{
+			name: "an option opkit lacks",
+			setup: `return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1.Deployment{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 3, RecoverPanic: ptr.To(true)}).
+		Complete(r)`,
+			needs: []string{"x_controller.go:24`: XReconciler SetupWithManager WithOptions RecoverPanic: ptr.To(true): an option opkit's controller.Options names differently or lacks"},
+		},
+		{
+			name: "more than a chain",
+			setup: `if r.Client == nil {
+		return nil
+	}
+	return ctrl.NewControllerManagedBy(mgr).For(&appsv1.Deployment{}).Complete(r)`,
+			needs: []string{"x_controller.go:21`: XReconciler SetupWithManager: not one builder chain returned"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := `package controller
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+var _ = ptr.To[bool]
+
+type myHandler struct{ handler.EventHandler }
+
+type XReconciler struct{ Client any }
+
+// SetupWithManager sets up the controller with the Manager.
+func (r *XReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	` + tt.setup + `
+}
+
+var _ = []any{builder.WithPredicates, predicate.Funcs{}, controller.Options{}, corev1.Pod{}, appsv1.Deployment{}}
+`
+			if err := os.MkdirAll(filepath.Join(dir, "internal/controller"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "internal/controller/x_controller.go"), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gofiles, err := loadGoFiles(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := &portReport{}
+			out := files{}
+			setups, err := portSetups(gofiles, &kbProject{}, "example.com/x", out, rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report := string(rep.markdown("x"))
+			for _, want := range tt.needs {
+				if !strings.Contains(report[:strings.Index(report, "## Mapped")], want) {
+					t.Errorf("the report's needs lack %q:\n%s", want, report)
+				}
+			}
+			if len(rep.Needs) != len(tt.needs) {
+				t.Errorf("%d items need a hand, want %d:\n%s", len(rep.Needs), len(tt.needs), report)
+			}
+			_, twin := setups["example.com/x/internal/controller.XReconciler"]
+			gen := string(out["internal/controller/x_controller_opkit.go"])
+			if twin != tt.twin || (gen != "") != tt.twin {
+				t.Errorf("twin %v, generated %q; want a twin: %v", twin, gen, tt.twin)
+			}
+			if tt.twin {
+				for _, want := range []string{
+					"manager.For[*appsv1.Deployment](nil, crport.Predicate[*appsv1.Deployment](predicate.GenerationChangedPredicate{}))",
+					"manager.Owns[*corev1.ConfigMap](nil, crport.Predicate[*corev1.ConfigMap](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))",
+					"manager.Watches[*corev1.Secret](nil, crport.ObjectKey[*corev1.Secret], crport.Predicate[*corev1.Secret](predicate.GenerationChangedPredicate{}))",
+					"manager.Owns[*corev1.Pod](nil, crport.Predicate[*corev1.Pod](predicate.GenerationChangedPredicate{}))",
+					`manager.NewController(mgr, "deployment", crport.Reconciler(r),`,
+				} {
+					if !strings.Contains(gen, want) {
+						t.Errorf("the twin lacks %q:\n%s", want, gen)
+					}
+				}
+			}
+		})
+	}
+}
