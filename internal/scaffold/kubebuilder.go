@@ -136,10 +136,19 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 			return err
 		}
 		fmt.Fprintf(opts.Progress, "Running go mod tidy in %s...\n", dir)
-		if err := runIn(ctx, dir, "go", "mod", "tidy"); err != nil {
-			return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", err, opts.OpkitVersion)
+		tidyErr := runIn(ctx, dir, "go", "mod", "tidy")
+		if tidyErr == nil {
+			return nil
 		}
-		return nil
+		// A package the project imports may be gone from the versions
+		// opkit moves it to (an alpha API Kubernetes dropped): tidy what
+		// can be, and say which.
+		if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
+			return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", tidyErr, opts.OpkitVersion)
+		}
+		rep.needs("go.mod", 0, "go mod tidy", "packages the project imports are missing at the versions opkit is built with, and what imports them does not build until they are replaced: "+missingPackages(tidyErr))
+		res.Needs = len(rep.Needs)
+		return os.WriteFile(filepath.Join(dir, reportFile), rep.markdown(opts.Source), 0o644)
 	})
 	if err != nil {
 		return res, err
@@ -149,6 +158,21 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 		return res, fmt.Errorf("init --from-kubebuilder: the port is in %s, but it does not build (controller-runtime and Kubernetes moved to opkit's versions; %s lists what was not mapped): %w", dir, reportFile, err)
 	}
 	return res, nil
+}
+
+// missingPackages is what go mod tidy's error says is missing, a line
+// each, or its whole text.
+func missingPackages(err error) string {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if strings.Contains(l, "does not contain package") || strings.Contains(l, "cannot find module providing package") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	if len(lines) == 0 {
+		return err.Error()
+	}
+	return strings.Join(lines, "; ")
 }
 
 // copyTree copies the project at src into dst, with its files' modes,

@@ -7,6 +7,7 @@ import (
 	"go/printer"
 	"go/token"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -20,6 +21,7 @@ type kbFile struct {
 	Fset    *token.FileSet
 	AST     *ast.File
 	Imports map[string]string // name in the file -> import path
+	Src     []byte
 }
 
 // loadGoFiles parses the project's Go files, tests and generated
@@ -45,12 +47,16 @@ func loadGoFiles(dir string) ([]*kbFile, error) {
 		if err != nil {
 			return err
 		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments|parser.SkipObjectResolution)
+		src, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		out = append(out, &kbFile{Rel: filepath.ToSlash(rel), Fset: fset, AST: f, Imports: importNames(f)})
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		out = append(out, &kbFile{Rel: filepath.ToSlash(rel), Fset: fset, AST: f, Imports: importNames(f), Src: src})
 		return nil
 	})
 	return out, err

@@ -211,7 +211,8 @@ func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 			}
 		case *ast.Ident:
 			switch x.Name {
-			case "tlsOpts", "disableHTTP2", "webhookServerOptions", "metricsServerOptions", "webhookTLSOpts", "webhookServer", "setupLog":
+			case "tlsOpts", "disableHTTP2", "webhookServerOptions", "metricsServerOptions", "webhookTLSOpts", "webhookServer", "setupLog",
+				"metricsCertWatcher", "webhookCertWatcher": // opkit's servers reload their certificates from the directory
 				handled = true
 			}
 		}
@@ -493,7 +494,10 @@ func refersTo(f *kbFile, n ast.Node, importPath string) bool {
 }
 
 func headline(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
+	for strings.HasPrefix(strings.TrimSpace(s), "//") {
+		_, s, _ = strings.Cut(s, "\n")
+	}
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	if len(l) > 80 {
 		l = l[:80] + "..."
 	}

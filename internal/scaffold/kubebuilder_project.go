@@ -46,8 +46,10 @@ var knownPlugins = map[string]string{
 		"opkit does not generate it again",
 	"grafana.kubebuilder.io/v1-alpha": "grafana/ is kept as it is; its panels read controller-runtime's metric names, which opkit's manager does not export: " +
 		"opkit's own dashboard and alerts are in opkit's config/prometheus (docs/metrics.md)",
-	"helm.kubebuilder.io/v1-alpha": "the chart is kept as it is and no longer rendered again: opkit has no Helm plugin; its values still reach the same flags",
-	"helm.kubebuilder.io/v2-alpha": "the chart is kept as it is and no longer rendered again: opkit has no Helm plugin; its values still reach the same flags",
+	"helm.kubebuilder.io/v1-alpha":          "the chart is kept as it is and no longer rendered again: opkit has no Helm plugin; its values still reach the same flags",
+	"helm.kubebuilder.io/v2-alpha":          "the chart is kept as it is and no longer rendered again: opkit has no Helm plugin; its values still reach the same flags",
+	"manifests.sdk.operatorframework.io/v2": "bundle/ and config/manifests (operator-sdk's OLM bundle) are kept: the Deployment they describe keeps its args, which the port's flags keep",
+	"scorecard.sdk.operatorframework.io/v2": "config/scorecard (operator-sdk's scorecard tests) is kept as it is",
 	"autoupdate.kubebuilder.io/v1-alpha": "its workflow runs kubebuilder alpha update, which would scaffold controller-runtime's main again over opkit's: " +
 		"remove .github/workflows/auto_update.yml",
 }

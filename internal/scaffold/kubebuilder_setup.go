@@ -40,6 +40,7 @@ func portSetups(gofiles []*kbFile, p *kbProject, module string, out files, rep *
 	for _, f := range gofiles {
 		var funcs []string
 		imps := map[string]string{}
+		rewrites := map[*ast.CallExpr]string{}
 		for _, d := range f.AST.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
@@ -56,12 +57,19 @@ func portSetups(gofiles []*kbFile, p *kbProject, module string, out files, rep *
 				}
 			case fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Setup") && strings.HasSuffix(fn.Name.Name, "WebhookWithManager"):
 				twin := strings.TrimSuffix(fn.Name.Name, "WithManager") + "WithOpkit"
-				src, ok := portWebhook(f, fn, twin, p, imps, rep)
+				src, ok := portWebhook(f, fn, twin, p, imps, rep, rewrites)
 				if ok {
 					funcs = append(funcs, src)
 					done[setupKey(pkgPath+"."+fn.Name.Name)] = twin
 				}
 			}
+		}
+		if len(rewrites) > 0 {
+			src, err := rewrite(f, rewrites)
+			if err != nil {
+				return nil, err
+			}
+			out[f.Rel] = src
 		}
 		if len(funcs) == 0 {
 			continue
@@ -397,4 +405,24 @@ func unwatchedReads(f *kbFile, _ []*kbFile, recv string, watches []watch, imps m
 	}
 	sort.Strings(out)
 	return out
+}
+
+// rewrite is f's source with each call in rewrites replaced by its new
+// text, formatted.
+func rewrite(f *kbFile, rewrites map[*ast.CallExpr]string) ([]byte, error) {
+	calls := make([]*ast.CallExpr, 0, len(rewrites))
+	for c := range rewrites {
+		calls = append(calls, c)
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Pos() > calls[j].Pos() })
+	src := append([]byte(nil), f.Src...)
+	for _, c := range calls {
+		start, end := f.Fset.Position(c.Pos()).Offset, f.Fset.Position(c.End()).Offset
+		src = append(src[:start:start], append([]byte(rewrites[c]), src[end:]...)...)
+	}
+	out, err := format.Source(src)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite %s: %w", f.Rel, err)
+	}
+	return out, nil
 }

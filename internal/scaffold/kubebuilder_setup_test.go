@@ -134,3 +134,54 @@ var _ = []any{builder.WithPredicates, predicate.Funcs{}, controller.Options{}, c
 		})
 	}
 }
+
+// A webhook of controller-runtime before 0.23 (an untyped defaulter and
+// validator, NewWebhookManagedBy(mgr).For(&T{})) is rewritten in place to
+// the builder the controller-runtime opkit is built with has, and its
+// twin adapts the hooks to typed ones.
+func TestKubebuilderUntypedWebhook(t *testing.T) {
+	const src = `package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// SetupPodWebhookWithManager registers the webhook for Pod in the manager.
+func SetupPodWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr).For(&corev1.Pod{}).
+		WithDefaulter(&PodDefaulter{}).
+		WithValidator(&PodValidator{}).
+		Complete()
+}
+`
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "internal/webhook/v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "internal/webhook/v1/pod_webhook.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gofiles, err := loadGoFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &portReport{}
+	out := files{}
+	if _, err := portSetups(gofiles, &kbProject{}, "example.com/x", out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Needs) != 0 {
+		t.Errorf("items need a hand:\n%s", rep.markdown("x"))
+	}
+	orig := string(out["internal/webhook/v1/pod_webhook.go"])
+	want := "return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).\n\t\tWithCustomDefaulter(&PodDefaulter{}).\n\t\tWithCustomValidator(&PodValidator{}).\n\t\tComplete()"
+	if !strings.Contains(orig, want) {
+		t.Errorf("the setup was rewritten as\n%s\nwant\n%s", orig, want)
+	}
+	twin := string(out["internal/webhook/v1/pod_webhook_opkit.go"])
+	want = "webhook.Hooks[*corev1.Pod]{Defaulter: crport.TypedDefaulter[*corev1.Pod](&PodDefaulter{}), Validator: crport.TypedValidator[*corev1.Pod](&PodValidator{})}"
+	if !strings.Contains(twin, want) {
+		t.Errorf("the twin is\n%s\nwant it to hold\n%s", twin, want)
+	}
+}

@@ -10,7 +10,7 @@ import (
 // function fn: ctrl.NewWebhookManagedBy(mgr, &T{}) (or .For(&T{})) with
 // WithDefaulter, WithValidator and their custom paths, or with none of them
 // for a conversion hub.
-func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps map[string]string, rep *portReport) (string, bool) {
+func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps map[string]string, rep *portReport, rewrites map[*ast.CallExpr]string) (string, bool) {
 	where := fn.Name.Name
 	chain := returnedChain(fn)
 	if chain == nil || len(fn.Body.List) != 1 {
@@ -29,7 +29,8 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 		f.uses(e, imps)
 		typ, kind = t, k
 	}
-	if len(chain[0].Args) == 2 {
+	untyped := len(chain[0].Args) == 1 // controller-runtime before 0.23: NewWebhookManagedBy(mgr).For(&T{}), untyped hooks
+	if !untyped {
 		setType(chain[0].Args[1])
 	}
 	for _, call := range chain[1:] {
@@ -65,6 +66,11 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 		}
 		return "", false
 	}
+	if untyped {
+		rewrites[chain[len(chain)-1]] = typedChain(f, chain)
+		rep.mapped(f.Rel, f.line(fn), where, "rewritten in place to controller-runtime 0.23's builder, NewWebhookManagedBy(mgr, &Kind{}) with WithCustomDefaulter and WithCustomValidator: "+
+			"the controller-runtime opkit is built with has no other, and the project's own tests still call it")
+	}
 	imps["manager"] = opkitManager
 	imps["webhook"] = opkitWebhook
 	var b strings.Builder
@@ -80,6 +86,14 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 	}
 	imps["crport"] = opkitCrport
 	var hooks []string
+	if untyped {
+		if defaulter != "" {
+			defaulter = fmt.Sprintf("crport.TypedDefaulter[%s](%s)", typ, defaulter)
+		}
+		if validator != "" {
+			validator = fmt.Sprintf("crport.TypedValidator[%s](%s)", typ, validator)
+		}
+	}
 	if defaulter != "" {
 		hooks = append(hooks, "Defaulter: "+defaulter)
 	}
@@ -108,4 +122,36 @@ func conversionHub(f *kbFile, typ, kind string, p *kbProject) bool {
 		}
 	}
 	return false
+}
+
+// typedChain is an untyped webhook chain of controller-runtime before
+// 0.23, NewWebhookManagedBy(mgr).For(&T{}).WithDefaulter(d)..., as
+// controller-runtime 0.23 and later spell it:
+// NewWebhookManagedBy(mgr, &T{}).WithCustomDefaulter(d)....
+func typedChain(f *kbFile, chain []*ast.CallExpr) string {
+	var obj string
+	var b strings.Builder
+	for _, call := range chain[1:] {
+		if method(call) == "For" {
+			obj = f.src(call.Args[0])
+		}
+	}
+	fmt.Fprintf(&b, "%s(%s, %s)", f.src(chain[0].Fun), f.src(chain[0].Args[0]), obj)
+	for _, call := range chain[1:] {
+		m := method(call)
+		switch m {
+		case "For":
+			continue
+		case "WithDefaulter":
+			m = "WithCustomDefaulter"
+		case "WithValidator":
+			m = "WithCustomValidator"
+		}
+		args := make([]string, len(call.Args))
+		for i, a := range call.Args {
+			args[i] = f.src(a)
+		}
+		fmt.Fprintf(&b, ".\n\t\t%s(%s)", m, strings.Join(args, ", "))
+	}
+	return b.String()
 }

@@ -140,3 +140,36 @@ func customPath(path string, paths Paths) string {
 func ObjectKey[T cache.Object](obj T) []reconcile.Request {
 	return []reconcile.Request{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }
+
+// UntypedDefaulter is controller-runtime's admission.CustomDefaulter: a
+// defaulter of any object.
+type UntypedDefaulter interface {
+	Default(ctx context.Context, obj runtime.Object) error
+}
+
+// UntypedValidator is controller-runtime's admission.CustomValidator: a
+// validator of any object.
+type UntypedValidator interface {
+	ValidateCreate(ctx context.Context, obj runtime.Object) (webhook.Warnings, error)
+	ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (webhook.Warnings, error)
+	ValidateDelete(ctx context.Context, obj runtime.Object) (webhook.Warnings, error)
+}
+
+// TypedDefaulter gives a defaulter of controller-runtime's untyped
+// interface (admission.CustomDefaulter, Default(ctx, runtime.Object)),
+// as webhooks written for controller-runtime before 0.23 have, the typed
+// interface webhook.Hooks takes.
+func TypedDefaulter[T runtime.Object](d UntypedDefaulter) webhook.Defaulter[T] {
+	return webhook.DefaulterFunc[T](func(ctx context.Context, obj T) error { return d.Default(ctx, obj) })
+}
+
+// TypedValidator gives a validator of controller-runtime's untyped
+// interface (admission.CustomValidator) the typed interface webhook.Hooks
+// takes.
+func TypedValidator[T runtime.Object](v UntypedValidator) webhook.Validator[T] {
+	return webhook.ValidatorFuncs[T]{
+		Create: func(ctx context.Context, obj T) (webhook.Warnings, error) { return v.ValidateCreate(ctx, obj) },
+		Update: func(ctx context.Context, old, obj T) (webhook.Warnings, error) { return v.ValidateUpdate(ctx, old, obj) },
+		Delete: func(ctx context.Context, obj T) (webhook.Warnings, error) { return v.ValidateDelete(ctx, obj) },
+	}
+}

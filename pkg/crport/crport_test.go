@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -18,6 +19,7 @@ import (
 	"github.com/opkit-dev/opkit/pkg/crport"
 	"github.com/opkit-dev/opkit/pkg/reconcile"
 	"github.com/opkit-dev/opkit/pkg/source"
+	"github.com/opkit-dev/opkit/pkg/webhook"
 )
 
 // A controller-runtime reconciler keeps its meaning on opkit: the request
@@ -120,5 +122,45 @@ func TestLegacyRecorder(t *testing.T) {
 		if got := <-fake.Events; !strings.HasPrefix(got, want) {
 			t.Errorf("recorded %q, want %q", got, want)
 		}
+	}
+}
+
+type untypedDefaulter struct{}
+
+func (untypedDefaulter) Default(_ context.Context, obj runtime.Object) error {
+	obj.(*corev1.Pod).Labels = map[string]string{"defaulted": "yes"}
+	return nil
+}
+
+type untypedValidator struct{ calls []string }
+
+func (v *untypedValidator) ValidateCreate(_ context.Context, obj runtime.Object) (webhook.Warnings, error) {
+	v.calls = append(v.calls, "create "+obj.(*corev1.Pod).Name)
+	return nil, nil
+}
+
+func (v *untypedValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (webhook.Warnings, error) {
+	v.calls = append(v.calls, "update "+oldObj.(*corev1.Pod).Name+" "+newObj.(*corev1.Pod).Name)
+	return webhook.Warnings{"w"}, nil
+}
+
+func (v *untypedValidator) ValidateDelete(_ context.Context, obj runtime.Object) (webhook.Warnings, error) {
+	v.calls = append(v.calls, "delete "+obj.(*corev1.Pod).Name)
+	return nil, errors.New("no")
+}
+
+// Hooks of controller-runtime's untyped interfaces, as typed ones.
+func TestTypedHooks(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	if err := crport.TypedDefaulter[*corev1.Pod](untypedDefaulter{}).Default(t.Context(), pod); err != nil || pod.Labels["defaulted"] != "yes" {
+		t.Errorf("Default: %v, labels %v", err, pod.Labels)
+	}
+	v := &untypedValidator{}
+	typed := crport.TypedValidator[*corev1.Pod](v)
+	_, _ = typed.ValidateCreate(t.Context(), pod)
+	w, _ := typed.ValidateUpdate(t.Context(), pod, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
+	_, err := typed.ValidateDelete(t.Context(), pod)
+	if got := strings.Join(v.calls, ", "); got != "create a, update a b, delete a" || len(w) != 1 || err == nil {
+		t.Errorf("calls %q, warnings %v, delete error %v", got, w, err)
 	}
 }
