@@ -169,7 +169,9 @@ func TypedDefaulter[T runtime.Object](d UntypedDefaulter) webhook.Defaulter[T] {
 func TypedValidator[T runtime.Object](v UntypedValidator) webhook.Validator[T] {
 	return webhook.ValidatorFuncs[T]{
 		Create: func(ctx context.Context, obj T) (webhook.Warnings, error) { return v.ValidateCreate(ctx, obj) },
-		Update: func(ctx context.Context, old, obj T) (webhook.Warnings, error) { return v.ValidateUpdate(ctx, old, obj) },
+		Update: func(ctx context.Context, old, obj T) (webhook.Warnings, error) {
+			return v.ValidateUpdate(ctx, old, obj)
+		},
 		Delete: func(ctx context.Context, obj T) (webhook.Warnings, error) { return v.ValidateDelete(ctx, obj) },
 	}
 }
