@@ -85,6 +85,9 @@ func helper() string { return "kept" }
 	if len(rep.Needs) != 6 {
 		t.Errorf("%d items need a hand, want 6:\n%s", len(rep.Needs), report)
 	}
+	if strings.Contains(string(out), `"fmt"`) {
+		t.Errorf("the ported main imports fmt, which it does not use with no setups:\n%s", out)
+	}
 	for _, want := range []string{"mgrOptions.Health.BindAddress = probeAddr", "mgrOptions.Scheme = scheme", "_ = unused // --extra: not ported", "func helper() string"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the ported main lacks %q:\n%s", want, out)

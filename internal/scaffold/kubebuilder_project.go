@@ -41,6 +41,7 @@ type kbWebhooks struct {
 // project; a plugin not listed is reported.
 var knownPlugins = map[string]string{
 	"go.kubebuilder.io/v4":               "the Go layout: api/, internal/controller and internal/webhook are kept and wired through opkit's manager in cmd/main.go",
+	"go.kubebuilder.io/v3":               "kubebuilder 3's Go layout: api/, controllers/ and main.go are kept, and main.go is wired through opkit's manager",
 	"kustomize.common.kubebuilder.io/v2": "config/ is kept as it is: the manager's flags keep their names, so its Deployment's args still apply",
 	"deploy-image.go.kubebuilder.io/v1-alpha": "the code it generated (the controllers that run each image, and the image and command in config/manager) is kept as code; " +
 		"opkit does not generate it again",
