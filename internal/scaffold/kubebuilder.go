@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 )
 
 // FromKubebuilderOptions are what opkit init --from-kubebuilder is given.
@@ -125,8 +126,6 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 	for name := range out {
 		res.Generated = append(res.Generated, name)
 	}
-	out[reportFile] = rep.markdown(opts.Source)
-	res.Mapped, res.Needs = len(rep.Mapped), len(rep.Needs)
 	err = transact(dir, func() error {
 		fmt.Fprintf(opts.Progress, "Copying %s into %s...\n", opts.Source, dir)
 		if err := copyTree(opts.Source, dir); err != nil {
@@ -136,18 +135,21 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 			return err
 		}
 		fmt.Fprintf(opts.Progress, "Running go mod tidy in %s...\n", dir)
-		tidyErr := runIn(ctx, dir, "go", "mod", "tidy")
-		if tidyErr == nil {
-			return nil
+		if tidyErr := runIn(ctx, dir, "go", "mod", "tidy"); tidyErr != nil {
+			// A package the project imports may be gone from the versions
+			// opkit moves it to (an alpha API Kubernetes dropped): tidy
+			// what can be, and say which.
+			if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
+				return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", tidyErr, opts.OpkitVersion)
+			}
+			rep.needs("go.mod", 0, "go mod tidy", "packages the project imports are missing at the versions opkit is built with, and what imports them does not build until they are replaced: "+missingPackages(tidyErr))
 		}
-		// A package the project imports may be gone from the versions
-		// opkit moves it to (an alpha API Kubernetes dropped): tidy what
-		// can be, and say which.
-		if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
-			return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", tidyErr, opts.OpkitVersion)
+		tidied, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err != nil {
+			return err
 		}
-		rep.needs("go.mod", 0, "go mod tidy", "packages the project imports are missing at the versions opkit is built with, and what imports them does not build until they are replaced: "+missingPackages(tidyErr))
-		res.Needs = len(rep.Needs)
+		versionMoves(goModData, tidied, rep)
+		res.Mapped, res.Needs = len(rep.Mapped), len(rep.Needs)
 		return os.WriteFile(filepath.Join(dir, reportFile), rep.markdown(opts.Source), 0o644)
 	})
 	if err != nil {
@@ -158,6 +160,35 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 		return res, fmt.Errorf("init --from-kubebuilder: the port is in %s, but it does not build (controller-runtime and Kubernetes moved to opkit's versions; %s lists what was not mapped): %w", dir, reportFile, err)
 	}
 	return res, nil
+}
+
+// movedModules are the modules whose versions opkit's own requirements
+// move a project to, and whose breaking changes it must take.
+var movedModules = []string{"sigs.k8s.io/controller-runtime", "k8s.io/api", "k8s.io/apimachinery", "k8s.io/client-go"}
+
+// versionMoves reports each of movedModules whose minor version go mod
+// tidy moved, from the project's go.mod (before) to the port's (after).
+func versionMoves(before, after []byte, rep *portReport) {
+	versions := func(data []byte) map[string]string {
+		m := map[string]string{}
+		if f, err := modfile.Parse("go.mod", data, nil); err == nil {
+			for _, r := range f.Require {
+				m[r.Mod.Path] = r.Mod.Version
+			}
+		}
+		return m
+	}
+	was, is := versions(before), versions(after)
+	for _, mod := range movedModules {
+		if was[mod] == "" || was[mod] == is[mod] {
+			continue
+		}
+		if semver.MajorMinor(was[mod]) == semver.MajorMinor(is[mod]) {
+			rep.mapped("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", a patch release")
+			continue
+		}
+		rep.needs("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", the version opkit is built with: its breaking changes are the project's to take, and its tests say where (see its release notes)")
+	}
 }
 
 // missingPackages is what go mod tidy's error says is missing, a line

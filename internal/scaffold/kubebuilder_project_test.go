@@ -190,3 +190,18 @@ func FuzzKubebuilderProject(f *testing.F) {
 		}
 	})
 }
+
+// A minor version of controller-runtime or Kubernetes that the port moves
+// to is reported as the project's to take; a patch release is mapped.
+func TestVersionMoves(t *testing.T) {
+	before := []byte("module x\n\ngo 1.26.0\n\nrequire (\n\tsigs.k8s.io/controller-runtime v0.24.1\n\tk8s.io/api v0.37.0\n\tk8s.io/utils v0.0.0-20241104100929-3ea5e8cea738\n)\n")
+	after := []byte("module x\n\ngo 1.26.0\n\nrequire (\n\tsigs.k8s.io/controller-runtime v0.25.2\n\tk8s.io/api v0.37.2\n\tk8s.io/utils v0.0.0-20251002143259-bc988d571ff4\n)\n")
+	rep := &portReport{}
+	versionMoves(before, after, rep)
+	if len(rep.Needs) != 1 || rep.Needs[0].What != "sigs.k8s.io/controller-runtime" || !strings.Contains(rep.Needs[0].How, "moved from v0.24.1 to v0.25.2") {
+		t.Errorf("needs %+v, want controller-runtime's move", rep.Needs)
+	}
+	if len(rep.Mapped) != 1 || rep.Mapped[0].What != "k8s.io/api" {
+		t.Errorf("mapped %+v, want k8s.io/api's patch release", rep.Mapped)
+	}
+}
