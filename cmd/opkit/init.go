@@ -15,7 +15,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("opkit init", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: opkit init --module M [flags]\n\nMakes a new operator project in the current directory, which must be empty\n(or hold only .git), then runs go mod tidy there.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: opkit init --module M [flags]\n       opkit init --from-kubebuilder DIR [--opkit-vendor P | --opkit-replace P]\n\nMakes a new operator project in the current directory, which must be empty\n(or hold only .git), then runs go mod tidy there; or ports the kubebuilder\nproject in DIR (which it only reads) into it, and lists in OPKIT_PORT.md\nwhat it mapped and what needs you.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	var opts scaffold.InitOptions

@@ -61,14 +61,14 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 		}
 		*p = abs
 	}
+	projectData, err := os.ReadFile(filepath.Join(opts.Source, ProjectFile))
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %s is not a kubebuilder project: %w", opts.Source, err)
+	}
 	init := InitOptions{Module: "example.com/x", OpkitVersion: opts.OpkitVersion, OpkitVendor: opts.OpkitVendor, OpkitReplace: opts.OpkitReplace}
 	init.defaults()
 	if err := init.validate(dir); err != nil {
 		return res, err
-	}
-	projectData, err := os.ReadFile(filepath.Join(opts.Source, ProjectFile))
-	if err != nil {
-		return res, fmt.Errorf("init --from-kubebuilder: %s is not a kubebuilder project: %w", opts.Source, err)
 	}
 	rep := &portReport{}
 	p, err := parseKubebuilderProject(projectData, rep)
