@@ -87,6 +87,7 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 	if err != nil {
 		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
 	}
+	reportImports(gofiles, rep)
 	out := files{}
 	setups, err := portSetups(gofiles, p, mod, out, rep)
 	if err != nil {
@@ -160,6 +161,23 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 		return res, fmt.Errorf("init --from-kubebuilder: the port is in %s, but it does not build (controller-runtime and Kubernetes moved to opkit's versions; %s lists what was not mapped): %w", dir, reportFile, err)
 	}
 	return res, nil
+}
+
+// certControllerRotator is open-policy-agent/cert-controller's rotator,
+// which many kubebuilder projects use for their webhook certificates.
+const certControllerRotator = "github.com/open-policy-agent/cert-controller/pkg/rotator"
+
+// reportImports reports each import of a package that needs
+// controller-runtime's manager and has an opkit counterpart.
+func reportImports(gofiles []*kbFile, rep *portReport) {
+	for _, f := range gofiles {
+		for _, imp := range f.AST.Imports {
+			if strings.Trim(imp.Path.Value, `"`) == certControllerRotator {
+				rep.needs(f.Rel, f.line(imp), "cert-controller's rotator", "kept, but it needs controller-runtime's manager: opkit's pkg/webhook/certs does the same on opkit's "+
+					"(the porting guide's \"Webhook certificates: from cert-controller's rotator\" maps its fields)")
+			}
+		}
+	}
 }
 
 // movedModules are the modules whose versions opkit's own requirements

@@ -94,3 +94,24 @@ func helper() string { return "kept" }
 		}
 	}
 }
+
+// An import of cert-controller's rotator is reported at its line.
+func TestKubebuilderCertControllerReported(t *testing.T) {
+	dir := t.TempDir()
+	src := "package cert\n\nimport (\n\t\"fmt\"\n\n\tcert \"github.com/open-policy-agent/cert-controller/pkg/rotator\"\n)\n\nvar _ = fmt.Sprint\nvar _ cert.CertRotator\n"
+	if err := os.MkdirAll(filepath.Join(dir, "pkg/util/cert"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pkg/util/cert/cert.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gofiles, err := loadGoFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &portReport{}
+	reportImports(gofiles, rep)
+	if len(rep.Needs) != 1 || rep.Needs[0].where() != "pkg/util/cert/cert.go:6" || !strings.Contains(rep.Needs[0].How, "pkg/webhook/certs") {
+		t.Errorf("needs %+v, want the rotator's import at pkg/util/cert/cert.go:6", rep.Needs)
+	}
+}

@@ -45,8 +45,8 @@ var knownPlugins = map[string]string{
 	"kustomize.common.kubebuilder.io/v2": "config/ is kept as it is: the manager's flags keep their names, so its Deployment's args still apply",
 	"deploy-image.go.kubebuilder.io/v1-alpha": "the code it generated (the controllers that run each image, and the image and command in config/manager) is kept as code; " +
 		"opkit does not generate it again",
-	"grafana.kubebuilder.io/v1-alpha": "grafana/ is kept as it is; its panels read controller-runtime's metric names, which opkit's manager does not export: " +
-		"opkit's own dashboard and alerts are in opkit's config/prometheus (docs/metrics.md)",
+	"grafana.kubebuilder.io/v1-alpha": "grafana/ is kept as it is: every metric its dashboards read (controller_runtime_*, workqueue_*, process_*) " +
+		"opkit's manager exports under the same name (docs/metrics.md); grafana/custom-metrics/config.yaml is yours, as it was",
 	"helm.kubebuilder.io/v1-alpha":          "the chart is kept as it is and no longer rendered again: opkit has no Helm plugin; its values still reach the same flags",
 	"helm.kubebuilder.io/v2-alpha":          "the chart is kept as it is and no longer rendered again: opkit has no Helm plugin; its values still reach the same flags",
 	"manifests.sdk.operatorframework.io/v2": "bundle/ and config/manifests (operator-sdk's OLM bundle) are kept: the Deployment they describe keeps its args, which the port's flags keep",
@@ -114,7 +114,7 @@ func parseKubebuilderProject(data []byte, rep *portReport) (*kbProject, error) {
 					rep.needs(f, name.Line, "plugin "+name.Value, "a plugin opkit does not know: check what it generated and port it by hand")
 					continue
 				}
-				if strings.HasPrefix(name.Value, "autoupdate.") || strings.HasPrefix(name.Value, "grafana.") || strings.HasPrefix(name.Value, "helm.") {
+				if strings.HasPrefix(name.Value, "autoupdate.") || strings.HasPrefix(name.Value, "helm.") {
 					rep.needs(f, name.Line, "plugin "+name.Value, how)
 				} else {
 					rep.mapped(f, name.Line, "plugin "+name.Value, how)
