@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func TestFromKubebuilder(t *testing.T) {
 		"--greeting", "Welcome", "--webhook-port", strconv.Itoa(port), "--webhook-cert-path", certs)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
-	var stderr strings.Builder
+	var stderr lockedBuffer // written by exec's copying goroutine while the test reads it
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -160,9 +161,16 @@ func TestFromKubebuilder(t *testing.T) {
 	review := func(path, name string) admissionv1.AdmissionResponse {
 		t.Helper()
 		body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"guestbook.example.com","version":"v1","kind":"Guest"},"resource":{"group":"guestbook.example.com","version":"v1","resource":"guests"},"operation":"CREATE","namespace":%q,"name":"g","object":{"apiVersion":"guestbook.example.com/v1","kind":"Guest","metadata":{"name":"g","namespace":%q},"spec":{"name":%q}}}}`, ns, ns, name)
-		resp, err := hc.Post(fmt.Sprintf("https://127.0.0.1:%d%s", port, path), "application/json", strings.NewReader(body))
+		// The webhook server starts beside the controllers: wait for it
+		// to listen, if it does not yet.
+		var resp *http.Response
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			var err error
+			resp, err = hc.Post(fmt.Sprintf("https://127.0.0.1:%d%s", port, path), "application/json", strings.NewReader(body))
+			return err == nil, nil
+		})
 		if err != nil {
-			t.Fatalf("POST %s: %v", path, err)
+			t.Fatalf("POST %s: no answer within a minute: %v\n%s", path, err, stderr.String())
 		}
 		defer resp.Body.Close()
 		var out admissionv1.AdmissionReview
@@ -180,4 +188,22 @@ func TestFromKubebuilder(t *testing.T) {
 	if r := review("/validate-guestbook-example-com-v1-guest", "Ada"); !r.Allowed {
 		t.Errorf("the validator refused Ada: %+v", r)
 	}
+}
+
+// lockedBuffer is a buffer safe to write and read at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
