@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -149,6 +151,22 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 		if err != nil {
 			return err
 		}
+		if moves := lockstep(goModData, tidied); len(moves) > 0 {
+			// Kubernetes' staging modules are released together and
+			// built against each other: left behind, an older
+			// k8s.io/component-helpers does not build against the newer
+			// k8s.io/api.
+			fmt.Fprintf(opts.Progress, "Moving %s with k8s.io/api...\n", strings.Join(moves, " "))
+			if err := runIn(ctx, dir, "go", append([]string{"get"}, moves...)...); err != nil {
+				return fmt.Errorf("init --from-kubebuilder: move the project's k8s.io modules with k8s.io/api: %w; the directory is left as it was", err)
+			}
+			if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
+				return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was", err)
+			}
+			if tidied, err = os.ReadFile(filepath.Join(dir, "go.mod")); err != nil {
+				return err
+			}
+		}
 		versionMoves(goModData, tidied, rep)
 		res.Mapped, res.Needs = len(rep.Mapped), len(rep.Needs)
 		return os.WriteFile(filepath.Join(dir, reportFile), rep.markdown(opts.Source), 0o644)
@@ -184,20 +202,51 @@ func reportImports(gofiles []*kbFile, rep *portReport) {
 // move a project to, and whose breaking changes it must take.
 var movedModules = []string{"sigs.k8s.io/controller-runtime", "k8s.io/api", "k8s.io/apimachinery", "k8s.io/client-go"}
 
-// versionMoves reports each of movedModules whose minor version go mod
-// tidy moved, from the project's go.mod (before) to the port's (after).
-func versionMoves(before, after []byte, rep *portReport) {
-	versions := func(data []byte) map[string]string {
-		m := map[string]string{}
-		if f, err := modfile.Parse("go.mod", data, nil); err == nil {
-			for _, r := range f.Require {
-				m[r.Mod.Path] = r.Mod.Version
-			}
+// requirements is what a go.mod requires: module path -> version.
+func requirements(data []byte) map[string]string {
+	m := map[string]string{}
+	if f, err := modfile.Parse("go.mod", data, nil); err == nil {
+		for _, r := range f.Require {
+			m[r.Mod.Path] = r.Mod.Version
 		}
-		return m
 	}
-	was, is := versions(before), versions(after)
-	for _, mod := range movedModules {
+	return m
+}
+
+// lockstep is the go get arguments that move each k8s.io module the
+// project kept at k8s.io/api's version (before) to k8s.io/api's version
+// after go mod tidy: Kubernetes' staging modules (component-base,
+// component-helpers, apiserver, ...) are released together, and tidy moves
+// only those opkit itself requires.
+func lockstep(before, after []byte) []string {
+	was, is := requirements(before), requirements(after)
+	from, to := was["k8s.io/api"], is["k8s.io/api"]
+	if from == "" || to == "" || from == to {
+		return nil
+	}
+	var moves []string
+	for mod, v := range was {
+		if strings.HasPrefix(mod, "k8s.io/") && v == from && is[mod] != "" && is[mod] != to {
+			moves = append(moves, mod+"@"+to)
+		}
+	}
+	sort.Strings(moves)
+	return moves
+}
+
+// versionMoves reports each of movedModules, and each k8s.io module the
+// project kept in step with k8s.io/api, whose minor version the port
+// moved, from the project's go.mod (before) to the port's (after).
+func versionMoves(before, after []byte, rep *portReport) {
+	was, is := requirements(before), requirements(after)
+	mods := slices.Clone(movedModules)
+	for mod, v := range was {
+		if strings.HasPrefix(mod, "k8s.io/") && v == was["k8s.io/api"] && !slices.Contains(mods, mod) {
+			mods = append(mods, mod)
+		}
+	}
+	sort.Strings(mods[len(movedModules):])
+	for _, mod := range mods {
 		if was[mod] == "" || was[mod] == is[mod] {
 			continue
 		}
@@ -205,7 +254,11 @@ func versionMoves(before, after []byte, rep *portReport) {
 			rep.mapped("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", a patch release")
 			continue
 		}
-		rep.needs("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", the version opkit is built with: its breaking changes are the project's to take, and its tests say where (see its release notes)")
+		why := "the version opkit is built with"
+		if !slices.Contains(movedModules, mod) {
+			why = "with k8s.io/api, as the project kept them in step"
+		}
+		rep.needs("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", "+why+": its breaking changes are the project's to take, and its tests say where (see its release notes)")
 	}
 }
 

@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -203,5 +204,30 @@ func TestVersionMoves(t *testing.T) {
 	}
 	if len(rep.Mapped) != 1 || rep.Mapped[0].What != "k8s.io/api" {
 		t.Errorf("mapped %+v, want k8s.io/api's patch release", rep.Mapped)
+	}
+}
+
+// TestLockstep: a k8s.io module the project kept at k8s.io/api's version
+// moves with it (lws's k8s.io/component-helpers did not build against
+// k8s.io/api 0.37 when left at 0.36), and the move is reported; one at its
+// own version is left alone.
+func TestLockstep(t *testing.T) {
+	before := []byte("module x\n\ngo 1.26.0\n\nrequire (\n\tk8s.io/api v0.36.3\n\tk8s.io/component-helpers v0.36.3\n\tk8s.io/component-base v0.36.3\n\tk8s.io/klog/v2 v2.130.1\n\tk8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912\n)\n")
+	after := []byte("module x\n\ngo 1.26.0\n\nrequire (\n\tk8s.io/api v0.37.2\n\tk8s.io/component-helpers v0.36.3\n\tk8s.io/component-base v0.37.2\n\tk8s.io/klog/v2 v2.140.0\n\tk8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912\n)\n")
+	if got, want := lockstep(before, after), []string{"k8s.io/component-helpers@v0.37.2"}; !slices.Equal(got, want) {
+		t.Errorf("lockstep = %q, want %q", got, want)
+	}
+	if got := lockstep(before, before); got != nil {
+		t.Errorf("lockstep with k8s.io/api unmoved = %q, want nothing", got)
+	}
+	moved := []byte(strings.ReplaceAll(string(after), "component-helpers v0.36.3", "component-helpers v0.37.2"))
+	rep := &portReport{}
+	versionMoves(before, moved, rep)
+	var needs []string
+	for _, n := range rep.Needs {
+		needs = append(needs, n.What)
+	}
+	if want := []string{"k8s.io/api", "k8s.io/component-base", "k8s.io/component-helpers"}; !slices.Equal(needs, want) {
+		t.Errorf("needs %q, want the minor moves %q", needs, want)
 	}
 }
