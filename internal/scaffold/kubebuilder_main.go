@@ -50,24 +50,45 @@ var kbOptionMap = map[string]string{
 
 // kbMain is what the converter takes from kubebuilder's cmd/main.go.
 type kbMain struct {
-	f         *kbFile
-	imps      map[string]string
-	decls     []string          // top-level declarations kept: the scheme, setupLog, helpers
-	init      []string          // init's statements
-	prefix    []string          // main's statements up to the logger: the flags
-	flags     map[string]string // flag name -> its variable
-	flagLines map[string]int
-	unused    []string // flags whose variable the port does not use
-	options   []string // statements setting mgrOptions from ctrl.Options
-	setups    []string // statements of setup(mgr)
-	watchNS   bool     // WATCH_NAMESPACE sets the cache's namespaces
-	webhooks  bool
+	f           *kbFile
+	imps        map[string]string
+	decls       []string          // top-level declarations kept: the scheme, setupLog, helpers
+	init        []string          // init's statements
+	prefix      []string          // main's statements up to the logger: the flags
+	flags       map[string]string // flag name -> its variable
+	flagLines   map[string]int
+	unused      []string // flags whose variable the port does not use
+	options     []string // statements setting mgrOptions from ctrl.Options
+	setups      []string // statements of setup(mgr)
+	watchNS     bool     // WATCH_NAMESPACE sets the cache's namespaces
+	webhooks    bool
+	topLevel    map[string]bool // the file's top-level names
+	prefixNames map[string]bool // what main's kept flags prefix declares
 }
 
 // portMain reads kubebuilder's main and renders opkit's in its place.
 func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([]byte, error) {
-	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}}
+	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}}
 	var mainFn *ast.FuncDecl
+	for _, d := range f.AST.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil {
+				m.topLevel[d.Name.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch s := spec.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						m.topLevel[id.Name] = true
+					}
+				case *ast.TypeSpec:
+					m.topLevel[s.Name.Name] = true
+				}
+			}
+		}
+	}
 	for _, d := range f.AST.Decls {
 		switch d := d.(type) {
 		case *ast.GenDecl:
@@ -117,6 +138,9 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 	for _, st := range body[:cut] {
 		f.uses(st, m.imps)
 		m.prefix = append(m.prefix, f.src(st))
+		for _, name := range declares(st) {
+			m.prefixNames[name] = true
+		}
 		ast.Inspect(st, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) < 2 || !strings.HasSuffix(method(call), "Var") {
@@ -160,6 +184,12 @@ func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 	if onlyExits(f, st) {
 		rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "regenerated on opkit's manager")
 		return
+	}
+	if es, ok := st.(*ast.ExprStmt); ok {
+		if call, ok := es.X.(*ast.CallExpr); ok && strings.HasPrefix(f.src(call.Fun), "setupLog.") {
+			rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "a log line of main's; the port logs its own")
+			return
+		}
 	}
 	handled := false
 	ast.Inspect(st, func(n ast.Node) bool {
@@ -211,16 +241,18 @@ func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 			}
 		case *ast.Ident:
 			switch x.Name {
-			case "tlsOpts", "disableHTTP2", "webhookServerOptions", "metricsServerOptions", "webhookTLSOpts", "webhookServer", "setupLog",
+			case "tlsOpts", "disableHTTP2", "webhookServerOptions", "metricsServerOptions", "webhookTLSOpts", "webhookServer",
 				"metricsCertWatcher", "webhookCertWatcher": // opkit's servers reload their certificates from the directory
 				handled = true
 			}
 		}
 		return true
 	})
-	if handled {
+	switch {
+	case handled:
 		rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "regenerated on opkit's manager")
-	} else {
+	case m.keep(st, rep):
+	default:
 		rep.needs(f.Rel, f.line(st), headline(f.src(st)), "a statement of main that opkit does not map: port it into the new cmd/main.go by hand")
 	}
 }
@@ -394,6 +426,11 @@ func (m *kbMain) render(module string) ([]byte, error) {
 	for _, name := range m.unused {
 		fmt.Fprintf(&b, "_ = %s // --%s: not ported (OPKIT_PORT.md)\n", m.flags[name], name)
 	}
+	if m.prefixNames["ctx"] {
+		b.WriteString("ctx = ctrl.SetupSignalHandler()\n")
+	} else {
+		b.WriteString("ctx := ctrl.SetupSignalHandler()\n")
+	}
 	b.WriteString(`mgr, err := manager.New(ctrl.GetConfigOrDie(), mgrOptions)
 if err != nil {
 	setupLog.Error(err, "Failed to start manager")
@@ -412,7 +449,7 @@ setup := func() error {
 	os.Exit(1)
 }
 setupLog.Info("Starting manager")
-if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+if err := mgr.Start(ctx); err != nil {
 	setupLog.Error(err, "Failed to run manager")
 	os.Exit(1)
 }

@@ -17,10 +17,14 @@ import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var scheme = runtime.NewScheme()
+
+var setupLog = ctrl.Log.WithName("setup")
 
 func main() {
 	var probeAddr, unused string
@@ -40,6 +44,15 @@ func main() {
 	if err != nil {
 		os.Exit(1)
 	}
+	if err := index(mgr.GetFieldIndexer()); err != nil {
+		setupLog.Error(err, "index")
+	}
+	if err := check(cfg); err != nil {
+		setupLog.Error(err, "check")
+	}
+	c := mgr.GetClient()
+	_ = c
+	setupLog.Info("set up")
 	setupControllers(mgr)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		os.Exit(1)
@@ -51,6 +64,10 @@ func setupControllers(mgr ctrl.Manager) {
 }
 
 func helper() string { return "kept" }
+
+func index(client.FieldIndexer) error { return nil }
+
+func check(*rest.Config) error { return nil }
 `
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "cmd"), 0o755); err != nil {
@@ -71,24 +88,31 @@ func helper() string { return "kept" }
 	report := string(rep.markdown("x"))
 	needs := report[:strings.Index(report, "## Mapped")]
 	for _, want := range []string{
-		"`cmd/main.go:17`: flag --extra: parsed as before, but what main did with it is not ported",
-		"`cmd/main.go:18`: flag --kube-api-qps: parsed as before, but what main did with it is not ported",
-		"`cmd/main.go:22`: cfg.QPS = float32(qps): a statement of main that opkit does not map",
-		"`cmd/main.go:26`: ctrl.Options.PprofBindAddress: a manager option opkit's manager.Options does not map",
-		"`cmd/main.go:31`: setupControllers(mgr): a statement of main that opkit does not map",
-		"`cmd/main.go:37`: func setupControllers: kept as it is, but it uses controller-runtime's manager",
+		"`cmd/main.go:21`: flag --extra: parsed as before, but what main did with it is not ported",
+		"`cmd/main.go:22`: flag --kube-api-qps: parsed as before, but what main did with it is not ported",
+		"`cmd/main.go:26`: cfg.QPS = float32(qps): a statement of main that opkit does not map",
+		"`cmd/main.go:30`: ctrl.Options.PprofBindAddress: a manager option opkit's manager.Options does not map",
+		"`cmd/main.go:38`: if err := check(cfg); err != nil {: a statement of main that opkit does not map",
+		"`cmd/main.go:41`: c := mgr.GetClient(): a statement of main that opkit does not map",
+		"`cmd/main.go:42`: _ = c: a statement of main that opkit does not map",
+		"`cmd/main.go:44`: setupControllers(mgr): a statement of main that opkit does not map",
+		"`cmd/main.go:50`: func setupControllers: kept as it is, but it uses controller-runtime's manager",
 	} {
 		if !strings.Contains(needs, want) {
 			t.Errorf("the report's needs lack %q:\n%s", want, report)
 		}
 	}
-	if len(rep.Needs) != 6 {
-		t.Errorf("%d items need a hand, want 6:\n%s", len(rep.Needs), report)
+	if !strings.Contains(report, "`cmd/main.go:35`: if err := index(mgr.GetFieldIndexer()); err != nil {: kept in setup, on opkit's manager") {
+		t.Errorf("the report does not say the index statement was kept:\n%s", report)
+	}
+	if len(rep.Needs) != 9 {
+		t.Errorf("%d items need a hand, want 9:\n%s", len(rep.Needs), report)
 	}
 	if strings.Contains(string(out), `"fmt"`) {
 		t.Errorf("the ported main imports fmt, which it does not use with no setups:\n%s", out)
 	}
-	for _, want := range []string{"mgrOptions.Health.BindAddress = probeAddr", "mgrOptions.Scheme = scheme", "_ = unused // --extra: not ported", "func helper() string"} {
+	for _, want := range []string{"mgrOptions.Health.BindAddress = probeAddr", "mgrOptions.Scheme = scheme", "_ = unused // --extra: not ported", "func helper() string",
+		"if err := index(crport.FieldIndexer(mgr)); err != nil {\n\t\t\tsetupLog.Error(err, \"index\")"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the ported main lacks %q:\n%s", want, out)
 		}

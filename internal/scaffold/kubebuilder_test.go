@@ -59,10 +59,11 @@ func TestFromKubebuilder(t *testing.T) {
 	for _, want := range []string{
 		"`PROJECT:22`: resources[0] guestbook/v1 Guest webhooks.defaultingPath: /custom-default-guest: served at the same path (crport.Paths)",
 		"`cmd/main.go:51`: flag --greeting: parsed as before and passed on as main passed it",
-		"`internal/controller/guest_controller.go:42`: GuestReconciler reads *corev1.Namespace: registered with the cache in SetupWithOpkit",
-		"`internal/controller/guest_controller.go:70`: GuestReconciler SetupWithManager Watches(*corev1.Secret): manager.Watches[*corev1.Secret]",
+		"`internal/controller/guest_controller.go:44`: GuestReconciler reads *corev1.Namespace: registered with the cache in SetupWithOpkit",
+		"`internal/controller/guest_controller.go:89`: GuestReconciler SetupWithManager Watches(*corev1.Secret): manager.Watches[*corev1.Secret]",
 		"`Makefile:8`: setup-envtest use: go tool opkit envtest",
-		"`internal/controller/guest_controller.go:66`: GuestReconciler: Listers of *guestbookv1.Guest, *corev1.ConfigMap, *corev1.Secret, *corev1.Namespace in place of the cached client's reads",
+		"`cmd/main.go:90`: if err := controller.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {: kept in setup, on opkit's manager",
+		"`internal/controller/guest_controller.go:85`: GuestReconciler: Listers of *guestbookv1.Guest, *corev1.ConfigMap, *corev1.Secret, *corev1.Namespace in place of the cached client's reads",
 	} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("%s lacks %q:\n%s", reportFile, want, report)
@@ -127,6 +128,12 @@ func TestFromKubebuilder(t *testing.T) {
 	if _, err := guests.Create(ctx, guest, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A Secret that names the guest, read through the project's field
+	// index, which runs on opkit's cache (crport.FieldIndexer).
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ada-token", Labels: map[string]string{"guest": "ada"}}}
+	if _, err := env.Client().CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	nsObj, err := env.Client().CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -140,10 +147,10 @@ func TestFromKubebuilder(t *testing.T) {
 		default:
 		}
 		cm, err = env.Client().CoreV1().ConfigMaps(ns).Get(ctx, "guest-ada", metav1.GetOptions{})
-		return err == nil, nil
+		return err == nil && cm.Data["secrets"] == "1", nil
 	})
 	if err != nil {
-		t.Fatalf("no ConfigMap guest-ada from the ported manager: %v\n%s", err, stderr.String())
+		t.Fatalf("no ConfigMap guest-ada counting one Secret from the ported manager: %v (last read: %v)\n%s", err, cm, stderr.String())
 	}
 	want := map[string]string{"greeting": "Welcome, Ada", "namespace-uid": string(nsObj.UID)}
 	if cm.Data["greeting"] != want["greeting"] || cm.Data["namespace-uid"] != want["namespace-uid"] {

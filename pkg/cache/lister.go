@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -73,6 +74,45 @@ func Register[T Object](c *Cache, opts TypeOptions) (*Lister[T], error) {
 	}
 	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(T) }
 	return register[T](c, gvk, typed, opts, newObject)
+}
+
+// RegisterObject registers the Go type of example, as Register does, for
+// code that has the type only at run time, such as controller-runtime's
+// client.FieldIndexer (crport.FieldIndexer). It registers the same
+// informers as Register of that type with the same options; its Lister's
+// reads return objects of that type as client.Object. An unstructured or
+// metadata-only example registers its kind in that form, as Unstructured
+// and Metadata do.
+func RegisterObject(c *Cache, example client.Object, opts TypeOptions) (*Lister[client.Object], error) {
+	if example == nil {
+		return nil, fmt.Errorf("cache: RegisterObject: the example is nil: pass a pointer to the type, such as &corev1.Pod{}")
+	}
+	switch o := example.(type) {
+	case *unstructured.Unstructured:
+		gvk := o.GroupVersionKind()
+		return register[client.Object](c, gvk, unstructuredForm, opts, func() runtime.Object {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			return u
+		})
+	case *metav1.PartialObjectMetadata:
+		gvk := o.GroupVersionKind()
+		return register[client.Object](c, gvk, metadataOnly, opts, func() runtime.Object {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(gvk)
+			return m
+		})
+	}
+	t := reflect.TypeOf(example)
+	if t.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("cache: RegisterObject(%v): the type must be a pointer, such as *corev1.Pod", t)
+	}
+	gvk, err := apiutil.GVKForObject(example, c.opts.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("cache: RegisterObject(%v): %w: add the type to Options.Scheme", t, err)
+	}
+	newObject := func() runtime.Object { return reflect.New(t.Elem()).Interface().(runtime.Object) }
+	return register[client.Object](c, gvk, typed, opts, newObject)
 }
 
 // Metadata registers the kind gvk in metadata-only form, which caches only

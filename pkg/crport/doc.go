@@ -1,6 +1,7 @@
 // Package crport runs controller-runtime code on opkit while it is being
-// ported: a reconciler, a map function, predicates and kubebuilder's
-// webhook paths, each turned into what opkit's manager takes. It is what
+// ported: a reconciler, a map function, predicates, kubebuilder's webhook
+// paths and the manager's field indexer, each turned into what opkit's
+// manager takes. It is what
 // opkit init --from-kubebuilder wires a kubebuilder project's controllers
 // and webhooks with (the "as is" path of the porting guide), and what a
 // port by hand uses the same way.

@@ -65,6 +65,7 @@ func main() {
 	webhookServer := webhook.NewServer(webhook.Options{TLSOpts: tlsOpts, Port: webhookPort, CertDir: webhookCertPath})
 	metricsServerOptions := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
 
+	ctx := ctrl.SetupSignalHandler()
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsServerOptions,
@@ -86,6 +87,10 @@ func main() {
 		setupLog.Error(err, "Failed to create controller", "controller", "guest")
 		os.Exit(1)
 	}
+	if err := controller.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		setupLog.Error(err, "Failed to set up the field indexes")
+		os.Exit(1)
+	}
 	if os.Getenv("ENABLE_WEBHOOKS") != "false" {
 		if err := webhookv1.SetupGuestWebhookWithManager(mgr); err != nil {
 			setupLog.Error(err, "Failed to create webhook", "webhook", "Guest")
@@ -104,7 +109,7 @@ func main() {
 	}
 
 	setupLog.Info("Starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}

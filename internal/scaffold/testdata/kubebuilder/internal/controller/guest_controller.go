@@ -3,6 +3,7 @@ package controller
 
 import (
 	"context"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,8 @@ type GuestReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile writes the Guest's ConfigMap: the greeting, the guest's name,
-// and the UID of its namespace (a kind it reads and does not watch).
+// the UID of its namespace (a kind it reads and does not watch), and how
+// many Secrets name the guest (read through a field index).
 func (r *GuestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	guest := &guestbookv1.Guest{}
 	if err := r.Get(ctx, req.NamespacedName, guest); err != nil {
@@ -42,15 +44,32 @@ func (r *GuestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, client.ObjectKey{Name: guest.Namespace}, &ns); err != nil {
 		return ctrl.Result{}, err
 	}
+	var secrets corev1.SecretList
+	if err := r.List(ctx, &secrets, client.InNamespace(guest.Namespace), client.MatchingFields{SecretGuestField: guest.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: guest.Namespace, Name: "guest-" + guest.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
-		cm.Data = map[string]string{"greeting": r.Greeting + ", " + guest.Spec.Name, "namespace-uid": string(ns.UID)}
+		cm.Data = map[string]string{"greeting": r.Greeting + ", " + guest.Spec.Name, "namespace-uid": string(ns.UID), "secrets": strconv.Itoa(len(secrets.Items))}
 		return controllerutil.SetControllerReference(guest, cm, r.Scheme)
 	})
 	if apierrors.IsConflict(err) {
 		return ctrl.Result{Requeue: true}, nil
 	}
 	return ctrl.Result{}, err
+}
+
+// SecretGuestField indexes Secrets by the Guest their "guest" label names.
+const SecretGuestField = ".metadata.labels.guest"
+
+// SetupIndexes adds the field indexes the reconciler lists with.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &corev1.Secret{}, SecretGuestField, func(obj client.Object) []string {
+		if name := obj.GetLabels()["guest"]; name != "" {
+			return []string{name}
+		}
+		return nil
+	})
 }
 
 // secretToGuests asks for the Guest a Secret names in its "guest" label.
