@@ -95,6 +95,7 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 	if err != nil {
 		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
 	}
+	unservedWebhooks(p, setups, rep)
 	var mainFile *kbFile
 	for _, f := range gofiles {
 		if f.Rel == "cmd/main.go" || (mainFile == nil && f.Rel == "main.go") {
@@ -179,6 +180,27 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 		return res, fmt.Errorf("init --from-kubebuilder: the port is in %s, but it does not build (controller-runtime and Kubernetes moved to opkit's versions; %s lists what was not mapped): %w", dir, reportFile, err)
 	}
 	return res, nil
+}
+
+// unservedWebhooks reports each kind whose PROJECT entry has a defaulter
+// or validator but whose webhook setup was not ported: one not named
+// kubebuilder's way (Setup<Kind>WebhookWithManager), or not found, stays on
+// controller-runtime's manager, which the port does not run.
+func unservedWebhooks(p *kbProject, setups portedSetups, rep *portReport) {
+	for _, r := range p.Resources {
+		if r.Webhooks == nil || (!r.Webhooks.Defaulting && !r.Webhooks.Validation) {
+			continue
+		}
+		fn := "Setup" + r.Kind + "WebhookWithManager"
+		served := false
+		for k := range setups {
+			served = served || strings.HasSuffix(string(k), "."+fn)
+		}
+		if !served {
+			rep.needs("PROJECT", r.Webhooks.Line, r.Kind+" webhooks", "no "+fn+" was ported (none found, or see its entry), so opkit's webhook server does not serve this defaulter or validator: "+
+				"register it on opkit's manager by hand with crport.Webhooks, as the generated Setup...WebhookWithOpkit functions do")
+		}
+	}
 }
 
 // certControllerRotator is open-policy-agent/cert-controller's rotator,

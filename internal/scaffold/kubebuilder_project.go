@@ -32,6 +32,7 @@ type kbResource struct {
 
 // kbWebhooks are a resource's webhooks as PROJECT records them.
 type kbWebhooks struct {
+	Line                               int // of PROJECT's webhooks key
 	Defaulting, Validation, Conversion bool
 	DefaultingPath, ValidationPath     string
 	Spokes                             []string
@@ -259,7 +260,7 @@ func parseResource(i int, n *yaml.Node, rep *portReport) (kbResource, error) {
 				}
 			}
 		case "webhooks":
-			w := &kbWebhooks{}
+			w := &kbWebhooks{Line: line}
 			for wk, wv := range pairs(v) {
 				switch wk.Value {
 				case "defaulting":

@@ -185,3 +185,20 @@ func SetupPodWebhookWithManager(mgr ctrl.Manager) error {
 		t.Errorf("the twin is\n%s\nwant it to hold\n%s", twin, want)
 	}
 }
+
+// A kind whose PROJECT entry has webhooks, but whose setup is not named
+// kubebuilder's way, is reported: lws's SetupLeaderWorkerSetWebhook was
+// not ported, and nothing said so.
+func TestKubebuilderUnservedWebhooksReported(t *testing.T) {
+	p := &kbProject{Resources: []kbResource{
+		{Kind: "LeaderWorkerSet", Webhooks: &kbWebhooks{Line: 20, Defaulting: true, Validation: true}},
+		{Kind: "Guest", Webhooks: &kbWebhooks{Line: 30, Validation: true}},
+		{Kind: "Hub", Webhooks: &kbWebhooks{Line: 40, Conversion: true}},
+		{Kind: "Plain"},
+	}}
+	rep := &portReport{}
+	unservedWebhooks(p, portedSetups{"example.com/x/internal/webhook/v1.SetupGuestWebhookWithManager": "SetupGuestWebhookWithOpkit"}, rep)
+	if len(rep.Needs) != 1 || rep.Needs[0].where() != "PROJECT:20" || !strings.Contains(rep.Needs[0].How, "no SetupLeaderWorkerSetWebhookWithManager was ported") {
+		t.Errorf("needs %+v, want LeaderWorkerSet's webhooks at PROJECT:20 only", rep.Needs)
+	}
+}
