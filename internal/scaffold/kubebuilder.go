@@ -108,6 +108,10 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 	if out[mainFile.Rel], err = portMain(mainFile, mod, setups, rep); err != nil {
 		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
 	}
+	suites, err := portSuites(opts.Source, mod, gofiles, setups, out, rep)
+	if err != nil {
+		return res, fmt.Errorf("init --from-kubebuilder: %w", err)
+	}
 	if mk, err := os.ReadFile(filepath.Join(opts.Source, "Makefile")); err == nil {
 		out["Makefile"] = portMakefile(mk, rep)
 	} else {
@@ -169,6 +173,12 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 			}
 		}
 		versionMoves(goModData, tidied, rep)
+		if len(suites) > 0 {
+			fmt.Fprintf(opts.Progress, "Compiling the test suites ported onto opkit's manager...\n")
+			if err := checkSuites(ctx, dir, suites, rep); err != nil {
+				return err
+			}
+		}
 		res.Mapped, res.Needs = len(rep.Mapped), len(rep.Needs)
 		return os.WriteFile(filepath.Join(dir, reportFile), rep.markdown(opts.Source), 0o644)
 	})

@@ -27,7 +27,13 @@ type kbFile struct {
 // loadGoFiles parses the project's Go files, tests and generated
 // deep-copies aside, skipping bin/, vendor/, testdata/ and hidden
 // directories.
-func loadGoFiles(dir string) ([]*kbFile, error) {
+func loadGoFiles(dir string) ([]*kbFile, error) { return loadFiles(dir, false) }
+
+// loadTestFiles parses the project's test files, as loadGoFiles its
+// others.
+func loadTestFiles(dir string) ([]*kbFile, error) { return loadFiles(dir, true) }
+
+func loadFiles(dir string, tests bool) ([]*kbFile, error) {
 	var out []*kbFile
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -40,7 +46,7 @@ func loadGoFiles(dir string) ([]*kbFile, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated") {
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") != tests || strings.HasPrefix(name, "zz_generated") {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, p)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/format"
-	"go/token"
 	"path"
 	"sort"
 	"strconv"
@@ -50,7 +49,7 @@ func portSetups(gofiles []*kbFile, p *kbProject, module string, out files, rep *
 			switch {
 			case fn.Name.Name == "SetupWithManager" && fn.Recv != nil && len(fn.Recv.List) == 1:
 				recv := receiverType(fn)
-				src, ok := portController(f, fn, recv, gofiles, imps, rep)
+				src, ok := portController(f, fn, recv, module, gofiles, imps, rep)
 				if ok {
 					funcs = append(funcs, src)
 					done[setupKey(pkgPath+"."+recv)] = "SetupWithOpkit"
@@ -140,7 +139,7 @@ type watch struct {
 
 // portController renders SetupWithOpkit for the reconciler recv from its
 // SetupWithManager fn.
-func portController(f *kbFile, fn *ast.FuncDecl, recv string, gofiles []*kbFile, imps map[string]string, rep *portReport) (string, bool) {
+func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []*kbFile, imps map[string]string, rep *portReport) (string, bool) {
 	where := fmt.Sprintf("%s SetupWithManager", recv)
 	chain := returnedChain(fn)
 	if chain == nil || len(fn.Body.List) != 1 {
@@ -258,7 +257,7 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv string, gofiles []*kbFile,
 	var b strings.Builder
 	fmt.Fprintf(&b, "// SetupWithOpkit runs %s, unchanged, on opkit's manager, with the\n// watches of its SetupWithManager; its reads go through the client it was\n// given (the manager's cached client).\n", recv)
 	fmt.Fprintf(&b, "func (r *%s) SetupWithOpkit(mgr *manager.Manager) error {\n", recv)
-	reads := unwatchedReads(f, gofiles, recv, watches, imps, rep)
+	reads := unwatchedReads(f, gofiles, module, recv, watches, imps, rep)
 	if len(reads) > 0 {
 		imps["cache"] = opkitCache
 		b.WriteString("\t// Kinds it reads and does not watch: registered with the cache, which\n\t// the cached client reads.\n")
@@ -323,88 +322,6 @@ func controllerOptions(f *kbFile, e ast.Expr, imps map[string]string, where stri
 	imps["opkitcontroller"] = opkitController
 	imps["opkitreconcile"] = opkitReconcile
 	return []string{"manager.WithOptions(opkitcontroller.Options[opkitreconcile.Request]{" + strings.Join(fields, ", ") + "})"}, mapped
-}
-
-// unwatchedReads are the kinds recv's file reads with Get or List that no
-// watch of the controller registers: &pkg.T{} given to Get, &pkg.TList{}
-// to List, or a variable declared as one.
-func unwatchedReads(f *kbFile, _ []*kbFile, recv string, watches []watch, imps map[string]string, rep *portReport) []string {
-	watched := map[string]bool{}
-	for _, w := range watches {
-		watched[w.typ] = true
-	}
-	found := map[string]bool{}
-	for _, d := range f.AST.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Body == nil || (fn.Recv != nil && receiverType(fn) != recv) {
-			continue
-		}
-		vars := map[string]ast.Expr{} // variable -> the object it was made from
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			switch x := n.(type) {
-			case *ast.AssignStmt:
-				for i, l := range x.Lhs {
-					if id, ok := l.(*ast.Ident); ok && i < len(x.Rhs) {
-						vars[id.Name] = x.Rhs[i]
-					}
-				}
-			case *ast.ValueSpec:
-				for _, id := range x.Names {
-					if x.Type != nil {
-						vars[id.Name] = &ast.UnaryExpr{Op: token.AND, X: &ast.CompositeLit{Type: x.Type}}
-					}
-				}
-			case *ast.CallExpr:
-				m := method(x)
-				if (m != "Get" || len(x.Args) < 3) && (m != "List" || len(x.Args) < 2) {
-					return true
-				}
-				arg := x.Args[2]
-				if m == "List" {
-					arg = x.Args[1]
-				}
-				if u, ok := arg.(*ast.UnaryExpr); ok && u.Op == token.AND {
-					if id, ok := u.X.(*ast.Ident); ok {
-						if v, ok := vars[id.Name]; ok {
-							if lit, ok := v.(*ast.CompositeLit); ok {
-								arg = &ast.UnaryExpr{Op: token.AND, X: lit}
-							} else {
-								arg = v
-							}
-						}
-					}
-				} else if id, ok := arg.(*ast.Ident); ok {
-					arg = vars[id.Name]
-				}
-				if arg == nil {
-					return true
-				}
-				typ, _, ok := objectType(f, arg)
-				if !ok {
-					return true
-				}
-				if m == "List" {
-					if !strings.HasSuffix(typ, "List") {
-						return true
-					}
-					typ = strings.TrimSuffix(typ, "List")
-				}
-				if watched[typ] || found[typ] || strings.Contains(typ, "Unstructured") || strings.Contains(typ, "PartialObjectMetadata") {
-					return true
-				}
-				found[typ] = true
-				f.uses(arg, imps)
-				rep.mapped(f.Rel, f.line(x), recv+" reads "+typ, "registered with the cache in SetupWithOpkit, so the cached client reads it")
-			}
-			return true
-		})
-	}
-	out := make([]string, 0, len(found))
-	for t := range found {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // rewrite is f's source with each call in rewrites replaced by its new

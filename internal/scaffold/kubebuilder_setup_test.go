@@ -202,3 +202,108 @@ func TestKubebuilderUnservedWebhooksReported(t *testing.T) {
 		t.Errorf("needs %+v, want LeaderWorkerSet's webhooks at PROJECT:20 only", rep.Needs)
 	}
 }
+
+// A kind the reconciler reads in a helper it passes its client to, in
+// another file or package of the project, is registered too (lws lists
+// ControllerRevisions in pkg/utils/revision); a helper's read through a
+// client that is not the reconciler's is not.
+func TestKubebuilderReadsFollowTheClient(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"internal/controller/x_controller.go": `package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/x/pkg/revision"
+)
+
+type XReconciler struct {
+	client.Client
+	Reader client.Reader
+}
+
+func (r *XReconciler) Reconcile(ctx context.Context) error {
+	if _, err := revision.List(ctx, r.Client, "ns"); err != nil {
+		return err
+	}
+	_, err := revision.Audit(ctx, r.Reader)
+	return err
+}
+
+func (r *XReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&appsv1.Deployment{}).Complete(r)
+}
+`,
+		"internal/controller/x_more.go": `package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func (r *XReconciler) node(ctx context.Context, name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	return n, r.Get(ctx, client.ObjectKey{Name: name}, n)
+}
+`,
+		"pkg/revision/revision.go": `package revision
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func List(ctx context.Context, c client.Client, ns string) ([]appsv1.ControllerRevision, error) {
+	return list(ctx, c, ns)
+}
+
+func list(ctx context.Context, k8s client.Client, ns string) ([]appsv1.ControllerRevision, error) {
+	revisions := new(appsv1.ControllerRevisionList)
+	err := k8s.List(ctx, revisions, client.InNamespace(ns))
+	return revisions.Items, err
+}
+
+func Audit(ctx context.Context, c client.Reader) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	return s, c.Get(ctx, client.ObjectKey{Name: "audit"}, s)
+}
+`,
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gofiles, err := loadGoFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &portReport{}
+	out := files{}
+	if _, err := portSetups(gofiles, &kbProject{}, "example.com/x", out, rep); err != nil {
+		t.Fatal(err)
+	}
+	twin := string(out["internal/controller/x_controller_opkit.go"])
+	for _, want := range []string{"cache.Register[*appsv1.ControllerRevision]", "cache.Register[*corev1.Node]"} {
+		if !strings.Contains(twin, want) {
+			t.Errorf("SetupWithOpkit lacks %s:\n%s", want, twin)
+		}
+	}
+	if strings.Contains(twin, "corev1.Secret") {
+		t.Errorf("SetupWithOpkit registers the Secret read through another client:\n%s", twin)
+	}
+	report := string(rep.markdown("x"))
+	if !strings.Contains(report, "`pkg/revision/revision.go:17`: XReconciler reads *appsv1.ControllerRevision: registered with the cache") {
+		t.Errorf("the report does not place the ControllerRevision read in the helper:\n%s", report)
+	}
+}

@@ -2,6 +2,7 @@ package crport_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -135,4 +136,25 @@ func TestFieldIndexer(t *testing.T) {
 	})
 	want(names(&corev1.SecretList{}, crclient.MatchingFields{"type": "example.com/token"}), ns2+"/t")
 	want(names(&corev1.SecretList{}, crclient.InNamespace(ns2), crclient.MatchingFields{"type": string(corev1.SecretTypeOpaque)}))
+}
+
+// MustEventRecorder is the manager's recorder, and panics with the
+// manager's reason on a name the API server would refuse.
+func TestMustEventRecorder(t *testing.T) {
+	mgr, err := manager.New(env.Config(), manager.Options{
+		Metrics: manager.MetricsOptions{BindAddress: "0"},
+		Health:  manager.HealthOptions{BindAddress: "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := crport.MustEventRecorder(mgr, "guest"); r == nil {
+		t.Error("MustEventRecorder(guest) = nil")
+	}
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "qualified name") {
+			t.Errorf("MustEventRecorder of a name the API server refuses: recovered %v, want a panic that says why", p)
+		}
+	}()
+	crport.MustEventRecorder(mgr, "not a name!")
 }

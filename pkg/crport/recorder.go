@@ -6,7 +6,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/opkit-dev/opkit/pkg/manager"
 )
+
+// MustEventRecorder is mgr.EventRecorder(name) where controller-runtime's
+// mgr.GetEventRecorder(name) was one expression, such as a reconciler
+// constructor's argument in a test suite. It panics if the manager refuses
+// the name (one the API server would refuse), as a setup stops on any
+// other error.
+func MustEventRecorder(mgr *manager.Manager, name string) events.EventRecorder {
+	r, err := mgr.EventRecorder(name)
+	if err != nil {
+		panic(fmt.Sprintf("crport: %v", err))
+	}
+	return r
+}
 
 // LegacyRecorder gives r, an Event recorder of the events.k8s.io API (the
 // manager's EventRecorder), the interface of client-go's older
