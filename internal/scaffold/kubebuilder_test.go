@@ -63,6 +63,8 @@ func TestFromKubebuilder(t *testing.T) {
 		"`internal/controller/guest_controller.go:89`: GuestReconciler SetupWithManager Watches(*corev1.Secret): manager.Watches[*corev1.Secret]",
 		"`Makefile:8`: setup-envtest use: go tool opkit envtest",
 		"`cmd/main.go:90`: if err := controller.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {: kept in setup, on opkit's manager",
+		"`internal/controller/suite_test.go:48`: ctrl.NewManager: manager.New: the suite runs the ported controllers and webhooks on opkit's manager",
+		"`internal/controller/suite_test.go:59`: SetupWithManager of reconciler: SetupWithOpkit",
 		"`internal/controller/guest_controller.go:85`: GuestReconciler: Listers of *guestbookv1.Guest, *corev1.ConfigMap, *corev1.Secret, *corev1.Namespace in place of the cached client's reads",
 	} {
 		if !strings.Contains(string(report), want) {
@@ -82,6 +84,14 @@ func TestFromKubebuilder(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
+	}
+	// The project's own suite, rewritten onto opkit's manager, runs its
+	// reconciler there (before the ported binary, which would reconcile
+	// the suite's Guest too).
+	suite := projectCommand(t, dir, "go", "test", "-count=1", "-v", "-run", "TestGuestReconciler", "./internal/controller/")
+	suite.Env = append(suite.Env, "USE_EXISTING_CLUSTER=true", "KUBECONFIG="+kubeconfig)
+	if out, err := suite.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestGuestReconciler") {
+		t.Errorf("the ported suite: %v\n%s", err, out)
 	}
 	inProject(t, dir, "go", "build", "-o", "bin/manager", "./cmd")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
