@@ -111,9 +111,11 @@ func (r *readScan) scan(f *kbFile, fn *ast.FuncDecl, clients map[string]bool, de
 			if sel, ok := x.Fun.(*ast.SelectorExpr); clients != nil && (!ok || !isClient(sel.X)) {
 				return true
 			}
-			arg := x.Args[2]
+			var arg ast.Expr
 			if m == "List" {
-				arg = x.Args[1]
+				arg = x.Args[1] // List(ctx, list, opts...), opts maybe none
+			} else {
+				arg = x.Args[2]
 			}
 			r.read(f, x, m, resolve(arg, vars))
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/format"
+	"go/token"
 	"path"
 	"sort"
 	"strconv"
@@ -135,16 +136,103 @@ type watch struct {
 	typ   string // *pkg.T
 	mapFn string // Watches: the map function, opkit-typed
 	preds []string
+	cond  string // the condition the setup adds the watch under; "" for always
+}
+
+// segment is part of a controller's builder: calls made always (cond nil),
+// or under cond.
+type segment struct {
+	cond  ast.Expr
+	calls []*ast.CallExpr
+}
+
+// builderSegments are the builder calls of a SetupWithManager after
+// NewControllerManagedBy: one returned chain, or a builder kept in a
+// variable, extended under conditions, and completed in the return:
+//
+//	b := ctrl.NewControllerManagedBy(mgr).For(&T{})
+//	if cond { b = b.Watches(...) }
+//	return b.Complete(r)
+//
+// ok is false for any other body.
+func builderSegments(fn *ast.FuncDecl) ([]segment, bool) {
+	body := fn.Body.List
+	if chain := returnedChain(fn); chain != nil && len(body) == 1 {
+		return []segment{{calls: chain[1:]}}, true
+	}
+	if len(body) < 2 {
+		return nil, false
+	}
+	first, ok := body[0].(*ast.AssignStmt)
+	if !ok || len(first.Lhs) != 1 || len(first.Rhs) != 1 {
+		return nil, false
+	}
+	v, ok := first.Lhs[0].(*ast.Ident)
+	if !ok {
+		return nil, false
+	}
+	calls, ok := callChain(first.Rhs[0])
+	if !ok || method(calls[0]) != "NewControllerManagedBy" {
+		return nil, false
+	}
+	segs := []segment{{calls: calls[1:]}}
+	// onV is the chain e continues v with.
+	onV := func(e ast.Expr) ([]*ast.CallExpr, bool) {
+		calls, ok := callChain(e)
+		if !ok {
+			return nil, false
+		}
+		root, isID := calls[0].Fun.(*ast.SelectorExpr).X.(*ast.Ident)
+		return calls, isID && root.Name == v.Name
+	}
+	extends := func(st ast.Stmt) ([]*ast.CallExpr, bool) {
+		a, ok := st.(*ast.AssignStmt)
+		if !ok || a.Tok != token.ASSIGN || len(a.Lhs) != 1 || len(a.Rhs) != 1 {
+			return nil, false
+		}
+		if id, isID := a.Lhs[0].(*ast.Ident); !isID || id.Name != v.Name {
+			return nil, false
+		}
+		return onV(a.Rhs[0])
+	}
+	for _, st := range body[1 : len(body)-1] {
+		if calls, ok := extends(st); ok {
+			segs = append(segs, segment{calls: calls})
+			continue
+		}
+		ifs, ok := st.(*ast.IfStmt)
+		if !ok || ifs.Init != nil || ifs.Else != nil || len(ifs.Body.List) != 1 {
+			return nil, false
+		}
+		calls, ok := extends(ifs.Body.List[0])
+		if !ok {
+			return nil, false
+		}
+		segs = append(segs, segment{cond: ifs.Cond, calls: calls})
+	}
+	ret, ok := body[len(body)-1].(*ast.ReturnStmt)
+	if !ok || len(ret.Results) != 1 {
+		return nil, false
+	}
+	last, ok := onV(ret.Results[0])
+	if !ok {
+		return nil, false
+	}
+	return append(segs, segment{calls: last}), true
 }
 
 // portController renders SetupWithOpkit for the reconciler recv from its
 // SetupWithManager fn.
 func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []*kbFile, imps map[string]string, rep *portReport) (string, bool) {
 	where := fmt.Sprintf("%s SetupWithManager", recv)
-	chain := returnedChain(fn)
-	if chain == nil || len(fn.Body.List) != 1 {
-		rep.needs(f.Rel, f.line(fn), where, "not one builder chain returned: write (*"+recv+").SetupWithOpkit with manager.NewController by hand (see the porting guide's \"The manager and the builder\")")
+	segs, isBuilder := builderSegments(fn)
+	if !isBuilder {
+		rep.needs(f.Rel, f.line(fn), where, "not one builder chain returned, nor a builder extended under conditions: write (*"+recv+").SetupWithOpkit with manager.NewController by hand (see the porting guide's \"The manager and the builder\")")
 		return "", false
+	}
+	recvName := ""
+	if names := fn.Recv.List[0].Names; len(names) == 1 {
+		recvName = names[0].Name
 	}
 	var (
 		name    string
@@ -170,79 +258,101 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 		}
 		return ps
 	}
-	for _, call := range chain[1:] {
-		line := f.line(call)
-		m := method(call)
-		switch m {
-		case "For", "Owns":
-			typ, kind, isObj := objectType(f, call.Args[0])
-			if !isObj {
-				rep.needs(f.Rel, line, where+" "+m, "the object is not &pkg.Kind{}: port the watch by hand")
+	for _, seg := range segs {
+		cond := ""
+		if seg.cond != nil {
+			cond = f.src(seg.cond)
+			if recvName != "r" && refersToName(seg.cond, recvName) {
+				rep.needs(f.Rel, f.line(seg.cond), where+" if "+cond, "the condition names the receiver "+recvName+", which SetupWithOpkit calls r: port it by hand")
 				ok = false
 				continue
 			}
-			f.uses(call.Args[0], imps)
-			if m == "For" {
-				forKind = kind
-			}
-			watches = append(watches, watch{fn: m, typ: typ, preds: predicates(call.Args[1:])})
-			rep.mapped(f.Rel, line, where+" "+m+"("+typ+")", "manager."+m+"["+typ+"](nil)")
-		case "Watches":
-			typ, _, isObj := objectType(f, call.Args[0])
-			if !isObj || len(call.Args) < 2 {
-				rep.needs(f.Rel, line, where+" Watches", "the object is not &pkg.Kind{}: port the watch by hand")
+			f.uses(seg.cond, imps)
+			rep.mapped(f.Rel, f.line(seg.cond), where+" if "+headline(cond), "the same condition around the same watches")
+		}
+		n := len(watches)
+		for _, call := range seg.calls {
+			line := f.line(call)
+			m := method(call)
+			if cond != "" && m != "Watches" && m != "Owns" {
+				rep.needs(f.Rel, line, where+" "+m, "a builder call made under a condition, which opkit maps only for Watches and Owns: port it by hand")
 				ok = false
 				continue
 			}
-			f.uses(call.Args[0], imps)
-			w := watch{fn: "Watches", typ: typ, preds: predicates(call.Args[2:])}
-			h := call.Args[1]
-			switch hc := h.(type) {
-			case *ast.CallExpr:
-				if method(hc) == "EnqueueRequestsFromMapFunc" && len(hc.Args) == 1 {
-					f.uses(hc.Args[0], imps)
-					w.mapFn = fmt.Sprintf("crport.MapFunc[%s](%s)", typ, f.src(hc.Args[0]))
-				} else if method(hc) == "EnqueueRequestForOwner" && len(hc.Args) >= 3 {
-					ownerTyp, _, _ := objectType(f, hc.Args[2])
-					if ownerTyp != "" && len(watches) > 0 && watches[0].fn == "For" && ownerTyp == watches[0].typ && len(hc.Args) == 4 && strings.HasSuffix(f.src(hc.Args[3]), "OnlyControllerOwner()") {
-						w = watch{fn: "Owns", typ: typ, preds: w.preds}
+			switch m {
+			case "For", "Owns":
+				typ, kind, isObj := objectType(f, call.Args[0])
+				if !isObj {
+					rep.needs(f.Rel, line, where+" "+m, "the object is not &pkg.Kind{}: port the watch by hand")
+					ok = false
+					continue
+				}
+				f.uses(call.Args[0], imps)
+				if m == "For" {
+					forKind = kind
+				}
+				watches = append(watches, watch{fn: m, typ: typ, preds: predicates(call.Args[1:])})
+				rep.mapped(f.Rel, line, where+" "+m+"("+typ+")", "manager."+m+"["+typ+"](nil)")
+			case "Watches":
+				typ, _, isObj := objectType(f, call.Args[0])
+				if !isObj || len(call.Args) < 2 {
+					rep.needs(f.Rel, line, where+" Watches", "the object is not &pkg.Kind{}: port the watch by hand")
+					ok = false
+					continue
+				}
+				f.uses(call.Args[0], imps)
+				w := watch{fn: "Watches", typ: typ, preds: predicates(call.Args[2:])}
+				h := call.Args[1]
+				switch hc := h.(type) {
+				case *ast.CallExpr:
+					if method(hc) == "EnqueueRequestsFromMapFunc" && len(hc.Args) == 1 {
+						f.uses(hc.Args[0], imps)
+						w.mapFn = fmt.Sprintf("crport.MapFunc[%s](%s)", typ, f.src(hc.Args[0]))
+					} else if method(hc) == "EnqueueRequestForOwner" && len(hc.Args) >= 3 {
+						ownerTyp, _, _ := objectType(f, hc.Args[2])
+						if ownerTyp != "" && len(watches) > 0 && watches[0].fn == "For" && ownerTyp == watches[0].typ && len(hc.Args) == 4 && strings.HasSuffix(f.src(hc.Args[3]), "OnlyControllerOwner()") {
+							w = watch{fn: "Owns", typ: typ, preds: w.preds}
+						}
+					}
+				case *ast.UnaryExpr:
+					if lit, isLit := hc.X.(*ast.CompositeLit); isLit && strings.HasSuffix(f.src(lit.Type), "EnqueueRequestForObject") {
+						w.mapFn = fmt.Sprintf("crport.ObjectKey[%s]", typ)
 					}
 				}
-			case *ast.UnaryExpr:
-				if lit, isLit := hc.X.(*ast.CompositeLit); isLit && strings.HasSuffix(f.src(lit.Type), "EnqueueRequestForObject") {
-					w.mapFn = fmt.Sprintf("crport.ObjectKey[%s]", typ)
+				if w.fn == "Watches" && w.mapFn == "" {
+					rep.needs(f.Rel, line, where+" Watches("+typ+", "+f.src(h)+")", "a handler opkit does not map: use manager.Watches with a map function, or manager.WatchSource")
+					ok = false
+					continue
 				}
-			}
-			if w.fn == "Watches" && w.mapFn == "" {
-				rep.needs(f.Rel, line, where+" Watches("+typ+", "+f.src(h)+")", "a handler opkit does not map: use manager.Watches with a map function, or manager.WatchSource")
+				watches = append(watches, w)
+				rep.mapped(f.Rel, line, where+" Watches("+typ+")", "manager."+w.fn+"["+typ+"]")
+			case "Named":
+				name = f.src(call.Args[0])
+				f.uses(call.Args[0], imps)
+				rep.mapped(f.Rel, line, where+" Named", "the controller's name "+name)
+			case "WithEventFilter":
+				f.uses(call.Args[0], imps)
+				filters = append(filters, f.src(call.Args[0]))
+				rep.mapped(f.Rel, line, where+" WithEventFilter", "given to each watch (crport.Predicate)")
+			case "WithOptions":
+				opt, mapped := controllerOptions(f, call.Args[0], imps, where, rep)
+				ok = ok && mapped
+				options = append(options, opt...)
+			case "Complete", "Build":
+				if len(call.Args) != 1 || f.src(call.Args[0]) != fn.Recv.List[0].Names[0].Name {
+					rep.needs(f.Rel, line, where+" "+m, "completes with another reconciler than the receiver: port it by hand")
+					ok = false
+				}
+				if m == "Build" {
+					rep.needs(f.Rel, line, where+" Build", "the controller-runtime controller it returns has no opkit counterpart: SetupWithOpkit returns only the error")
+				}
+			default:
+				rep.needs(f.Rel, line, where+" "+m, "a builder call opkit does not map: port it by hand (see the porting guide)")
 				ok = false
-				continue
 			}
-			watches = append(watches, w)
-			rep.mapped(f.Rel, line, where+" Watches("+typ+")", "manager."+w.fn+"["+typ+"]")
-		case "Named":
-			name = f.src(call.Args[0])
-			f.uses(call.Args[0], imps)
-			rep.mapped(f.Rel, line, where+" Named", "the controller's name "+name)
-		case "WithEventFilter":
-			f.uses(call.Args[0], imps)
-			filters = append(filters, f.src(call.Args[0]))
-			rep.mapped(f.Rel, line, where+" WithEventFilter", "given to each watch (crport.Predicate)")
-		case "WithOptions":
-			opt, mapped := controllerOptions(f, call.Args[0], imps, where, rep)
-			ok = ok && mapped
-			options = append(options, opt...)
-		case "Complete", "Build":
-			if len(call.Args) != 1 || f.src(call.Args[0]) != fn.Recv.List[0].Names[0].Name {
-				rep.needs(f.Rel, line, where+" "+m, "completes with another reconciler than the receiver: port it by hand")
-				ok = false
-			}
-			if m == "Build" {
-				rep.needs(f.Rel, line, where+" Build", "the controller-runtime controller it returns has no opkit counterpart: SetupWithOpkit returns only the error")
-			}
-		default:
-			rep.needs(f.Rel, line, where+" "+m, "a builder call opkit does not map: port it by hand (see the porting guide)")
-			ok = false
+		}
+		for i := n; i < len(watches); i++ {
+			watches[i].cond = cond
 		}
 	}
 	if !ok {
@@ -257,7 +367,15 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 	var b strings.Builder
 	fmt.Fprintf(&b, "// SetupWithOpkit runs %s, unchanged, on opkit's manager, with the\n// watches of its SetupWithManager; its reads go through the client it was\n// given (the manager's cached client).\n", recv)
 	fmt.Fprintf(&b, "func (r *%s) SetupWithOpkit(mgr *manager.Manager) error {\n", recv)
-	reads := unwatchedReads(f, gofiles, module, recv, watches, imps, rep)
+	// A kind watched only under a condition is registered when read, as
+	// if it were not watched: the condition may be false.
+	var always []watch
+	for _, w := range watches {
+		if w.cond == "" {
+			always = append(always, w)
+		}
+	}
+	reads := unwatchedReads(f, gofiles, module, recv, always, imps, rep)
 	if len(reads) > 0 {
 		imps["cache"] = opkitCache
 		b.WriteString("\t// Kinds it reads and does not watch: registered with the cache, which\n\t// the cached client reads.\n")
@@ -265,8 +383,7 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 			fmt.Fprintf(&b, "\tif _, err := cache.Register[%s](mgr.Cache(), cache.TypeOptions{}); err != nil {\n\t\treturn err\n\t}\n", t)
 		}
 	}
-	fmt.Fprintf(&b, "\t_, err := manager.NewController(mgr, %s, crport.Reconciler(r),\n", name)
-	for _, w := range watches {
+	option := func(w watch) string {
 		preds := append(append([]string(nil), filters...), w.preds...)
 		args := []string{"nil"}
 		if w.mapFn != "" {
@@ -275,12 +392,42 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 		if len(preds) > 0 {
 			args = append(args, fmt.Sprintf("crport.Predicate[%s](%s)", w.typ, strings.Join(preds, ", ")))
 		}
-		fmt.Fprintf(&b, "\t\tmanager.%s[%s](%s),\n", w.fn, w.typ, strings.Join(args, ", "))
+		return fmt.Sprintf("manager.%s[%s](%s)", w.fn, w.typ, strings.Join(args, ", "))
 	}
-	for _, o := range options {
-		fmt.Fprintf(&b, "\t\t%s,\n", o)
+	conditional := false
+	for _, w := range watches {
+		conditional = conditional || w.cond != ""
 	}
-	b.WriteString("\t)\n\treturn err\n}\n")
+	if !conditional {
+		fmt.Fprintf(&b, "\t_, err := manager.NewController(mgr, %s, crport.Reconciler(r),\n", name)
+		for _, w := range watches {
+			fmt.Fprintf(&b, "\t\t%s,\n", option(w))
+		}
+		for _, o := range options {
+			fmt.Fprintf(&b, "\t\t%s,\n", o)
+		}
+		b.WriteString("\t)\n\treturn err\n}\n")
+	} else {
+		// The watches its SetupWithManager adds under conditions, under
+		// the same conditions.
+		b.WriteString("\topts := []manager.ControllerOption{\n")
+		for _, w := range watches {
+			if w.cond == "" {
+				fmt.Fprintf(&b, "\t\t%s,\n", option(w))
+			}
+		}
+		for _, o := range options {
+			fmt.Fprintf(&b, "\t\t%s,\n", o)
+		}
+		b.WriteString("\t}\n")
+		for i := 0; i < len(watches); i++ {
+			if watches[i].cond == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "\tif %s {\n\t\topts = append(opts, %s)\n\t}\n", watches[i].cond, option(watches[i]))
+		}
+		fmt.Fprintf(&b, "\t_, err := manager.NewController(mgr, %s, crport.Reconciler(r), opts...)\n\treturn err\n}\n", name)
+	}
 	var kinds []string
 	for _, w := range watches {
 		if w.fn != "Watches" || w.mapFn != "" {
@@ -342,4 +489,16 @@ func rewrite(f *kbFile, rewrites map[*ast.CallExpr]string) ([]byte, error) {
 		return nil, fmt.Errorf("rewrite %s: %w", f.Rel, err)
 	}
 	return out, nil
+}
+
+// refersToName says whether e names the identifier name.
+func refersToName(e ast.Expr, name string) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -307,3 +307,74 @@ func Audit(ctx context.Context, c client.Reader) (*corev1.Secret, error) {
 		t.Errorf("the report does not place the ControllerRevision read in the helper:\n%s", report)
 	}
 }
+
+// A builder kept in a variable and extended under a condition (jobset's
+// JobSet controller watches Pods when a feature gate is on) gets a twin
+// with the same watches under the same condition.
+func TestKubebuilderConditionalBuilder(t *testing.T) {
+	dir := t.TempDir()
+	src := `package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	"example.com/x/pkg/features"
+)
+
+type XReconciler struct{ client.Client }
+
+func (r *XReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1.Deployment{}).
+		Owns(&corev1.Service{})
+	if features.Enabled(features.Pods) {
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return nil
+		}))
+	}
+	return b.Complete(r)
+}
+
+func (r *XReconciler) pods(ctx context.Context) error {
+	return r.List(ctx, &corev1.PodList{})
+}
+`
+	if err := os.MkdirAll(filepath.Join(dir, "internal/controller"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "internal/controller/x_controller.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gofiles, err := loadGoFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &portReport{}
+	out := files{}
+	if _, err := portSetups(gofiles, &kbProject{}, "example.com/x", out, rep); err != nil {
+		t.Fatal(err)
+	}
+	gen := string(out["internal/controller/x_controller_opkit.go"])
+	if len(rep.Needs) != 0 || gen == "" {
+		t.Fatalf("needs %+v, twin %q; want a twin and nothing to do by hand", rep.Needs, gen)
+	}
+	flat := strings.Join(strings.Fields(gen), " ")
+	for _, want := range []string{
+		"opts := []manager.ControllerOption{ manager.For[*appsv1.Deployment](nil), manager.Owns[*corev1.Service](nil), }",
+		"if features.Enabled(features.Pods) { opts = append(opts, manager.Watches[*corev1.Pod](nil, crport.MapFunc[*corev1.Pod](func(ctx context.Context, o client.Object) []ctrl.Request {",
+		`manager.NewController(mgr, "deployment", crport.Reconciler(r), opts...)`,
+		// Pods are watched only when the gate is on, and read always.
+		"cache.Register[*corev1.Pod](mgr.Cache(), cache.TypeOptions{})",
+		`"example.com/x/pkg/features"`,
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the twin lacks %q:\n%s", want, gen)
+		}
+	}
+}
