@@ -282,6 +282,10 @@ func versionMoves(before, after []byte, rep *portReport) {
 		if was[mod] == "" || was[mod] == is[mod] {
 			continue
 		}
+		if is[mod] == "" {
+			rep.mapped("go.mod", 0, mod, "no longer required: at the versions opkit is built with, nothing the project imports needs it")
+			continue
+		}
 		if semver.MajorMinor(was[mod]) == semver.MajorMinor(is[mod]) {
 			rep.mapped("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", a patch release")
 			continue
