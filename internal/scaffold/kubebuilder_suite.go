@@ -254,6 +254,20 @@ func (p *suitePort) rewriteUses() {
 			return true
 		}
 		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if fn, isID := call.Fun.(*ast.Ident); isID && len(call.Args) == 1 && strings.HasPrefix(fn.Name, "Setup") && strings.HasSuffix(fn.Name, "WebhookWithManager") {
+			// kubebuilder's webhook suite, in the webhook's package.
+			if arg, isArg := call.Args[0].(*ast.Ident); isArg && p.mgrs[arg.Name] {
+				twin := p.setups[setupKey(p.pkgPath()+"."+fn.Name)]
+				if twin == "" {
+					p.fail(call, headline(p.f.src(call))+": its webhook has no opkit twin (see its entry): port the suite by hand")
+					return false
+				}
+				p.edits[fn] = twin
+				p.allowed[arg] = true
+				p.note(call, fn.Name, twin)
+				return true
+			}
+		}
 		if !ok {
 			for _, a := range call.Args {
 				if id, isID := a.(*ast.Ident); isID && p.mgrs[id.Name] {
@@ -451,14 +465,22 @@ func (p *suitePort) madeBy(e ast.Expr) (setupKey, bool) {
 	return "", false
 }
 
-// typeKey is the setup key of "*pkg.T" as written in p's file.
+// typeKey is the setup key of "*pkg.T" or, in the test's own package,
+// "*T", as written in p's file.
 func (p *suitePort) typeKey(typ string) (setupKey, bool) {
-	pkg, name, ok := strings.Cut(strings.TrimPrefix(typ, "*"), ".")
-	if !ok || p.f.Imports[pkg] == "" {
+	typ = strings.TrimPrefix(typ, "*")
+	pkg, name, ok := strings.Cut(typ, ".")
+	if !ok {
+		return setupKey(p.pkgPath() + "." + typ), true
+	}
+	if p.f.Imports[pkg] == "" {
 		return "", false
 	}
 	return setupKey(p.f.Imports[pkg] + "." + name), true
 }
+
+// pkgPath is the import path of the package p's file tests.
+func (p *suitePort) pkgPath() string { return p.module + "/" + path.Dir(p.f.Rel) }
 
 // render applies the edits, adds the imports the port needs and drops the
 // controller-runtime imports it no longer uses.

@@ -135,3 +135,47 @@ func TestKubebuilderSuitePorted(t *testing.T) {
 		})
 	}
 }
+
+// kubebuilder's webhook suite, in the webhook's own package, calls the
+// setup by its bare name; a reconciler of the package is named bare too.
+func TestKubebuilderSuiteInPackage(t *testing.T) {
+	dir := t.TempDir()
+	src := `package v1
+
+import (
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func setup(cfg *rest.Config) error {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{})
+	if err != nil {
+		return err
+	}
+	if err := SetupGuestWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	return (&GuestReconciler{}).SetupWithManager(mgr)
+}
+`
+	if err := os.MkdirAll(filepath.Join(dir, "internal/webhook/v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "internal/webhook/v1/webhook_suite_test.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setups := portedSetups{
+		"example.com/x/internal/webhook/v1.SetupGuestWebhookWithManager": "SetupGuestWebhookWithOpkit",
+		"example.com/x/internal/webhook/v1.GuestReconciler":              "SetupWithOpkit",
+	}
+	rep := &portReport{}
+	out := files{}
+	ported, err := portSuites(dir, "example.com/x", nil, setups, out, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out["internal/webhook/v1/webhook_suite_test.go"])
+	if len(ported) != 1 || !strings.Contains(got, "SetupGuestWebhookWithOpkit(mgr)") || !strings.Contains(got, "(&GuestReconciler{}).SetupWithOpkit(mgr)") {
+		t.Errorf("ported %d, needs %+v; want the bare setups mapped:\n%s", len(ported), rep.Needs, got)
+	}
+}
