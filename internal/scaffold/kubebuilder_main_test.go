@@ -69,13 +69,7 @@ func index(client.FieldIndexer) error { return nil }
 
 func check(*rest.Config) error { return nil }
 `
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "cmd"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cmd/main.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeProject(t, map[string]string{"cmd/main.go": src})
 	gofiles, err := loadGoFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -121,14 +115,8 @@ func check(*rest.Config) error { return nil }
 
 // An import of cert-controller's rotator is reported at its line.
 func TestKubebuilderCertControllerReported(t *testing.T) {
-	dir := t.TempDir()
 	src := "package cert\n\nimport (\n\t\"fmt\"\n\n\tcert \"github.com/open-policy-agent/cert-controller/pkg/rotator\"\n)\n\nvar _ = fmt.Sprint\nvar _ cert.CertRotator\n"
-	if err := os.MkdirAll(filepath.Join(dir, "pkg/util/cert"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pkg/util/cert/cert.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeProject(t, map[string]string{"pkg/util/cert/cert.go": src})
 	gofiles, err := loadGoFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -138,4 +126,21 @@ func TestKubebuilderCertControllerReported(t *testing.T) {
 	if len(rep.Needs) != 1 || rep.Needs[0].where() != "pkg/util/cert/cert.go:6" || !strings.Contains(rep.Needs[0].How, "pkg/webhook/certs") {
 		t.Errorf("needs %+v, want the rotator's import at pkg/util/cert/cert.go:6", rep.Needs)
 	}
+}
+
+// writeProject writes files, by slash-separated path, into a new temporary
+// project directory, and returns it.
+func writeProject(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -1,8 +1,6 @@
 package scaffold
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,7 +59,6 @@ func TestKubebuilderSetupsReportWhatTheyCannotMap(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
 			src := `package controller
 
 import (
@@ -88,12 +85,7 @@ func (r *XReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 var _ = []any{builder.WithPredicates, predicate.Funcs{}, controller.Options{}, corev1.Pod{}, appsv1.Deployment{}}
 `
-			if err := os.MkdirAll(filepath.Join(dir, "internal/controller"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "internal/controller/x_controller.go"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			dir := writeProject(t, map[string]string{"internal/controller/x_controller.go": src})
 			gofiles, err := loadGoFiles(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -155,13 +147,7 @@ func SetupPodWebhookWithManager(mgr ctrl.Manager) error {
 		Complete()
 }
 `
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "internal/webhook/v1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "internal/webhook/v1/pod_webhook.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeProject(t, map[string]string{"internal/webhook/v1/pod_webhook.go": src})
 	gofiles, err := loadGoFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +194,7 @@ func TestKubebuilderUnservedWebhooksReported(t *testing.T) {
 // ControllerRevisions in pkg/utils/revision); a helper's read through a
 // client that is not the reconciler's is not.
 func TestKubebuilderReadsFollowTheClient(t *testing.T) {
-	dir := t.TempDir()
-	for name, src := range map[string]string{
+	dir := writeProject(t, map[string]string{
 		"internal/controller/x_controller.go": `package controller
 
 import (
@@ -276,14 +261,7 @@ func Audit(ctx context.Context, c client.Reader) (*corev1.Secret, error) {
 	return s, c.Get(ctx, client.ObjectKey{Name: "audit"}, s)
 }
 `,
-	} {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	gofiles, err := loadGoFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +290,6 @@ func Audit(ctx context.Context, c client.Reader) (*corev1.Secret, error) {
 // JobSet controller watches Pods when a feature gate is on) gets a twin
 // with the same watches under the same condition.
 func TestKubebuilderConditionalBuilder(t *testing.T) {
-	dir := t.TempDir()
 	src := `package controller
 
 import (
@@ -345,12 +322,7 @@ func (r *XReconciler) pods(ctx context.Context) error {
 	return r.List(ctx, &corev1.PodList{})
 }
 `
-	if err := os.MkdirAll(filepath.Join(dir, "internal/controller"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "internal/controller/x_controller.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeProject(t, map[string]string{"internal/controller/x_controller.go": src})
 	gofiles, err := loadGoFiles(dir)
 	if err != nil {
 		t.Fatal(err)

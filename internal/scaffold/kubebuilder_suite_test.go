@@ -1,8 +1,6 @@
 package scaffold
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,17 +76,9 @@ func TestKubebuilderSuitePorted(t *testing.T) {
 		{name: "an option not mapped", options: "\t\tCache: cache.Options{},\n", why: "ctrl.Options.Cache in a suite"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
 			src := strings.Replace(suiteSrc, "// extra", tt.extra, 1)
 			src = strings.Replace(src, "\t\tScheme:        scheme.Scheme,\n", "\t\tScheme:        scheme.Scheme,\n"+tt.options, 1)
-			for name, content := range map[string]string{"internal/controller/suite_test.go": src, "internal/controller/x.go": controllerSrc} {
-				if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := writeProject(t, map[string]string{"internal/controller/suite_test.go": src, "internal/controller/x.go": controllerSrc})
 			gofiles, err := loadGoFiles(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -139,7 +129,6 @@ func TestKubebuilderSuitePorted(t *testing.T) {
 // kubebuilder's webhook suite, in the webhook's own package, calls the
 // setup by its bare name; a reconciler of the package is named bare too.
 func TestKubebuilderSuiteInPackage(t *testing.T) {
-	dir := t.TempDir()
 	src := `package v1
 
 import (
@@ -158,12 +147,7 @@ func setup(cfg *rest.Config) error {
 	return (&GuestReconciler{}).SetupWithManager(mgr)
 }
 `
-	if err := os.MkdirAll(filepath.Join(dir, "internal/webhook/v1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "internal/webhook/v1/webhook_suite_test.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeProject(t, map[string]string{"internal/webhook/v1/webhook_suite_test.go": src})
 	setups := portedSetups{
 		"example.com/x/internal/webhook/v1.SetupGuestWebhookWithManager": "SetupGuestWebhookWithOpkit",
 		"example.com/x/internal/webhook/v1.GuestReconciler":              "SetupWithOpkit",
