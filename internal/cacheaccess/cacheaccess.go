@@ -141,6 +141,15 @@ type ObjectLister interface {
 	ByIndex(index, value string) ([]client.Object, error)
 	// ByIndexInNamespace is cache.Lister.ByIndexInNamespace.
 	ByIndexInNamespace(namespace, index, value string) ([]client.Object, error)
+	// Started reports whether the cache has started.
+	Started() bool
+	// WaitForSync blocks until the kind has first synced, as
+	// controller-runtime's cached reads do: before, a read sees only what
+	// has been listed so far, and an object not yet listed reads as not
+	// found. It returns at once an error that wraps cache.ErrNotInstalled
+	// (or ErrRemoved) for a kind that cannot sync, and one that wraps
+	// cache.ErrNotSynced and the cause when ctx ends first.
+	WaitForSync(ctx context.Context) error
 }
 
 // Store is the cache's in-memory store of one kind behind a real Lister,

@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -115,6 +117,46 @@ type objectLister struct {
 }
 
 func (o objectLister) GroupVersionKind() schema.GroupVersionKind { return o.l.GroupVersionKind() }
+
+func (o objectLister) Started() bool {
+	c := o.l.reg.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.run != nil
+}
+
+// syncPoll is how often WaitForSync looks whether a kind it waits for
+// was found not served.
+const syncPoll = 100 * time.Millisecond
+
+func (o objectLister) WaitForSync(ctx context.Context) error {
+	r := o.l.reg
+	select {
+	case <-r.syncedCh:
+		return nil
+	default:
+	}
+	tick := time.NewTicker(syncPoll)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		removed, kind, lastErr := r.removed, r.err, r.lastErr
+		r.mu.Unlock()
+		switch {
+		case removed:
+			return fmt.Errorf("cache: read %s: %w", r.key.gvk, ErrRemoved)
+		case kind == notInstalled || kind == crdDeleted:
+			return fmt.Errorf("cache: read %s: %w", r.key.gvk, lastErr)
+		}
+		select {
+		case <-r.syncedCh:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("cache: read %s before it synced: %w: %w", r.key.gvk, ErrNotSynced, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
 
 func (o objectLister) Get(namespace, name string) (client.Object, error) {
 	return o.l.Get(namespace, name)

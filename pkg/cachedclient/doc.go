@@ -22,6 +22,12 @@
 //     read starts an informer. It is logged and counted, and in tests
 //     reported even if the reader swallows the error
 //     (cache.UnregisteredReadOptions).
+//   - Synced: before the cache starts, a read is controller-runtime's
+//     ErrCacheNotStarted (of its pkg/cache); after, a read waits until
+//     its kind has synced, as controller-runtime's does, so that an object
+//     the informers have yet to list never reads as not found. A kind the
+//     API server does not serve is an error wrapping cache.ErrNotInstalled
+//     at once; a context that ends first, one wrapping cache.ErrNotSynced.
 //   - Sorted: List returns items sorted by namespace, then name.
 //   - List options: client.InNamespace, client.MatchingLabels and
 //     client.MatchingLabelsSelector; a field selector only as one

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -50,7 +51,7 @@ func NewReader(c *cache.Cache) *Reader { return &Reader{cache: cache.Internal(c,
 // Get copies the cached object key into obj. An object the cache does not
 // hold is an error for which apierrors.IsNotFound is true. GetOptions are
 // ignored: the cache has one version of each object.
-func (r *Reader) Get(_ context.Context, key crclient.ObjectKey, obj crclient.Object, _ ...crclient.GetOption) error {
+func (r *Reader) Get(ctx context.Context, key crclient.ObjectKey, obj crclient.Object, _ ...crclient.GetOption) error {
 	gvk, f, err := r.kindOf(obj)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
@@ -58,6 +59,9 @@ func (r *Reader) Get(_ context.Context, key crclient.ObjectKey, obj crclient.Obj
 	l, err := r.cache.LookupKind(gvk, f)
 	if err != nil {
 		return fmt.Errorf("get %s %s: %w", gvk.Kind, key, err)
+	}
+	if err := synced(ctx, l); err != nil {
+		return err
 	}
 	cached, err := l.Get(key.Namespace, key.Name)
 	if err != nil {
@@ -72,7 +76,7 @@ func (r *Reader) Get(_ context.Context, key crclient.ObjectKey, obj crclient.Obj
 // cache.Lister.AddIndex, as client.MatchingFields{"index": "value"} makes;
 // client.Limit and a continue token are refused with an error wrapping
 // errors.ErrUnsupported.
-func (r *Reader) List(_ context.Context, list crclient.ObjectList, opts ...crclient.ListOption) error {
+func (r *Reader) List(ctx context.Context, list crclient.ObjectList, opts ...crclient.ListOption) error {
 	o := crclient.ListOptions{}
 	o.ApplyOptions(opts)
 	gvk, f, err := r.kindOfList(list)
@@ -85,6 +89,9 @@ func (r *Reader) List(_ context.Context, list crclient.ObjectList, opts ...crcli
 	l, err := r.cache.LookupKind(gvk, f)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", gvk.Kind, err)
+	}
+	if err := synced(ctx, l); err != nil {
+		return err
 	}
 	found, err := find(l, o)
 	if err != nil {
@@ -100,6 +107,19 @@ func (r *Reader) List(_ context.Context, list crclient.ObjectList, opts ...crcli
 		return fmt.Errorf("list %s: set items of %T: %w", gvk.Kind, list, err)
 	}
 	return nil
+}
+
+// synced waits for l's kind to sync, as controller-runtime's cached client
+// does: a read before would see only what the informers have listed so far,
+// and an object the informers have yet to list would read as not found (an operator that
+// creates what it does not find would create it twice). Before the cache
+// starts, it is controller-runtime's *crcache.ErrCacheNotStarted, which code
+// written for controller-runtime retries on.
+func synced(ctx context.Context, l cacheaccess.ObjectLister) error {
+	if !l.Started() {
+		return &crcache.ErrCacheNotStarted{}
+	}
+	return l.WaitForSync(ctx)
 }
 
 // errNotHeld: consult found the kind not cached.
