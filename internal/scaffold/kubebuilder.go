@@ -143,14 +143,15 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 			return err
 		}
 		fmt.Fprintf(opts.Progress, "Running go mod tidy in %s...\n", dir)
-		if tidyErr := runIn(ctx, dir, "go", "mod", "tidy"); tidyErr != nil {
+		tidyErr := runIn(ctx, dir, "go", "mod", "tidy")
+		if tidyErr != nil {
 			// A package the project imports may be gone from the versions
 			// opkit moves it to (an alpha API Kubernetes dropped): tidy
-			// what can be, and say which.
+			// what can be, and say which, unless moving the staging
+			// modules below brings it back.
 			if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
 				return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was: check that the Go module proxy is reachable (GOPROXY, GOFLAGS), and that the opkit version %s exists", tidyErr, opts.OpkitVersion)
 			}
-			rep.needs("go.mod", 0, "go mod tidy", "packages the project imports are missing at the versions opkit is built with, and what imports them does not build until they are replaced: "+missingPackages(tidyErr))
 		}
 		tidied, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err != nil {
@@ -165,12 +166,17 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 			if err := runIn(ctx, dir, "go", append([]string{"get"}, moves...)...); err != nil {
 				return fmt.Errorf("init --from-kubebuilder: move the project's k8s.io modules with k8s.io/api: %w; the directory is left as it was", err)
 			}
-			if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
-				return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was", err)
+			if tidyErr = runIn(ctx, dir, "go", "mod", "tidy"); tidyErr != nil {
+				if err := runIn(ctx, dir, "go", "mod", "tidy", "-e"); err != nil {
+					return fmt.Errorf("init --from-kubebuilder: %w; the directory is left as it was", err)
+				}
 			}
 			if tidied, err = os.ReadFile(filepath.Join(dir, "go.mod")); err != nil {
 				return err
 			}
+		}
+		if tidyErr != nil {
+			rep.needs("go.mod", 0, "go mod tidy", "packages the project imports are missing at the versions opkit is built with, and what imports them does not build until they are replaced: "+missingPackages(tidyErr))
 		}
 		versionMoves(goModData, tidied, rep)
 		if len(suites) > 0 {
@@ -245,11 +251,14 @@ func requirements(data []byte) map[string]string {
 	return m
 }
 
-// lockstep is the go get arguments that move each k8s.io module the
-// project kept at k8s.io/api's version (before) to k8s.io/api's version
-// after go mod tidy: Kubernetes' staging modules (component-base,
-// component-helpers, apiserver, ...) are released together, and tidy moves
-// only those opkit itself requires.
+// lockstep is the go get arguments that move each Kubernetes staging
+// module of the project (before) that go mod tidy left behind k8s.io/api
+// (after) to k8s.io/api's version: the staging modules (component-base,
+// component-helpers, apiserver, kubectl, ...) are released together and
+// built against each other, and tidy moves only those opkit itself
+// requires. One the project kept at k8s.io/api's version moves with it, and
+// so does one it had let fall behind: an older k8s.io/kubectl imports API
+// packages a newer k8s.io/api no longer has.
 func lockstep(before, after []byte) []string {
 	was, is := requirements(before), requirements(after)
 	from, to := was["k8s.io/api"], is["k8s.io/api"]
@@ -257,8 +266,8 @@ func lockstep(before, after []byte) []string {
 		return nil
 	}
 	var moves []string
-	for mod, v := range was {
-		if strings.HasPrefix(mod, "k8s.io/") && v == from && is[mod] != "" && is[mod] != to {
+	for mod := range was {
+		if staging(mod, was[mod], from) && is[mod] != "" && semver.Compare(is[mod], to) < 0 {
 			moves = append(moves, mod+"@"+to)
 		}
 	}
@@ -266,14 +275,24 @@ func lockstep(before, after []byte) []string {
 	return moves
 }
 
-// versionMoves reports each of movedModules, and each k8s.io module the
-// project kept in step with k8s.io/api, whose minor version the port
-// moved, from the project's go.mod (before) to the port's (after).
+// staging reports whether mod at version v is one of Kubernetes' staging
+// modules at or behind k8s.io/api's version api: a k8s.io module released
+// with Kubernetes, as v0.<minor>.<patch> (k8s.io/utils and kube-openapi have
+// pseudo-versions, klog a /v2 path of its own).
+func staging(mod, v, api string) bool {
+	return strings.HasPrefix(mod, "k8s.io/") && mod != "k8s.io/api" &&
+		semver.Major(v) == "v0" && semver.Prerelease(v) == "" && !module.IsPseudoVersion(v) &&
+		semver.Compare(v, api) <= 0
+}
+
+// versionMoves reports each of movedModules, and each Kubernetes staging
+// module lockstep moved, whose minor version the port moved, from the
+// project's go.mod (before) to the port's (after).
 func versionMoves(before, after []byte, rep *portReport) {
 	was, is := requirements(before), requirements(after)
 	mods := slices.Clone(movedModules)
 	for mod, v := range was {
-		if strings.HasPrefix(mod, "k8s.io/") && v == was["k8s.io/api"] && !slices.Contains(mods, mod) {
+		if staging(mod, v, was["k8s.io/api"]) && !slices.Contains(mods, mod) {
 			mods = append(mods, mod)
 		}
 	}
@@ -291,8 +310,12 @@ func versionMoves(before, after []byte, rep *portReport) {
 			continue
 		}
 		why := "the version opkit is built with"
-		if !slices.Contains(movedModules, mod) {
+		switch {
+		case slices.Contains(movedModules, mod):
+		case was[mod] == was["k8s.io/api"]:
 			why = "with k8s.io/api, as the project kept them in step"
+		default:
+			why = "with k8s.io/api, which it was behind: Kubernetes releases its staging modules together, and an older one does not build against a newer API"
 		}
 		rep.needs("go.mod", 0, mod, "moved from "+was[mod]+" to "+is[mod]+", "+why+": its breaking changes are the project's to take, and its tests say where (see its release notes)")
 	}

@@ -217,6 +217,16 @@ func TestLockstep(t *testing.T) {
 	if got, want := lockstep(before, after), []string{"k8s.io/component-helpers@v0.37.2"}; !slices.Equal(got, want) {
 		t.Errorf("lockstep = %q, want %q", got, want)
 	}
+	// A staging module the project left behind k8s.io/api moves too:
+	// onepassword-operator's k8s.io/kubectl v0.29 (beside k8s.io/api
+	// v0.33) imports scheduling/v1alpha1, which k8s.io/api v0.37 no
+	// longer has. Modules not released with Kubernetes (pseudo-versions,
+	// klog/v2) stay where tidy put them.
+	behind := []byte(strings.ReplaceAll(string(before), "\tk8s.io/component-base v0.36.3\n", "\tk8s.io/component-base v0.36.3\n\tk8s.io/kubectl v0.29.0\n"))
+	behindAfter := []byte(strings.ReplaceAll(string(after), "\tk8s.io/component-base v0.37.2\n", "\tk8s.io/component-base v0.37.2\n\tk8s.io/kubectl v0.29.0\n"))
+	if got, want := lockstep(behind, behindAfter), []string{"k8s.io/component-helpers@v0.37.2", "k8s.io/kubectl@v0.37.2"}; !slices.Equal(got, want) {
+		t.Errorf("lockstep with kubectl behind = %q, want %q", got, want)
+	}
 	if got := lockstep(before, before); got != nil {
 		t.Errorf("lockstep with k8s.io/api unmoved = %q, want nothing", got)
 	}
@@ -230,6 +240,15 @@ func TestLockstep(t *testing.T) {
 	}
 	if want := []string{"k8s.io/api", "k8s.io/component-helpers"}; !slices.Equal(needs, want) {
 		t.Errorf("needs %q, want the minor moves %q", needs, want)
+	}
+	rep = &portReport{}
+	versionMoves(behind, []byte(strings.ReplaceAll(string(moved), "\tk8s.io/klog/v2", "\tk8s.io/kubectl v0.37.2\n\tk8s.io/klog/v2")), rep)
+	needs = nil
+	for _, n := range rep.Needs {
+		needs = append(needs, n.What)
+	}
+	if want := []string{"k8s.io/api", "k8s.io/component-helpers", "k8s.io/kubectl"}; !slices.Equal(needs, want) {
+		t.Errorf("needs %q, want kubectl's move reported too", needs)
 	}
 	var dropped bool
 	for _, m := range rep.Mapped {
