@@ -3,6 +3,8 @@ package scaffold
 import (
 	"fmt"
 	"go/ast"
+	"go/format"
+	"go/parser"
 	"go/token"
 	"go/types"
 	"sort"
@@ -23,12 +25,18 @@ var managerMethods = map[string]string{
 }
 
 // keep keeps a statement of main that opkit's manager can run as it is,
-// such as an operator's SetupIndexes(mgr.GetFieldIndexer()): one that
-// calls the manager only through managerMethods, rewritten, declares
-// nothing, and names only what the port's main has (the file's
-// declarations, main's flags, imports, mgr, err and ctx). It says whether
-// it kept st.
+// in setup, in main's order: the operator's own set-up, such as lws's
+// SetupIndexes(mgr.GetFieldIndexer()) or onepassword-operator's client of
+// the 1Password API and the goroutine that polls it. It keeps one that
+// calls the manager only through managerMethods, rewritten, or not at all,
+// returns nothing, comes before the manager starts, and names only what the
+// port's main has (the file's declarations, main's flags, imports, mgr, err,
+// ctx, and what statements kept before it declare). It says whether it
+// kept st.
 func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
+	if m.started || returns(st) {
+		return false
+	}
 	f := m.f
 	calls := map[*ast.CallExpr]string{}
 	defined := map[string]bool{}
@@ -81,9 +89,7 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 		}
 		return ok
 	})
-	// Only a statement that reaches the manager, and declares nothing a
-	// dropped statement could have been the one to use.
-	if !ok || len(calls) == 0 || len(declares(st)) > 0 {
+	if !ok {
 		return false
 	}
 	// Every name st refers to must exist in the port's main.
@@ -103,8 +109,46 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 		}
 	}
 	m.setups = append(m.setups, src)
-	rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "kept in setup, on opkit's manager")
+	for _, name := range declares(st) {
+		m.keptNames[name] = true
+	}
+	m.keptErr = setsErr(st)
+	how := "kept in setup, as it is"
+	if len(calls) > 0 {
+		how = "kept in setup, on opkit's manager"
+	}
+	rep.mapped(f.Rel, f.line(st), headline(f.src(st)), how)
 	return true
+}
+
+// returns says whether st returns from main: in setup, a closure that
+// returns an error, it would not build.
+func returns(st ast.Stmt) bool {
+	found := false
+	ast.Inspect(st, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// setsErr says whether st assigns err, which main then checks.
+func setsErr(st ast.Stmt) bool {
+	as, ok := st.(*ast.AssignStmt)
+	if !ok {
+		return false
+	}
+	for _, l := range as.Lhs {
+		if id, isID := l.(*ast.Ident); isID && id.Name == "err" {
+			return true
+		}
+	}
+	return false
 }
 
 // freeNames are the identifiers st refers to that are not a selector's
@@ -149,7 +193,7 @@ func (m *kbMain) known(name string) bool {
 	case types.Universe.Lookup(name) != nil:
 		return true
 	}
-	return m.topLevel[name] || m.prefixNames[name]
+	return m.topLevel[name] || m.prefixNames[name] || m.keptNames[name]
 }
 
 // rewriteStmt is st's source with each call in calls replaced.
@@ -196,4 +240,101 @@ func declares(st ast.Stmt) []string {
 		}
 	}
 	return names
+}
+
+// silenceUnused adds `_ = x` after the declaration of each variable of the
+// port's main that nothing in it reads, which Go would not build: one
+// declared for a statement main regenerates or leaves to the report
+// (onepassword-operator declares webhookCertPath for a certificate watcher
+// opkit's webhook server replaces).
+func silenceUnused(src []byte) ([]byte, error) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "main.go", src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	var mainFn *ast.FuncDecl
+	for _, d := range file.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "main" && fn.Recv == nil {
+			mainFn = fn
+		}
+	}
+	if mainFn == nil {
+		return src, nil
+	}
+	// Each variable main declares, by name, with its declaring statement,
+	// and each name read (not only assigned to) anywhere in main. Names,
+	// not objects: a name shadowed and read elsewhere counts as read, and
+	// the converter's go build reports what that misses.
+	type decl struct {
+		name string
+		st   ast.Stmt
+	}
+	var decls []decl
+	read := map[string]bool{}
+	skip := map[*ast.Ident]bool{} // declared or assigned to, not read
+	var stmt ast.Stmt
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.BlockStmt:
+			for _, s := range x.List {
+				outer := stmt
+				stmt = s
+				ast.Inspect(s, visit)
+				stmt = outer
+			}
+			return false
+		case *ast.AssignStmt:
+			for _, l := range x.Lhs {
+				if id, ok := l.(*ast.Ident); ok {
+					skip[id] = true
+					if x.Tok == token.DEFINE {
+						decls = append(decls, decl{id.Name, stmt})
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			for _, id := range x.Names {
+				skip[id] = true
+				decls = append(decls, decl{id.Name, stmt})
+			}
+		case *ast.SelectorExpr:
+			ast.Inspect(x.X, visit)
+			return false
+		case *ast.KeyValueExpr:
+			if _, ok := x.Key.(*ast.Ident); ok {
+				ast.Inspect(x.Value, visit)
+				return false
+			}
+		case *ast.Ident:
+			if !skip[x] {
+				read[x.Name] = true
+			}
+		}
+		return true
+	}
+	ast.Inspect(mainFn.Body, visit)
+	type insertion struct {
+		at   int
+		text string
+	}
+	var ins []insertion
+	silenced := map[string]bool{}
+	for _, d := range decls {
+		if read[d.name] || silenced[d.name] || d.st == nil || d.name == "_" {
+			continue
+		}
+		silenced[d.name] = true
+		ins = append(ins, insertion{fset.Position(d.st.End()).Offset, "\n_ = " + d.name + " // main's; nothing the port runs reads it (OPKIT_PORT.md)"})
+	}
+	if len(ins) == 0 {
+		return src, nil
+	}
+	sort.SliceStable(ins, func(i, j int) bool { return ins[i].at > ins[j].at })
+	out := append([]byte(nil), src...)
+	for _, in := range ins {
+		out = append(out[:in.at:in.at], append([]byte(in.text), out[in.at:]...)...)
+	}
+	return format.Source(out)
 }

@@ -64,11 +64,14 @@ type kbMain struct {
 	webhooks    bool
 	topLevel    map[string]bool // the file's top-level names
 	prefixNames map[string]bool // what main's kept flags prefix declares
+	keptNames   map[string]bool // what main's statements kept in setup declare
+	keptErr     bool            // the statement kept last sets err, and a check of it may follow
+	started     bool            // main has started the manager: what follows runs after it stops
 }
 
 // portMain reads kubebuilder's main and renders opkit's in its place.
 func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([]byte, error) {
-	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}}
+	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}, keptNames: map[string]bool{}}
 	var mainFn *ast.FuncDecl
 	for _, d := range f.AST.Decls {
 		switch d := d.(type) {
@@ -181,7 +184,15 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 // classify accounts for one statement of main after its flags.
 func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 	f := m.f
+	checks := m.keptErr
+	m.keptErr = false
 	if onlyExits(f, st) {
+		if checks {
+			f.uses(st, m.imps)
+			m.setups = append(m.setups, f.src(st))
+			rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "kept in setup: it checks the statement kept before it")
+			return
+		}
 		rep.mapped(f.Rel, f.line(st), headline(f.src(st)), "regenerated on opkit's manager")
 		return
 	}
@@ -231,6 +242,7 @@ func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 				rep.mapped(f.Rel, f.line(x), "WATCH_NAMESPACE", "cache.Options.Namespaces: the manager watches those namespaces only")
 			case "NewManager", "Start", "NewServer", "GetConfigOrDie", "SetupSignalHandler":
 				handled = true
+				m.started = m.started || method(x) == "Start"
 			default:
 				name := method(x)
 				if strings.HasPrefix(name, "Setup") && strings.HasSuffix(name, "WebhookWithManager") {
@@ -459,7 +471,7 @@ if err := mgr.Start(ctx); err != nil {
 	if err != nil {
 		return nil, fmt.Errorf("generate cmd/main.go: %w\n%s", err, b.String())
 	}
-	return src, nil
+	return silenceUnused(src)
 }
 
 // passesOn says whether the port's statements use the variable v.
