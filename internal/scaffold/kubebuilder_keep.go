@@ -34,7 +34,7 @@ var managerMethods = map[string]string{
 // ctx, and what statements kept before it declare). It says whether it
 // kept st.
 func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
-	if m.started || returns(st) {
+	if m.started || returns(st) || m.configures(st) {
 		return false
 	}
 	f := m.f
@@ -119,6 +119,62 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 	}
 	rep.mapped(f.Rel, f.line(st), headline(f.src(st)), how)
 	return true
+}
+
+// portImports are the import names the port's main gives packages of its
+// own: a kept statement that means another package by one of them would
+// mean the port's.
+var portImports = map[string]string{"manager": opkitManager, "crport": opkitCrport, "ctrl": "sigs.k8s.io/controller-runtime", "os": "os", "fmt": "fmt"}
+
+// configures says whether st handles controller-runtime's manager options
+// (jobset builds its ctrl.Options from a config file, then sets fields of
+// them): kept, it would build options nothing reads, and the port's
+// manager would silently run without them. It also says whether st names
+// a package by a name the port's main gives another (jobset's manager is
+// controller-runtime's pkg/manager; the port's, opkit's).
+func (m *kbMain) configures(st ast.Stmt) bool {
+	f := m.f
+	options := func(n ast.Node) bool {
+		found := false
+		ast.Inspect(n, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return !found
+			}
+			if id, isID := sel.X.(*ast.Ident); isID && sel.Sel.Name == "Options" {
+				switch f.Imports[id.Name] {
+				case "sigs.k8s.io/controller-runtime", "sigs.k8s.io/controller-runtime/pkg/manager":
+					found = true
+				}
+			}
+			return !found
+		})
+		return found
+	}
+	funcs := map[string]*ast.FuncDecl{}
+	for _, d := range f.AST.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
+			funcs[fn.Name.Name] = fn
+		}
+	}
+	found := options(st)
+	ast.Inspect(st, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.SelectorExpr:
+			if id, isID := x.X.(*ast.Ident); isID && f.Imports[id.Name] != "" {
+				if own, taken := portImports[id.Name]; taken && own != f.Imports[id.Name] {
+					found = true
+				}
+			}
+		case *ast.CallExpr:
+			// A function of main's file that returns the options.
+			if id, isID := x.Fun.(*ast.Ident); isID && funcs[id.Name] != nil && funcs[id.Name].Type.Results != nil && options(funcs[id.Name].Type.Results) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // returns says whether st returns from main: in setup, a closure that

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -276,5 +277,81 @@ func main() {
 	cmd := exec.Command("go", "build", "-overlay", filepath.Join(tmp, "overlay.json"), "-o", os.DevNull, "./testdata/portedmain")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("the ported main does not build: %v\n%s\n%s", err, b, out)
+	}
+}
+
+// Statements that build controller-runtime's manager options (jobset
+// loads them from a config file), or that name a package by a name the
+// port gives its own (jobset's manager is controller-runtime's), are not
+// kept: the port's manager would run without those options and nothing
+// would say so. They are reported.
+func TestKubebuilderMainLeavesManagerOptionsToTheReport(t *testing.T) {
+	const src = `package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+var scheme = runtime.NewScheme()
+
+var setupLog = ctrl.Log.WithName("setup")
+
+type config struct{ Probe string }
+
+func apply(file string) (ctrl.Options, config, error) { return ctrl.Options{}, config{}, nil }
+
+func main() {
+	var configFile string
+	flag.StringVar(&configFile, "config", "", "")
+	flag.Parse()
+
+	var options ctrl.Options
+	options, cfg, err := apply(configFile)
+	if err != nil {
+		os.Exit(1)
+	}
+	options.HealthProbeBindAddress = cfg.Probe
+	var extra manager.Runnable
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), options)
+	if err != nil {
+		os.Exit(1)
+	}
+	_ = extra
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+}
+`
+	dir := writeProject(t, map[string]string{"cmd/main.go": src})
+	gofiles, err := loadGoFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &portReport{}
+	out, err := portMain(gofiles[0], "example.com/x", portedSetups{}, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var needs []string
+	for _, n := range rep.Needs {
+		needs = append(needs, n.where()+" "+n.What)
+	}
+	for _, want := range []string{
+		"cmd/main.go:25 var options ctrl.Options",
+		"cmd/main.go:26 options, cfg, err := apply(configFile)",
+		"cmd/main.go:30 options.HealthProbeBindAddress = cfg.Probe",
+		"cmd/main.go:31 var extra manager.Runnable",
+	} {
+		if !slices.Contains(needs, want) {
+			t.Errorf("needs %q, want %q among them", needs, want)
+		}
+	}
+	if strings.Contains(string(out), "options") || strings.Contains(string(out), "extra") {
+		t.Errorf("the ported main keeps the manager's options or controller-runtime's manager package:\n%s", out)
 	}
 }
