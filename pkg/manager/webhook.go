@@ -11,11 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/opkit-dev/opkit/internal/bodybudget"
@@ -232,39 +228,4 @@ func (m *Manager) serveWebhook(ctx context.Context, fail func(error)) stopFunc {
 			fail(fmt.Errorf("manager: webhook server on port %d (Options.Webhook.Port): %w", m.opts.Webhook.Port, err))
 		}
 	})
-}
-
-// webhookMetricPrefixes name the metric families of controller-runtime's
-// webhook server, admission and conversion handlers. controller-runtime
-// registers them in its global registry (ctrlmetrics.Registry) at init,
-// beside metrics of its own manager and client that opkit's registry
-// already serves under the same names, so /metrics takes only these.
-var webhookMetricPrefixes = []string{"controller_runtime_webhook_", "controller_runtime_conversion_webhook_"}
-
-// webhookMetrics gathers the webhook families from controller-runtime's
-// registry. They are process-wide: two managers in one process serve the
-// same series, told apart by their "webhook" label (the path).
-type webhookMetrics struct{}
-
-func (webhookMetrics) Gather() ([]*dto.MetricFamily, error) {
-	all, err := ctrlmetrics.Registry.Gather()
-	out := all[:0]
-	for _, mf := range all {
-		for _, p := range webhookMetricPrefixes {
-			if strings.HasPrefix(mf.GetName(), p) {
-				out = append(out, mf)
-				break
-			}
-		}
-	}
-	return out, err
-}
-
-// gatherer is what /metrics serves: the manager's registry, and with a
-// webhook server its request metrics.
-func (m *Manager) gatherer() prometheus.Gatherer {
-	if m.webhook == nil {
-		return m.registry
-	}
-	return prometheus.Gatherers{m.registry, webhookMetrics{}}
 }
