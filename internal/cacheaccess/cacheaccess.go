@@ -143,6 +143,8 @@ type ObjectLister interface {
 	ByIndexInNamespace(namespace, index, value string) ([]client.Object, error)
 	// Started reports whether the cache has started.
 	Started() bool
+	// Synced reports whether the kind has first synced.
+	Synced() bool
 	// WaitForSync blocks until the kind has first synced, as
 	// controller-runtime's cached reads do: before, a read sees only what
 	// has been listed so far, and an object not yet listed reads as not

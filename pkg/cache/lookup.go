@@ -125,6 +125,15 @@ func (o objectLister) Started() bool {
 	return c.run != nil
 }
 
+func (o objectLister) Synced() bool {
+	select {
+	case <-o.l.reg.syncedCh:
+		return true
+	default:
+		return false
+	}
+}
+
 // syncPoll is how often WaitForSync looks whether a kind it waits for
 // was found not served.
 const syncPoll = 100 * time.Millisecond

@@ -128,11 +128,17 @@ var errNotHeld = errors.New("kind not cached")
 // consult reads key into obj from r on the client's own account (a write
 // comparing with the cached object), so that a kind r does not cache is
 // not reported as a read of an unregistered kind: the caller never read
-// it. Readers other than a Reader are read as they are.
+// it. Nor does it wait for the kind to sync, as a caller's read does: a
+// write is sent whether or not the cache can compare, and a kind that
+// never syncs (its list forbidden) must not hold writes back. Readers
+// other than a Reader are read as they are.
 func consult(ctx context.Context, r crclient.Reader, key crclient.ObjectKey, obj crclient.Object) error {
 	if cr, ok := r.(*Reader); ok {
 		gvk, f, err := cr.kindOf(obj)
 		if err != nil || !cr.cache.HoldsKind(gvk, f) {
+			return errNotHeld
+		}
+		if l, err := cr.cache.LookupKind(gvk, f); err != nil || !l.Synced() {
 			return errNotHeld
 		}
 	}

@@ -110,6 +110,19 @@ func TestReadsWaitForTheKindToSync(t *testing.T) {
 	if err := cachedclient.NewReader(c2).Get(short, key, &corev1.Secret{}); !errors.Is(err, cache.ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Get whose context ends before the sync = %v, want ErrNotSynced and the deadline", err)
 	}
+	// A write does not wait for the sync: the cached client's Update
+	// compares with the cache only when the kind has synced. Had it
+	// waited, the context would have ended before the write was sent.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "written"}}
+	if err := w.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.StringData = map[string]string{"k": "v"}
+	write, stopWrite := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stopWrite()
+	if err := cachedclient.New(cachedclient.NewReader(c2), w).Update(write, secret); err != nil {
+		t.Errorf("Update of a kind whose cache never syncs = %v, want it written", err)
+	}
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
