@@ -34,7 +34,7 @@ var managerMethods = map[string]string{
 // ctx, and what statements kept before it declare). It says whether it
 // kept st.
 func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
-	if m.started || returns(st) || m.configures(st) {
+	if m.started || returns(st) || m.configures(st) || m.setsFlags(st) {
 		return false
 	}
 	f := m.f
@@ -170,6 +170,53 @@ func (m *kbMain) configures(st ast.Stmt) bool {
 			// A function of main's file that returns the options.
 			if id, isID := x.Fun.(*ast.Ident); isID && funcs[id.Name] != nil && funcs[id.Name].Type.Results != nil && options(funcs[id.Name].Type.Results) {
 				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// setsFlags says whether st assigns to a variable of main's flags prefix
+// (metricsAddr = cfg.Metrics.BindAddress): the port's manager options are
+// set from those before setup runs, so kept there the assignment would
+// change nothing.
+func (m *kbMain) setsFlags(st ast.Stmt) bool {
+	found := false
+	root := func(e ast.Expr) {
+		for {
+			switch x := e.(type) {
+			case *ast.SelectorExpr:
+				e = x.X
+				continue
+			case *ast.IndexExpr:
+				e = x.X
+				continue
+			case *ast.StarExpr:
+				e = x.X
+				continue
+			case *ast.ParenExpr:
+				e = x.X
+				continue
+			case *ast.Ident:
+				found = found || m.prefixNames[x.Name]
+			}
+			return
+		}
+	}
+	ast.Inspect(st, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.AssignStmt:
+			if x.Tok != token.DEFINE {
+				for _, l := range x.Lhs {
+					root(l)
+				}
+			}
+		case *ast.IncDecStmt:
+			root(x.X)
+		case *ast.UnaryExpr:
+			if x.Op == token.AND {
+				root(x.X)
 			}
 		}
 		return !found
