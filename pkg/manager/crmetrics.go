@@ -26,11 +26,12 @@ var controllerRuntimePrefixes = []string{"controller_runtime_", "workqueue_", "r
 var webhookMetricPrefixes = []string{"controller_runtime_webhook_", "controller_runtime_conversion_webhook_"}
 
 // fromControllerRuntime says whether /metrics serves the family name
-// gathered from controller-runtime's registry.
-func fromControllerRuntime(name string) bool {
+// gathered from controller-runtime's registry: the webhook families only
+// from a manager with a webhook server (webhooks).
+func fromControllerRuntime(name string, webhooks bool) bool {
 	for _, p := range webhookMetricPrefixes {
 		if strings.HasPrefix(name, p) {
-			return true
+			return webhooks
 		}
 	}
 	for _, p := range controllerRuntimePrefixes {
@@ -43,7 +44,8 @@ func fromControllerRuntime(name string) bool {
 
 // gatherer is what /metrics serves: the manager's registry, and the
 // families of controller-runtime's global registry that fromControllerRuntime
-// takes and the manager's registry does not have. They are process-wide:
+// takes and the manager's registry does not have (its webhook panics
+// counters, always there, are left out of a manager without webhooks). They are process-wide:
 // two managers in one process serve the same series (webhook requests are
 // told apart by their "webhook" label, the path).
 func (m *Manager) gatherer() prometheus.Gatherer {
@@ -56,7 +58,7 @@ func (m *Manager) gatherer() prometheus.Gatherer {
 		all, crErr := ctrlmetrics.Registry.Gather()
 		out := own
 		for _, mf := range all {
-			if fromControllerRuntime(mf.GetName()) && !names[mf.GetName()] {
+			if fromControllerRuntime(mf.GetName(), m.webhook != nil) && !names[mf.GetName()] {
 				out = append(out, mf)
 			}
 		}

@@ -36,6 +36,9 @@ func TestControllerRuntimeRegistryServed(t *testing.T) {
 	if !strings.Contains(body, "\nopkit_test_operator_own_total ") {
 		t.Errorf("/metrics lacks the operator's own metric from controller-runtime's registry:\n%s", body)
 	}
+	if strings.Contains(body, "controller_runtime_webhook_") {
+		t.Errorf("/metrics of a manager without webhooks serves controller-runtime's webhook families:\n%s", body)
+	}
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "# TYPE rest_client_") || strings.HasPrefix(line, "# TYPE controller_runtime_reconcile") {
 			if strings.Count(body, line+"\n") > 1 {
