@@ -72,16 +72,7 @@ func index(client.FieldIndexer) error { return nil }
 
 func check(*rest.Config) error { return nil }
 `
-	dir := writeProject(t, map[string]string{"cmd/main.go": src})
-	gofiles, err := loadGoFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep := &portReport{}
-	out, err := portMain(gofiles[0], "example.com/x", portedSetups{}, rep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, rep := portMainOf(t, src)
 	report := string(rep.markdown("x"))
 	needs := report[:strings.Index(report, "## Mapped")]
 	for _, want := range []string{
@@ -127,6 +118,22 @@ func TestKubebuilderCertControllerReported(t *testing.T) {
 	if len(rep.Needs) != 1 || rep.Needs[0].where() != "pkg/util/cert/cert.go:6" || !strings.Contains(rep.Needs[0].How, "pkg/webhook/certs") {
 		t.Errorf("needs %+v, want the rotator's import at pkg/util/cert/cert.go:6", rep.Needs)
 	}
+}
+
+// portMainOf ports src, a kubebuilder project's cmd/main.go, and returns
+// the port's main and the report.
+func portMainOf(t *testing.T, src string) ([]byte, *portReport) {
+	t.Helper()
+	gofiles, err := loadGoFiles(writeProject(t, map[string]string{"cmd/main.go": src}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &portReport{}
+	out, err := portMain(gofiles[0], "example.com/x", portedSetups{}, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, rep
 }
 
 // writeProject writes files, by slash-separated path, into a new temporary
@@ -227,16 +234,7 @@ func main() {
 	close(done)
 }
 `
-	dir := writeProject(t, map[string]string{"cmd/main.go": src})
-	gofiles, err := loadGoFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep := &portReport{}
-	out, err := portMain(gofiles[0], "example.com/x", portedSetups{}, rep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, rep := portMainOf(t, src)
 	report := string(rep.markdown("x"))
 	if len(rep.Needs) != 1 || rep.Needs[0].where() != "cmd/main.go:73" {
 		t.Errorf("needs %+v, want only close(done), after the manager's start, at cmd/main.go:73:\n%s", rep.Needs, report)
@@ -331,16 +329,7 @@ func main() {
 	}
 }
 `
-	dir := writeProject(t, map[string]string{"cmd/main.go": src})
-	gofiles, err := loadGoFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep := &portReport{}
-	out, err := portMain(gofiles[0], "example.com/x", portedSetups{}, rep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, rep := portMainOf(t, src)
 	var needs []string
 	for _, n := range rep.Needs {
 		needs = append(needs, n.where()+" "+n.What)
