@@ -199,21 +199,24 @@ func FromKubebuilder(ctx context.Context, dir string, opts FromKubebuilderOption
 }
 
 // unservedWebhooks reports each kind whose PROJECT entry has a defaulter
-// or validator but whose webhook setup was not ported: one not named
-// kubebuilder's way (Setup<Kind>WebhookWithManager), or not found, stays on
-// controller-runtime's manager, which the port does not run.
+// or validator but whose webhook setup was not ported: one neither named
+// kubebuilder's way (Setup<Kind>WebhookWithManager) nor one builder chain
+// of the kind's webhook (jobset's setupWebhookForJobSet), or not found,
+// stays on controller-runtime's manager, which the port does not run.
 func unservedWebhooks(p *kbProject, setups portedSetups, rep *portReport) {
 	for _, r := range p.Resources {
 		if r.Webhooks == nil || (!r.Webhooks.Defaulting && !r.Webhooks.Validation) {
 			continue
 		}
 		fn := "Setup" + r.Kind + "WebhookWithManager"
-		served := false
+		_, served := setups[kindKey(r.Path, r.Kind)]
 		for k := range setups {
-			served = served || strings.HasSuffix(string(k), "."+fn)
+			// A twin's key is an import path and a name; others have a
+			// prefix (whyKey, servesKey).
+			served = served || (strings.HasSuffix(string(k), "."+fn) && !strings.Contains(string(k), ":"))
 		}
 		if !served {
-			rep.needs("PROJECT", r.Webhooks.Line, r.Kind+" webhooks", "no "+fn+" was ported (none found, or see its entry), so opkit's webhook server does not serve this defaulter or validator: "+
+			rep.needs("PROJECT", r.Webhooks.Line, r.Kind+" webhooks", "no "+fn+", nor another webhook setup of "+r.Kind+", was ported (none found, or see its entry), so opkit's webhook server does not serve this defaulter or validator: "+
 				"register it on opkit's manager by hand with crport.Webhooks, as the generated Setup...WebhookWithOpkit functions do")
 		}
 	}
@@ -419,6 +422,37 @@ func portMakefile(mk []byte, rep *portReport) []byte {
 	}
 	if !found {
 		rep.needs("Makefile", 0, "envtest", "no call of setup-envtest found: run the tests with KUBEBUILDER_ASSETS=\"$(go tool opkit envtest)\"")
+		return []byte(strings.Join(lines, "\n"))
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "\t") && strings.Contains(l, "$(ENVTEST)") {
+			// A recipe still runs setup-envtest: it needs installing.
+			return []byte(strings.Join(lines, "\n"))
+		}
+	}
+	// No recipe runs setup-envtest any more: the targets that installed it
+	// first (jobset's test: ... envtest ...) no longer do, since its
+	// install fetches a controller-runtime branch the module proxy may not
+	// serve.
+	for i, l := range lines {
+		target, prereqs, ok := strings.Cut(l, ":")
+		if !ok || strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "#") || strings.ContainsAny(target, "=$ ") || strings.HasPrefix(prereqs, "=") || target == "envtest" {
+			continue
+		}
+		deps, comment, _ := strings.Cut(prereqs, "#")
+		fields := strings.Fields(deps)
+		kept := slices.DeleteFunc(slices.Clone(fields), func(d string) bool { return d == "envtest" })
+		if len(kept) == len(fields) {
+			continue
+		}
+		lines[i] = target + ":"
+		if len(kept) > 0 {
+			lines[i] += " " + strings.Join(kept, " ")
+		}
+		if comment != "" || strings.Contains(prereqs, "#") {
+			lines[i] += " #" + comment
+		}
+		rep.mapped("Makefile", i+1, target+"'s prerequisite envtest", "dropped: opkit envtest replaces setup-envtest, which no recipe runs now")
 	}
 	return []byte(strings.Join(lines, "\n"))
 }

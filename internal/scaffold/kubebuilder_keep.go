@@ -1,12 +1,12 @@
 package scaffold
 
 import (
-	"fmt"
 	"go/ast"
 	"go/format"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"maps"
 	"sort"
 )
 
@@ -38,9 +38,7 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 		return false
 	}
 	f := m.f
-	calls := map[*ast.CallExpr]string{}
 	defined := map[string]bool{}
-	ok := true
 	ast.Inspect(st, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.AssignStmt:
@@ -65,31 +63,12 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 					defined[id.Name] = true
 				}
 			}
-		case *ast.CallExpr:
-			sel, isSel := x.Fun.(*ast.SelectorExpr)
-			if !isSel {
-				return true
-			}
-			if id, isID := sel.X.(*ast.Ident); isID && id.Name == "mgr" {
-				to, mapped := managerMethods[sel.Sel.Name]
-				if !mapped || len(x.Args) > 0 {
-					ok = false
-					return false
-				}
-				calls[x] = fmt.Sprintf(to, "mgr")
-				return false
-			}
-		case *ast.Ident:
-			// The manager other than as the receiver of a mapped call:
-			// passed on, it would be opkit's where controller-runtime's
-			// is expected.
-			if x.Name == "mgr" {
-				ok = false
-			}
 		}
-		return ok
+		return true
 	})
-	if !ok {
+	imps := map[string]string{}
+	edits, serves, why := managerUses(f, st, "mgr", m.pkgPath, m.twins, m.vars, imps)
+	if why != "" {
 		return false
 	}
 	// Every name st refers to must exist in the port's main.
@@ -98,23 +77,21 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 			return false
 		}
 	}
-	src, err := m.rewriteStmt(st, calls)
+	src, err := applyEdits(f, f.Fset.Position(st.Pos()).Offset, f.Fset.Position(st.End()).Offset, edits)
 	if err != nil {
 		return false
 	}
 	f.uses(st, m.imps)
-	for _, to := range calls {
-		if to[:7] == "crport." {
-			m.imps["crport"] = opkitCrport
-		}
-	}
+	maps.Copy(m.imps, imps)
+	varTypes(f, st, m.pkgPath, m.twins, m.vars)
+	m.webhooks = m.webhooks || serves
 	m.setups = append(m.setups, src)
 	for _, name := range declares(st) {
 		m.keptNames[name] = true
 	}
 	m.keptErr = setsErr(st)
 	how := "kept in setup, as it is"
-	if len(calls) > 0 {
+	if len(edits) > 0 {
 		how = "kept in setup, on opkit's manager"
 	}
 	rep.mapped(f.Rel, f.line(st), headline(f.src(st)), how)
@@ -297,26 +274,6 @@ func (m *kbMain) known(name string) bool {
 		return true
 	}
 	return m.topLevel[name] || m.prefixNames[name] || m.keptNames[name]
-}
-
-// rewriteStmt is st's source with each call in calls replaced.
-func (m *kbMain) rewriteStmt(st ast.Stmt, calls map[*ast.CallExpr]string) (string, error) {
-	f := m.f
-	base, stop := f.Fset.Position(st.Pos()).Offset, f.Fset.Position(st.End()).Offset
-	src := append([]byte(nil), f.Src[base:stop]...)
-	order := make([]*ast.CallExpr, 0, len(calls))
-	for c := range calls {
-		order = append(order, c)
-	}
-	sort.Slice(order, func(i, j int) bool { return order[i].Pos() > order[j].Pos() })
-	for _, c := range order {
-		start, end := f.Fset.Position(c.Pos()).Offset-base, f.Fset.Position(c.End()).Offset-base
-		if start < 0 || end > len(src) {
-			return "", fmt.Errorf("%s: a call outside its statement", f.Rel)
-		}
-		src = append(src[:start:start], append([]byte(calls[c]), src[end:]...)...)
-	}
-	return string(src), nil
 }
 
 // declares is the names st declares: x := ..., var x ...

@@ -62,16 +62,19 @@ type kbMain struct {
 	setups      []string // statements of setup(mgr)
 	watchNS     bool     // WATCH_NAMESPACE sets the cache's namespaces
 	webhooks    bool
-	topLevel    map[string]bool // the file's top-level names
-	prefixNames map[string]bool // what main's kept flags prefix declares
-	keptNames   map[string]bool // what main's statements kept in setup declare
-	keptErr     bool            // the statement kept last sets err, and a check of it may follow
-	started     bool            // main has started the manager: what follows runs after it stops
+	topLevel    map[string]bool   // the file's top-level names
+	prefixNames map[string]bool   // what main's kept flags prefix declares
+	keptNames   map[string]bool   // what main's statements kept in setup declare
+	keptErr     bool              // the statement kept last sets err, and a check of it may follow
+	started     bool              // main has started the manager: what follows runs after it stops
+	pkgPath     string            // main's package
+	twins       portedSetups      // the twins the port has
+	vars        map[string]string // the types of variables kept statements declare (varTypes)
 }
 
 // portMain reads kubebuilder's main and renders opkit's in its place.
 func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([]byte, error) {
-	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}, keptNames: map[string]bool{}}
+	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}, keptNames: map[string]bool{}, pkgPath: pkgPathOf(f, module), twins: setups, vars: map[string]string{}}
 	var mainFn *ast.FuncDecl
 	for _, d := range f.AST.Decls {
 		switch d := d.(type) {
@@ -113,10 +116,16 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 				rep.mapped(f.Rel, f.line(d), "init", "kept: the scheme's types")
 			case refersTo(f, d, "sigs.k8s.io/controller-runtime/pkg/cache"):
 				rep.mapped(f.Rel, f.line(d), "func "+d.Name.Name, "dropped: it builds controller-runtime's cache options, which opkit's cache.Options.Namespaces replaces")
+			case setups[setupKey(pkgPathOf(f, module)+"."+d.Name.Name)] != "":
+				rep.mapped(f.Rel, f.line(d), "func "+d.Name.Name, "left out of main.go: its twin "+setups[setupKey(pkgPathOf(f, module)+"."+d.Name.Name)]+" is what the port calls")
 			case takesManager(f, d):
 				f.uses(d, m.imps)
 				m.decls = append(m.decls, f.src(d))
-				rep.needs(f.Rel, f.line(d), "func "+d.Name.Name, "kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it: "+
+				why := ""
+				if w := setups[whyKey(setupKey(pkgPathOf(f, module)+"."+d.Name.Name))]; w != "" {
+					why = " (no twin on opkit's manager: " + w + ")"
+				}
+				rep.needs(f.Rel, f.line(d), "func "+d.Name.Name, "kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it"+why+": "+
 					"move what it sets up into main's setup, with each reconciler's SetupWithOpkit and each webhook's Setup...WebhookWithOpkit")
 			default:
 				f.uses(d, m.imps)
@@ -226,6 +235,15 @@ func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 		case *ast.CallExpr:
 			switch method(x) {
 			case "SetupWithManager":
+				recv := x.Fun.(*ast.SelectorExpr).X
+				if p, isParen := recv.(*ast.ParenExpr); isParen {
+					recv = p.X
+				}
+				if _, _, isLit := objectType(f, recv); !isLit {
+					// A reconciler a kept statement made (jobset's
+					// controllers.NewJobSetReconciler): keep maps it.
+					return false
+				}
 				handled = true
 				m.controllerSetup(x, setups, rep)
 				return false

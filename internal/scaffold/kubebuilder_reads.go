@@ -24,7 +24,8 @@ func unwatchedReads(f *kbFile, gofiles []*kbFile, module, recv string, watches [
 	for _, w := range watches {
 		watched[w.typ] = true
 	}
-	r := &readScan{gofiles: gofiles, module: module, recv: recv, watched: watched, found: map[string]bool{}, seen: map[*ast.FuncDecl]bool{}, imps: imps, rep: rep}
+	r := &readScan{gofiles: gofiles, module: module, recv: recv, watched: watched, found: map[string]bool{}, seen: map[*ast.FuncDecl]bool{}, imps: imps, rep: rep,
+		fields: map[string]bool{"Client": true}, twin: "SetupWithOpkit"}
 	dir := path.Dir(f.Rel)
 	for _, g := range gofiles {
 		if path.Dir(g.Rel) != dir {
@@ -60,6 +61,8 @@ type readScan struct {
 	seen    map[*ast.FuncDecl]bool
 	imps    map[string]string
 	rep     *portReport
+	fields  map[string]bool // the receiver's fields that hold the manager's client
+	twin    string          // the generated function that registers what it finds
 }
 
 // scan records fn's reads. clients names fn's parameters that hold the
@@ -83,7 +86,8 @@ func (r *readScan) scan(f *kbFile, fn *ast.FuncDecl, clients map[string]bool, de
 		// mgr.GetClient(), as main sets it up. Another field, such as
 		// an API reader, is not the cache's.
 		src := f.src(e)
-		return recvName != "" && (src == recvName || src == recvName+".Client")
+		field, isField := strings.CutPrefix(src, recvName+".")
+		return recvName != "" && (src == recvName || (isField && r.fields[field]))
 	}
 	vars := map[string]ast.Expr{} // variable -> the object it was made from
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -166,7 +170,7 @@ func (r *readScan) read(f *kbFile, call *ast.CallExpr, m string, arg ast.Expr) {
 	f.uses(arg, used)
 	for name, p := range used {
 		if have, taken := r.imps[name]; taken && have != p {
-			r.rep.needs(f.Rel, f.line(call), r.recv+" reads "+typ, "not registered: its package's name means another package in the controller's file: register it with the cache in SetupWithOpkit by hand")
+			r.rep.needs(f.Rel, f.line(call), r.recv+" reads "+typ, "not registered: its package's name means another package in the generated file: register it with the cache in "+r.twin+" by hand")
 			return
 		}
 	}
@@ -174,7 +178,7 @@ func (r *readScan) read(f *kbFile, call *ast.CallExpr, m string, arg ast.Expr) {
 	for name, p := range used {
 		r.imps[name] = p
 	}
-	r.rep.mapped(f.Rel, f.line(call), r.recv+" reads "+typ, "registered with the cache in SetupWithOpkit, so the cached client reads it")
+	r.rep.mapped(f.Rel, f.line(call), r.recv+" reads "+typ, "registered with the cache in "+r.twin+", so the cached client reads it")
 }
 
 // follow scans the project function call calls, if it passes it the
@@ -231,4 +235,63 @@ func (r *readScan) follow(f *kbFile, call *ast.CallExpr, isClient func(ast.Expr)
 			}
 		}
 	}
+}
+
+// hookReads are the kinds a webhook's defaulter or validator, hook (a
+// &T{...} given to WithDefaulter or WithValidator), reads with Get or List
+// through a field it was given the manager's client in (jobset's
+// &jobSetWebhook{client: mgr.GetClient()} reads PersistentVolumeClaims in
+// its validator): found in T's methods, and in the project's functions
+// they pass the client to, as unwatchedReads finds a reconciler's.
+// Unregistered, such a read fails on opkit, where controller-runtime's
+// cache would have started an informer for it.
+func hookReads(f *kbFile, gofiles []*kbFile, module string, hook ast.Expr, mgr, twin string, imps map[string]string, rep *portReport) []string {
+	u, ok := hook.(*ast.UnaryExpr)
+	if !ok || u.Op != token.AND {
+		return nil
+	}
+	lit, ok := u.X.(*ast.CompositeLit)
+	if !ok {
+		return nil
+	}
+	var typ, dir string
+	switch t := lit.Type.(type) {
+	case *ast.Ident:
+		typ, dir = t.Name, path.Dir(f.Rel)
+	case *ast.SelectorExpr:
+		id, isID := t.X.(*ast.Ident)
+		rel, inModule := strings.CutPrefix(f.Imports[id.Name], module+"/")
+		if !isID || !inModule {
+			return nil
+		}
+		typ, dir = t.Sel.Name, rel
+	default:
+		return nil
+	}
+	fields := map[string]bool{}
+	for _, el := range lit.Elts {
+		if kv, isKV := el.(*ast.KeyValueExpr); isKV && f.src(kv.Value) == mgr+".GetClient()" {
+			fields[f.src(kv.Key)] = true
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	r := &readScan{gofiles: gofiles, module: module, recv: typ, watched: map[string]bool{}, found: map[string]bool{}, seen: map[*ast.FuncDecl]bool{}, imps: imps, rep: rep, fields: fields, twin: twin}
+	for _, g := range gofiles {
+		if path.Dir(g.Rel) != dir || strings.HasSuffix(g.Rel, "_test.go") {
+			continue
+		}
+		for _, d := range g.AST.Decls {
+			if fn, isFn := d.(*ast.FuncDecl); isFn && fn.Body != nil && fn.Recv != nil && receiverType(fn) == typ {
+				r.scan(g, fn, nil, 0)
+			}
+		}
+	}
+	out := make([]string, 0, len(r.found))
+	for t := range r.found {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -181,10 +181,15 @@ func TestKubebuilderUnservedWebhooksReported(t *testing.T) {
 		{Kind: "Guest", Webhooks: &kbWebhooks{Line: 30, Validation: true}},
 		{Kind: "Hub", Webhooks: &kbWebhooks{Line: 40, Conversion: true}},
 		{Kind: "Plain"},
+		{Kind: "JobSet", Path: "example.com/x/api/v1", Webhooks: &kbWebhooks{Line: 50, Defaulting: true}},
 	}}
 	rep := &portReport{}
-	unservedWebhooks(p, portedSetups{"example.com/x/internal/webhook/v1.SetupGuestWebhookWithManager": "SetupGuestWebhookWithOpkit"}, rep)
-	if len(rep.Needs) != 1 || rep.Needs[0].where() != "PROJECT:20" || !strings.Contains(rep.Needs[0].How, "no SetupLeaderWorkerSetWebhookWithManager was ported") {
+	unservedWebhooks(p, portedSetups{
+		"example.com/x/internal/webhook/v1.SetupGuestWebhookWithManager": "SetupGuestWebhookWithOpkit",
+		// jobset's setupWebhookForJobSet: ported by its builder chain.
+		kindKey("example.com/x/api/v1", "JobSet"): "setupWebhookForJobSetWithOpkit",
+	}, rep)
+	if len(rep.Needs) != 1 || rep.Needs[0].where() != "PROJECT:20" || !strings.Contains(rep.Needs[0].How, "no SetupLeaderWorkerSetWebhookWithManager, nor another webhook setup of LeaderWorkerSet, was ported") {
 		t.Errorf("needs %+v, want LeaderWorkerSet's webhooks at PROJECT:20 only", rep.Needs)
 	}
 }

@@ -233,6 +233,37 @@ func (p *suitePort) serverOptions(e ast.Expr, typ string, keep map[string]bool) 
 	return strings.Join(out, ", "), true
 }
 
+// twinCall maps F(mgr) or pkg.F(mgr), where F is a webhook setup or a
+// helper with an opkit twin (jobset's webhooks.Setup), to the twin, and
+// says whether it did.
+func (p *suitePort) twinCall(call *ast.CallExpr) bool {
+	if len(call.Args) != 1 {
+		return false
+	}
+	arg, isArg := call.Args[0].(*ast.Ident)
+	if !isArg || !p.mgrs[arg.Name] {
+		return false
+	}
+	var key setupKey
+	var fn *ast.Ident
+	switch fun := call.Fun.(type) {
+	case *ast.Ident:
+		key, fn = setupKey(p.pkgPath()+"."+fun.Name), fun
+	case *ast.SelectorExpr:
+		if pkg, isPkg := fun.X.(*ast.Ident); isPkg && p.f.Imports[pkg.Name] != "" {
+			key, fn = setupKey(p.f.Imports[pkg.Name]+"."+fun.Sel.Name), fun.Sel
+		}
+	}
+	twin := p.setups[key]
+	if fn == nil || twin == "" {
+		return false
+	}
+	p.edits[fn] = twin
+	p.allowed[arg] = true
+	p.note(call, fn.Name, twin)
+	return true
+}
+
 // rewriteUses maps the manager's methods, and the setups of ported
 // controllers and webhooks called with it.
 func (p *suitePort) rewriteUses() {
@@ -248,6 +279,9 @@ func (p *suitePort) rewriteUses() {
 					p.allowed[id] = true
 				}
 			}
+			return true
+		}
+		if p.twinCall(call) {
 			return true
 		}
 		sel, ok := call.Fun.(*ast.SelectorExpr)

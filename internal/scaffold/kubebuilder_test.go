@@ -65,6 +65,8 @@ func TestFromKubebuilder(t *testing.T) {
 		"`cmd/main.go:90`: if err := controller.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {: kept in setup, on opkit's manager",
 		"`internal/controller/suite_test.go:48`: ctrl.NewManager: manager.New: the suite runs the ported controllers and webhooks on opkit's manager",
 		"`internal/controller/suite_test.go:59`: SetupWithManager of reconciler: SetupWithOpkit",
+		"`cmd/main.go:111`: func setupWebhooks: setupWebhooksWithOpkit, on opkit's manager, in main_opkit.go",
+		"`cmd/main.go:118`: func setupChecks: setupChecksWithOpkit, on opkit's manager, in main_opkit.go",
 		"`internal/controller/guest_controller.go:85`: GuestReconciler: Listers of *guestbookv1.Guest, *corev1.ConfigMap, *corev1.Secret, *corev1.Namespace in place of the cached client's reads",
 	} {
 		if !strings.Contains(string(report), want) {

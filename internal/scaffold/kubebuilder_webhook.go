@@ -3,6 +3,8 @@ package scaffold
 import (
 	"fmt"
 	"go/ast"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -10,15 +12,20 @@ import (
 // function fn: ctrl.NewWebhookManagedBy(mgr, &T{}) (or .For(&T{})) with
 // WithDefaulter, WithValidator and their custom paths, or with none of them
 // for a conversion hub.
-func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps map[string]string, rep *portReport, rewrites map[*ast.CallExpr]string) (string, bool) {
+//
+// served is the import path and kind of the type whose defaulter or
+// validator the twin serves, as "path|Kind" ("" for none).
+func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, gofiles []*kbFile, module string, imps map[string]string, rep *portReport, rewrites map[*ast.CallExpr]string) (src string, served string, ok bool) {
 	where := fn.Name.Name
 	chain := returnedChain(fn)
 	if chain == nil || len(fn.Body.List) != 1 {
 		rep.needs(f.Rel, f.line(fn), where, "not one builder chain returned: write "+twin+" with webhook.Register by hand (docs/webhooks.md)")
-		return "", false
+		return "", "", false
 	}
 	var typ, kind, defaulter, validator, dpath, vpath string
-	ok := true
+	var reads []string // kinds the hooks read through the manager's client
+	scanned := map[string]bool{}
+	ok = true
 	setType := func(e ast.Expr) {
 		t, k, isObj := objectType(f, e)
 		if !isObj {
@@ -29,6 +36,10 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 		f.uses(e, imps)
 		typ, kind = t, k
 	}
+	mgrName := ""
+	if id, isID := chain[0].Args[0].(*ast.Ident); isID {
+		mgrName = id.Name
+	}
 	untyped := len(chain[0].Args) == 1 // controller-runtime before 0.23: NewWebhookManagedBy(mgr).For(&T{}), untyped hooks
 	if !untyped {
 		setType(chain[0].Args[1])
@@ -36,8 +47,33 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 	for _, call := range chain[1:] {
 		line := f.line(call)
 		arg := func() string {
-			f.uses(call.Args[0], imps)
-			return f.src(call.Args[0])
+			a := call.Args[0]
+			f.uses(a, imps)
+			if u, isAddr := a.(*ast.UnaryExpr); isAddr {
+				// One scan per hook type: the defaulter is often the validator's type.
+				if lit, isLit := u.X.(*ast.CompositeLit); isLit && !scanned[f.src(lit.Type)] {
+					scanned[f.src(lit.Type)] = true
+					for _, t := range hookReads(f, gofiles, module, a, mgrName, twin, imps, rep) {
+						if !slices.Contains(reads, t) {
+							reads = append(reads, t)
+						}
+					}
+				}
+			}
+			// jobset's &jobSetWebhook{client: mgr.GetClient()}
+			edits, _, why := managerUses(f, a, mgrName, "", portedSetups{}, nil, imps)
+			if why != "" {
+				rep.needs(f.Rel, line, where+" "+method(call), why)
+				ok = false
+				return f.src(a)
+			}
+			src, err := applyEdits(f, f.Fset.Position(a.Pos()).Offset, f.Fset.Position(a.End()).Offset, edits)
+			if err != nil {
+				rep.needs(f.Rel, line, where+" "+method(call), err.Error())
+				ok = false
+				return f.src(a)
+			}
+			return src
 		}
 		switch m := method(call); m {
 		case "For":
@@ -64,7 +100,7 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 		if typ == "" && ok {
 			rep.needs(f.Rel, f.line(fn), where, "no webhook type found: port it by hand")
 		}
-		return "", false
+		return "", "", false
 	}
 	if untyped {
 		rewrites[chain[len(chain)-1]] = typedChain(f, chain)
@@ -82,9 +118,17 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 	}
 	if defaulter == "" && validator == "" {
 		b.WriteString("\treturn nil\n}\n")
-		return b.String(), true
+		return b.String(), "", true
 	}
 	imps["crport"] = opkitCrport
+	if len(reads) > 0 {
+		imps["cache"] = opkitCache
+		b.WriteString("\t// Kinds its hooks read: registered with the cache, which the cached\n\t// client reads.\n")
+		sort.Strings(reads)
+		for _, t := range reads {
+			fmt.Fprintf(&b, "\tif _, err := cache.Register[%s](mgr.Cache(), cache.TypeOptions{}); err != nil {\n\t\treturn err\n\t}\n", t)
+		}
+	}
 	var hooks []string
 	if untyped {
 		if defaulter != "" {
@@ -108,7 +152,8 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, imps ma
 		paths = append(paths, "Validation: "+vpath)
 	}
 	fmt.Fprintf(&b, "\treturn crport.Webhooks(mgr, webhook.Hooks[%s]{%s}, crport.Paths{%s})\n}\n", typ, strings.Join(hooks, ", "), strings.Join(paths, ", "))
-	return b.String(), true
+	pkg, _, _ := strings.Cut(strings.TrimPrefix(typ, "*"), ".")
+	return b.String(), f.Imports[pkg] + "|" + kind, true
 }
 
 // conversionHub says whether PROJECT records a conversion webhook for the

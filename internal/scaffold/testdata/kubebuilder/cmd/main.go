@@ -91,26 +91,37 @@ func main() {
 		setupLog.Error(err, "Failed to set up the field indexes")
 		os.Exit(1)
 	}
-	if os.Getenv("ENABLE_WEBHOOKS") != "false" {
-		if err := webhookv1.SetupGuestWebhookWithManager(mgr); err != nil {
-			setupLog.Error(err, "Failed to create webhook", "webhook", "Guest")
-			os.Exit(1)
-		}
+	if err := setupWebhooks(mgr); err != nil {
+		setupLog.Error(err, "Failed to create webhook", "webhook", "Guest")
+		os.Exit(1)
 	}
 	// +kubebuilder:scaffold:builder
 
+	setupChecks(mgr)
+
+	setupLog.Info("Starting manager")
+	if err := mgr.Start(ctx); err != nil {
+		setupLog.Error(err, "Failed to run manager")
+		os.Exit(1)
+	}
+}
+
+// setupWebhooks and setupChecks are helpers of main's that take the
+// manager, as jobset's setupControllers is.
+func setupWebhooks(mgr ctrl.Manager) error {
+	if os.Getenv("ENABLE_WEBHOOKS") == "false" {
+		return nil
+	}
+	return webhookv1.SetupGuestWebhookWithManager(mgr)
+}
+
+func setupChecks(mgr ctrl.Manager) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Failed to set up health check")
 		os.Exit(1)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Failed to set up ready check")
-		os.Exit(1)
-	}
-
-	setupLog.Info("Starting manager")
-	if err := mgr.Start(ctx); err != nil {
-		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}
 }
