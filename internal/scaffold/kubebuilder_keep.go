@@ -176,7 +176,10 @@ func (m *kbMain) setsFlags(st ast.Stmt) bool {
 				e = x.X
 				continue
 			case *ast.Ident:
-				found = found || m.prefixNames[x.Name]
+				// A flag's variable, or, when main built them at run time,
+				// the manager's options and rest config, which the
+				// manager was already made with.
+				found = found || m.prefixNames[x.Name] || (m.optionsVar != "" && (x.Name == m.optionsVar || x.Name == m.restConfig))
 			}
 			return
 		}
@@ -273,7 +276,7 @@ func (m *kbMain) known(name string) bool {
 	case types.Universe.Lookup(name) != nil:
 		return true
 	}
-	return m.topLevel[name] || m.prefixNames[name] || m.keptNames[name]
+	return m.topLevel[name] || m.prefixNames[name] || m.preNames[name] || m.keptNames[name]
 }
 
 // declares is the names st declares: x := ..., var x ...

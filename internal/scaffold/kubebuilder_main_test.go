@@ -257,8 +257,13 @@ func main() {
 			t.Errorf("the ported main lacks %q:\n%s", want, out)
 		}
 	}
-	// The port's main builds against opkit: an overlay puts it in a
-	// package of this module, which has what it imports.
+	buildPortedMain(t, out)
+}
+
+// buildPortedMain builds out, a port's main, against opkit: an overlay
+// puts it in a package of this module, which has what it imports.
+func buildPortedMain(t *testing.T, out []byte) {
+	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -278,13 +283,15 @@ func main() {
 	}
 }
 
-// Statements that build controller-runtime's manager options (jobset
-// loads them from a config file), or that name a package by a name the
-// port gives its own (jobset's manager is controller-runtime's), are not
-// kept, nor are those that set a flag's variable, which the port's
-// manager options are set from before setup runs: the port's manager would
-// run without them and nothing would say so. They are reported.
-func TestKubebuilderMainLeavesManagerOptionsToTheReport(t *testing.T) {
+// A main that builds controller-runtime's manager options at run time
+// (jobset and lws load theirs from a config file, then apply their flags)
+// keeps what it does before the manager as it is, with its comments, and
+// gives opkit's manager what crport.ManagerOptions maps them to; its flags
+// are used as it used them. Statements after the manager that still set
+// the options, or a flag's variable, are reported: the manager already
+// has its options. Before, each statement that built the options was
+// reported, and the port's manager ran without the config file.
+func TestKubebuilderMainMapsOptionsBuiltAtRunTime(t *testing.T) {
 	const src = `package main
 
 import (
@@ -302,50 +309,68 @@ var setupLog = ctrl.Log.WithName("setup")
 
 type config struct{ Probe string }
 
-func apply(file string) (ctrl.Options, config, error) { return ctrl.Options{}, config{}, nil }
+func apply(file string) (ctrl.Options, config, error) { return ctrl.Options{Scheme: scheme}, config{}, nil }
 
 func main() {
 	var configFile string
+	var qps float64
 	flag.StringVar(&configFile, "config", "", "")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "")
 	flag.Parse()
 
-	var options ctrl.Options
+	var options manager.Options
+	kubeConfig := ctrl.GetConfigOrDie()
 	options, cfg, err := apply(configFile)
 	if err != nil {
 		os.Exit(1)
 	}
+	// The probe address from the config file.
 	options.HealthProbeBindAddress = cfg.Probe
+	kubeConfig.QPS = float32(qps)
 	var extra manager.Runnable
-	if configFile == "" {
-		configFile = "defaults.yaml"
-	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), options)
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := ctrl.NewManager(kubeConfig, options)
 	if err != nil {
 		os.Exit(1)
 	}
+	options.LeaderElection = true
 	_ = extra
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		os.Exit(1)
 	}
 }
 `
 	out, rep := portMainOf(t, src)
+	report := string(rep.markdown("x"))
 	var needs []string
 	for _, n := range rep.Needs {
 		needs = append(needs, n.where()+" "+n.What)
 	}
+	if !slices.Equal(needs, []string{"cmd/main.go:42 options.LeaderElection = true"}) {
+		t.Errorf("needs %q, want only the option set after the manager was made:\n%s", needs, report)
+	}
 	for _, want := range []string{
-		"cmd/main.go:25 var options ctrl.Options",
-		"cmd/main.go:26 options, cfg, err := apply(configFile)",
-		"cmd/main.go:30 options.HealthProbeBindAddress = cfg.Probe",
-		"cmd/main.go:31 var extra manager.Runnable",
-		"cmd/main.go:32 if configFile == \"\" {",
+		"`cmd/main.go:29`: options, cfg, err := apply(configFile): kept before the manager, as it is",
+		"`cmd/main.go:38`: mgr, err := ctrl.NewManager(kubeConfig, options): manager.New(kubeConfig, crport.ManagerOptions(options))",
+		"`cmd/main.go:24`: flag --kube-api-qps: parsed as before and passed on as main passed it",
 	} {
-		if !slices.Contains(needs, want) {
-			t.Errorf("needs %q, want %q among them", needs, want)
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
-	if strings.Contains(string(out), "options") || strings.Contains(string(out), "extra") {
-		t.Errorf("the ported main keeps the manager's options or controller-runtime's manager package:\n%s", out)
+	for _, want := range []string{
+		"\t// The probe address from the config file.\n\toptions.HealthProbeBindAddress = cfg.Probe\n",
+		"mgrOptions, err := crport.ManagerOptions(options)",
+		// main's manager is controller-runtime's package; opkit's gets another name.
+		"opkitmanager \"github.com/opkit-dev/opkit/pkg/manager\"",
+		"mgr, err := opkitmanager.New(kubeConfig, mgrOptions)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the ported main lacks %q:\n%s", want, out)
+		}
 	}
+	if strings.Count(string(out), "SetupSignalHandler()") != 1 {
+		t.Errorf("the ported main calls SetupSignalHandler other than once, main's, which panics on a second call:\n%s", out)
+	}
+	buildPortedMain(t, out)
 }
