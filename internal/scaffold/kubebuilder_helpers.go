@@ -178,7 +178,7 @@ func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups
 				key, fun := twinOf(f, x, pkgPath, setups, vars)
 				twin, ported := setups[key]
 				if key == "" || !ported {
-					why = "passes the manager to " + f.src(x.Fun) + ", which has no opkit twin (see its entry)"
+					why = "passes the manager to " + headline(f.src(x.Fun)) + ", which has no opkit twin (see its entry)"
 					return false
 				}
 				handled[id] = true
@@ -235,6 +235,14 @@ func twinOf(f *kbFile, x *ast.CallExpr, pkgPath string, setups portedSetups, var
 		}
 		if id, ok := fun.X.(*ast.Ident); ok && f.Imports[id.Name] != "" {
 			return setupKey(f.Imports[id.Name] + "." + fun.Sel.Name), fun.Sel
+		}
+		// A method of a value whose type is known: lws's
+		// pw := webhooks.NewPodWebhook(sp); pw.Setup(mgr).
+		if id, ok := fun.X.(*ast.Ident); ok && vars[id.Name] != "" {
+			return setupKey(vars[id.Name] + "." + fun.Sel.Name), fun.Sel
+		}
+		if t := typeOf(f, fun.X, pkgPath, setups); t != "" {
+			return setupKey(t + "." + fun.Sel.Name), fun.Sel
 		}
 	}
 	return "", nil

@@ -55,6 +55,10 @@ func setupControllers(mgr ctrl.Manager) {
 	if err := webhooks.Setup(mgr); err != nil {
 		os.Exit(1)
 	}
+	pw := webhooks.NewPodHook()
+	if err := pw.Setup(mgr); err != nil {
+		os.Exit(1)
+	}
 	if err := mgr.AddReadyzCheck("readyz", func(*http.Request) error { return mgr.GetWebhookServer().StartedChecker()(nil) }); err != nil {
 		os.Exit(1)
 	}
@@ -90,6 +94,9 @@ func (r *FooReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 func (r *FooReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.record == nil {
+		r.record = mgr.GetEventRecorder("foo")
+	}
 	return ctrl.NewControllerManagedBy(mgr).For(&v1.Foo{}).Complete(r)
 }
 `,
@@ -103,6 +110,27 @@ func Setup(mgr ctrl.Manager) error {
 	}
 	return nil
 }
+`,
+		"internal/webhooks/pod_webhook.go": `package webhooks
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+type PodHook struct{}
+
+func NewPodHook() *PodHook { return &PodHook{} }
+
+func (p *PodHook) Setup(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).
+		WithDefaulter(p).
+		Complete()
+}
+
+func (p *PodHook) Default(ctx context.Context, pod *corev1.Pod) error { return nil }
 `,
 		"internal/webhooks/foo_webhook.go": `package webhooks
 
@@ -158,7 +186,7 @@ func (w *fooWebhook) Default(ctx context.Context, foo *v1.Foo) error {
 		// A helper that uses what opkit's manager does not have stays
 		// behind, and so does main's call of it.
 		"`cmd/main.go:25`: if err := setupAdded(mgr); err != nil {: a statement of main that opkit does not map",
-		"`cmd/main.go:47`: func setupAdded: kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it (no twin on opkit's manager: mgr.Add: a method of controller-runtime's manager opkit's does not have, or names differently)",
+		"`cmd/main.go:51`: func setupAdded: kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it (no twin on opkit's manager: mgr.Add: a method of controller-runtime's manager opkit's does not have, or names differently)",
 	} {
 		if !strings.Contains(needs, want) {
 			t.Errorf("the report's needs lack %q:\n%s", want, report)
@@ -173,11 +201,22 @@ func (w *fooWebhook) Default(ctx context.Context, foo *v1.Foo) error {
 			`foo := controller.NewFooReconciler(mgr.CachedClient(), crport.MustEventRecorder(mgr, "foo"))`,
 			"if err := foo.SetupWithOpkit(mgr); err != nil {",
 			"if err := webhooks.SetupWithOpkit(mgr); err != nil {",
+			// lws's pod webhook: a method whose body is the builder chain.
+			"if err := pw.SetupWithOpkit(mgr); err != nil {",
 			"mgr.AddReadyCheck(\"readyz\", func(*http.Request) error { return mgr.WebhookServer().StartedChecker()(nil) })",
+		},
+		// What SetupWithManager does before its builder (lws's
+		// DisaggregatedSet controller makes its helpers there).
+		"internal/controller/foo_controller_opkit.go": {
+			"if r.record == nil {\n\t\tr.record = crport.MustEventRecorder(mgr, \"foo\")\n\t}\n\t_, err := manager.NewController(mgr, \"foo\", crport.Reconciler(r),",
 		},
 		"internal/webhooks/setup_opkit.go": {
 			"func SetupWithOpkit(mgr *manager.Manager) error {",
 			"if err := setupWebhookForFooWithOpkit(mgr); err != nil {",
+		},
+		"internal/webhooks/pod_webhook_opkit.go": {
+			"func (p *PodHook) SetupWithOpkit(mgr *manager.Manager) error {",
+			"webhook.Hooks[*corev1.Pod]{Defaulter: p}",
 		},
 		"internal/webhooks/foo_webhook_opkit.go": {
 			"func setupWebhookForFooWithOpkit(mgr *manager.Manager) error {",

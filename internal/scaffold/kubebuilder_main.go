@@ -70,6 +70,7 @@ type kbMain struct {
 	restConfig  string            // the rest config main gives NewManager, with optionsVar
 	pre         []string          // main's statements between its flags and NewManager, with optionsVar: kept as they are
 	preNames    map[string]bool   // what pre declares
+	prefixUses  []string          // the statements of prefix that neither declare variables nor register flags
 	pkgPath     string            // main's package
 	twins       portedSetups      // the twins the port has
 	vars        map[string]string // the types of variables kept statements declare (varTypes)
@@ -164,6 +165,10 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 	for _, st := range body[:cut] {
 		f.uses(st, m.imps)
 		m.prefix = append(m.prefix, f.src(st))
+		if _, isDecl := st.(*ast.DeclStmt); !isDecl && !registersFlag(st) {
+			// lws's if printVersion { ... }: a use of a flag, kept.
+			m.prefixUses = append(m.prefixUses, f.src(st))
+		}
 		for _, name := range declares(st) {
 			m.prefixNames[name] = true
 		}
@@ -418,7 +423,7 @@ func (m *kbMain) webhookSetup(call *ast.CallExpr, setups portedSetups, rep *port
 // passesOn says whether the port's statements use the variable v.
 func (m *kbMain) passesOn(v string) bool {
 	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(v) + `\b`)
-	return word.MatchString(strings.Join(m.setups, "\n")) || word.MatchString(strings.Join(m.options, "\n")) || word.MatchString(strings.Join(m.pre, "\n"))
+	return word.MatchString(strings.Join(m.setups, "\n")) || word.MatchString(strings.Join(m.options, "\n")) || word.MatchString(strings.Join(m.pre, "\n")) || word.MatchString(strings.Join(m.prefixUses, "\n"))
 }
 
 // onlyExits says whether st is kubebuilder's check of an error: if err
@@ -514,4 +519,18 @@ func newManagerFromVariable(f *kbFile, st ast.Stmt) (options, restConfig string,
 		return "", "", false
 	}
 	return id.Name, f.src(call.Args[0]), true
+}
+
+// registersFlag says whether st registers a flag (flag.StringVar(&v, ...)).
+func registersFlag(st ast.Stmt) bool {
+	found := false
+	ast.Inspect(st, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && len(call.Args) >= 2 && strings.HasSuffix(method(call), "Var") {
+			if u, isAddr := call.Args[0].(*ast.UnaryExpr); isAddr && u.Op == token.AND {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }

@@ -374,3 +374,49 @@ func main() {
 	}
 	buildPortedMain(t, out)
 }
+
+// A flag main uses before its logger is set (lws's --version, which prints
+// the version and exits) is used as main used it, not reported as lost.
+func TestKubebuilderMainFlagUsedBeforeTheLogger(t *testing.T) {
+	const src = `package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+var setupLog = ctrl.Log.WithName("setup")
+
+func main() {
+	var printVersion bool
+	flag.BoolVar(&printVersion, "version", false, "Print version information and exit")
+	flag.Parse()
+	if printVersion {
+		fmt.Println("v1")
+		os.Exit(0)
+	}
+	ctrl.SetLogger(logr.Discard())
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+}
+`
+	out, rep := portMainOf(t, src)
+	report := string(rep.markdown("x"))
+	if len(rep.Needs) != 0 || !strings.Contains(report, "`cmd/main.go:16`: flag --version: parsed as before and passed on as main passed it") {
+		t.Errorf("the report does not say --version is used as main used it:\n%s", report)
+	}
+	if !strings.Contains(string(out), "if printVersion {") || strings.Contains(string(out), "_ = printVersion") {
+		t.Errorf("the ported main does not use --version as main did:\n%s", out)
+	}
+	buildPortedMain(t, out)
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/format"
-	"go/token"
 	"maps"
 	"path"
 	"sort"
@@ -66,8 +65,8 @@ func portSetups(gofiles []*kbFile, p *kbProject, module string, out files, rep *
 				continue
 			}
 			webhookChain := false
-			if chain := returnedChain(fn); chain != nil && len(fn.Body.List) == 1 && fn.Recv == nil {
-				webhookChain = method(chain[0]) == "NewWebhookManagedBy"
+			if chain := returnedChain(fn); chain != nil && len(fn.Body.List) == 1 {
+				webhookChain = method(chain[0]) == "NewWebhookManagedBy" && (fn.Recv == nil || len(fn.Recv.List[0].Names) == 1)
 			}
 			switch {
 			case fn.Name.Name == "SetupWithManager" && fn.Recv != nil && len(fn.Recv.List) == 1:
@@ -80,11 +79,16 @@ func portSetups(gofiles []*kbFile, p *kbProject, module string, out files, rep *
 			case fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Setup") && strings.HasSuffix(fn.Name.Name, "WebhookWithManager"),
 				webhookChain:
 				twin := helperTwinName(fn.Name.Name)
+				key := setupKey(pkgPath + "." + fn.Name.Name)
+				if fn.Recv != nil {
+					// A method: lws's (*PodWebhook).Setup(mgr).
+					key = setupKey(pkgPath + "." + receiverType(fn) + "." + fn.Name.Name)
+				}
 				src, served, ok := portWebhook(f, fn, twin, p, gofiles, module, imps, rep, rewrites)
 				if ok {
 					add(f, src, nil)
-					done[setupKey(pkgPath+"."+fn.Name.Name)] = twin
-					done[servesKey(setupKey(pkgPath+"."+fn.Name.Name))] = twin
+					done[key] = twin
+					done[servesKey(key)] = twin
 					if served != "" {
 						imp, kind, _ := strings.Cut(served, "|")
 						done[kindKey(imp, kind)] = twin
@@ -173,135 +177,11 @@ func receiverType(fn *ast.FuncDecl) string {
 	return ""
 }
 
-// returnedChain is the builder chain fn returns, if its body is one
-// return statement of a chain (or the chain's error assigned and
-// returned); nil otherwise.
-func returnedChain(fn *ast.FuncDecl) []*ast.CallExpr {
-	for _, st := range fn.Body.List {
-		var e ast.Expr
-		switch s := st.(type) {
-		case *ast.ReturnStmt:
-			if len(s.Results) == 1 {
-				e = s.Results[0]
-			}
-		case *ast.AssignStmt:
-			if len(s.Rhs) == 1 {
-				e = s.Rhs[0]
-			}
-		case *ast.IfStmt:
-			if a, ok := s.Init.(*ast.AssignStmt); ok && len(a.Rhs) == 1 {
-				e = a.Rhs[0]
-			}
-		}
-		if e == nil {
-			continue
-		}
-		if calls, ok := callChain(e); ok && len(calls) > 1 {
-			switch method(calls[0]) {
-			case "NewControllerManagedBy", "NewWebhookManagedBy":
-				return calls
-			}
-		}
-	}
-	return nil
-}
-
-// watch is one watch of a ported controller.
-type watch struct {
-	fn    string // For, Owns or Watches
-	typ   string // *pkg.T
-	mapFn string // Watches: the map function, opkit-typed
-	preds []string
-	cond  string // the condition the setup adds the watch under; "" for always
-}
-
-// segment is part of a controller's builder: calls made always (cond nil),
-// or under cond.
-type segment struct {
-	cond  ast.Expr
-	calls []*ast.CallExpr
-}
-
-// builderSegments are the builder calls of a SetupWithManager after
-// NewControllerManagedBy: one returned chain, or a builder kept in a
-// variable, extended under conditions, and completed in the return:
-//
-//	b := ctrl.NewControllerManagedBy(mgr).For(&T{})
-//	if cond { b = b.Watches(...) }
-//	return b.Complete(r)
-//
-// ok is false for any other body.
-func builderSegments(fn *ast.FuncDecl) ([]segment, bool) {
-	body := fn.Body.List
-	if chain := returnedChain(fn); chain != nil && len(body) == 1 {
-		return []segment{{calls: chain[1:]}}, true
-	}
-	if len(body) < 2 {
-		return nil, false
-	}
-	first, ok := body[0].(*ast.AssignStmt)
-	if !ok || len(first.Lhs) != 1 || len(first.Rhs) != 1 {
-		return nil, false
-	}
-	v, ok := first.Lhs[0].(*ast.Ident)
-	if !ok {
-		return nil, false
-	}
-	calls, ok := callChain(first.Rhs[0])
-	if !ok || method(calls[0]) != "NewControllerManagedBy" {
-		return nil, false
-	}
-	segs := []segment{{calls: calls[1:]}}
-	// onV is the chain e continues v with.
-	onV := func(e ast.Expr) ([]*ast.CallExpr, bool) {
-		calls, ok := callChain(e)
-		if !ok {
-			return nil, false
-		}
-		root, isID := calls[0].Fun.(*ast.SelectorExpr).X.(*ast.Ident)
-		return calls, isID && root.Name == v.Name
-	}
-	extends := func(st ast.Stmt) ([]*ast.CallExpr, bool) {
-		a, ok := st.(*ast.AssignStmt)
-		if !ok || a.Tok != token.ASSIGN || len(a.Lhs) != 1 || len(a.Rhs) != 1 {
-			return nil, false
-		}
-		if id, isID := a.Lhs[0].(*ast.Ident); !isID || id.Name != v.Name {
-			return nil, false
-		}
-		return onV(a.Rhs[0])
-	}
-	for _, st := range body[1 : len(body)-1] {
-		if calls, ok := extends(st); ok {
-			segs = append(segs, segment{calls: calls})
-			continue
-		}
-		ifs, ok := st.(*ast.IfStmt)
-		if !ok || ifs.Init != nil || ifs.Else != nil || len(ifs.Body.List) != 1 {
-			return nil, false
-		}
-		calls, ok := extends(ifs.Body.List[0])
-		if !ok {
-			return nil, false
-		}
-		segs = append(segs, segment{cond: ifs.Cond, calls: calls})
-	}
-	ret, ok := body[len(body)-1].(*ast.ReturnStmt)
-	if !ok || len(ret.Results) != 1 {
-		return nil, false
-	}
-	last, ok := onV(ret.Results[0])
-	if !ok {
-		return nil, false
-	}
-	return append(segs, segment{calls: last}), true
-}
-
 // portController renders SetupWithOpkit for the reconciler recv from its
 // SetupWithManager fn.
 func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []*kbFile, imps map[string]string, rep *portReport) (string, bool) {
 	where := fmt.Sprintf("%s SetupWithManager", recv)
-	segs, isBuilder := builderSegments(fn)
+	pre, segs, isBuilder := builderSegments(fn)
 	if !isBuilder {
 		rep.needs(f.Rel, f.line(fn), where, "not one builder chain returned, nor a builder extended under conditions: write (*"+recv+").SetupWithOpkit with manager.NewController by hand (see the porting guide's \"The manager and the builder\")")
 		return "", false
@@ -309,6 +189,31 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 	recvName := ""
 	if names := fn.Recv.List[0].Names; len(names) == 1 {
 		recvName = names[0].Name
+	}
+	// The statements before the builder, on opkit's manager.
+	var preSrc []string
+	mgrName := ""
+	if ps := fn.Type.Params.List; len(ps) == 1 && len(ps[0].Names) == 1 {
+		mgrName = ps[0].Names[0].Name
+	}
+	for _, st := range pre {
+		if mgrName != "mgr" || (recvName != "r" && refersToName(st, recvName)) {
+			rep.needs(f.Rel, f.line(st), where+" "+headline(f.src(st)), "a statement before the builder that names the manager or the receiver other than as mgr and r, which SetupWithOpkit calls them: port it by hand")
+			return "", false
+		}
+		edits, _, why := managerUses(f, st, mgrName, path.Dir(module+"/"+f.Rel), portedSetups{}, nil, imps)
+		if why != "" {
+			rep.needs(f.Rel, f.line(st), where+" "+headline(f.src(st)), why)
+			return "", false
+		}
+		src, err := applyEdits(f, f.Fset.Position(st.Pos()).Offset, f.Fset.Position(st.End()).Offset, edits)
+		if err != nil {
+			rep.needs(f.Rel, f.line(st), where+" "+headline(f.src(st)), err.Error())
+			return "", false
+		}
+		f.uses(st, imps)
+		preSrc = append(preSrc, src)
+		rep.mapped(f.Rel, f.line(st), where+" "+headline(f.src(st)), "kept at the start of SetupWithOpkit, on opkit's manager")
 	}
 	var (
 		name    string
@@ -443,6 +348,9 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 	var b strings.Builder
 	fmt.Fprintf(&b, "// SetupWithOpkit runs %s, unchanged, on opkit's manager, with the\n// watches of its SetupWithManager; its reads go through the client it was\n// given (the manager's cached client).\n", recv)
 	fmt.Fprintf(&b, "func (r *%s) SetupWithOpkit(mgr *manager.Manager) error {\n", recv)
+	for _, src := range preSrc {
+		b.WriteString(src + "\n")
+	}
 	// A kind watched only under a condition is registered when read, as
 	// if it were not watched: the condition may be false.
 	var always []watch
@@ -568,7 +476,7 @@ func rewrite(f *kbFile, rewrites map[*ast.CallExpr]string) ([]byte, error) {
 }
 
 // refersToName says whether e names the identifier name.
-func refersToName(e ast.Expr, name string) bool {
+func refersToName(e ast.Node, name string) bool {
 	found := false
 	ast.Inspect(e, func(n ast.Node) bool {
 		if id, ok := n.(*ast.Ident); ok && id.Name == name {

@@ -111,7 +111,11 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, gofiles
 	imps["webhook"] = opkitWebhook
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s serves what %s registers, on opkit's\n// manager's webhook server, at the same paths.\n", twin, where)
-	fmt.Fprintf(&b, "func %s(mgr *manager.Manager) error {\n", twin)
+	recv := ""
+	if fn.Recv != nil && len(fn.Recv.List) == 1 && len(fn.Recv.List[0].Names) == 1 {
+		recv = "(" + fn.Recv.List[0].Names[0].Name + " " + f.src(fn.Recv.List[0].Type) + ") "
+	}
+	fmt.Fprintf(&b, "func %s%s(mgr *manager.Manager) error {\n", recv, twin)
 	if conversionHub(f, typ, kind, p) {
 		fmt.Fprintf(&b, "\tif err := webhook.RegisterConversion(mgr, webhook.Conversion[%s]{}); err != nil {\n\t\treturn err\n\t}\n", typ)
 		rep.mapped(f.Rel, f.line(fn), where+" conversion of "+kind, "webhook.RegisterConversion at /convert, the spokes' ConvertTo and ConvertFrom unchanged")
