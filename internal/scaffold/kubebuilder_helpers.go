@@ -102,12 +102,13 @@ func typeOf(f *kbFile, e ast.Expr, pkgPath string, setups portedSetups) string {
 	return ""
 }
 
-// varTypes records in vars the type of each variable body declares as
-// v := <typeOf>.
+// varTypes records in vars the type of each variable n declares or
+// assigns as v := <typeOf> or v = <typeOf> (lws's suite assigns its
+// package variable pw = webhooks.NewPodWebhook(nil)).
 func varTypes(f *kbFile, n ast.Node, pkgPath string, setups portedSetups, vars map[string]string) {
 	ast.Inspect(n, func(n ast.Node) bool {
 		a, ok := n.(*ast.AssignStmt)
-		if !ok || a.Tok != token.DEFINE || len(a.Lhs) != 1 || len(a.Rhs) != 1 {
+		if !ok || (a.Tok != token.DEFINE && a.Tok != token.ASSIGN) || len(a.Lhs) != 1 || len(a.Rhs) != 1 {
 			return true
 		}
 		if id, isID := a.Lhs[0].(*ast.Ident); isID {

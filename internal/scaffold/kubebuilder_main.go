@@ -49,36 +49,37 @@ var kbOptionMap = map[string]string{
 
 // kbMain is what the converter takes from kubebuilder's cmd/main.go.
 type kbMain struct {
-	f           *kbFile
-	imps        map[string]string
-	decls       []string          // top-level declarations kept: the scheme, setupLog, helpers
-	init        []string          // init's statements
-	prefix      []string          // main's statements up to the logger: the flags
-	flags       map[string]string // flag name -> its variable
-	flagLines   map[string]int
-	unused      []string // flags whose variable the port does not use
-	options     []string // statements setting mgrOptions from ctrl.Options
-	setups      []string // statements of setup(mgr)
-	watchNS     bool     // WATCH_NAMESPACE sets the cache's namespaces
-	webhooks    bool
-	topLevel    map[string]bool   // the file's top-level names
-	prefixNames map[string]bool   // what main's kept flags prefix declares
-	keptNames   map[string]bool   // what main's statements kept in setup declare
-	keptErr     bool              // the statement kept last sets err, and a check of it may follow
-	started     bool              // main has started the manager: what follows runs after it stops
-	optionsVar  string            // main's variable of controller-runtime's manager options, built at run time; "" when main gives NewManager a literal
-	restConfig  string            // the rest config main gives NewManager, with optionsVar
-	pre         []string          // main's statements between its flags and NewManager, with optionsVar: kept as they are
-	preNames    map[string]bool   // what pre declares
-	prefixUses  []string          // the statements of prefix that neither declare variables nor register flags
-	pkgPath     string            // main's package
-	twins       portedSetups      // the twins the port has
-	vars        map[string]string // the types of variables kept statements declare (varTypes)
+	f            *kbFile
+	imps         map[string]string
+	decls        []string          // top-level declarations kept: the scheme, setupLog, helpers
+	init         []string          // init's statements
+	prefix       []string          // main's statements up to the logger: the flags
+	flags        map[string]string // flag name -> its variable
+	flagLines    map[string]int
+	unused       []string // flags whose variable the port does not use
+	options      []string // statements setting mgrOptions from ctrl.Options
+	setups       []string // statements of setup(mgr)
+	watchNS      bool     // WATCH_NAMESPACE sets the cache's namespaces
+	webhooks     bool
+	topLevel     map[string]bool   // the file's top-level names
+	prefixNames  map[string]bool   // what main's kept flags prefix declares
+	keptNames    map[string]bool   // what main's statements kept in setup declare
+	keptErr      bool              // the statement kept last sets err, and a check of it may follow
+	started      bool              // main has started the manager: what follows runs after it stops
+	optionsVar   string            // main's variable of controller-runtime's manager options, built at run time; "" when main gives NewManager a literal
+	restConfig   string            // the rest config main gives NewManager, with optionsVar
+	pre          []string          // main's statements between its flags and NewManager, with optionsVar: kept as they are
+	preNames     map[string]bool   // what pre declares
+	opkitOptions string            // the port's variable of opkit's manager options
+	prefixUses   []string          // the statements of prefix that neither declare variables nor register flags
+	pkgPath      string            // main's package
+	twins        portedSetups      // the twins the port has
+	vars         map[string]string // the types of variables kept statements declare (varTypes)
 }
 
 // portMain reads kubebuilder's main and renders opkit's in its place.
 func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([]byte, error) {
-	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}, keptNames: map[string]bool{}, preNames: map[string]bool{}, pkgPath: pkgPathOf(f, module), twins: setups, vars: map[string]string{}}
+	m := &kbMain{f: f, imps: map[string]string{}, flags: map[string]string{}, flagLines: map[string]int{}, topLevel: map[string]bool{}, prefixNames: map[string]bool{}, keptNames: map[string]bool{}, preNames: map[string]bool{}, opkitOptions: "mgrOptions", pkgPath: pkgPathOf(f, module), twins: setups, vars: map[string]string{}}
 	var mainFn *ast.FuncDecl
 	for _, d := range f.AST.Decls {
 		switch d := d.(type) {
@@ -157,7 +158,7 @@ func portMain(f *kbFile, module string, setups portedSetups, rep *portReport) ([
 	// the options it built when the port starts.
 	nm := -1
 	for i, st := range body[cut:] {
-		if opts, cfg, ok := newManagerFromVariable(f, st); ok {
+		if opts, cfg, ok := newManagerFromVariable(f, st); ok && !literalOptions(f, body[cut:cut+i], opts) {
 			nm, m.optionsVar, m.restConfig = cut+i, opts, cfg
 			break
 		}
@@ -533,4 +534,23 @@ func registersFlag(st ast.Stmt) bool {
 		return !found
 	})
 	return found
+}
+
+// literalOptions says whether body makes the options variable v from a
+// ctrl.Options literal (kubebuilder's mgrOptions := ctrl.Options{...}),
+// which the converter maps field by field, as it maps one given to
+// NewManager itself.
+func literalOptions(f *kbFile, body []ast.Stmt, v string) bool {
+	for _, st := range body {
+		as, ok := st.(*ast.AssignStmt)
+		if !ok || as.Tok != token.DEFINE || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			continue
+		}
+		id, isID := as.Lhs[0].(*ast.Ident)
+		lit, isLit := as.Rhs[0].(*ast.CompositeLit)
+		if isID && isLit && id.Name == v && (f.src(lit.Type) == "ctrl.Options" || strings.HasSuffix(f.src(lit.Type), "manager.Options")) {
+			return true
+		}
+	}
+	return false
 }

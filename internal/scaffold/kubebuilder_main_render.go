@@ -57,7 +57,7 @@ func (m *kbMain) render(module string) ([]byte, error) {
 	if m.optionsVar != "" {
 		restConfig = m.restConfig
 	}
-	fmt.Fprintf(&b, `mgr, err := %s.New(%s, mgrOptions)
+	fmt.Fprintf(&b, `mgr, err := %s.New(%s, %s)
 if err != nil {
 	setupLog.Error(err, "Failed to start manager")
 	os.Exit(1)
@@ -65,7 +65,7 @@ if err != nil {
 // setup adds the controllers, webhooks and health checks to mgr; webhooks
 // are left out when ENABLE_WEBHOOKS is "false".
 setup := func() error {
-`, mp, restConfig)
+`, mp, restConfig, m.opkitOptions)
 	b.WriteString(strings.Join(m.setups, "\n") + "\nreturn nil\n}\n")
 	if !m.webhooks {
 		b.WriteString("_ = webhooks\n")
@@ -93,10 +93,14 @@ if err := mgr.Start(ctx); err != nil {
 // they are, then crport.ManagerOptions.
 func (m *kbMain) renderOptions(b *strings.Builder) {
 	b.WriteString(strings.Join(m.pre, "\n") + "\n\n")
-	fmt.Fprintf(b, "mgrOptions, err := crport.ManagerOptions(%s)\nif err != nil {\n\tsetupLog.Error(err, \"Failed to map the manager's options to opkit's\")\n\tos.Exit(1)\n}\n", m.optionsVar)
+	if m.optionsVar == "mgrOptions" || m.preNames["mgrOptions"] || m.prefixNames["mgrOptions"] {
+		// main's own name: opkit's options get theirs.
+		m.opkitOptions = "opkitOptions"
+	}
+	fmt.Fprintf(b, "%s, err := crport.ManagerOptions(%s)\nif err != nil {\n\tsetupLog.Error(err, \"Failed to map the manager's options to opkit's\")\n\tos.Exit(1)\n}\n", m.opkitOptions, m.optionsVar)
 	b.WriteString("webhooks := os.Getenv(\"ENABLE_WEBHOOKS\") != \"false\"\n")
 	if m.webhooks {
-		b.WriteString("if webhooks && mgrOptions.Webhook.Port == 0 {\n\t// controller-runtime's manager serves webhooks on 9443 when its options make no server.\n\tmgrOptions.Webhook.Port = 9443\n}\n")
+		fmt.Fprintf(b, "if webhooks && %[1]s.Webhook.Port == 0 {\n\t// controller-runtime's manager serves webhooks on 9443 when its options make no server.\n\t%[1]s.Webhook.Port = 9443\n}\n", m.opkitOptions)
 	}
 }
 

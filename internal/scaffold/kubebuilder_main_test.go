@@ -420,3 +420,54 @@ func main() {
 	}
 	buildPortedMain(t, out)
 }
+
+// Options main makes from a ctrl.Options literal in a variable
+// (kubebuilder's with-plugins scaffold: mgrOptions := ctrl.Options{...})
+// are mapped field by field, as a literal given to NewManager is; options
+// built otherwise, in a variable named as the port names opkit's, leave
+// main's name to main.
+func TestKubebuilderMainOptionsVariables(t *testing.T) {
+	const literal = `package main
+
+import (
+	"flag"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+var setupLog = ctrl.Log.WithName("setup")
+
+func main() {
+	var probeAddr string
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "")
+	flag.Parse()
+
+	mgrOptions := ctrl.Options{HealthProbeBindAddress: probeAddr}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOptions)
+	if err != nil {
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+}
+`
+	out, rep := portMainOf(t, literal)
+	if len(rep.Needs) != 0 || strings.Contains(string(out), "crport.ManagerOptions") || !strings.Contains(string(out), "mgrOptions.Health.BindAddress = probeAddr") {
+		t.Errorf("a literal's options are not mapped field by field:\n%s\n%s", rep.markdown("x"), out)
+	}
+	buildPortedMain(t, out)
+
+	built := strings.Replace(literal, "mgrOptions := ctrl.Options{HealthProbeBindAddress: probeAddr}", "var mgrOptions ctrl.Options\n\tmgrOptions.HealthProbeBindAddress = probeAddr", 1)
+	out, rep = portMainOf(t, built)
+	for _, want := range []string{"opkitOptions, err := crport.ManagerOptions(mgrOptions)", "mgr, err := manager.New(ctrl.GetConfigOrDie(), opkitOptions)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the ported main lacks %q:\n%s", want, out)
+		}
+	}
+	if len(rep.Needs) != 0 {
+		t.Errorf("items need a hand:\n%s", rep.markdown("x"))
+	}
+	buildPortedMain(t, out)
+}

@@ -24,8 +24,9 @@ type suitePort struct {
 	module  string
 	gofiles []*kbFile
 	setups  portedSetups
-	mgr     string          // opkit's manager package's name in the file
-	mgrs    map[string]bool // the variables that hold the manager
+	mgr     string            // opkit's manager package's name in the file
+	mgrs    map[string]bool   // the variables that hold the manager
+	vars    map[string]string // the types of the file's variables (varTypes), made when first needed
 	allowed map[*ast.Ident]bool
 	edits   map[ast.Node]string
 	adds    map[string]string // imports to add: name -> path
@@ -233,9 +234,9 @@ func (p *suitePort) serverOptions(e ast.Expr, typ string, keep map[string]bool) 
 	return strings.Join(out, ", "), true
 }
 
-// twinCall maps F(mgr) or pkg.F(mgr), where F is a webhook setup or a
-// helper with an opkit twin (jobset's webhooks.Setup), to the twin, and
-// says whether it did.
+// twinCall maps F(mgr), pkg.F(mgr) or v.M(mgr), where F or M is a webhook
+// setup or a helper with an opkit twin (jobset's webhooks.Setup, lws's
+// pw.Setup), to the twin, and says whether it did.
 func (p *suitePort) twinCall(call *ast.CallExpr) bool {
 	if len(call.Args) != 1 {
 		return false
@@ -244,16 +245,11 @@ func (p *suitePort) twinCall(call *ast.CallExpr) bool {
 	if !isArg || !p.mgrs[arg.Name] {
 		return false
 	}
-	var key setupKey
-	var fn *ast.Ident
-	switch fun := call.Fun.(type) {
-	case *ast.Ident:
-		key, fn = setupKey(p.pkgPath()+"."+fun.Name), fun
-	case *ast.SelectorExpr:
-		if pkg, isPkg := fun.X.(*ast.Ident); isPkg && p.f.Imports[pkg.Name] != "" {
-			key, fn = setupKey(p.f.Imports[pkg.Name]+"."+fun.Sel.Name), fun.Sel
-		}
+	if p.vars == nil {
+		p.vars = map[string]string{}
+		varTypes(p.f, p.f.AST, p.pkgPath(), p.setups, p.vars)
 	}
+	key, fn := twinOf(p.f, call, p.pkgPath(), p.setups, p.vars)
 	twin := p.setups[key]
 	if fn == nil || twin == "" {
 		return false

@@ -63,13 +63,18 @@ func TestKubebuilderSuitePorted(t *testing.T) {
 		"example.com/x/internal/controller.XReconciler":                  "SetupWithOpkit",
 		"example.com/x/internal/controller.YReconciler":                  "SetupWithOpkit",
 		"example.com/x/internal/webhook/v1.SetupGuestWebhookWithManager": "SetupGuestWebhookWithOpkit",
+		// lws's pod webhook, set up by a method of what its constructor makes.
+		ctorKey("example.com/x/internal/webhook/v1", "NewPodHook"): "example.com/x/internal/webhook/v1.PodHook",
+		"example.com/x/internal/webhook/v1.PodHook.Setup":          "SetupWithOpkit",
 	}
 	controllerSrc := "package controller\n\ntype XReconciler struct{}\n\nfunc NewXReconciler(c, r any) *XReconciler { return nil }\n\ntype ZReconciler struct{}\n"
 	for _, tt := range []struct {
 		name, extra, options string
 		why                  string // "" when the suite ports
+		want                 string // what else the ported suite holds
 	}{
 		{name: "ported"},
+		{name: "a webhook set up by a method", extra: "pw = webhookv1.NewPodHook()\n\tif err := pw.Setup(k8sManager); err != nil {\n\t\treturn err\n\t}", want: "if err := pw.SetupWithOpkit(k8sManager); err != nil {"},
 		{name: "the manager passed on", extra: "customSetup(k8sManager)", why: "customSetup(k8sManager): passes the manager to code written for controller-runtime's"},
 		{name: "a method opkit's manager lacks", extra: "_ = k8sManager.GetRESTMapper()", why: "k8sManager.GetRESTMapper: a method of controller-runtime's manager opkit's does not have"},
 		{name: "a controller with no twin", extra: "_ = (&controller.ZReconciler{}).SetupWithManager(k8sManager)", why: "its controller has no SetupWithOpkit"},
@@ -77,6 +82,9 @@ func TestKubebuilderSuitePorted(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := strings.Replace(suiteSrc, "// extra", tt.extra, 1)
+			if strings.Contains(tt.extra, "pw =") {
+				src += "\nvar pw *webhookv1.PodHook\n"
+			}
 			src = strings.Replace(src, "\t\tScheme:        scheme.Scheme,\n", "\t\tScheme:        scheme.Scheme,\n"+tt.options, 1)
 			dir := writeProject(t, map[string]string{"internal/controller/suite_test.go": src, "internal/controller/x.go": controllerSrc})
 			gofiles, err := loadGoFiles(dir)
@@ -116,6 +124,9 @@ func TestKubebuilderSuitePorted(t *testing.T) {
 				if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
 					t.Errorf("the ported suite lacks %q:\n%s", want, got)
 				}
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("the ported suite lacks %q:\n%s", tt.want, got)
 			}
 			for _, gone := range []string{`"sigs.k8s.io/controller-runtime"`, "metricsserver", `"sigs.k8s.io/controller-runtime/pkg/webhook"`} {
 				if strings.Contains(got, gone) {
