@@ -238,7 +238,8 @@ func (p *suitePort) serverOptions(e ast.Expr, typ string, keep map[string]bool) 
 // setup or a helper with an opkit twin (jobset's webhooks.Setup, lws's
 // pw.Setup), to the twin, and says whether it did.
 func (p *suitePort) twinCall(call *ast.CallExpr) bool {
-	if len(call.Args) != 1 {
+	if len(call.Args) != 1 || method(call) == "SetupWithManager" {
+		// A reconciler's: rewriteUses maps it, with its type.
 		return false
 	}
 	arg, isArg := call.Args[0].(*ast.Ident)
