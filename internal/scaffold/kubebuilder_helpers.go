@@ -161,9 +161,8 @@ func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups
 						imps["crport"] = opkitCrport
 						edits = append(edits, srcEdit{off(x.Pos()), off(x.Lparen) + 1, "crport.LegacyRecorder(crport.MustEventRecorder(" + mgr + ", "},
 							srcEdit{off(x.Rparen), off(x.Rparen) + 1, "))"})
-					case (m == "AddHealthzCheck" || m == "AddReadyzCheck") && len(x.Args) == 2:
-						to := map[string]string{"AddHealthzCheck": "AddHealthCheck", "AddReadyzCheck": "AddReadyCheck"}[m]
-						edits = append(edits, srcEdit{off(sel.Sel.Pos()), off(sel.Sel.End()), to})
+					case healthChecks[m] != "" && len(x.Args) == 2:
+						edits = append(edits, srcEdit{off(sel.Sel.Pos()), off(sel.Sel.End()), healthChecks[m]})
 					default:
 						why = mgr + "." + m + ": a method of controller-runtime's manager opkit's does not have, or names differently"
 						return false

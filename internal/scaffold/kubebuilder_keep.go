@@ -24,6 +24,10 @@ var managerMethods = map[string]string{
 	"Elected":          "%s.Elected()",
 }
 
+// healthChecks maps controller-runtime's manager's health check methods to
+// opkit's, which take the same checker.
+var healthChecks = map[string]string{"AddHealthzCheck": "AddHealthCheck", "AddReadyzCheck": "AddReadyCheck"}
+
 // keep keeps a statement of main that opkit's manager can run as it is,
 // in setup, in main's order: the operator's own set-up, such as lws's
 // SetupIndexes(mgr.GetFieldIndexer()) or onepassword-operator's client of

@@ -285,7 +285,7 @@ func (m *kbMain) classify(st ast.Stmt, setups portedSetups, rep *portReport) {
 				return false
 			case "AddHealthzCheck", "AddReadyzCheck":
 				handled = true
-				to := map[string]string{"AddHealthzCheck": "AddHealthCheck", "AddReadyzCheck": "AddReadyCheck"}[method(x)]
+				to := healthChecks[method(x)]
 				f.uses(x, m.imps)
 				m.setups = append(m.setups, fmt.Sprintf("if err := mgr.%s(%s, %s); err != nil {\n\treturn err\n}", to, f.src(x.Args[0]), f.src(x.Args[1])))
 				rep.mapped(f.Rel, f.line(x), method(x), "mgr."+to+", which takes the same checker")

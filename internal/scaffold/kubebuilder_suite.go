@@ -370,7 +370,7 @@ func (p *suitePort) method(call *ast.CallExpr, sel *ast.SelectorExpr, id *ast.Id
 	case "Start":
 		p.allowed[id] = true
 	case "AddHealthzCheck", "AddReadyzCheck":
-		p.edits[sel.Sel] = map[string]string{"AddHealthzCheck": "AddHealthCheck", "AddReadyzCheck": "AddReadyCheck"}[name]
+		p.edits[sel.Sel] = healthChecks[name]
 		p.allowed[id] = true
 	case "GetEventRecorder", "GetEventRecorderFor":
 		if len(call.Args) != 1 {
