@@ -11,4 +11,8 @@
 // events it would have seen. Once a controller is ported to opkit's idioms
 // (typed Listers, reconcile.Result, typed predicates) it needs none of
 // this package.
+//
+// What has no adapter, such as a library that takes controller-runtime's
+// manager (cert-controller's rotator), runs on a controller-runtime
+// manager that opkit's hosts: ControllerRuntimeManager.
 package crport

@@ -124,6 +124,8 @@ func ManagerOptions(o ctrl.Options) (manager.Options, error) {
 			out.Webhook.Port = crwebhook.DefaultPort
 		}
 		out.Webhook.CertDir = w.CertDir
+		// controller-runtime's server starts when the first webhook asks for it.
+		out.Webhook.StartOnRegister = true
 		certFiles(w.CertName, w.KeyName, "WebhookServer.Options.CertName", "WebhookServer.Options.KeyName", bad)
 		if w.ClientCAName != "" {
 			dir := w.CertDir

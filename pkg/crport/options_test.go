@@ -77,8 +77,8 @@ func TestManagerOptionsMapsAConfigFilesOptions(t *testing.T) {
 		t.Errorf("health probes at %q, want :8081", got.Health.BindAddress)
 	}
 	w := got.Webhook
-	if w.Port != 9443 || w.Host != "0.0.0.0" || w.CertDir != "/certs" || w.ClientCAFile != filepath.Join("/certs", "ca.crt") || len(w.TLSOpts) != 2 {
-		t.Errorf("webhook %+v, want port 9443 on 0.0.0.0, /certs, its client CA and both TLS options", w)
+	if w.Port != 9443 || w.Host != "0.0.0.0" || w.CertDir != "/certs" || w.ClientCAFile != filepath.Join("/certs", "ca.crt") || len(w.TLSOpts) != 2 || !w.StartOnRegister {
+		t.Errorf("webhook %+v, want port 9443 on 0.0.0.0, /certs, its client CA and both TLS options, started by its first handler", w)
 	}
 	if strings.Join(got.Cache.Namespaces, ",") != "a,b" {
 		t.Errorf("cache namespaces %v, want [a b]", got.Cache.Namespaces)

@@ -87,6 +87,9 @@ type Manager struct {
 	ready         *checks
 	synced        atomic.Bool      // the cache has synced once
 	webhook       crwebhook.Server // nil without Options.Webhook
+	// deferredWebhook holds the webhook server's start with
+	// Options.Webhook.StartOnRegister.
+	deferredWebhook deferredWebhook
 	// admissionBodies is GuardWebhook's budget of admission request
 	// bodies in flight; nil without Options.Webhook.
 	admissionBodies *bodybudget.Budget

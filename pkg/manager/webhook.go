@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -60,6 +61,17 @@ type WebhookOptions struct {
 	// server's CRD conversion presents no certificate. It is read once, by
 	// New. Defaults to "": no client certificate is asked for.
 	ClientCAFile string
+	// StartOnRegister defers the server's start, and the check of its
+	// certificate, from Start to the first handler registered on it, as
+	// controller-runtime's manager starts its webhook server when the
+	// first webhook asks for it. A project that registers its webhooks
+	// only once a certificate rotator has made the certificate (lws, with
+	// cert-controller) needs it; crport.ManagerOptions sets it. With a
+	// handler registered before Start, Start checks the certificate as
+	// without it. Until the server starts, /readyz's "webhook" check fails
+	// saying that no handler is registered. Defaults to false: Start
+	// starts the server.
+	StartOnRegister bool
 }
 
 // DefaultWebhookCertDir returns where the webhook server looks for its
@@ -85,7 +97,7 @@ func (o WebhookOptions) validate() error {
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("Options.Webhook.Port is %d: want a port from 1 to 65535, such as 9443, or 0 for no webhook server", o.Port)
 	}
-	if !o.enabled() && (o.Host != "" || o.CertDir != "" || o.GetCertificate != nil || len(o.TLSOpts) > 0 || o.ClientCAFile != "") {
+	if !o.enabled() && (o.Host != "" || o.CertDir != "" || o.GetCertificate != nil || len(o.TLSOpts) > 0 || o.ClientCAFile != "" || o.StartOnRegister) {
 		return errors.New("Options.Webhook.Port is 0, which turns the webhook server off, but other Options.Webhook fields are set: set the port, such as 9443")
 	}
 	return nil
@@ -129,7 +141,13 @@ func (m *Manager) newWebhookServer() error {
 	})
 	// The check dials the server and completes a TLS handshake: it fails
 	// until the server serves TLS, and while no certificate is available.
-	return m.ready.add("webhook", m.webhook.StartedChecker())
+	started := m.webhook.StartedChecker()
+	return m.ready.add("webhook", func(r *http.Request) error {
+		if !m.webhookDue() {
+			return errors.New("no webhook handler is registered yet: the server starts with the first (Options.Webhook.StartOnRegister)")
+		}
+		return started(r)
+	})
 }
 
 func readClientCAs(file string) (*x509.CertPool, error) {
@@ -198,13 +216,18 @@ func (m *Manager) GuardWebhook(h http.Handler) http.Handler {
 // WebhookServer returns the admission webhook server, on which package
 // webhook registers handlers, or nil when Options.Webhook.Port is 0.
 // Handlers may be registered before or after Start.
-func (m *Manager) WebhookServer() crwebhook.Server { return m.webhook }
+func (m *Manager) WebhookServer() crwebhook.Server {
+	if m.webhook == nil || !m.opts.Webhook.StartOnRegister {
+		return m.webhook
+	}
+	return registering{m.webhook, m}
+}
 
 // checkWebhookCertificate fails Start at once, naming the files it wants,
 // when the webhook server would find no certificate in CertDir.
 func (m *Manager) checkWebhookCertificate() error {
 	o := m.opts.Webhook
-	if !o.enabled() || o.GetCertificate != nil {
+	if !o.enabled() || o.GetCertificate != nil || !m.webhookDue() {
 		return nil
 	}
 	crt, key := filepath.Join(o.CertDir, WebhookCertFile), filepath.Join(o.CertDir, WebhookKeyFile)
@@ -217,15 +240,93 @@ func (m *Manager) checkWebhookCertificate() error {
 
 // serveWebhook starts the webhook server, which runs on every replica,
 // leader or not, detached from ctx until the returned stop.
+//
+// With Options.Webhook.StartOnRegister and no handler yet, it starts the
+// server when the first is registered, unless the manager has stopped.
 func (m *Manager) serveWebhook(ctx context.Context, fail func(error)) stopFunc {
 	if m.webhook == nil {
 		return noStop
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.log.Info("Serving", "server", "webhook", "address", net.JoinHostPort(m.opts.Webhook.Host, strconv.Itoa(m.opts.Webhook.Port)))
-	return goStop(cancel, "manager: stop webhook server", func() {
+	done := make(chan struct{})
+	run := func() {
+		defer close(done)
+		if err := m.checkWebhookCertificate(); err != nil {
+			fail(err)
+			return
+		}
+		m.log.Info("Serving", "server", "webhook", "address", net.JoinHostPort(m.opts.Webhook.Host, strconv.Itoa(m.opts.Webhook.Port)))
 		if err := m.webhook.Start(ctx); err != nil {
 			fail(fmt.Errorf("manager: webhook server on port %d (Options.Webhook.Port): %w", m.opts.Webhook.Port, err))
 		}
-	})
+	}
+	d := &m.deferredWebhook
+	d.mu.Lock()
+	if m.webhookDueLocked() {
+		d.running = true
+		go run()
+	} else {
+		d.start = func() { go run() }
+		m.log.Info("The webhook server starts with its first handler (Options.Webhook.StartOnRegister)")
+	}
+	d.mu.Unlock()
+	return func(stopCtx context.Context) error {
+		d.mu.Lock()
+		d.start = nil // a handler registered from now on starts nothing
+		running := d.running
+		d.mu.Unlock()
+		cancel()
+		if !running {
+			return nil
+		}
+		select {
+		case <-done:
+			return nil
+		case <-stopCtx.Done():
+			return fmt.Errorf("manager: stop webhook server: %w", context.Cause(stopCtx))
+		}
+	}
+}
+
+// deferredWebhook is the webhook server's start, held until its first
+// handler with Options.Webhook.StartOnRegister.
+type deferredWebhook struct {
+	mu       sync.Mutex
+	handlers bool   // a handler was registered
+	running  bool   // serveWebhook started the server
+	start    func() // starts it, while serveWebhook waits for a handler
+}
+
+// webhookDue says whether the webhook server starts, or started, with
+// Start: without Options.Webhook.StartOnRegister, or once a handler was
+// registered.
+func (m *Manager) webhookDue() bool {
+	m.deferredWebhook.mu.Lock()
+	defer m.deferredWebhook.mu.Unlock()
+	return m.webhookDueLocked()
+}
+
+func (m *Manager) webhookDueLocked() bool {
+	return !m.opts.Webhook.StartOnRegister || m.deferredWebhook.handlers
+}
+
+// registering is the webhook server with Options.Webhook.StartOnRegister:
+// the first handler registered on it starts it, if Start is waiting.
+type registering struct {
+	crwebhook.Server
+	m *Manager
+}
+
+func (s registering) Register(path string, h http.Handler) {
+	s.Server.Register(path, h)
+	d := &s.m.deferredWebhook
+	d.mu.Lock()
+	d.handlers = true
+	start := d.start
+	d.start = nil
+	d.running = d.running || start != nil
+	d.mu.Unlock()
+	if start != nil {
+		start()
+	}
 }

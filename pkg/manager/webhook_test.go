@@ -206,3 +206,64 @@ func TestGuardWebhookCutsOffASlowBody(t *testing.T) {
 		t.Fatal("a stalled body of 4 KiB was still being read after 25 s")
 	}
 }
+
+// With StartOnRegister the webhook server waits for its first handler, as
+// controller-runtime's does: lws registers its webhooks once
+// cert-controller has made the certificate, which is not there at Start.
+// Meanwhile /readyz says why it is not ready; the first handler starts
+// the server, and one registered without a certificate fails the manager
+// as Start would have.
+func TestWebhookStartOnRegister(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	m := newManager(t, env.Namespace(t), manager.Options{Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: port, CertDir: dir, StartOnRegister: true}})
+	s := start(t, m)
+	eventually(t, "/readyz to wait for a webhook handler", func() bool {
+		code, body := get(t, "http://"+m.HealthProbeAddr()+"/readyz?verbose=1")
+		return code == http.StatusInternalServerError && strings.Contains(body, "no webhook handler is registered yet")
+	})
+
+	crt, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{manager.WebhookCertFile: crt, manager.WebhookKeyFile: key} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const path = "/validate-start-on-register"
+	m.WebhookServer().Register(path, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(crt)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	eventually(t, "the webhook server to answer", func() bool {
+		resp, err := c.Get("https://127.0.0.1:" + strconv.Itoa(port) + path)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	eventually(t, "/readyz to pass", func() bool {
+		code, _ := get(t, "http://"+m.HealthProbeAddr()+"/readyz")
+		return code == http.StatusOK
+	})
+	if err := s.stop(t); err != nil {
+		t.Errorf("Start = %v", err)
+	}
+
+	// Registered while no certificate is there: the manager stops.
+	m = newManager(t, env.Namespace(t), manager.Options{Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: freePort(t), CertDir: t.TempDir(), StartOnRegister: true}})
+	s = start(t, m)
+	m.WebhookServer().Register(path, http.NotFoundHandler())
+	select {
+	case err := <-s.done:
+		s.done <- err // for stop at cleanup
+		if !errors.Is(err, manager.ErrNoWebhookCertificate) {
+			t.Errorf("Start = %v, want an error wrapping ErrNoWebhookCertificate", err)
+		}
+	case <-time.After(time.Minute):
+		t.Error("a handler registered without a certificate did not stop the manager within a minute")
+	}
+}
