@@ -226,14 +226,14 @@ func unservedWebhooks(p *kbProject, setups portedSetups, rep *portReport) {
 // which many kubebuilder projects use for their webhook certificates.
 const certControllerRotator = "github.com/open-policy-agent/cert-controller/pkg/rotator"
 
-// reportImports reports each import of a package that needs
+// reportImports reports each import of a package that takes
 // controller-runtime's manager and has an opkit counterpart.
 func reportImports(gofiles []*kbFile, rep *portReport) {
 	for _, f := range gofiles {
 		for _, imp := range f.AST.Imports {
 			if strings.Trim(imp.Path.Value, `"`) == certControllerRotator {
-				rep.needs(f.Rel, f.line(imp), "cert-controller's rotator", "kept, but it needs controller-runtime's manager: opkit's pkg/webhook/certs does the same on opkit's "+
-					"(the porting guide's \"Webhook certificates: from cert-controller's rotator\" maps its fields)")
+				rep.mapped(f.Rel, f.line(imp), "cert-controller's rotator", "kept: where the project gave it controller-runtime's manager, the port gives it the one opkit's hosts (crport.ControllerRuntimeManager); "+
+					"opkit's own pkg/webhook/certs does the same on opkit's manager (the porting guide's \"Webhook certificates: from cert-controller's rotator\" maps its fields)")
 			}
 		}
 	}

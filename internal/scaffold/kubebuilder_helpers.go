@@ -48,6 +48,10 @@ func ctorKey(pkgPath, fn string) setupKey { return setupKey(pkgPath + "." + fn +
 // ported, whatever its setup function is named.
 func kindKey(importPath, kind string) setupKey { return setupKey("kind:" + importPath + "." + kind) }
 
+// moduleKey holds the project's module path in portedSetups, for
+// library.
+const moduleKey setupKey = "module:"
+
 // whyKey is the key portedSetups has for why a helper, by its own key,
 // has no twin.
 func whyKey(key setupKey) setupKey { return "why:" + key }
@@ -126,10 +130,14 @@ func varTypes(f *kbFile, n ast.Node, pkgPath string, setups portedSetups, vars m
 // AddHealthzCheck and AddReadyzCheck to AddHealthCheck and AddReadyCheck),
 // and the manager passed to a function, or to a SetupWithManager, that has
 // an opkit twin, to the twin. vars gives the types of variables (see
-// varTypes). why says what has no counterpart, if anything. serves says
-// whether a twin it calls serves webhooks (servesKey), so that the port's
-// manager has a webhook server.
-func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups, vars map[string]string, imps map[string]string) (edits []srcEdit, serves bool, why string) {
+// varTypes). The manager passed to a function of a library other than
+// controller-runtime (cert-controller's rotator.AddRotator) becomes the
+// controller-runtime manager opkit's hosts
+// (crport.MustControllerRuntimeManager); hosted names those functions.
+// why says what has no counterpart, if anything. serves says whether a
+// twin it calls serves webhooks (servesKey), so that the port's manager
+// has a webhook server.
+func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups, vars map[string]string, imps map[string]string) (edits []srcEdit, serves bool, hosted []string, why string) {
 	off := func(p token.Pos) int { return f.Fset.Position(p).Offset }
 	handled := map[*ast.Ident]bool{}
 	isMgr := func(e ast.Expr) (*ast.Ident, bool) {
@@ -177,6 +185,13 @@ func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups
 				}
 				key, fun := twinOf(f, x, pkgPath, setups, vars)
 				twin, ported := setups[key]
+				if (key == "" || !ported) && library(f, x, setups) {
+					handled[id] = true
+					imps["crport"] = opkitCrport
+					edits = append(edits, srcEdit{off(a.Pos()), off(a.End()), "crport.MustControllerRuntimeManager(" + mgr + ")"})
+					hosted = append(hosted, f.src(x.Fun))
+					continue
+				}
 				if key == "" || !ported {
 					why = "passes the manager to " + headline(f.src(x.Fun)) + ", which has no opkit twin (see its entry)"
 					return false
@@ -205,9 +220,32 @@ func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups
 		return true
 	})
 	if why != "" {
-		return nil, false, why
+		return nil, false, nil, why
 	}
-	return edits, serves, ""
+	return edits, serves, hosted, ""
+}
+
+// library says whether x calls a function of a package outside the
+// project (setups[moduleKey]) and outside controller-runtime, whose
+// manager the converter maps itself: pkg.F(mgr), such as cert-controller's
+// rotator.AddRotator(mgr, ...).
+func library(f *kbFile, x *ast.CallExpr, setups portedSetups) bool {
+	module := setups[moduleKey]
+	sel, ok := x.Fun.(*ast.SelectorExpr)
+	if !ok || module == "" {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	imp := f.Imports[id.Name]
+	switch {
+	case imp == "", imp == module, strings.HasPrefix(imp, module+"/"),
+		imp == "sigs.k8s.io/controller-runtime", strings.HasPrefix(imp, "sigs.k8s.io/controller-runtime/"):
+		return false
+	}
+	return true
 }
 
 // twinOf is the key under which portedSetups holds the twin of the
@@ -294,19 +332,19 @@ func helperTwinName(name string) string {
 // manager, with its uses of the manager moved onto opkit's. serves says
 // whether it registers webhooks (see managerUses); why says what it could
 // not move.
-func portHelper(f *kbFile, fn *ast.FuncDecl, mgr string, mgrType ast.Expr, twin, pkgPath string, setups portedSetups, imps map[string]string) (src string, serves bool, why string) {
+func portHelper(f *kbFile, fn *ast.FuncDecl, mgr string, mgrType ast.Expr, twin, pkgPath string, setups portedSetups, imps map[string]string) (src string, serves bool, hosted []string, why string) {
 	vars := map[string]string{}
 	varTypes(f, fn.Body, pkgPath, setups, vars)
 	local := map[string]string{}
-	edits, serves, why := managerUses(f, fn.Body, mgr, pkgPath, setups, vars, local)
+	edits, serves, hosted, why := managerUses(f, fn.Body, mgr, pkgPath, setups, vars, local)
 	if why != "" {
-		return "", false, why
+		return "", false, nil, why
 	}
 	off := func(p token.Pos) int { return f.Fset.Position(p).Offset }
 	edits = append(edits, srcEdit{off(fn.Name.Pos()), off(fn.Name.End()), twin}, srcEdit{off(mgrType.Pos()), off(mgrType.End()), "*manager.Manager"})
 	body, err := applyEdits(f, off(fn.Type.Pos()), off(fn.End()), edits)
 	if err != nil {
-		return "", false, err.Error()
+		return "", false, nil, err.Error()
 	}
 	f.uses(fn.Body, imps)
 	for _, p := range fn.Type.Params.List {
@@ -318,5 +356,14 @@ func portHelper(f *kbFile, fn *ast.FuncDecl, mgr string, mgrType ast.Expr, twin,
 		imps[k] = v
 	}
 	imps["manager"] = opkitManager
-	return fmt.Sprintf("// %s is %s on opkit's manager.\n%s\n", twin, fn.Name.Name, body), serves, ""
+	return fmt.Sprintf("// %s is %s on opkit's manager.\n%s\n", twin, fn.Name.Name, body), serves, hosted, ""
+}
+
+// givesHosted is what a report says of the library functions a port gives
+// the controller-runtime manager opkit's hosts.
+func givesHosted(funcs []string) string {
+	if len(funcs) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(funcs, ", ") + " runs as it is on a controller-runtime manager opkit's hosts (crport.ControllerRuntimeManager)"
 }

@@ -22,6 +22,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"example.com/x/internal/certs"
 	"example.com/x/internal/controller"
 	"example.com/x/internal/webhooks"
 )
@@ -35,6 +36,10 @@ func main() {
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{HealthProbeBindAddress: probeAddr})
 	if err != nil {
+		os.Exit(1)
+	}
+	certsReady := make(chan struct{})
+	if err := certs.CertsManager(mgr, certsReady); err != nil {
 		os.Exit(1)
 	}
 	setupControllers(mgr)
@@ -66,6 +71,27 @@ func setupControllers(mgr ctrl.Manager) {
 
 func setupAdded(mgr ctrl.Manager) error {
 	return mgr.Add(nil)
+}
+`,
+		// jobset's and lws's: cert-controller's rotator, which takes
+		// controller-runtime's manager, in a function of their own.
+		"internal/certs/certs.go": `package certs
+
+import (
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func CertsManager(mgr ctrl.Manager, ready chan struct{}) error {
+	return rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey: types.NamespacedName{Namespace: "x-system", Name: "webhook-server-cert"},
+		IsReady:   ready,
+	})
+}
+
+func Other(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("other").Complete(nil)
 }
 `,
 		"internal/controller/foo_controller.go": `package controller
@@ -185,8 +211,8 @@ func (w *fooWebhook) Default(ctx context.Context, foo *v1.Foo) error {
 	for _, want := range []string{
 		// A helper that uses what opkit's manager does not have stays
 		// behind, and so does main's call of it.
-		"`cmd/main.go:25`: if err := setupAdded(mgr); err != nil {: a statement of main that opkit does not map",
-		"`cmd/main.go:51`: func setupAdded: kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it (no twin on opkit's manager: mgr.Add: a method of controller-runtime's manager opkit's does not have, or names differently)",
+		"`cmd/main.go:30`: if err := setupAdded(mgr); err != nil {: a statement of main that opkit does not map",
+		"`cmd/main.go:56`: func setupAdded: kept as it is, but it uses controller-runtime's manager, which the port does not make, and main no longer calls it (no twin on opkit's manager: mgr.Add: a method of controller-runtime's manager opkit's does not have, or names differently)",
 	} {
 		if !strings.Contains(needs, want) {
 			t.Errorf("the report's needs lack %q:\n%s", want, report)
@@ -194,6 +220,20 @@ func (w *fooWebhook) Default(ctx context.Context, foo *v1.Foo) error {
 	}
 	if len(rep.Needs) != 2 {
 		t.Errorf("%d items need a hand, want 2:\n%s", len(rep.Needs), report)
+	}
+	// What controller-runtime's manager is given to, outside the project
+	// and controller-runtime, runs on the one opkit's hosts; a
+	// controller-runtime builder is not one of those.
+	for _, want := range []string{
+		"`internal/certs/certs.go:9`: func CertsManager: CertsManagerWithOpkit, on opkit's manager, in certs_opkit.go; rotator.AddRotator runs as it is on a controller-runtime manager opkit's hosts (crport.ControllerRuntimeManager)",
+		"`cmd/main.go:26`: if err := certs.CertsManager(mgr, certsReady); err != nil {: kept in setup, on opkit's manager",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "OtherWithOpkit") {
+		t.Errorf("a helper that gives the manager to controller-runtime's builder got a twin:\n%s", report)
 	}
 	for file, wants := range map[string][]string{
 		"cmd/main_opkit.go": {
@@ -226,7 +266,12 @@ func (w *fooWebhook) Default(ctx context.Context, foo *v1.Foo) error {
 			// opkit, unregistered, every such request was refused).
 			"if _, err := cache.Register[*corev1.ConfigMap](mgr.Cache(), cache.TypeOptions{}); err != nil {",
 		},
+		"internal/certs/certs_opkit.go": {
+			"func CertsManagerWithOpkit(mgr *manager.Manager, ready chan struct{}) error {\n\treturn rotator.AddRotator(crport.MustControllerRuntimeManager(mgr), &rotator.CertRotator{",
+			`"github.com/opkit-dev/opkit/pkg/crport"`,
+		},
 		"cmd/main.go": {
+			"if err := certs.CertsManagerWithOpkit(mgr, certsReady); err != nil {",
 			"setupControllersWithOpkit(mgr)",
 			// The webhooks setupControllers reaches need a server.
 			"mgrOptions.Webhook.Port = 9443",

@@ -71,7 +71,7 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 		return true
 	})
 	imps := map[string]string{}
-	edits, serves, why := managerUses(f, st, "mgr", m.pkgPath, m.twins, m.vars, imps)
+	edits, serves, hosted, why := managerUses(f, st, "mgr", m.pkgPath, m.twins, m.vars, imps)
 	if why != "" {
 		return false
 	}
@@ -96,7 +96,7 @@ func (m *kbMain) keep(st ast.Stmt, rep *portReport) bool {
 	m.keptErr = setsErr(st)
 	how := "kept in setup, as it is"
 	if len(edits) > 0 {
-		how = "kept in setup, on opkit's manager"
+		how = "kept in setup, on opkit's manager" + givesHosted(hosted)
 	}
 	rep.mapped(f.Rel, f.line(st), headline(f.src(st)), how)
 	return true

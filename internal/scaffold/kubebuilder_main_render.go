@@ -100,7 +100,7 @@ func (m *kbMain) renderOptions(b *strings.Builder) {
 	fmt.Fprintf(b, "%s, err := crport.ManagerOptions(%s)\nif err != nil {\n\tsetupLog.Error(err, \"Failed to map the manager's options to opkit's\")\n\tos.Exit(1)\n}\n", m.opkitOptions, m.optionsVar)
 	b.WriteString("webhooks := os.Getenv(\"ENABLE_WEBHOOKS\") != \"false\"\n")
 	if m.webhooks {
-		fmt.Fprintf(b, "if webhooks && %[1]s.Webhook.Port == 0 {\n\t// controller-runtime's manager serves webhooks on 9443 when its options make no server.\n\t%[1]s.Webhook.Port = 9443\n}\n", m.opkitOptions)
+		fmt.Fprintf(b, "if webhooks && %[1]s.Webhook.Port == 0 {\n\t// controller-runtime's manager serves webhooks on 9443 when its options make no server,\n\t// from when the first webhook asks for it.\n\t%[1]s.Webhook.Port = 9443\n\t%[1]s.Webhook.StartOnRegister = true\n}\n", m.opkitOptions)
 	}
 }
 

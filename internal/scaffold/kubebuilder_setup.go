@@ -37,7 +37,7 @@ type portedSetups map[setupKey]string
 // "<name>_opkit.go" with their twins on opkit's manager, and accounts for
 // every builder call in rep.
 func portSetups(gofiles []*kbFile, p *kbProject, module string, out files, rep *portReport) (portedSetups, error) {
-	done := portedSetups{}
+	done := portedSetups{moduleKey: module}
 	type twins struct {
 		funcs []string
 		imps  map[string]string
@@ -149,7 +149,7 @@ func portHelpers(gofiles []*kbFile, module string, done portedSetups, add func(*
 				}
 				twin := helperTwinName(fn.Name.Name)
 				imps := map[string]string{}
-				src, serves, why := portHelper(f, fn, mgr, mgrType, twin, pkgPath, done, imps)
+				src, serves, hosted, why := portHelper(f, fn, mgr, mgrType, twin, pkgPath, done, imps)
 				if why != "" {
 					done[whyKey(key)] = why
 					continue
@@ -159,7 +159,7 @@ func portHelpers(gofiles []*kbFile, module string, done portedSetups, add func(*
 				if serves {
 					done[servesKey(key)] = twin
 				}
-				rep.mapped(f.Rel, f.line(fn), "func "+fn.Name.Name, twin+", on opkit's manager, in "+path.Base(strings.TrimSuffix(f.Rel, ".go")+"_opkit.go"))
+				rep.mapped(f.Rel, f.line(fn), "func "+fn.Name.Name, twin+", on opkit's manager, in "+path.Base(strings.TrimSuffix(f.Rel, ".go")+"_opkit.go")+givesHosted(hosted))
 				progress = true
 			}
 		}
@@ -201,7 +201,7 @@ func portController(f *kbFile, fn *ast.FuncDecl, recv, module string, gofiles []
 			rep.needs(f.Rel, f.line(st), where+" "+headline(f.src(st)), "a statement before the builder that names the manager or the receiver other than as mgr and r, which SetupWithOpkit calls them: port it by hand")
 			return "", false
 		}
-		edits, _, why := managerUses(f, st, mgrName, path.Dir(module+"/"+f.Rel), portedSetups{}, nil, imps)
+		edits, _, _, why := managerUses(f, st, mgrName, path.Dir(module+"/"+f.Rel), portedSetups{}, nil, imps)
 		if why != "" {
 			rep.needs(f.Rel, f.line(st), where+" "+headline(f.src(st)), why)
 			return "", false

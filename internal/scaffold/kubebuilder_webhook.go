@@ -61,7 +61,7 @@ func portWebhook(f *kbFile, fn *ast.FuncDecl, twin string, p *kbProject, gofiles
 				}
 			}
 			// jobset's &jobSetWebhook{client: mgr.GetClient()}
-			edits, _, why := managerUses(f, a, mgrName, "", portedSetups{}, nil, imps)
+			edits, _, _, why := managerUses(f, a, mgrName, "", portedSetups{}, nil, imps)
 			if why != "" {
 				rep.needs(f.Rel, line, where+" "+method(call), why)
 				ok = false
