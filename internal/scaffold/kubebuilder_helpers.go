@@ -153,29 +153,18 @@ func managerUses(f *kbFile, n ast.Node, mgr, pkgPath string, setups portedSetups
 			if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
 				if id, isM := isMgr(sel.X); isM {
 					handled[id] = true
-					m := sel.Sel.Name
-					switch {
-					case managerMethods[m] != "" && len(x.Args) == 0:
-						to := fmt.Sprintf(managerMethods[m], mgr)
-						if strings.HasPrefix(to, "crport.") {
-							imps["crport"] = opkitCrport
-						}
-						edits = append(edits, srcEdit{off(x.Pos()), off(x.End()), to})
-						return false
-					case m == "GetEventRecorder" && len(x.Args) == 1:
-						imps["crport"] = opkitCrport
-						edits = append(edits, srcEdit{off(x.Pos()), off(x.Lparen) + 1, "crport.MustEventRecorder(" + mgr + ", "})
-					case m == "GetEventRecorderFor" && len(x.Args) == 1:
-						imps["crport"] = opkitCrport
-						edits = append(edits, srcEdit{off(x.Pos()), off(x.Lparen) + 1, "crport.LegacyRecorder(crport.MustEventRecorder(" + mgr + ", "},
-							srcEdit{off(x.Rparen), off(x.Rparen) + 1, "))"})
-					case healthChecks[m] != "" && len(x.Args) == 2:
-						edits = append(edits, srcEdit{off(sel.Sel.Pos()), off(sel.Sel.End()), healthChecks[m]})
-					default:
-						why = mgr + "." + m + ": a method of controller-runtime's manager opkit's does not have, or names differently"
+					node, to, crport := managerMethod(f, x, sel, mgr)
+					if node == nil {
+						why = mgr + "." + sel.Sel.Name + ": a method of controller-runtime's manager opkit's does not have, or names differently"
 						return false
 					}
-					return true
+					if crport {
+						imps["crport"] = opkitCrport
+					}
+					edits = append(edits, srcEdit{off(node.Pos()), off(node.End()), to})
+					// A health check's checker, whose name alone changes,
+					// may use the manager too.
+					return node != ast.Node(x)
 				}
 			}
 			for _, a := range x.Args {
@@ -366,4 +355,27 @@ func givesHosted(funcs []string) string {
 		return ""
 	}
 	return "; " + strings.Join(funcs, ", ") + " runs as it is on a controller-runtime manager opkit's hosts (crport.ControllerRuntimeManager)"
+}
+
+// managerMethod maps call, sel.Sel of controller-runtime's manager named
+// mgr, to opkit's manager: node (the call, or the method's name alone) is
+// to be replaced by to, which needs package crport if crport. node is nil
+// where opkit's manager has no counterpart. main, helpers and suites map
+// the manager's methods with it.
+func managerMethod(f *kbFile, call *ast.CallExpr, sel *ast.SelectorExpr, mgr string) (node ast.Node, to string, crport bool) {
+	name := sel.Sel.Name
+	switch {
+	case managerMethods[name] != "" && len(call.Args) == 0:
+		to = fmt.Sprintf(managerMethods[name], mgr)
+		return call, to, strings.HasPrefix(to, "crport.")
+	case healthChecks[name] != "" && len(call.Args) == 2:
+		return sel.Sel, healthChecks[name], false
+	case (name == "GetEventRecorder" || name == "GetEventRecorderFor") && len(call.Args) == 1:
+		to = fmt.Sprintf("crport.MustEventRecorder(%s, %s)", mgr, f.src(call.Args[0]))
+		if name == "GetEventRecorderFor" {
+			to = "crport.LegacyRecorder(" + to + ")"
+		}
+		return call, to, true
+	}
+	return nil, "", false
 }

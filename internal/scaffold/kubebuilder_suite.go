@@ -357,36 +357,22 @@ func (p *suitePort) rewriteUses() {
 // method maps a call of one of the manager's methods.
 func (p *suitePort) method(call *ast.CallExpr, sel *ast.SelectorExpr, id *ast.Ident) {
 	name := sel.Sel.Name
-	if to, ok := managerMethods[name]; ok && len(call.Args) == 0 {
-		if strings.HasPrefix(to, "crport.") {
-			p.adds["crport"] = opkitCrport
-		}
-		p.edits[call] = fmt.Sprintf(to, id.Name)
+	if name == "Start" {
 		p.allowed[id] = true
-		p.note(call, id.Name+"."+name+"()", fmt.Sprintf(to, id.Name))
 		return
 	}
-	switch name {
-	case "Start":
-		p.allowed[id] = true
-	case "AddHealthzCheck", "AddReadyzCheck":
-		p.edits[sel.Sel] = healthChecks[name]
-		p.allowed[id] = true
-	case "GetEventRecorder", "GetEventRecorderFor":
-		if len(call.Args) != 1 {
-			p.fail(call, "a recorder asked for with other arguments than a name: port the suite by hand")
-			return
-		}
+	node, to, crport := managerMethod(p.f, call, sel, id.Name)
+	if node == nil {
+		p.fail(call, id.Name+"."+name+": a method of controller-runtime's manager opkit's does not have, or not with these arguments: port the suite by hand")
+		return
+	}
+	if crport {
 		p.adds["crport"] = opkitCrport
-		to := fmt.Sprintf("crport.MustEventRecorder(%s, %s)", id.Name, p.f.src(call.Args[0]))
-		if name == "GetEventRecorderFor" {
-			to = "crport.LegacyRecorder(" + to + ")"
-		}
-		p.edits[call] = to
-		p.allowed[id] = true
-		p.note(call, id.Name+"."+name, to)
-	default:
-		p.fail(call, id.Name+"."+name+": a method of controller-runtime's manager opkit's does not have: port the suite by hand")
+	}
+	p.edits[node] = to
+	p.allowed[id] = true
+	if node == ast.Node(call) {
+		p.note(call, headline(p.f.src(call)), to)
 	}
 }
 
