@@ -27,7 +27,7 @@ import (
 // them; it stops last, with the HTTP servers. /readyz has a check named
 // "webhook" that fails until it serves TLS. A CertDir without tls.crt and
 // tls.key fails Start at once (ErrNoWebhookCertificate), naming both
-// files.
+// files. StartOnRegister defers both to the first handler registered.
 type WebhookOptions struct {
 	// Port is the port the webhook server serves HTTPS on, such as 9443
 	// (kubebuilder's). Defaults to 0: no webhook server. A free port cannot
