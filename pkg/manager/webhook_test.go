@@ -88,6 +88,18 @@ func TestWebhookMetricsServed(t *testing.T) {
 	const path = "/test-webhook-metrics-served"
 	m.WebhookServer().Register(path, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	start(t, m)
+	webhookAnswers(t, crt, port, path)
+	_, body := get(t, "http://"+m.MetricsAddr()+"/metrics")
+	want := imetrics.WebhookRequests + `{code="200",webhook="` + path + `"}`
+	if !strings.Contains(body, want) {
+		t.Fatalf("/metrics has no %s:\n%s", want, body)
+	}
+}
+
+// webhookAnswers waits for the webhook server on the loopback port to
+// answer path with 200 OK, trusting the certificate crt.
+func webhookAnswers(t *testing.T, crt []byte, port int, path string) {
+	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(crt)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -99,11 +111,6 @@ func TestWebhookMetricsServed(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	_, body := get(t, "http://"+m.MetricsAddr()+"/metrics")
-	want := imetrics.WebhookRequests + `{code="200",webhook="` + path + `"}`
-	if !strings.Contains(body, want) {
-		t.Fatalf("/metrics has no %s:\n%s", want, body)
-	}
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -234,17 +241,7 @@ func TestWebhookStartOnRegister(t *testing.T) {
 	}
 	const path = "/validate-start-on-register"
 	m.WebhookServer().Register(path, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(crt)
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	eventually(t, "the webhook server to answer", func() bool {
-		resp, err := c.Get("https://127.0.0.1:" + strconv.Itoa(port) + path)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	webhookAnswers(t, crt, port, path)
 	eventually(t, "/readyz to pass", func() bool {
 		code, _ := get(t, "http://"+m.HealthProbeAddr()+"/readyz")
 		return code == http.StatusOK
