@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -109,11 +110,17 @@ func (h *HandlerRegistration) attachTo(v, old *view) error {
 	if h.regs == nil {
 		h.regs = map[*nsInformer]toolscache.ResourceEventHandlerRegistration{}
 	}
+	if old != nil {
+		if v.replacing == nil { // the caller holds reg.mu
+			v.replacing = new(atomic.Pointer[view])
+		}
+		v.replacing.Store(old)
+	}
 	var done []*nsInformer
 	for _, i := range v.informers {
 		handler := h.handler
 		if old != nil {
-			handler = newUnseenAdds(handler, old)
+			handler = newUnseenAdds(handler, v.replacing)
 		}
 		handler = informer.Wrap(handler, h.handler)
 		reg, err := i.informer.AddEventHandler(handler)
@@ -143,15 +150,17 @@ func (h *HandlerRegistration) detach(v *view) {
 
 // unseenAdds drops the adds of an initial list for objects that old, the
 // view being replaced, holds at the same resourceVersion: the handler was
-// handed them already.
+// handed them already. old points to the new view's replacing, which the
+// swap clears once the initial lists are handed on, so that the handler
+// does not keep the old view's objects for as long as the new one lives.
 type unseenAdds struct {
 	toolscache.ResourceEventHandler
-	old *view
+	old *atomic.Pointer[view]
 }
 
 // newUnseenAdds returns h wrapped in unseenAdds, a timedEventHandler
 // still if h is one.
-func newUnseenAdds(h toolscache.ResourceEventHandler, old *view) toolscache.ResourceEventHandler {
+func newUnseenAdds(h toolscache.ResourceEventHandler, old *atomic.Pointer[view]) toolscache.ResourceEventHandler {
 	u := unseenAdds{ResourceEventHandler: h, old: old}
 	if t, ok := h.(timedEventHandler); ok {
 		return timedUnseenAdds{unseenAdds: u, timed: t}
@@ -159,8 +168,18 @@ func newUnseenAdds(h toolscache.ResourceEventHandler, old *view) toolscache.Reso
 	return u
 }
 
+// seen reports whether obj is an add of an initial list that the old view
+// holds at the same resourceVersion.
+func (u unseenAdds) seen(obj any, initial bool) bool {
+	if !initial {
+		return false
+	}
+	old := u.old.Load()
+	return old != nil && old.holdsVersion(obj)
+}
+
 func (u unseenAdds) OnAdd(obj any, initial bool) {
-	if initial && u.old.holdsVersion(obj) {
+	if u.seen(obj, initial) {
 		return
 	}
 	u.ResourceEventHandler.OnAdd(obj, initial)
@@ -172,7 +191,7 @@ type timedUnseenAdds struct {
 }
 
 func (u timedUnseenAdds) OnAddAt(obj any, initial bool, changed, delivered time.Time) time.Time {
-	if initial && u.old.holdsVersion(obj) {
+	if u.seen(obj, initial) {
 		return time.Time{}
 	}
 	return u.timed.OnAddAt(obj, initial, changed, delivered)

@@ -343,6 +343,7 @@ func (r *registration) buildView(ctx context.Context, mapping *meta.RESTMapping,
 		indexes:    map[string]bool{},
 		stop:       func() {},
 		retired:    new(atomic.Bool),
+		replacing:  new(atomic.Pointer[view]),
 	}
 	for name := range r.indexers {
 		if name != toolscache.NamespaceIndex {
@@ -549,6 +550,13 @@ type view struct {
 	// retired is set once the type's CRD is deleted: the informers then
 	// ask the API server nothing more (see retirable).
 	retired *atomic.Bool
+	// replacing holds the view this one replaces while SetSlots swaps
+	// them, which the handlers read to skip the adds it handed on; nil
+	// once the swap is over, so that this view does not keep the old one.
+	// Copies of a view (with an index added) share it. buildView makes
+	// it, so that SetSlots reads it without reg.mu; attachTo makes it for
+	// a view made otherwise.
+	replacing *atomic.Pointer[view]
 }
 
 type nsInformer struct {

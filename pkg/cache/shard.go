@@ -139,6 +139,7 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 		r.detachHandlers(next)
 		next.stop()
 		r.deliverLost(next, old) // the adds next handed on of slots not kept
+		next.released()
 		return fmt.Errorf("cache: set slots of %s: informers not synced: %w: %w", r.key.gvk, ErrNotSynced, context.Cause(ctx))
 	}
 	r.mu.Lock()
@@ -146,6 +147,7 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 	if r.removed {
 		r.mu.Unlock()
 		next.stop()
+		next.released()
 		return nil
 	}
 	r.view.Store(next)
@@ -153,7 +155,15 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 	r.detachHandlers(old)
 	old.stop()
 	r.deliverLost(old, next)
+	next.released() // the initial lists are handed on: let old go
 	return nil
+}
+
+// released drops v's hold on the view it replaced: the swap is over.
+func (v *view) released() {
+	if v.replacing != nil {
+		v.replacing.Store(nil)
+	}
 }
 
 // attachHandlers adds r's handlers to next before it starts. Adds from

@@ -141,8 +141,15 @@ type shardedCache struct {
 
 func newShardedCache(t *testing.T, ns string, filter cache.ServerFilter, count int, slots []int) *shardedCache {
 	t.Helper()
+	return newShardedCacheWith(t, ns, cache.Options{}, filter, count, slots)
+}
+
+// newShardedCacheWith is newShardedCache with the other options of opts.
+func newShardedCacheWith(t *testing.T, ns string, opts cache.Options, filter cache.ServerFilter, count int, slots []int) *shardedCache {
+	t.Helper()
 	s, _ := sharding.NewSlots(count)
-	c := newCache(t, cache.Options{Sharding: cache.ShardingOptions{Slots: s, ServerFilter: filter}})
+	opts.Sharding = cache.ShardingOptions{Slots: s, ServerFilter: filter}
+	c := newCache(t, opts)
 	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 	if err != nil {
 		t.Fatal(err)
