@@ -220,7 +220,7 @@ func readHistograms(ctx context.Context, rs []*replica) ([]histograms, error) {
 		if h.queue, err = promtext.ReadHistogram(bytes.NewReader(body), "workqueue_queue_duration_seconds", map[string]string{"name": controllerName}); err != nil {
 			return nil, err
 		}
-		if h.reconcile, err = promtext.ReadHistogram(bytes.NewReader(body), "controller_runtime_reconcile_time_seconds", map[string]string{"controller": controllerName}); err != nil {
+		if h.reconcile, err = promtext.ReadHistogram(bytes.NewReader(body), reconcileMetric, map[string]string{"controller": controllerName}); err != nil {
 			return nil, err
 		}
 		out = append(out, h)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -105,4 +106,81 @@ func (a cpuSample) until(b cpuSample) cpuUse {
 		u.ReplicaSeconds += b.replicas[i] - a.replicas[i]
 	}
 	return u
+}
+
+// profile takes, with -profile, CPU profiles of the API server and of
+// every replica over the next o.profileFor, into files named after run;
+// the channel receives their error once all are written (at once, nil,
+// without -profile).
+func (d *driver) profile(ctx context.Context, run string, rs []*replica) <-chan error {
+	out := make(chan error, 1)
+	if d.o.profile == "" {
+		out <- nil
+		return out
+	}
+	secs := strconv.Itoa(max(1, int(d.o.profileFor.Seconds())))
+	go func() {
+		if err := os.MkdirAll(d.o.profile, 0o755); err != nil {
+			out <- err
+			return
+		}
+		errs := make(chan error, len(rs)+1)
+		go func() {
+			body, err := d.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(d.o.profile, run+"-apiserver.pprof"), body, 0o644)
+			}
+			errs <- err
+		}()
+		for i, r := range rs {
+			go func() {
+				body, ok, err := get(ctx, "http://"+r.metricsAddr+"/debug/pprof/profile?seconds="+secs)
+				if err == nil && !ok {
+					err = fmt.Errorf("replica %s: no CPU profile", r.metricsAddr)
+				}
+				if err == nil {
+					err = os.WriteFile(filepath.Join(d.o.profile, fmt.Sprintf("%s-replica-%d.pprof", run, i)), body, 0o644)
+				}
+				errs <- err
+			}()
+		}
+		var err error
+		for range len(rs) + 1 {
+			err = errors.Join(err, <-errs)
+		}
+		out <- err
+	}()
+	return out
+}
+
+// heapProfiles writes, with -profile, every replica's heap profile (after
+// a collection) and its goroutines into files named after run.
+func (d *driver) heapProfiles(ctx context.Context, run string, rs []*replica) error {
+	if d.o.profile == "" {
+		return nil
+	}
+	if err := os.MkdirAll(d.o.profile, 0o755); err != nil {
+		return err
+	}
+	for i, r := range rs {
+		body, ok, err := get(ctx, "http://"+r.metricsAddr+"/debug/pprof/heap?gc=1")
+		if err == nil && !ok {
+			err = fmt.Errorf("replica %s: no heap profile", r.metricsAddr)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(d.o.profile, fmt.Sprintf("%s-replica-%d.heap", run, i)), body, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+		// Its goroutines, for what runs that should not (an informer
+		// left behind, say).
+		if body, ok, err = get(ctx, "http://"+r.metricsAddr+"/debug/pprof/goroutine?debug=1"); err == nil && ok {
+			err = os.WriteFile(filepath.Join(d.o.profile, fmt.Sprintf("%s-replica-%d.goroutines", run, i)), body, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

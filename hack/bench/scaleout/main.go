@@ -24,9 +24,22 @@
 //     converged per second, and the dependency calls it took. How the
 //     calls split between the replicas, and the CPU the machine, the API
 //     server and the replicas spent, say what bounded the phase;
+//     The busiest replica's time is taken apart: how long after the first
+//     write it first called the dependency and how long before the end
+//     it last did, its workers' time per call between the two, and of
+//     that its reconcile time and its PATCH round trip (the replicas'
+//     controller_runtime_reconcile_time_seconds and
+//     rest_client_request_duration_seconds), so that a ratio short of
+//     1/its share shows where the time went. With -profile DIR, CPU
+//     profiles of the API server and of every replica over the phase's
+//     first -profile-for, and every replica's heap profiles after the
+//     settle and at the end, are written into DIR;
 //   - memory: each replica's go_memstats_heap_inuse_bytes after the
-//     settle and after the throughput phase. Every ConfigMap in the
-//     cluster is cached, -fill already converged ones among them;
+//     settle and after the throughput phase, and its heap allocated right
+//     after a garbage collection it is made to run then (the live heap,
+//     which does not depend on where in its collection cycle a replica
+//     was). Every ConfigMap in the cluster is cached, -fill already
+//     converged ones among them;
 //   - kill (R > 1 only): changes every object once more and, with half
 //     of those writes done, SIGKILLs one replica; times from the kill
 //     until the others hold all its slots, which includes the lease
@@ -97,6 +110,11 @@ type options struct {
 	capacity []int
 	probes   int
 	window   time.Duration
+	// profile, when set, is the directory that receives CPU profiles of
+	// the API server and of every replica over the first profileFor of
+	// each throughput phase.
+	profile    string
+	profileFor time.Duration
 }
 
 // slots is the replicas' Options.Sharding.Slots, the manager's default.
@@ -140,6 +158,8 @@ func parse(args []string, root string) (options, error) {
 	capacity := fs.String("capacity", "", "replica counts, such as 1,2,3,4,5,6,7,8, whose capacity under the objective (p99 queue ≤ 1s, reconcile ≤ 5s) to measure instead of the throughput rounds")
 	fs.IntVar(&o.probes, "probes", 6, "-capacity: churn rates tried per replica count, by bisection")
 	fs.DurationVar(&o.window, "window", 15*time.Second, "-capacity: how long each rate is measured, after a ramp of a third of it")
+	fs.StringVar(&o.profile, "profile", "", "directory for CPU profiles of the API server and every replica over the first -profile-for of each throughput phase (go tool pprof reads them)")
+	fs.DurationVar(&o.profileFor, "profile-for", 8*time.Second, "-profile: how long each profile lasts")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "how long a phase may take to converge")
 	fs.StringVar(&o.out, "out", filepath.Join(root, "bench", "results"), "directory for the markdown table and the rounds' JSON")
 	fs.StringVar(&o.binDir, "bin", filepath.Join(root, "bin", "bench"), "directory for the operator binary, the kubeconfig and the replicas' logs")
@@ -244,8 +264,8 @@ func logRound(r roundResult) {
 	if r.Replicas > 1 {
 		kill = fmt.Sprintf(", slots taken over %.2fs and objects converged %.2fs after a kill", r.TakeoverSeconds, r.KillSeconds)
 	}
-	logf("round %d, %d replicas: %d objects converged in %.2fs (%.1f/s; writes %.2fs), %d dependency calls (busiest replica %.3f), machine %.0f%% busy, CPU s API server %.1f, replicas %.1f; heap after sync %s MiB, at end %s MiB%s",
-		r.Round, r.Replicas, r.Objects, r.Seconds, r.PerSecond, r.WriteSeconds, r.DependencyCalls, r.BusiestShare, 100*r.CPU.MachineBusy, r.CPU.APIServerSeconds, r.CPU.ReplicaSeconds, mibs(r.HeapAfterSync), mibs(r.HeapAtEnd), kill)
+	logf("round %d, %d replicas: %d objects converged in %.2fs (%.1f/s; writes %.2fs), %d dependency calls (busiest replica %.3f: first call %.2fs in, %.1fms a call of which %.1fms reconciling and %.1fms a patch, last %.2fs before the end), machine %.0f%% busy, CPU s API server %.1f, replicas %.1f; heap after sync %s MiB, at end %s MiB, live after sync %s MiB, at end %s MiB%s",
+		r.Round, r.Replicas, r.Objects, r.Seconds, r.PerSecond, r.WriteSeconds, r.DependencyCalls, r.BusiestShare, r.HeadSeconds, r.CallMillis, r.ReconcileMillis, r.PatchMillis, r.TailSeconds, 100*r.CPU.MachineBusy, r.CPU.APIServerSeconds, r.CPU.ReplicaSeconds, mibs(r.HeapAfterSync), mibs(r.HeapAtEnd), mibs(r.LiveAfterSync), mibs(r.LiveAtEnd), kill)
 }
 
 func logf(format string, args ...any) {

@@ -49,7 +49,7 @@ func startReplica(o options, bin, kubeconfig, group, dependency, logPath string)
 		"--max-concurrent-reconciles", strconv.Itoa(o.workers),
 		"--lease-duration", o.lease.String(), "--renew-deadline", o.renew.String(), "--retry-period", o.retry.String(),
 		"--balance-half-life", o.balance.String(), "--shard-by-namespace="+strconv.FormatBool(o.skewed),
-		"--client-side-filter="+strconv.FormatBool(o.clientFilter))
+		"--client-side-filter="+strconv.FormatBool(o.clientFilter), "--pprof", "--mem-profile-rate="+strconv.Itoa(memProfileRate(o)))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
@@ -103,11 +103,28 @@ func (r *replica) gauge(ctx context.Context, name string) (float64, error) {
 	return promtext.Gauge(bytes.NewReader(body), name)
 }
 
+// memProfileRate is the replicas' runtime.MemProfileRate: with -profile,
+// a sample every 4 KiB allocated, so that a heap profile tells apart the
+// few MiB a replica's share of the cache is made of; otherwise Go's
+// default.
+func memProfileRate(o options) int {
+	if o.profile == "" {
+		return 0
+	}
+	return 4096
+}
+
 // Metrics the benchmark reads from every replica.
 const (
-	heapMetric    = "go_memstats_heap_inuse_bytes"
-	membersMetric = "opkit_sharding_members"    // imetrics.ShardingMembers
-	heldMetric    = "opkit_sharding_slots_held" // imetrics.ShardingSlotsHeld
+	heapMetric = "go_memstats_heap_inuse_bytes"
+	liveMetric = "go_memstats_heap_alloc_bytes" // read right after a collection
+	// reconcileMetric (imetrics.ReconcileTime) of controllerName, and
+	// requestMetric (imetrics.RESTClientRequestDuration), time the
+	// reconciles and writes.
+	reconcileMetric = "controller_runtime_reconcile_time_seconds"
+	requestMetric   = "rest_client_request_duration_seconds"
+	membersMetric   = "opkit_sharding_members"    // imetrics.ShardingMembers
+	heldMetric      = "opkit_sharding_slots_held" // imetrics.ShardingSlotsHeld
 )
 
 // waitSettled waits until every replica's /readyz passes, each sees all

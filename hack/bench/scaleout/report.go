@@ -132,6 +132,16 @@ func newTable(o options, runs []roundResult) table {
 	row("dependency calls/s", 1, "", func(r roundResult) []float64 { return one(float64(r.DependencyCalls) / r.Seconds) }, true)
 	row("dependency calls", 0, "", func(r roundResult) []float64 { return one(float64(r.DependencyCalls)) }, true)
 	row("busiest replica's share of the calls", 3, "", func(r roundResult) []float64 { return one(r.BusiestShare) }, false)
+	row("the ratio that share allows", 2, "", func(r roundResult) []float64 {
+		if r.BusiestShare == 0 {
+			return nil
+		}
+		return one(1 / r.BusiestShare)
+	}, false)
+	row("busiest replica's ms per call (its workers' time between calls)", 1, "", func(r roundResult) []float64 { return one(r.CallMillis) }, true)
+	row("of which reconciling, ms per call", 1, "", func(r roundResult) []float64 { return one(r.ReconcileMillis) }, true)
+	row("of which its PATCH round trip, ms", 1, "", func(r roundResult) []float64 { return one(r.PatchMillis) }, true)
+	row("busiest replica's idle head and tail (s)", 2, "", func(r roundResult) []float64 { return one(r.HeadSeconds + r.TailSeconds) }, false)
 	row("longest wait of a slot gained for its cache (s)", 2, "", func(r roundResult) []float64 { return one(r.SlotSyncMax) }, false)
 	row("slots moved in the warm-up (balancing)", 0, "", func(r roundResult) []float64 { return one(float64(r.BalanceMoves)) }, false)
 	row("machine CPU busy (both cores)", 2, "", func(r roundResult) []float64 { return one(r.CPU.MachineBusy) }, false)
@@ -140,6 +150,8 @@ func newTable(o options, runs []roundResult) table {
 	heapTarget := fmt.Sprintf("≤ %.2f× (1/%d + 10%%)", 1/float64(many)+0.1, many)
 	row("heap in use per replica after sync, MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.HeapAfterSync) }, true)
 	row("heap in use per replica at end, MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.HeapAtEnd) }, true)
+	row("live heap per replica after sync (after a collection), MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.LiveAfterSync) }, true)
+	row("live heap per replica at end (after a collection), MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.LiveAtEnd) }, true)
 	row(fmt.Sprintf("seconds until the others hold the slots of 1 of %d killed", many), 2, fmt.Sprintf("≤ lease %v + 2s", o.lease),
 		func(r roundResult) []float64 {
 			if r.Replicas == 1 {

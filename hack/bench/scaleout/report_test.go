@@ -53,10 +53,10 @@ func testOptions() options {
 
 func TestTable(t *testing.T) {
 	runs := []roundResult{
-		{Round: 1, Replicas: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.5, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}},
-		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, BusiestShare: 0.36, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 3.5, ReplicaSeconds: 1.5}, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5, TakeoverSeconds: 4.5},
-		{Round: 2, Replicas: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.6, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}},
-		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7},
+		{Round: 1, Replicas: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.5, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}, LiveAfterSync: []int64{8 << 20}, LiveAtEnd: []int64{8 << 20}, CallMillis: 56, ReconcileMillis: 55, PatchMillis: 3, HeadSeconds: 0.25},
+		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, BusiestShare: 0.36, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 3.5, ReplicaSeconds: 1.5}, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5, TakeoverSeconds: 4.5, LiveAfterSync: []int64{3 << 20, 4 << 20, 4 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 60, ReconcileMillis: 59, PatchMillis: 6, TailSeconds: 0.5},
+		{Round: 2, Replicas: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.6, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}, LiveAfterSync: []int64{8 << 20}, LiveAtEnd: []int64{10 << 20}, CallMillis: 58, ReconcileMillis: 57, PatchMillis: 5, HeadSeconds: 0.25, TailSeconds: 0.5},
+		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7, LiveAfterSync: []int64{3 << 20, 3 << 20, 3 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 62, ReconcileMillis: 61, PatchMillis: 8},
 	}
 	got := newTable(testOptions(), runs)
 	want := [][]string{
@@ -66,6 +66,11 @@ func TestTable(t *testing.T) {
 		{"dependency calls/s", "159.1 (151.5–166.7)", "535.7 (500.0–571.4)", "3.37×", ""},
 		{"dependency calls", "1000 (1000–1000)", "1150 (1100–1200)", "1.15×", ""},
 		{"busiest replica's share of the calls", "1.000 (1.000–1.000)", "0.350 (0.340–0.360)", "—", ""},
+		{"the ratio that share allows", "1.00 (1.00–1.00)", "2.86 (2.78–2.94)", "—", ""},
+		{"busiest replica's ms per call (its workers' time between calls)", "57.0 (56.0–58.0)", "61.0 (60.0–62.0)", "1.07×", ""},
+		{"of which reconciling, ms per call", "56.0 (55.0–57.0)", "60.0 (59.0–61.0)", "1.07×", ""},
+		{"of which its PATCH round trip, ms", "4.0 (3.0–5.0)", "7.0 (6.0–8.0)", "1.75×", ""},
+		{"busiest replica's idle head and tail (s)", "0.50 (0.25–0.75)", "0.25 (0.00–0.50)", "—", ""},
 		{"longest wait of a slot gained for its cache (s)", "0.00 (0.00–0.00)", "0.00 (0.00–0.00)", "—", ""},
 		{"slots moved in the warm-up (balancing)", "0 (0–0)", "0 (0–0)", "—", ""},
 		{"machine CPU busy (both cores)", "0.55 (0.50–0.60)", "0.95 (0.90–1.00)", "—", ""},
@@ -73,6 +78,8 @@ func TestTable(t *testing.T) {
 		{"replicas' CPU seconds (all)", "1.0 (1.0–1.0)", "2.0 (1.5–2.5)", "2.00×", ""},
 		{"heap in use per replica after sync, MiB", "11.0 (10.0–12.0)", "11.0 (10.0–12.0)", "1.00×", "≤ 0.43× (1/3 + 10%)"},
 		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", "≤ 0.43× (1/3 + 10%)"},
+		{"live heap per replica after sync (after a collection), MiB", "8.0 (8.0–8.0)", "3.0 (3.0–4.0)", "0.38×", "≤ 0.43× (1/3 + 10%)"},
+		{"live heap per replica at end (after a collection), MiB", "9.0 (8.0–10.0)", "4.0 (4.0–4.0)", "0.44×", "≤ 0.43× (1/3 + 10%)"},
 		{"seconds until the others hold the slots of 1 of 3 killed", "—", "4.60 (4.50–4.70)", "—", "≤ lease 4s + 2s"},
 		{"seconds to converge after SIGKILL of 1 of 3", "—", "5.50 (5.00–6.00)", "—", "lease 4s + the work left"},
 	}

@@ -41,8 +41,14 @@ type roundResult struct {
 	// found work; fewer than Objects×Changes when changes were coalesced.
 	DependencyCalls int64
 	// HeapAfterSync and HeapAtEnd hold each replica's heap in use, after
-	// the settle and after the throughput phase.
+	// the settle and after the throughput phase: what the live objects
+	// take and what garbage not yet collected does, so a reading depends
+	// on where in its collection cycle the replica was.
 	HeapAfterSync, HeapAtEnd []int64
+	// LiveAfterSync and LiveAtEnd hold each replica's heap allocated
+	// right after a collection it was made to run at those two points:
+	// the objects it holds, the cache's among them.
+	LiveAfterSync, LiveAtEnd []int64
 	// CPU spent in the throughput phase: when MachineBusy nears 1, the
 	// cores, not the dependency, bound the round.
 	CPU cpuUse
@@ -52,6 +58,18 @@ type roundResult struct {
 	// the phase lasts as long as the busiest one's part, so the speed-up
 	// over one replica is at most 1/BusiestShare.
 	BusiestShare float64
+	// HeadSeconds is how long the busiest replica waited, from the first
+	// write of the throughput phase, to call the dependency first, and
+	// TailSeconds how long after its last call the phase ended;
+	// CallMillis is the time its workers took per call between the two
+	// (the dependency's delay, the write, and the waits for a core): what
+	// the phase's time is made of.
+	HeadSeconds, TailSeconds, CallMillis float64
+	// ReconcileMillis is the busiest replica's reconcile time per call
+	// (its reconciles' time over its calls: the reconciles of its own
+	// writes' events find nothing to do and take microseconds), and
+	// PatchMillis its mean PATCH round trip, to the response headers.
+	ReconcileMillis, PatchMillis float64
 	// KillSeconds from the SIGKILL of one replica until every object was
 	// seen converged, and TakeoverSeconds until the others held every
 	// slot; rounds of more than one replica only.
@@ -128,6 +146,12 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 	if res.HeapAfterSync, err = heaps(ctx, rs); err != nil {
 		return res, err
 	}
+	if err := d.heapProfiles(ctx, run+"-sync", rs); err != nil {
+		return res, err
+	}
+	if res.LiveAfterSync, err = liveHeaps(ctx, rs); err != nil {
+		return res, err
+	}
 	if err := d.warm(ctx, run, group, prog, rs, &res); err != nil {
 		return res, err
 	}
@@ -135,6 +159,12 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 		return res, err
 	}
 	if res.HeapAtEnd, err = heaps(ctx, rs); err != nil {
+		return res, err
+	}
+	if res.LiveAtEnd, err = liveHeaps(ctx, rs); err != nil {
+		return res, err
+	}
+	if err := d.heapProfiles(ctx, run+"-end", rs); err != nil {
 		return res, err
 	}
 	if n > 1 {
@@ -184,6 +214,12 @@ func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs 
 	if err != nil {
 		return err
 	}
+	times0, err := readTimings(ctx, rs)
+	if err != nil {
+		return err
+	}
+	profiled := d.profile(ctx, run, rs)
+	d.dep.mark()
 	start := time.Now()
 	last := d.o.warmup + d.o.changes
 	for gen := d.o.warmup + 1; gen <= last; gen++ {
@@ -204,9 +240,34 @@ func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs 
 		return err
 	}
 	res.CPU = cpu0.until(cpu1)
+	times1, err := readTimings(ctx, rs)
+	if err != nil {
+		return err
+	}
+	if err := <-profiled; err != nil {
+		return err
+	}
+	busiest := int64(-1)
 	for i, r := range rs {
-		if n := d.dep.callsOf(r.cmd.Process.Pid) - byReplica[i]; res.DependencyCalls > 0 {
+		n := d.dep.callsOf(r.cmd.Process.Pid) - byReplica[i]
+		if res.DependencyCalls > 0 {
 			res.BusiestShare = max(res.BusiestShare, float64(n)/float64(res.DependencyCalls))
+		}
+		if n <= busiest {
+			continue
+		}
+		busiest = n
+		first, last := d.dep.span(r.cmd.Process.Pid)
+		if n > 1 {
+			res.HeadSeconds, res.TailSeconds = first.Sub(start).Seconds(), end.Sub(last).Seconds()
+			res.CallMillis = 1000 * last.Sub(first).Seconds() * float64(d.o.workers) / float64(n-1)
+		}
+		rec, patch := times1[i].reconcile.Since(times0[i].reconcile), times1[i].patch.Since(times0[i].patch)
+		if n > 0 {
+			res.ReconcileMillis = 1000 * rec.Sum / float64(n)
+		}
+		if patch.Count() > 0 {
+			res.PatchMillis = 1000 * patch.Mean()
 		}
 	}
 	return nil
@@ -250,6 +311,45 @@ func heaps(ctx context.Context, rs []*replica) ([]int64, error) {
 	var out []int64
 	for _, r := range rs {
 		v, err := r.gauge(ctx, heapMetric)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, int64(v))
+	}
+	return out, nil
+}
+
+// timings are one replica's reconcile times and PATCH round trips.
+type timings struct{ reconcile, patch promtext.Histogram }
+
+func readTimings(ctx context.Context, rs []*replica) ([]timings, error) {
+	var out []timings
+	for _, r := range rs {
+		body, err := r.scrape(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var t timings
+		if t.reconcile, err = promtext.ReadHistogram(bytes.NewReader(body), reconcileMetric, map[string]string{"controller": controllerName}); err != nil && !errors.Is(err, promtext.ErrNoMetric) {
+			return nil, err
+		}
+		if t.patch, err = promtext.ReadHistogram(bytes.NewReader(body), requestMetric, map[string]string{"verb": "PATCH"}); err != nil && !errors.Is(err, promtext.ErrNoMetric) {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// liveHeaps makes every replica run a garbage collection (through
+// /debug/pprof/heap?gc=1) and then reads its heap allocated.
+func liveHeaps(ctx context.Context, rs []*replica) ([]int64, error) {
+	var out []int64
+	for _, r := range rs {
+		if _, ok, err := get(ctx, "http://"+r.metricsAddr+"/debug/pprof/heap?gc=1"); err != nil || !ok {
+			return nil, errors.Join(fmt.Errorf("replica %s: collect its garbage", r.metricsAddr), err)
+		}
+		v, err := r.gauge(ctx, liveMetric)
 		if err != nil {
 			return nil, err
 		}

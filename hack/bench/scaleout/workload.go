@@ -46,6 +46,9 @@ type dependency struct {
 
 	mu        sync.Mutex
 	byReplica map[string]int64
+	// first and last hold, by replica, the times of its first and last
+	// call since the last mark.
+	first, last map[string]time.Time
 }
 
 func startDependency(delay time.Duration) (*dependency, error) {
@@ -53,11 +56,17 @@ func startDependency(delay time.Duration) (*dependency, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the dependency: %w", err)
 	}
-	d := &dependency{url: "http://" + l.Addr().String() + "/", byReplica: map[string]int64{}}
+	d := &dependency{url: "http://" + l.Addr().String() + "/", byReplica: map[string]int64{},
+		first: map[string]time.Time{}, last: map[string]time.Time{}}
 	d.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.calls.Add(1)
 		d.mu.Lock()
-		d.byReplica[r.URL.Query().Get("replica")]++
+		who, now := r.URL.Query().Get("replica"), time.Now()
+		d.byReplica[who]++
+		if _, ok := d.first[who]; !ok {
+			d.first[who] = now
+		}
+		d.last[who] = now
 		d.mu.Unlock()
 		select { // the dependency's latency: what the reconciles wait on
 		case <-time.After(delay):
@@ -69,6 +78,22 @@ func startDependency(delay time.Duration) (*dependency, error) {
 }
 
 func (d *dependency) stop() { _ = d.srv.Close() }
+
+// mark forgets the times of every replica's first and last call.
+func (d *dependency) mark() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.first)
+	clear(d.last)
+}
+
+// span returns the times of the first and last call pid made since the
+// last mark; zero times if it made none.
+func (d *dependency) span(pid int) (first, last time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.first[strconv.Itoa(pid)], d.last[strconv.Itoa(pid)]
+}
 
 // callsOf returns how many calls the process pid has made.
 func (d *dependency) callsOf(pid int) int64 {

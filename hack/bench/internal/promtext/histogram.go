@@ -16,6 +16,8 @@ import (
 type Histogram struct {
 	Bounds []float64
 	Counts []uint64
+	// Sum is the sum of the observations.
+	Sum float64
 }
 
 // ReadHistogram returns the series of the histogram name whose labels
@@ -34,7 +36,7 @@ func ReadHistogram(r io.Reader, name string, match map[string]string) (Histogram
 		if !matches(m, match) || m.GetHistogram() == nil {
 			continue
 		}
-		var h Histogram
+		h := Histogram{Sum: m.GetHistogram().GetSampleSum()}
 		for _, b := range m.GetHistogram().GetBucket() {
 			h.Bounds = append(h.Bounds, b.GetUpperBound())
 			h.Counts = append(h.Counts, b.GetCumulativeCount())
@@ -61,7 +63,7 @@ func matches(m *dto.Metric, want map[string]string) bool {
 // Since returns h's observations since earlier, a reading of the same
 // series.
 func (h Histogram) Since(earlier Histogram) Histogram {
-	out := Histogram{Bounds: h.Bounds, Counts: make([]uint64, len(h.Counts))}
+	out := Histogram{Bounds: h.Bounds, Counts: make([]uint64, len(h.Counts)), Sum: h.Sum - earlier.Sum}
 	for i, c := range h.Counts {
 		if i < len(earlier.Counts) && earlier.Counts[i] <= c {
 			c -= earlier.Counts[i]
@@ -69,6 +71,14 @@ func (h Histogram) Since(earlier Histogram) Histogram {
 		out.Counts[i] = c
 	}
 	return out
+}
+
+// Mean returns the mean observation, NaN for none.
+func (h Histogram) Mean() float64 {
+	if h.Count() == 0 {
+		return math.NaN()
+	}
+	return h.Sum / float64(h.Count())
 }
 
 // Count returns the number of observations.

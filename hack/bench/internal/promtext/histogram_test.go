@@ -36,12 +36,21 @@ func TestHistogramQuantile(t *testing.T) {
 	if got := h.Quantile(0.99); !math.IsInf(got, 1) {
 		t.Errorf("p99 = %v, want +Inf (in the last bucket)", got)
 	}
-	earlier := Histogram{Bounds: h.Bounds, Counts: []uint64{50, 50, 50}}
+	if got := h.Mean(); got != 0.2 {
+		t.Errorf("mean = %v, want 0.2 (sum 20 of 100)", got)
+	}
+	earlier := Histogram{Bounds: h.Bounds, Counts: []uint64{50, 50, 50}, Sum: 2}
 	if got := h.Since(earlier).Quantile(0.5); math.Abs(got-(0.1+0.9*25.0/40)) > 1e-9 {
 		t.Errorf("p50 since = %v", got)
 	}
+	if got := h.Since(earlier).Mean(); math.Abs(got-0.36) > 1e-9 {
+		t.Errorf("mean since = %v, want 0.36 (sum 18 of 50)", got)
+	}
 	if _, err := ReadHistogram(strings.NewReader(sample), "workqueue_queue_duration_seconds", map[string]string{"name": "c"}); err == nil {
 		t.Error("no error for a series that is not there")
+	}
+	if got := (Histogram{}).Mean(); !math.IsNaN(got) {
+		t.Errorf("empty mean: %v, want NaN", got)
 	}
 	if got := (Histogram{}).Quantile(0.5); !math.IsNaN(got) {
 		t.Errorf("empty: %v, want NaN", got)

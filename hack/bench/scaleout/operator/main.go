@@ -6,7 +6,9 @@
 // process ID, by which the benchmark counts each replica's share), then
 // records the generation in the annotation with one merge patch that
 // carries the resourceVersion read as a precondition. Every ConfigMap of the cluster
-// is cached: the benchmark reads the heap that costs.
+// is cached: the benchmark reads the heap that costs (with --pprof, which
+// the benchmark sets, after making the replica collect its garbage
+// through /debug/pprof/heap?gc=1).
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -45,9 +48,9 @@ const (
 type flags struct {
 	kubeconfig, metricsAddr, healthAddr, dependency string
 	group, leaseNamespace                           string
-	workers                                         int
+	workers, memProfileRate                         int
 	lease, renew, retry, balance                    time.Duration
-	byNamespace, clientFilter                       bool
+	byNamespace, clientFilter, pprof                bool
 }
 
 func main() {
@@ -65,6 +68,8 @@ func main() {
 	flag.DurationVar(&f.balance, "balance-half-life", 0, "Options.Sharding.Balance.HalfLife; 0 balances the slots by count alone")
 	flag.BoolVar(&f.byNamespace, "shard-by-namespace", false, "shard the ConfigMaps by namespace rather than by UID")
 	flag.BoolVar(&f.clientFilter, "client-side-filter", false, "never send shard selectors: every replica receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
+	flag.BoolVar(&f.pprof, "pprof", false, "serve net/http/pprof beside /metrics")
+	flag.IntVar(&f.memProfileRate, "mem-profile-rate", 0, "runtime.MemProfileRate, bytes allocated per heap profile sample; 0 keeps Go's 512 KiB")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintf(os.Stderr, "operator: %v\n", err)
@@ -73,6 +78,9 @@ func main() {
 }
 
 func run(f flags) error {
+	if f.memProfileRate > 0 {
+		runtime.MemProfileRate = f.memProfileRate
+	}
 	if f.dependency == "" {
 		return errors.New("--dependency is empty: give the URL of the slow dependency")
 	}
@@ -89,7 +97,7 @@ func run(f flags) error {
 		Sharding: manager.ShardingOptions{Enabled: true, Group: f.group, Namespace: f.leaseNamespace,
 			LeaseDuration: f.lease, RenewDeadline: f.renew, RetryPeriod: f.retry,
 			Balance: manager.BalanceOptions{Enabled: f.balance > 0, HalfLife: f.balance}},
-		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr},
+		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr, Pprof: f.pprof},
 		Health:  manager.HealthOptions{BindAddress: f.healthAddr},
 	})
 	if err != nil {
