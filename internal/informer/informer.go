@@ -85,8 +85,10 @@ type Informer struct {
 	shard     apisharding.Selector
 	// sharded is lw with shard applied, made at the first list or watch.
 	sharded toolscache.ListerWatcherWithContext
-	started bool
-	stopped bool
+	// firstList answers the first list, if set (SetFirstList).
+	firstList ListFunc
+	started   bool
+	stopped   bool
 }
 
 var _ toolscache.SharedIndexInformer = (*Informer)(nil)

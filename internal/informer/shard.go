@@ -72,6 +72,13 @@ func (r runListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 }
 
 func (r runListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if first := r.i.takeFirstList(); first != nil {
+		list, err := first(ctx, opts)
+		if err == nil {
+			return list, nil
+		}
+		logr.FromContextOrDiscard(ctx).V(1).Info("First list failed; listing in full", "error", err.Error())
+	}
 	return r.i.listWatch().ListWithContext(ctx, opts)
 }
 
@@ -80,9 +87,11 @@ func (r runListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOpti
 }
 
 // IsWatchListSemanticsUnSupported is the informer's ListerWatcher's: a
-// fake one that cannot stream lists keeps the reflector from trying.
+// fake one that cannot stream lists keeps the reflector from trying. So
+// does a first list (SetFirstList), which a stream would not ask for; the
+// reflector reads this once, as it starts.
 func (r runListWatch) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(r.i.lw)
+	return r.i.hasFirstList() || watchlist.DoesClientNotSupportWatchListSemantics(r.i.lw)
 }
 
 // listWatch returns the informer's ListerWatcher with its shard selector,

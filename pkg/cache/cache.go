@@ -86,9 +86,10 @@ type Cache struct {
 	slots   []int
 	slotsMu sync.Mutex
 	// probed is whether the API server applies shard selectors, once
-	// probeOnce has asked.
-	probeOnce sync.Once
-	probed    bool
+	// probeOnce has asked; probeKnown is set once it has.
+	probeOnce  sync.Once
+	probed     bool
+	probeKnown atomic.Bool
 }
 
 // New returns a cache for the cluster cfg points at. Nothing is listed or

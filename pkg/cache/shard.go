@@ -74,10 +74,14 @@ var ErrNotSharded = errors.New("no sharded type in the cache")
 // sorted, indexes, ControlledBy, Lazy, read-your-writes) holds across a
 // swap, and read-your-writes waits only for writes of held slots. One
 // informer set per slot set, rather than one informer per run of slots
-// gained together, costs a relist of the replica's whole share at each change (rare: slots move
-// when members join or leave), in exchange for reads that never merge or
-// deduplicate stores. The cache's opkit_cache_slots counts each type's
-// slots; TypeStatus.Slots lists them.
+// gained together, gives reads that never merge or deduplicate stores.
+// Where the API server filters by shard selector, the new informers list
+// from it only the gained slots' objects, and take those of the slots
+// held throughout from the old informers' stores, as of the resource
+// version the gained slots are listed at; elsewhere (or if that list
+// fails) they list the whole new set, which without server filtering
+// means every object of the type. The cache's opkit_cache_slots counts
+// each type's slots; TypeStatus.Slots lists them.
 func (c *Cache) SetSlots(ctx context.Context, slots []int) error {
 	if len(slots) > 0 {
 		if _, err := c.opts.Sharding.Slots.Selector(sharding.ByUID, slots); err != nil {
@@ -126,6 +130,10 @@ func (r *registration) setSlots(ctx context.Context, slots []int) error {
 	next, err := r.buildView(ctx, mapping, slots)
 	if err != nil {
 		return fmt.Errorf("cache: set slots of %s: %w", r.key.gvk, err)
+	}
+	if err := r.seed(ctx, mapping, next, old); err != nil {
+		// Only what next lists is at stake: all of it, as unseeded.
+		r.c.log.Error(err, "Cannot list only the gained slots; listing every held slot", "type", r.key.gvk.String())
 	}
 	if err := r.attachHandlers(next, old); err != nil {
 		r.detachHandlers(next)
@@ -392,8 +400,37 @@ func (c *Cache) serverFilters(ctx context.Context, r *registration, mapping *met
 	case ServerFilterOff:
 		return false
 	}
-	c.probeOnce.Do(func() { c.probed = c.probe(ctx, r, mapping) })
+	c.probeOnce.Do(func() {
+		c.probed = c.probe(ctx, r, mapping)
+		c.probeKnown.Store(true)
+	})
 	return c.probed
+}
+
+// ServerFiltered reports whether the API server filters every sharded
+// type (TypeOptions.Sharded) by its slots' shard selector, so that a
+// change of slots lists only the gained slots' objects (see SetSlots). It
+// is false without a sharded type, with a type sharded by
+// sharding.ByControllerOwner (which the cache filters itself), with
+// ServerFilterOff, and with ServerFilterDetect until the first sharded
+// informers are made and the probe finds support.
+func (c *Cache) ServerFiltered() bool {
+	regs := c.registered(func(k regKey) bool { return k.sharded })
+	if len(regs) == 0 {
+		return false
+	}
+	for _, r := range regs {
+		if r.opts.ShardKey == sharding.ByControllerOwner {
+			return false
+		}
+	}
+	switch c.opts.Sharding.ServerFilter {
+	case ServerFilterOn:
+		return true
+	case ServerFilterOff:
+		return false
+	}
+	return c.probeKnown.Load() && c.probed
 }
 
 func (c *Cache) probe(ctx context.Context, r *registration, mapping *meta.RESTMapping) bool {
