@@ -2,7 +2,12 @@ package manager
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/opkit-dev/opkit/pkg/cache"
 )
 
 // DefaultBalanceHalfLife is the default of BalanceOptions.HalfLife.
@@ -16,10 +21,13 @@ const DefaultBalanceHalfLife = time.Minute
 // by load brings it within 1–2% of its share for loads that hold still
 // (in simulation: internal/sharding/membership's Balance tests).
 //
-// Each move costs the two replicas a relist of their share of the
-// sharded types, so balancing pays where the load holds still for longer
-// than it takes to move the slots (docs/performance.md has the scale-out
-// benchmark's figures). It is off by default.
+// Each move costs the replica that gains a slot a list of that slot's
+// objects where the API server filters by shard selector, and of every
+// object of the sharded types where it does not (see cache.Cache.SetSlots), so
+// balancing pays where the load holds still for longer than it takes to
+// move the slots (docs/performance.md has the scale-out benchmark's
+// figures); without server filtering, leave it off. It is off by
+// default.
 //
 // Each replica times its reconciles of each slot it holds (wall time,
 // from admission until the reconcile returns, so a reconcile waiting on a
@@ -38,6 +46,12 @@ const DefaultBalanceHalfLife = time.Minute
 // the slot return before the new holder's start. A slot that moves keeps
 // the rate its old holder measured until its new holder's measure takes
 // over.
+//
+// Balancing needs the API server to filter the sharded types by shard
+// selector (cache.Cache.ServerFiltered). Without that filter each move
+// lists every object of the type, and the time that takes reads as load
+// on the slots, so balancing would chase its own moves; a replica then
+// says so in its log, measures no load, and balances by count.
 //
 // Every replica of the group must set the same options. Until the
 // replicas keep a tenth of a worker busy each, on average (a new group,
@@ -71,4 +85,38 @@ func (bo BalanceOptions) validate() []error {
 		return []error{fmt.Errorf("Options.Sharding.Balance.HalfLife is %v: it must be 0 (the default, %v) or positive", bo.HalfLife, DefaultBalanceHalfLife)}
 	}
 	return nil
+}
+
+// balanceObserver returns what the dispatcher hands each reconcile's time
+// to with Balance on: observe, once the first reconcile finds the cache's
+// sharded types filtered by the API server; nothing otherwise, for the
+// replica's life, which leaves the slots balanced by count (see
+// BalanceOptions). The first reconcile of a slot comes after the cache
+// holds it, so after the cache has asked the API server.
+func balanceObserver(c *cache.Cache, observe func(int, time.Duration), log logr.Logger) func(int, time.Duration) {
+	const (
+		unknown = iota
+		on
+		off
+	)
+	var state atomic.Int32
+	return func(slot int, took time.Duration) {
+		switch state.Load() {
+		case on:
+			observe(slot, took)
+			return
+		case off:
+			return
+		}
+		if c.ServerFiltered() {
+			if state.CompareAndSwap(unknown, on) {
+				log.V(1).Info("Balancing slots by load")
+			}
+			observe(slot, took)
+			return
+		}
+		if state.CompareAndSwap(unknown, off) {
+			log.Info("Options.Sharding.Balance is on, but the API server does not filter the sharded types by shard selector (or one is sharded by sharding.ByControllerOwner): each slot move lists every object of the type, and that time would read as load. Balancing slots by count instead; turn Balance off, or enable the API server's ShardedListAndWatch feature")
+		}
+	}
 }

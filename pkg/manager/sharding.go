@@ -210,7 +210,7 @@ func (m *Manager) newSharded() (*sharded, error) {
 	}
 	var observe func(int, time.Duration)
 	if so.Balance.Enabled {
-		observe = s.member.ObserveLoad
+		observe = balanceObserver(m.cache, s.member.ObserveLoad, m.log.WithName("sharding"))
 	}
 	s.dispatcher, err = dispatch.New(s.member, dispatch.Options{
 		Cache: splitCache{m.cache}, Registerer: m.registry, Logger: m.log.WithName("sharding"),
