@@ -16,3 +16,11 @@ func LazyJoined[T Object](l *LazyLister[T], namespace, name string) int {
 	}
 	return -1
 }
+
+// SetSeedPageSize sets the page size of the lists of gained slots until
+// the test ends.
+func SetSeedPageSize(t interface{ Cleanup(func()) }, n int64) {
+	old := seedPageSize
+	seedPageSize = n
+	t.Cleanup(func() { seedPageSize = old })
+}

@@ -7,8 +7,10 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/opkit-dev/opkit/internal/informer"
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -17,12 +19,17 @@ import (
 // errNoSeed is why a new view's informer lists in full after all.
 var errNoSeed = errors.New("no seed")
 
+// seedPageSize is how many objects each page of a gained slots' list
+// asks for, as client-go's reflector pages its lists.
+var seedPageSize int64 = 500
+
 // seed has each informer of next, a view SetSlots is about to start in
 // place of old, list from the API server only the objects of the slots
 // old does not hold, and take the others from old's store: where old
 // holds most of next's slots, as after a rebalance that moves a few, the
 // API server lists a few slots' objects rather than the replica's whole
-// share, and the objects held throughout are not decoded again.
+// share, and the objects held throughout are copied rather than decoded
+// again.
 //
 // The informer's first list is then old's objects of the kept slots, as
 // of the resource version rv old's store is the state of
@@ -72,42 +79,36 @@ func (r *registration) seed(ctx context.Context, mapping *meta.RESTMapping, next
 			if rv == "" {
 				return nil, fmt.Errorf("%w: the old informer cannot tell its resource version", errNoSeed)
 			}
-			var (
-				list  runtime.Object
-				items []runtime.Object
-				err   error
-			)
+			var items []runtime.Object
 			if selector != "" {
-				// Exactly rv: the kept slots' objects are the state at rv.
+				// Exactly rv: the kept slots' objects are the state at
+				// rv. Later pages are at the first one's version.
 				opts := metav1.ListOptions{ShardSelector: selector, ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}
-				if list, err = lw.ListWithContext(ctx, opts); err != nil {
+				pages := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+					return lw.ListWithContext(ctx, opts)
+				}))
+				pages.PageSize = seedPageSize
+				list, _, err := pages.List(ctx, opts)
+				if err != nil {
 					return nil, fmt.Errorf("list slots %v at resource version %s: %w", gained, rv, err)
 				}
 				if items, err = meta.ExtractList(list); err != nil {
 					return nil, err
 				}
-			} else if list, err = r.emptyList(); err != nil {
-				return nil, err
 			}
 			// Of each source, the objects of its slots only: the list's,
 			// in case the API server did not filter it after all.
 			items = slices.DeleteFunc(items, func(o runtime.Object) bool { return !inSlots(slots, key, o, gained) })
 			for _, obj := range objs {
 				if o, ok := obj.(runtime.Object); ok && inSlots(slots, key, o, kept) {
-					items = append(items, o)
+					// A copy: the new informer's transform shares what
+					// it can in place, and old's readers read these.
+					items = append(items, o.DeepCopyObject())
 				}
 			}
-			if err := meta.SetList(list, items); err != nil {
-				return nil, err
-			}
-			listMeta, err := meta.ListAccessor(list)
-			if err != nil {
-				return nil, err
-			}
-			listMeta.SetResourceVersion(rv)
-			listMeta.SetContinue("")
-			listMeta.SetRemainingItemCount(nil)
-			return list, nil
+			// A list as client-go's pager makes of several pages, which
+			// its reflector takes as it takes any.
+			return &metainternalversion.List{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: items}, nil
 		}
 		if err := inf.SetFirstList(first); err != nil {
 			return err

@@ -19,9 +19,9 @@ import (
 	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
-// listRecorder records the ConfigMap lists (not watches) that pass
-// through it, as "selector@match", and can refuse the lists at an exact
-// resource version.
+// listRecorder records the ConfigMap lists (not watches, nor their
+// later pages) that pass through it, as "selector@match", and can refuse
+// the lists at an exact resource version.
 type listRecorder struct {
 	mu         sync.Mutex
 	lists      []string
@@ -42,7 +42,7 @@ func (l *listRecorder) client(t *testing.T) *http.Client {
 func (l *listRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	q := req.URL.Query()
 	sel := q.Get("shardSelector")
-	if sel != "" && !strings.Contains(sel, "'0x0'") && strings.HasSuffix(req.URL.Path, "/configmaps") && q.Get("watch") != "true" {
+	if sel != "" && !strings.Contains(sel, "'0x0'") && strings.HasSuffix(req.URL.Path, "/configmaps") && q.Get("watch") != "true" && q.Get("continue") == "" {
 		l.mu.Lock()
 		l.lists = append(l.lists, sel+"@"+q.Get("resourceVersionMatch"))
 		refuse := l.refuseAtRV && q.Get("resourceVersionMatch") == string(metav1.ResourceVersionMatchExact)
@@ -74,6 +74,7 @@ func TestSetSlotsListsOnlyTheGainedSlots(t *testing.T) {
 	if on, _ := env.FeatureGate("ShardedListAndWatch"); !on {
 		t.Skip("the API server does not filter by shard selector: every move lists every object")
 	}
+	cache.SetSeedPageSize(t, 4) // several pages, at the first one's version
 	s, _ := sharding.NewSlots(shardSlots)
 	sel := func(slots []int) string { v, _ := s.Selector(sharding.ByUID, slots); return v }
 	for _, refuse := range []bool{false, true} {
