@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -49,6 +50,18 @@ func newCache(t *testing.T, opts cache.Options) *cache.Cache {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// wrappedClient returns an HTTP client for the test control plane whose
+// transport is wrap applied to the usual one.
+func wrappedClient(t *testing.T, wrap func(next http.RoundTripper) http.RoundTripper) *http.Client {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.Transport = wrap(hc.Transport)
+	return hc
 }
 
 // start starts c until the test ends and waits for it to sync.

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 	"github.com/opkit-dev/opkit/pkg/sharding"
@@ -30,13 +29,7 @@ type listRecorder struct {
 }
 
 func (l *listRecorder) client(t *testing.T) *http.Client {
-	hc, err := rest.HTTPClientFor(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.next = hc.Transport
-	hc.Transport = l
-	return hc
+	return wrappedClient(t, func(next http.RoundTripper) http.RoundTripper { l.next = next; return l })
 }
 
 func (l *listRecorder) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/opkit-dev/opkit/internal/cacheaccess"
@@ -167,13 +166,7 @@ type selectorRecorder struct {
 }
 
 func (s *selectorRecorder) client(t *testing.T) *http.Client {
-	hc, err := rest.HTTPClientFor(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.next = hc.Transport
-	hc.Transport = s
-	return hc
+	return wrappedClient(t, func(next http.RoundTripper) http.RoundTripper { s.next = next; return s })
 }
 
 func (s *selectorRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -471,12 +464,8 @@ func TestHandlerAddedDuringSetSlots(t *testing.T) {
 	objs := createShardConfigMaps(t, ns, 60)
 	s, _ := sharding.NewSlots(shardSlots)
 	sel, _ := s.Selector(sharding.ByUID, slotRange(0, 15))
-	hc, err := rest.HTTPClientFor(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hold := &holdSelector{next: hc.Transport, selector: sel, arrived: make(chan struct{}), release: make(chan struct{})}
-	hc.Transport = hold
+	hold := &holdSelector{selector: sel, arrived: make(chan struct{}), release: make(chan struct{})}
+	hc := wrappedClient(t, func(next http.RoundTripper) http.RoundTripper { hold.next = next; return hold })
 	c := newCache(t, cache.Options{HTTPClient: hc, Sharding: cache.ShardingOptions{Slots: s, ServerFilter: cache.ServerFilterOn}})
 	l, err := cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{Namespaces: []string{ns}, Sharded: true})
 	if err != nil {

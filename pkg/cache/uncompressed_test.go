@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
 )
@@ -53,14 +52,11 @@ func TestListsAndWatchesUncompressed(t *testing.T) {
 	}
 	for _, form := range []string{"typed", "metadata", "unstructured"} {
 		t.Run(form, func(t *testing.T) {
-			hc, err := rest.HTTPClientFor(env.Config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := &gzipSeen{next: hc.Transport}
-			hc.Transport = seen
+			seen := &gzipSeen{}
+			hc := wrappedClient(t, func(next http.RoundTripper) http.RoundTripper { seen.next = next; return seen })
 			c := newCache(t, cache.Options{Namespaces: []string{ns}, HTTPClient: hc})
 			gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+			var err error
 			switch form {
 			case "typed":
 				_, err = cache.Register[*corev1.ConfigMap](c, cache.TypeOptions{})
