@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
+	"github.com/opkit-dev/opkit/internal/freeport"
 )
 
 // replica is one operator process.
@@ -58,13 +59,15 @@ func startReplica(o options, bin, kubeconfig, group, dependency, logPath string)
 	return &replica{cmd: cmd, metricsAddr: m, healthAddr: h, log: log}, nil
 }
 
+// freeAddr returns a loopback address for a replica's server to bind:
+// its port below the kernel's ephemeral range (internal/freeport), so that
+// no outgoing connection takes it before the replica binds it.
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
 }
 
 // get returns the body of an HTTP GET of url, and whether it answered 200.
