@@ -339,19 +339,22 @@ bench-budget: envtest ## Measure the API budget: three controllers flooding besi
 	OPKIT_CACHE_MUTATION_DETECTOR=false $(GO) test -run '^$$' -bench '^BenchmarkBudget(Flood|ServerLimit)$$' -benchtime=1x -count=$(BENCH_COUNT) -timeout=30m ./pkg/manager/ \
 	  | grep -E '^(Benchmark|goos|goarch|cpu)' | tee $(RESULTS)/budget.txt
 
-# Sharding past five replicas (issue 52): the scale-out benchmark at five
-# and eight replicas, the slots balanced by load, with the objects in one
-# namespace and in namespaces of skewed sizes; then the capacity under
-# the objective (p99 queue ≤ 1s, reconcile ≤ 5s) of CAPACITY_REPLICAS.
+# Sharding past five replicas (issue 52): the scale-out benchmark at each
+# of SHARDING_REPLICAS against one replica, the slots balanced by load
+# (SHARDING_FLAGS), with the objects in one namespace; five replicas with
+# them in namespaces of skewed sizes; then the capacity under the
+# objective (p99 queue ≤ 1s, reconcile ≤ 5s) of CAPACITY_REPLICAS.
+SHARDING_REPLICAS ?= 2 3 4 5 6 7 8
+SHARDING_FLAGS ?= -balance-half-life 15s
 CAPACITY_REPLICAS ?= 1,2,3,4,5,6,7,8
 .PHONY: bench-sharding
-bench-sharding: envtest ## Measure sharding at 5 and 8 replicas (uniform and skewed keys) and the capacity under a latency objective of 1–8 replicas (about an hour on two cores).
+bench-sharding: envtest ## Measure sharding from 2 to 8 replicas (uniform keys), at 5 with skewed keys, and the capacity under a latency objective of 1–8 replicas (about an hour on two cores).
 	mkdir -p $(RESULTS)/sharding
-	for n in 5 8; do \
-	  $(GO) -C hack/bench run ./scaleout -rounds 1 -replicas $$n -out $(RESULTS)/sharding/uniform-$$n $(SCALEOUT_FLAGS) || exit 1; \
+	for n in $(SHARDING_REPLICAS); do \
+	  $(GO) -C hack/bench run ./scaleout -rounds 1 -replicas $$n -fill 20000 -out $(RESULTS)/sharding/uniform-$$n $(SHARDING_FLAGS) $(SCALEOUT_FLAGS) || exit 1; \
 	done | tee $(RESULTS)/sharding/throughput.txt
-	$(GO) -C hack/bench run ./scaleout -rounds 1 -replicas 5 -skewed -out $(RESULTS)/sharding/skewed-5 $(SCALEOUT_FLAGS) | tee $(RESULTS)/sharding/skewed.txt
-	$(GO) -C hack/bench run ./scaleout -capacity $(CAPACITY_REPLICAS) -out $(RESULTS)/sharding $(SCALEOUT_FLAGS) | tee $(RESULTS)/sharding/capacity.txt
+	$(GO) -C hack/bench run ./scaleout -rounds 1 -replicas 5 -skewed -out $(RESULTS)/sharding/skewed-5 $(SHARDING_FLAGS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/sharding/skewed.txt
+	$(GO) -C hack/bench run ./scaleout -capacity $(CAPACITY_REPLICAS) -probes 6 -window 10s -out $(RESULTS)/sharding $(SHARDING_FLAGS) $(SCALEOUT_FLAGS) | tee $(RESULTS)/sharding/capacity.txt
 
 .PHONY: bench-memory
 bench-memory: envtest ## Run opkit's Mirror and controller-runtime's two (Secrets cached, ConfigMaps only) under a real memory limit among OBJECTS (60000) objects of each of MEMORY_SHAPES (realistic small); bisect the smallest limit each survives, and its speed there (root).

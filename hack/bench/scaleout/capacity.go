@@ -43,7 +43,14 @@ type probe struct {
 	// BusiestShare is the busiest replica's share of the window's
 	// dependency calls.
 	BusiestShare float64
-	Met          bool
+	// CPU is what the machine, the API server and the replicas spent
+	// over the window: whether the two cores bound the probe.
+	CPU cpuUse
+	// Moved is how many slots' holders differ between the start of the
+	// ramp and the end of the window (balancing moves them while the
+	// loads change): keys of a moving slot wait for its new holder.
+	Moved int
+	Met   bool
 }
 
 // capacityResult is one replica count's capacity: the largest churn rate
@@ -73,7 +80,7 @@ func (d *driver) capacity(ctx context.Context, n int) (res capacityResult, err e
 	if err := d.warm(ctx, run, group, prog, rs, &warm); err != nil {
 		return res, err
 	}
-	c := &churn{d: d, run: run, seq: int64(o.warmup) + 1}
+	c := &churn{d: d, run: run, group: group, seq: int64(o.warmup) + 1}
 	ideal := float64(n*o.workers) / o.delay.Seconds()
 	lo, hi := 0.0, 1.1*ideal
 	for range o.probes {
@@ -82,8 +89,8 @@ func (d *driver) capacity(ctx context.Context, n int) (res capacityResult, err e
 		if err != nil {
 			return res, err
 		}
-		logf("capacity, %d replicas: %.1f changes/s asked, %.1f written: queue p99 %.3fs, reconcile p99 %.3fs, busiest %.3f: %s",
-			n, p.Rate, p.Achieved, p.QueueP99, p.ReconcileP99, p.BusiestShare, map[bool]string{true: "met", false: "missed"}[p.Met])
+		logf("capacity, %d replicas: %.1f changes/s asked, %.1f written: queue p99 %.3fs, reconcile p99 %.3fs, busiest %.3f, %d slots moved, machine %.0f%% busy, API server %.2f cores: %s",
+			n, p.Rate, p.Achieved, p.QueueP99, p.ReconcileP99, p.BusiestShare, p.Moved, 100*p.CPU.MachineBusy, p.CPU.APIServerSeconds/o.window.Seconds(), map[bool]string{true: "met", false: "missed"}[p.Met])
 		res.Probes = append(res.Probes, p)
 		if p.Met {
 			lo, res.Rate, res.At = rate, rate, p
@@ -97,9 +104,9 @@ func (d *driver) capacity(ctx context.Context, n int) (res capacityResult, err e
 // churn writes changes at a rate, round-robin over the objects of run,
 // each a new generation.
 type churn struct {
-	d   *driver
-	run string
-	seq int64 // the next generation written
+	d          *driver
+	run, group string
+	seq        int64 // the next generation written
 }
 
 // probe churns at rate for a ramp of o.window/3 and a window of o.window,
@@ -108,6 +115,10 @@ type churn struct {
 func (c *churn) probe(ctx context.Context, rs []*replica, rate float64) (probe, error) {
 	o := c.d.o
 	p := probe{Rate: rate}
+	held, err := claims(ctx, c.d.cs, c.group)
+	if err != nil {
+		return p, err
+	}
 	ctx, stop := context.WithCancel(ctx)
 	var written atomic.Int64
 	var writeErr error
@@ -148,22 +159,38 @@ func (c *churn) probe(ctx context.Context, rs []*replica, rate float64) (probe, 
 			return nil
 		}
 	}
-	err := wait(o.window / 3)
-	var before []histograms
+	err = wait(o.window / 3)
+	var before, after []histograms
 	var calls0 []int64
+	var cpu0, cpu1 cpuSample
 	if err == nil {
 		before, err = readHistograms(ctx, rs)
 		calls0 = c.calls(rs)
+	}
+	if err == nil {
+		cpu0, err = sampleCPU(ctx, c.d.cs, rs)
 	}
 	w0, t0 := written.Load(), time.Now()
 	if err == nil {
 		err = wait(o.window)
 	}
-	var after []histograms
+	if err == nil {
+		cpu1, err = sampleCPU(ctx, c.d.cs, rs)
+	}
 	if err == nil {
 		after, err = readHistograms(ctx, rs)
 	}
+	var now map[int]string
+	if err == nil {
+		now, err = claims(ctx, c.d.cs, c.group)
+	}
+	for s, who := range now {
+		if held[s] != who {
+			p.Moved++
+		}
+	}
 	p.Achieved = float64(written.Load()-w0) / time.Since(t0).Seconds()
+	p.CPU = cpu0.until(cpu1)
 	calls1 := c.calls(rs)
 	stop()
 	wg.Wait()
@@ -262,12 +289,16 @@ func drain(ctx context.Context, rs []*replica, timeout time.Duration) error {
 	}
 }
 
-// capacityTable tabulates the capacities beside the published curve.
+// capacityTable tabulates the capacities beside the published curve, each
+// with what bounds it: the lowest rate tried above it that missed (the
+// bisection's resolution), the ratio the busiest replica's share allows
+// (1/share), and how busy the machine and the API server were.
 func capacityTable(o options, res []capacityResult) table {
 	t := table{
 		title: fmt.Sprintf("capacity under the objective (p99 queue ≤ %v and reconcile ≤ %v on every replica): %d objects, %d workers per replica, a %v dependency call per reconcile, %d probes of %v each by bisection",
 			objectiveQueue, objectiveReconcile, o.objects, o.workers, o.delay, o.probes, o.window),
-		header: []string{"replicas", "changes/s", "over 1 replica", "published (timebertt)", "queue p99 (s)", "reconcile p99 (s)", "busiest share"},
+		header: []string{"replicas", "changes/s", "first missed", "over 1 replica", "published (timebertt)", "queue p99 (s)", "reconcile p99 (s)",
+			"busiest share", "share allows", "machine busy", "API server cores"},
 	}
 	base := 0.0
 	for _, r := range res {
@@ -276,17 +307,36 @@ func capacityTable(o options, res []capacityResult) table {
 		}
 	}
 	for _, r := range res {
-		over, pub := "—", "—"
+		over, pub, missed, allows := "—", "—", "—", "—"
 		if base > 0 {
 			over = fmt.Sprintf("%.2f×", r.Rate/base)
 		}
 		if v, ok := published[r.Replicas]; ok {
 			pub = fmt.Sprintf("%.2f×", v)
 		}
-		t.rows = append(t.rows, []string{strconv.Itoa(r.Replicas), fmt.Sprintf("%.1f", r.Rate), over, pub,
-			fmt.Sprintf("%.3f", r.At.QueueP99), fmt.Sprintf("%.3f", r.At.ReconcileP99), fmt.Sprintf("%.3f", r.At.BusiestShare)})
+		if m := r.firstMissed(); m > 0 {
+			missed = fmt.Sprintf("%.1f", m)
+		}
+		if r.At.BusiestShare > 0 {
+			allows = fmt.Sprintf("%.2f×", 1/r.At.BusiestShare)
+		}
+		t.rows = append(t.rows, []string{strconv.Itoa(r.Replicas), fmt.Sprintf("%.1f", r.Rate), missed, over, pub,
+			fmt.Sprintf("%.3f", r.At.QueueP99), fmt.Sprintf("%.3f", r.At.ReconcileP99), fmt.Sprintf("%.3f", r.At.BusiestShare), allows,
+			fmt.Sprintf("%.0f%%", 100*r.At.CPU.MachineBusy), fmt.Sprintf("%.2f", r.At.CPU.APIServerSeconds/o.window.Seconds())})
 	}
 	return t
+}
+
+// firstMissed returns the lowest rate tried above the capacity that
+// missed the objective, 0 if none did: the capacity lies between the two.
+func (r capacityResult) firstMissed() float64 {
+	m := 0.0
+	for _, p := range r.Probes {
+		if !p.Met && p.Rate > r.Rate && (m == 0 || p.Rate < m) {
+			m = p.Rate
+		}
+	}
+	return m
 }
 
 // capacities measures each replica count of -capacity and reports them.

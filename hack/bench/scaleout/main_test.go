@@ -69,3 +69,51 @@ func TestBenchSmoke(t *testing.T) {
 		t.Errorf("scaleout.md has no throughput row:\n%s", md)
 	}
 }
+
+// The capacity mode at a tiny size: each replica count is staged, warmed
+// and probed at rates by bisection, every probe reads the replicas'
+// histograms and the CPU spent over its window, and the table is written.
+// Whether a probe meets the objective depends on the machine, so only the
+// readings are checked.
+func TestCapacitySmoke(t *testing.T) {
+	root, err := repo.Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o, err := parse([]string{"-capacity", "1,2", "-probes", "2", "-window", "1500ms", "-objects", "8", "-fill", "10", "-out", dir, "-bin", dir}, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench(t.Context(), o, root, env); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "scaleout-capacity.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []capacityResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Replicas != 1 || res[1].Replicas != 2 {
+		t.Fatalf("results: got %+v, want 1 replica, then 2", res)
+	}
+	for _, r := range res {
+		if len(r.Probes) != 2 {
+			t.Errorf("%d replicas: %d probes, want 2", r.Replicas, len(r.Probes))
+		}
+		for _, p := range r.Probes {
+			if p.Achieved <= 0 || p.CPU.MachineBusy <= 0 || p.CPU.APIServerSeconds <= 0 || p.BusiestShare < 1/float64(r.Replicas) || p.BusiestShare > 1 {
+				t.Errorf("%d replicas, probe at %.1f/s: got %+v, want changes written, machine and API server CPU spent, a busiest share in [1/%d, 1]", r.Replicas, p.Rate, p, r.Replicas)
+			}
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "scaleout-capacity.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| replicas | changes/s | first missed |") {
+		t.Errorf("scaleout-capacity.md has no table:\n%s", md)
+	}
+}

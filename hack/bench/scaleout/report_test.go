@@ -203,14 +203,16 @@ func TestCapacityTable(t *testing.T) {
 	o := testOptions()
 	o.probes, o.window = 6, 15*time.Second
 	got := capacityTable(o, []capacityResult{
-		{Replicas: 1, Rate: 36, At: probe{QueueP99: 0.5, ReconcileP99: 0.06, BusiestShare: 1}},
-		{Replicas: 5, Rate: 171, At: probe{QueueP99: 0.9, ReconcileP99: 0.07, BusiestShare: 0.205}},
-		{Replicas: 8, Rate: 270, At: probe{QueueP99: 0.8, ReconcileP99: 0.08, BusiestShare: 0.13}},
+		{Replicas: 1, Rate: 36, At: probe{Rate: 36, QueueP99: 0.5, ReconcileP99: 0.06, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.2, APIServerSeconds: 3}, Met: true},
+			Probes: []probe{{Rate: 40, Met: false}, {Rate: 36, Met: true}, {Rate: 38, Met: false}}},
+		{Replicas: 5, Rate: 171, At: probe{Rate: 171, QueueP99: 0.9, ReconcileP99: 0.07, BusiestShare: 0.205, CPU: cpuUse{MachineBusy: 0.62, APIServerSeconds: 10.5}, Met: true},
+			Probes: []probe{{Rate: 150, Met: true}, {Rate: 171, Met: true}, {Rate: 120, Met: false}}},
+		{Replicas: 8, Rate: 270, At: probe{Rate: 270, QueueP99: 0.8, ReconcileP99: 0.08, BusiestShare: 0.13, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 15}, Met: true}},
 	})
 	want := [][]string{
-		{"1", "36.0", "1.00×", "1.00×", "0.500", "0.060", "1.000"},
-		{"5", "171.0", "4.75×", "2.98×", "0.900", "0.070", "0.205"},
-		{"8", "270.0", "7.50×", "—", "0.800", "0.080", "0.130"},
+		{"1", "36.0", "38.0", "1.00×", "1.00×", "0.500", "0.060", "1.000", "1.00×", "20%", "0.20"},
+		{"5", "171.0", "—", "4.75×", "2.98×", "0.900", "0.070", "0.205", "4.88×", "62%", "0.70"},
+		{"8", "270.0", "—", "7.50×", "—", "0.800", "0.080", "0.130", "7.69×", "90%", "1.00"},
 	}
 	if diff := cmp.Diff(want, got.rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
