@@ -21,26 +21,8 @@ func TestMain(m *testing.M) {
 // operator builds, one and three replicas settle, converge, report their
 // heaps, and the objects converge after a replica is killed.
 func TestBenchSmoke(t *testing.T) {
-	root, err := repo.Root(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	o, err := parse([]string{"-objects", "8", "-changes", "1", "-fill", "10", "-rounds", "1", "-out", dir, "-bin", dir}, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bench(t.Context(), o, root, env); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "scaleout-runs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []roundResult
-	if err := json.Unmarshal(b, &runs); err != nil {
-		t.Fatal(err)
-	}
+	dir := runBench(t, "-objects", "8", "-changes", "1", "-fill", "10", "-rounds", "1")
+	runs := readJSON[[]roundResult](t, filepath.Join(dir, "scaleout-runs.json"))
 	if len(runs) != 2 || runs[0].Replicas != 1 || runs[1].Replicas != 3 {
 		t.Fatalf("runs: got %+v, want one round of 1 replica, then of 3", runs)
 	}
@@ -76,26 +58,8 @@ func TestBenchSmoke(t *testing.T) {
 // Whether a probe meets the objective depends on the machine, so only the
 // readings are checked.
 func TestCapacitySmoke(t *testing.T) {
-	root, err := repo.Root(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	o, err := parse([]string{"-capacity", "1,2", "-probes", "2", "-window", "1500ms", "-objects", "8", "-fill", "10", "-out", dir, "-bin", dir}, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bench(t.Context(), o, root, env); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "scaleout-capacity.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res []capacityResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	dir := runBench(t, "-capacity", "1,2", "-probes", "2", "-window", "1500ms", "-objects", "8", "-fill", "10")
+	res := readJSON[[]capacityResult](t, filepath.Join(dir, "scaleout-capacity.json"))
 	if len(res) != 2 || res[0].Replicas != 1 || res[1].Replicas != 2 {
 		t.Fatalf("results: got %+v, want 1 replica, then 2", res)
 	}
@@ -116,4 +80,38 @@ func TestCapacitySmoke(t *testing.T) {
 	if !strings.Contains(string(md), "| replicas | changes/s | first missed |") {
 		t.Errorf("scaleout-capacity.md has no table:\n%s", md)
 	}
+}
+
+// runBench runs the benchmark with args on the package's control plane,
+// its results and binaries in a directory of the test's, which it
+// returns.
+func runBench(t *testing.T, args ...string) string {
+	t.Helper()
+	root, err := repo.Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o, err := parse(append(args, "-out", dir, "-bin", dir), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench(t.Context(), o, root, env); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// readJSON decodes the JSON file at path into a T.
+func readJSON[T any](t *testing.T, path string) T {
+	t.Helper()
+	var v T
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
