@@ -40,8 +40,9 @@ const DefaultBalanceHalfLife = time.Minute
 // plan: it swaps slots between the busiest replica and lighter ones while
 // a swap lowers the busiest one's load by more than 1% of the mean load.
 // The planner renews the plan only while no slot moves and the busiest
-// replica is more than 3% over the mean, so a burst that keeps every
-// replica busy alike moves nothing. Swaps keep each replica's count of
+// replica has been more than 3% over the mean for a whole HalfLife, so
+// a burst that keeps every replica busy alike moves nothing, and one
+// shorter than HalfLife moves nothing while it lasts. Swaps keep each replica's count of
 // slots, and hand over as any move does: the old holder's reconciles of
 // the slot return before the new holder's start. A slot that moves keeps
 // the rate its old holder measured until its new holder's measure takes

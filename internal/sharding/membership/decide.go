@@ -81,11 +81,15 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 // plan it writes next from loads (this member's view of every slot's
 // load): the plan is set when there is none, once the loads have been
 // busy for two of the meter's floors (the rates have settled, and every
-// member has reported them since), and renewed only while the
-// slots rest (every slot claimed once, and the plan's assignment keeps
-// them all) and loads find the busiest member more than
-// DefaultBalanceTrigger over the mean. Each member balances on the plan
-// as last written, which all of them read alike a renewal later.
+// member has reported them since), and renewed only while the slots
+// rest (every slot claimed once, and the plan's assignment keeps them
+// all) and loads have found the busiest member more than
+// DefaultBalanceTrigger over the mean for a whole half-life. A burst
+// shorter than that (its keys served in an order of their own, each
+// member's busiest slots early or late) moves nothing while it lasts;
+// what it leaves uneven once its work is in the rates moves a half-life
+// on. Each member balances on the plan as last written, which all of
+// them read alike a renewal later.
 func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, members []string, now time.Time) []string {
 	planner := slices.Min(members)
 	var plan []float64
@@ -111,11 +115,31 @@ func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, mem
 	settled := !m.busySince.IsZero() && now.Sub(m.busySince) >= 2*m.meter.floor()
 	if planner == m.opts.Identity && settled {
 		resting := slices.Equal(balanced, cur)
-		if m.plan == nil || resting && Uneven(balanced, loads, DefaultBalanceTrigger) {
+		uneven := m.uneven.lasted(Uneven(balanced, loads, DefaultBalanceTrigger), now) >= m.meter.halfLife
+		if m.plan == nil || resting && uneven {
 			m.plan = loads
+			m.uneven = sustained{}
 		}
+	} else {
+		m.uneven = sustained{}
 	}
 	return balanced
+}
+
+// sustained times how long a condition has held.
+type sustained struct{ since time.Time }
+
+// lasted returns how long the condition, which holds now or not, has
+// held since it last became true; 0 when it does not hold now.
+func (c *sustained) lasted(holds bool, now time.Time) time.Duration {
+	switch {
+	case !holds:
+		c.since = time.Time{}
+		return 0
+	case c.since.IsZero():
+		c.since = now
+	}
+	return now.Sub(c.since)
 }
 
 // current returns, for Assign, the member whose claim alone holds each

@@ -82,3 +82,27 @@ func TestLiveJudgesByResourceVersionOnObserverClock(t *testing.T) {
 		t.Errorf("b renewed again: live %v, want both", got)
 	}
 }
+
+// The planner renews its plan on loads that have stayed uneven for a
+// half-life: sustained times the run of a condition, and starts over
+// each time it fails.
+func TestSustainedTimesTheRun(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var c sustained
+	for _, step := range []struct {
+		at    time.Duration
+		holds bool
+		want  time.Duration
+	}{
+		{0, false, 0},
+		{time.Second, true, 0},
+		{5 * time.Second, true, 4 * time.Second},
+		{6 * time.Second, false, 0},
+		{7 * time.Second, true, 0},
+		{22 * time.Second, true, 15 * time.Second},
+	} {
+		if got := c.lasted(step.holds, t0.Add(step.at)); got != step.want {
+			t.Errorf("at %v, holds %v: lasted %v, want %v", step.at, step.holds, got, step.want)
+		}
+	}
+}

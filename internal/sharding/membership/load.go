@@ -25,8 +25,8 @@ const AnnotationLoad = "sharding.opkit.dev/load"
 // aim at a different assignment and move slots back and forth. On one
 // plan they all compute the same assignment (Balance's result is a fixed
 // point). The planner renews the plan only while slots rest and, on its
-// fresh view, the busiest member is more than DefaultBalanceTrigger over
-// the mean.
+// fresh view, the busiest member has been more than
+// DefaultBalanceTrigger over the mean for a whole half-life.
 const AnnotationPlan = "sharding.opkit.dev/plan"
 
 // formatPlan returns AnnotationPlan's value for loads, one per slot.
@@ -161,15 +161,15 @@ func (m *meter) format(held []int, now time.Time) string {
 	return strings.Join(parts, ",")
 }
 
-// minBusy is the least mean load of the members, as the share of one
+// MinBusy is the least mean load of the members, as the share of one
 // worker kept busy, at which they balance by load. Below it the loads
 // measure noise (a resync's reconciles that find nothing to do take
 // microseconds, and vary as much) rather than work, and swapping slots on
 // noise costs relists for nothing.
-const minBusy = 0.1
+const MinBusy = 0.1
 
 // busy reports whether loads, summed over members, are worth balancing:
-// their mean reaches minBusy.
+// their mean reaches MinBusy.
 func busy(loads []float64, members int) bool {
 	if loads == nil || members == 0 {
 		return false
@@ -178,7 +178,7 @@ func busy(loads []float64, members int) bool {
 	for _, w := range loads {
 		total += w
 	}
-	return total/float64(members) >= minBusy
+	return total/float64(members) >= MinBusy
 }
 
 // parseLoad reads AnnotationLoad; slots outside 0..slots-1 are left out.

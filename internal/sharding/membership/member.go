@@ -54,13 +54,15 @@ type Member struct {
 	// remembered each slot's load as last reported by any member. While
 	// this member is the planner, plan is the AnnotationPlan to write and
 	// writtenPlan the one last written; both nil otherwise. busySince is
-	// when the loads in view last became busy enough to balance on.
+	// when the loads in view last became busy enough to balance on, and
+	// uneven how long they have left the plan's assignment uneven.
 	meter       *meter
 	writtenLoad map[int]float64
 	remembered  map[int]float64
 	plan        []float64
 	writtenPlan []float64
 	busySince   time.Time
+	uneven      sustained
 
 	mu    sync.Mutex
 	stats Stats

@@ -67,9 +67,10 @@ type Options struct {
 	// measures each held slot's load from ObserveLoad (the work of its
 	// reconciles, decayed with this half-life), writes it to
 	// AnnotationLoad at each renewal, and swaps slots with other members
-	// (Balance) once the busiest member's load exceeds the mean by more
-	// than DefaultBalanceTrigger, down to DefaultBalanceTolerance, when
-	// they keep a tenth of a worker busy each on average. Every member of a group must set the same.
+	// (Balance) once the busiest member's load has exceeded the mean by
+	// more than DefaultBalanceTrigger for a half-life, down to
+	// DefaultBalanceTolerance, when they keep a tenth of a worker busy
+	// each on average. Every member of a group must set the same.
 	// Defaults to 0: slots are balanced by count only.
 	LoadHalfLife time.Duration
 }
