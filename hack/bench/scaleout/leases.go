@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -71,4 +72,108 @@ func restingClaims(ctx context.Context, cs kubernetes.Interface, group string, r
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// groupPlan returns the loads, one per slot, in the plan of the group's
+// planner (membership.AnnotationPlan, in the Lease of lowest name that
+// holds one); nil when no Lease holds a plan.
+func groupPlan(ctx context.Context, cs kubernetes.Interface, group string) ([]float64, error) {
+	ls, err := groupLeases(ctx, cs, group)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range ls {
+		if v := l.Annotations[membership.AnnotationPlan]; v != "" {
+			byslot, err := parseLoads(v)
+			if err != nil {
+				return nil, fmt.Errorf("plan of Lease %s: %w", l.Name, err)
+			}
+			plan := make([]float64, slots)
+			for s, w := range byslot {
+				plan[s] = w
+			}
+			return plan, nil
+		}
+	}
+	return nil, nil
+}
+
+// balancePending reports whether the group's replicas have balancing
+// left to do: on the loads each reports for the slots it claims
+// (membership.AnnotationLoad), which the planner plans on, they are busy
+// enough to balance (membership.MinBusy) and the busiest is more than
+// membership.DefaultBalanceTrigger over the mean, so the planner will
+// renew its plan and the replicas swap slots.
+func balancePending(ctx context.Context, cs kubernetes.Interface, group string) (bool, error) {
+	ls, err := groupLeases(ctx, cs, group)
+	if err != nil {
+		return false, err
+	}
+	owner, loads := make([]string, slots), make([]float64, slots)
+	members, total := 0, 0.0
+	for _, l := range ls {
+		v := l.Annotations[membership.AnnotationClaims]
+		if v == "" {
+			continue
+		}
+		members++
+		reported, err := parseLoads(l.Annotations[membership.AnnotationLoad])
+		if err != nil {
+			return false, fmt.Errorf("loads of Lease %s: %w", l.Name, err)
+		}
+		for _, p := range strings.Split(v, ",") {
+			if s, err := strconv.Atoi(p); err == nil && s >= 0 && s < slots {
+				owner[s], loads[s] = l.Name, reported[s]
+				total += reported[s]
+			}
+		}
+	}
+	if members == 0 || total/float64(members) < membership.MinBusy {
+		return false, nil
+	}
+	return membership.Uneven(owner, loads, membership.DefaultBalanceTrigger), nil
+}
+
+// groupLeases returns the Leases of group, by name.
+func groupLeases(ctx context.Context, cs kubernetes.Interface, group string) ([]coordinationv1.Lease, error) {
+	ls, err := cs.CoordinationV1().Leases(leaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: membership.LabelGroup + "=" + group})
+	if err != nil {
+		return nil, fmt.Errorf("list the Leases of group %s: %w", group, err)
+	}
+	slices.SortFunc(ls.Items, func(a, b coordinationv1.Lease) int { return strings.Compare(a.Name, b.Name) })
+	return ls.Items, nil
+}
+
+// parseLoads reads "slot=load" pairs joined by commas, as
+// membership.AnnotationLoad and AnnotationPlan hold them; slots outside
+// the replicas' are an error.
+func parseLoads(v string) (map[int]float64, error) {
+	out := map[int]float64{}
+	if v == "" {
+		return out, nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		k, w, _ := strings.Cut(p, "=")
+		s, err := strconv.Atoi(k)
+		load, err2 := strconv.ParseFloat(w, 64)
+		if err != nil || err2 != nil || s < 0 || s >= slots {
+			return nil, fmt.Errorf("%q: want slot=load pairs of slots 0 to %d", v, slots-1)
+		}
+		out[s] = load
+	}
+	return out, nil
+}
+
+// busiestShare returns the largest share of weights, one per slot, that
+// one holder in owner holds; 0 when the weights add up to nothing.
+func busiestShare(owner map[int]string, weights []float64) float64 {
+	total, by := 0.0, map[string]float64{}
+	for s, w := range weights {
+		total += w
+		by[owner[s]] += w
+	}
+	if !(total > 0) {
+		return 0
+	}
+	return slices.Max(slices.Collect(maps.Values(by))) / total
 }

@@ -121,8 +121,21 @@ type options struct {
 const slots = manager.DefaultSlots
 
 // shardGate is the kube-apiserver feature gate of server-side shard
-// selectors: on, so that a cache of split informers uses them.
+// selectors: on where the API server has it, so that a cache of split
+// informers uses them.
 const shardGate = "ShardedListAndWatch"
+
+// filterFor returns o with the replicas filtering their slots themselves
+// (-client-side-filter) when env's API server has no shard selectors (a
+// version older than the gate), saying so, so that the report names the
+// filter the replicas used.
+func filterFor(o options, env *testenv.Environment) options {
+	if on, _ := env.FeatureGate(shardGate); !on && !o.clientFilter {
+		logf("kube-apiserver %s has no %s: the replicas filter their slots themselves (-client-side-filter)", env.ServerVersion(), shardGate)
+		o.clientFilter = true
+	}
+	return o
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -196,12 +209,13 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	logf("starting the control plane with %s on", shardGate)
-	env, err := testenv.Start(testenv.Options{FeatureGates: map[string]bool{shardGate: true}})
+	logf("starting the control plane with %s on where it has it", shardGate)
+	env, err := testenv.Start(testenv.Options{OptionalFeatureGates: map[string]bool{shardGate: true}})
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
+	o = filterFor(o, env)
 	return bench(ctx, o, root, env)
 }
 

@@ -14,7 +14,7 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{FeatureGates: map[string]bool{shardGate: true}}, func(e *testenv.Environment) { env = e })
+	testenv.Main(m, testenv.Options{OptionalFeatureGates: map[string]bool{shardGate: true}}, func(e *testenv.Environment) { env = e })
 }
 
 // The whole benchmark at a tiny size on the package's control plane: the
@@ -38,6 +38,11 @@ func TestBenchSmoke(t *testing.T) {
 	for _, r := range runs {
 		if r.BusiestShare < 1/float64(r.Replicas) || r.BusiestShare > 1 || r.CPU.MachineBusy <= 0 || r.CPU.APIServerSeconds <= 0 || r.CPU.ReplicaSeconds < 0 {
 			t.Errorf("round of %d replicas: busiest share %v, CPU %+v; want a share in [1/%d, 1], machine and API server CPU spent, replica CPU not negative", r.Replicas, r.BusiestShare, r.CPU, r.Replicas)
+		}
+	}
+	for _, r := range runs {
+		if r.ObjectShare < 1/float64(r.Replicas) || r.ObjectShare > 1 {
+			t.Errorf("round of %d replicas: busiest share of the objects %v, want it in [1/%d, 1]", r.Replicas, r.ObjectShare, r.Replicas)
 		}
 	}
 	if runs[1].KillSeconds <= 0 || runs[1].TakeoverSeconds <= 0 {
@@ -96,7 +101,7 @@ func runBench(t *testing.T, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bench(t.Context(), o, root, env); err != nil {
+	if err := bench(t.Context(), filterFor(o, env), root, env); err != nil {
 		t.Fatal(err)
 	}
 	return dir

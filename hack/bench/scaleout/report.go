@@ -71,6 +71,14 @@ func figures(runs []roundResult, n int, f func(roundResult) []float64) []float64
 
 func one(v float64) []float64 { return []float64{v} }
 
+// optional is one(v), or none when v is 0 (not measured).
+func optional(v float64) []float64 {
+	if v == 0 {
+		return nil
+	}
+	return one(v)
+}
+
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func mibSlice(bs []int64) []float64 {
@@ -144,6 +152,9 @@ func newTable(o options, runs []roundResult) table {
 	row("busiest replica's idle head and tail (s)", 2, "", func(r roundResult) []float64 { return one(r.HeadSeconds + r.TailSeconds) }, false)
 	row("longest wait of a slot gained for its cache (s)", 2, "", func(r roundResult) []float64 { return one(r.SlotSyncMax) }, false)
 	row("slots moved in the warm-up (balancing)", 0, "", func(r roundResult) []float64 { return one(float64(r.BalanceMoves)) }, false)
+	row("slots moved in the timed phase", 0, "", func(r roundResult) []float64 { return one(float64(r.PhaseMoves)) }, false)
+	row("busiest replica's share of the objects, after the warm-up", 3, "", func(r roundResult) []float64 { return optional(r.ObjectShare) }, false)
+	row("busiest replica's share of the plan's loads, after the warm-up", 3, "", func(r roundResult) []float64 { return optional(r.PlanShare) }, false)
 	row("machine CPU busy (both cores)", 2, "", func(r roundResult) []float64 { return one(r.CPU.MachineBusy) }, false)
 	row("API server CPU seconds", 1, "", func(r roundResult) []float64 { return one(r.CPU.APIServerSeconds) }, true)
 	row("replicas' CPU seconds (all)", 1, "", func(r roundResult) []float64 { return one(r.CPU.ReplicaSeconds) }, true)

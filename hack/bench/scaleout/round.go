@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/opkit-dev/opkit/hack/bench/internal/promtext"
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // workNamespace holds the objects of every round, told apart by runLabel.
@@ -77,6 +79,24 @@ type roundResult struct {
 	// BalanceMoves is how many slots changed hands during the warm-up:
 	// the swaps that balanced the slots by load.
 	BalanceMoves int `json:",omitempty"`
+	// PlanShare is the busiest replica's share of the loads in the plan
+	// the replicas balanced on (its slots' loads over all of them), and
+	// ObjectShare its share of the objects, both as the slots rested
+	// after the warm-up. BusiestShare above PlanShare is work the plan
+	// measured wrong; PlanShare above 1/Replicas is what the balancing
+	// left.
+	PlanShare, ObjectShare float64 `json:",omitempty"`
+	// PlanLoads and SlotObjects hold, slot by slot, the plan's load and
+	// the count of objects, as the slots rested after the warm-up; Owners
+	// who held each slot then.
+	PlanLoads, SlotObjects []float64 `json:",omitempty"`
+	Owners                 []string  `json:",omitempty"`
+	// Moved lists the slots that changed hands in the warm-up.
+	Moved []int `json:",omitempty"`
+	// PhaseMoves is how many slots changed hands (or were mid-move at
+	// either end) during the throughput phase: balancing that the warm-up
+	// left to do, which the phase pays for.
+	PhaseMoves int `json:",omitempty"`
 	// SlotSyncMax is the longest a slot gained in the round waited, on
 	// any surviving replica, from being held to its keys being admitted
 	// (opkit_sharding_slot_sync_seconds, the bucket's upper bound): the
@@ -104,7 +124,11 @@ func (d *driver) stage(ctx context.Context, run string, n int) (*stage, error) {
 	}
 	st.createdObjs = true
 	var err error
-	if st.prog, err = watchProgress(ctx, d.cs, run, ""); err != nil {
+	key := sharding.ByUID
+	if d.o.skewed {
+		key = sharding.ByNamespace
+	}
+	if st.prog, err = watchProgress(ctx, d.cs, run, "", key); err != nil {
 		return st, err
 	}
 	for i := range n {
@@ -155,8 +179,21 @@ func (d *driver) round(ctx context.Context, round, n int) (res roundResult, err 
 	if err := d.warm(ctx, run, group, prog, rs, &res); err != nil {
 		return res, err
 	}
+	before, err := claims(ctx, d.cs, group)
+	if err != nil {
+		return res, err
+	}
 	if err := d.throughput(ctx, run, prog, rs, &res); err != nil {
 		return res, err
+	}
+	after, err := claims(ctx, d.cs, group)
+	if err != nil {
+		return res, err
+	}
+	for s := range slots {
+		if before[s] != after[s] {
+			res.PhaseMoves++
+		}
 	}
 	if res.HeapAtEnd, err = heaps(ctx, rs); err != nil {
 		return res, err
@@ -360,9 +397,10 @@ func liveHeaps(ctx context.Context, rs []*replica) ([]int64, error) {
 
 // warm changes every object o.warmup times, so that the replicas measure
 // their slots' loads and, with -balance-half-life, swap slots to even
-// them out; then it waits until the slots rest: every slot claimed once
-// and no claim changed for four renewals. It records how many slots
-// moved meanwhile.
+// them out; then it waits until the slots rest (every slot claimed once
+// and no claim changed for four renewals) with no balancing left to do.
+// It records how many slots moved meanwhile, and the busiest replica's
+// shares of the objects and of the plan's loads then.
 func (d *driver) warm(ctx context.Context, run, group string, prog *progress, rs []*replica, res *roundResult) error {
 	if d.o.warmup == 0 {
 		return nil
@@ -379,14 +417,58 @@ func (d *driver) warm(ctx context.Context, run, group string, prog *progress, rs
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	after, err := restingClaims(ctx, d.cs, group, rs, 4*d.o.retry, d.o.phaseTimeout)
+	after, err := d.balanced(ctx, group, rs)
 	if err != nil {
 		return err
 	}
 	for s, who := range after {
 		if before[s] != who {
 			res.BalanceMoves++
+			res.Moved = append(res.Moved, s)
 		}
 	}
+	res.SlotObjects = prog.perSlot()
+	res.ObjectShare = busiestShare(after, res.SlotObjects)
+	res.Owners = make([]string, slots)
+	for s := range res.Owners {
+		res.Owners[s] = after[s]
+	}
+	if res.PlanLoads, err = groupPlan(ctx, d.cs, group); err != nil {
+		return err
+	}
+	if res.PlanLoads != nil {
+		res.PlanShare = busiestShare(after, res.PlanLoads)
+	}
 	return nil
+}
+
+// balanced waits until the slots of group rest and, with balancing by
+// load, the replicas have no balancing left (balancePending): the plan
+// they rested on may predate the last of the warm-up's work, whose loads
+// then make the planner plan again. It returns the claims then.
+func (d *driver) balanced(ctx context.Context, group string, rs []*replica) (map[int]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.o.phaseTimeout)
+	defer cancel()
+	for {
+		rest, err := restingClaims(ctx, d.cs, group, rs, 4*d.o.retry, d.o.phaseTimeout)
+		if err != nil || d.o.balance == 0 {
+			return rest, err
+		}
+		for moved := false; !moved; {
+			pending, err := balancePending(ctx, d.cs, group)
+			if err != nil || !pending {
+				return rest, err
+			}
+			cur, err := claims(ctx, d.cs, group)
+			if err != nil {
+				return nil, err
+			}
+			moved = !maps.Equal(cur, rest)
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("the replicas left their slots uneven by their own loads, and moved none, within %v", d.o.phaseTimeout)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
 }

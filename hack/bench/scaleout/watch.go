@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/opkit-dev/opkit/pkg/sharding"
 )
 
 // progress watches the ConfigMaps of one run and counts them by the
@@ -23,14 +25,17 @@ type progress struct {
 	changed chan struct{} // closed and replaced on every count change
 	done    map[string]int
 	atGen   map[int]int // how many objects have recorded each generation
+	key     sharding.Key
+	slotOf  map[string]int // each object's slot under key
 	stop    context.CancelFunc
 }
 
-// watchProgress starts watching the ConfigMaps of run in ns and returns
-// once the watch has listed them.
-func watchProgress(ctx context.Context, cs kubernetes.Interface, run, ns string) (*progress, error) {
+// watchProgress starts watching the ConfigMaps of run in ns, which the
+// replicas shard by key, and returns once the watch has listed them.
+func watchProgress(ctx context.Context, cs kubernetes.Interface, run, ns string, key sharding.Key) (*progress, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &progress{changed: make(chan struct{}), done: map[string]int{}, atGen: map[int]int{}, stop: cancel}
+	p := &progress{changed: make(chan struct{}), done: map[string]int{}, atGen: map[int]int{}, stop: cancel,
+		key: key, slotOf: map[string]int{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = runLabel + "=" + run }))
 	inf := f.Core().V1().ConfigMaps().Informer()
@@ -67,6 +72,11 @@ func (p *progress) set(obj any, deleted bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if deleted {
+		delete(p.slotOf, cm.Name)
+	} else {
+		p.slotOf[cm.Name] = slotsOf.SlotOf(p.key, cm)
+	}
 	old, had := p.done[cm.Name]
 	if had && !deleted && old == gen {
 		return
@@ -112,3 +122,23 @@ func (p *progress) wait(ctx context.Context, n, gen int, timeout time.Duration) 
 }
 
 func (p *progress) close() { p.stop() }
+
+// perSlot returns how many of the objects each slot holds.
+func (p *progress) perSlot() []float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]float64, slots)
+	for _, s := range p.slotOf {
+		out[s]++
+	}
+	return out
+}
+
+// slotsOf is the replicas' slots.
+var slotsOf = func() sharding.Slots {
+	s, err := sharding.NewSlots(slots)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
