@@ -99,18 +99,24 @@ func groupPlan(ctx context.Context, cs kubernetes.Interface, group string) ([]fl
 }
 
 // balancePending reports whether the group's replicas have balancing
-// left to do: on the loads each reports for the slots it claims
+// left to do: the planner's plan (membership.AnnotationPlan) swaps slots
+// of the assignment they claim, which they will carry out a renewal
+// later; or, on the loads each reports for the slots it claims
 // (membership.AnnotationLoad), which the planner plans on, they are busy
 // enough to balance (membership.MinBusy) and the busiest is more than
 // membership.DefaultBalanceTrigger over the mean, so the planner will
-// renew its plan and the replicas swap slots.
+// renew its plan.
 func balancePending(ctx context.Context, cs kubernetes.Interface, group string) (bool, error) {
 	ls, err := groupLeases(ctx, cs, group)
 	if err != nil {
 		return false, err
 	}
+	plan, err := groupPlan(ctx, cs, group)
+	if err != nil {
+		return false, err
+	}
 	owner, loads := make([]string, slots), make([]float64, slots)
-	members, total := 0, 0.0
+	members := 0
 	for _, l := range ls {
 		v := l.Annotations[membership.AnnotationClaims]
 		if v == "" {
@@ -124,14 +130,26 @@ func balancePending(ctx context.Context, cs kubernetes.Interface, group string) 
 		for _, p := range strings.Split(v, ",") {
 			if s, err := strconv.Atoi(p); err == nil && s >= 0 && s < slots {
 				owner[s], loads[s] = l.Name, reported[s]
-				total += reported[s]
 			}
 		}
 	}
-	if members == 0 || total/float64(members) < membership.MinBusy {
+	if members == 0 {
 		return false, nil
 	}
-	return membership.Uneven(owner, loads, membership.DefaultBalanceTrigger), nil
+	if plan != nil && busy(plan, members) && !slices.Equal(membership.Balance(owner, plan, membership.DefaultBalanceTolerance), owner) {
+		return true, nil
+	}
+	return busy(loads, members) && membership.Uneven(owner, loads, membership.DefaultBalanceTrigger), nil
+}
+
+// busy reports whether loads keep members busy enough to balance on
+// (membership.MinBusy).
+func busy(loads []float64, members int) bool {
+	total := 0.0
+	for _, w := range loads {
+		total += w
+	}
+	return total/float64(members) >= membership.MinBusy
 }
 
 // groupLeases returns the Leases of group, by name.

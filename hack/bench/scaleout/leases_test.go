@@ -15,18 +15,23 @@ import (
 // plan made before the last of the warm-up's work once left the busiest
 // replica 0.225 of the objects against 0.202 of the plan's loads, and 15
 // slots moved inside the timed phase. balancePending reads what the
-// planner reads: each replica's loads for the slots it claims.
+// planner reads, each replica's loads for the slots it claims, and the
+// plan the replicas have yet to carry out (6 slots once moved inside the
+// timed phase on a plan renewed as the warm-up's slots came to rest).
 func TestBalancePending(t *testing.T) {
 	for i, tc := range []struct {
 		name  string
 		loads [2]string // the loads of a, holding slots 0 and 1, and of b, holding the rest
+		plan  string    // a's plan
 		want  bool
 	}{
-		{"even", [2]string{"0=1,1=1", "2=1,3=1"}, false},
-		{"within the trigger", [2]string{"0=1,1=1.05", "2=1,3=1"}, false},
-		{"uneven", [2]string{"0=1,1=1.2", "2=1,3=1"}, true},
-		{"too idle to balance", [2]string{"0=0.01,1=0.09", "2=0.01,3=0.01"}, false},
-		{"slots not reported", [2]string{"", "2=1,3=1"}, true},
+		{"even", [2]string{"0=1,1=1", "2=1,3=1"}, "", false},
+		{"within the trigger", [2]string{"0=1,1=1.05", "2=1,3=1"}, "", false},
+		{"uneven", [2]string{"0=1,1=1.2", "2=1,3=1"}, "", true},
+		{"too idle to balance", [2]string{"0=0.01,1=0.09", "2=0.01,3=0.01"}, "", false},
+		{"slots not reported", [2]string{"", "2=1,3=1"}, "", true},
+		{"a plan the claims carry out", [2]string{"0=1,1=1", "2=1,3=1"}, "0=1,1=1,2=1,3=1", false},
+		{"a plan that swaps slots, not yet carried out", [2]string{"0=1,1=1", "2=1,3=1"}, "0=3,1=3,2=1,3=1", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			group := fmt.Sprintf("pending-%d", i)
@@ -35,6 +40,9 @@ func TestBalancePending(t *testing.T) {
 				l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: group + "-" + id, Namespace: leaseNamespace,
 					Labels:      map[string]string{membership.LabelGroup: group},
 					Annotations: map[string]string{membership.AnnotationClaims: claims[j], membership.AnnotationLoad: tc.loads[j]}}}
+				if j == 0 && tc.plan != "" {
+					l.Annotations[membership.AnnotationPlan] = tc.plan
+				}
 				if _, err := env.Client().CoordinationV1().Leases(leaseNamespace).Create(t.Context(), l, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
