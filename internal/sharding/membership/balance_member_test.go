@@ -27,31 +27,13 @@ func TestMembersBalanceByLoad(t *testing.T) {
 	ms := startN(t, ns, 2, opts, &l)
 	settle(t, ms, 8, 8)
 	heavy := ms[0].Held()
-	// The work: whoever holds a slot reconciles its keys, every 50 ms,
-	// for a second if it is heavy and a tenth of one if not, as an
-	// operator's workers do while the slots move.
-	stop := make(chan struct{})
-	worked := make(chan struct{})
-	go func() {
-		defer close(worked)
-		for {
-			for _, m := range ms {
-				for _, s := range m.Held() {
-					took := 100 * time.Millisecond
-					if slices.Contains(heavy, s) {
-						took = time.Second
-					}
-					m.ObserveLoad(s, took)
-				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+	// The work: a second for a heavy slot, a tenth of one for another.
+	work(t, ms, func(_, s int) time.Duration {
+		if slices.Contains(heavy, s) {
+			return time.Second
 		}
-	}()
-	defer func() { close(stop); <-worked }()
+		return 100 * time.Millisecond
+	})
 	evened := func() bool {
 		for _, m := range ms {
 			n := 0
@@ -111,32 +93,15 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 	settle(t, ms, 8, 8)
 	var turns atomic.Bool // on: the members take turns
 	start := time.Now()
-	stop := make(chan struct{})
-	worked := make(chan struct{})
-	go func() {
-		defer close(worked)
-		for {
-			heavy := int(time.Since(start)/(2*time.Second)) % 2
-			for i, m := range ms {
-				took := 300 * time.Millisecond
-				switch {
-				case turns.Load() && i == heavy:
-					took = 500 * time.Millisecond
-				case turns.Load():
-					took = 100 * time.Millisecond
-				}
-				for _, s := range m.Held() {
-					m.ObserveLoad(s, took)
-				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+	work(t, ms, func(i, _ int) time.Duration {
+		switch {
+		case !turns.Load():
+			return 300 * time.Millisecond
+		case i == int(time.Since(start)/(2*time.Second))%2:
+			return 500 * time.Millisecond
 		}
-	}()
-	defer func() { close(stop); <-worked }()
+		return 100 * time.Millisecond
+	})
 	// The first plan, on the even load: made on rates that may not have
 	// settled (a peer's read a renewal late), it may swap a slot or two;
 	// then the slots rest.
@@ -157,4 +122,28 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 		t.Errorf("%d slots moved while the members took turns, each as busy as the other over a half-life", n-moves)
 	}
 	checkOverlap(t, &l)
+}
+
+// work has each member of ms, every 50 ms until the test ends, observe a
+// reconcile of each slot s it holds that took took(i, s), i being the
+// member's index: what an operator's workers do while the slots move.
+func work(t *testing.T, ms []*running, took func(i, s int) time.Duration) {
+	stop := make(chan struct{})
+	worked := make(chan struct{})
+	go func() {
+		defer close(worked)
+		for {
+			for i, m := range ms {
+				for _, s := range m.Held() {
+					m.ObserveLoad(s, took(i, s))
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-worked })
 }
