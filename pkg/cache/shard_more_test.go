@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -479,13 +480,19 @@ func TestHandlerAddedDuringSetSlots(t *testing.T) {
 	go func() { done <- c.SetSlots(t.Context(), slotRange(0, 15)) }()
 	<-hold.arrived
 	ev := newEvents()
-	if _, err := l.AddEventHandler(ev.handler()); err != nil {
+	reg, err := l.AddEventHandler(ev.handler())
+	if err != nil {
 		t.Fatal(err)
 	}
 	close(hold.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The hold meets the new informers' watch: their list is of the gained
+	// slots alone, at the old store's version. SetSlots may then return
+	// before the handler, added late in the swap, has been handed the
+	// initial list; its registration says when it has.
+	waitFor(t, 10*time.Second, reg.HasSynced)
 	want := bySlot(shardSlots, objs, sharding.ByUID, slotRange(8, 15))
 	added := ev.names(func(e *events) map[string]int { return e.added })
 	for _, name := range want {
