@@ -82,6 +82,12 @@ func groupPlan(ctx context.Context, cs kubernetes.Interface, group string) ([]fl
 	if err != nil {
 		return nil, err
 	}
+	return planOf(ls)
+}
+
+// planOf returns the plan groupPlan reads, from the group's Leases ls in
+// order of name.
+func planOf(ls []coordinationv1.Lease) ([]float64, error) {
 	for _, l := range ls {
 		if v := l.Annotations[membership.AnnotationPlan]; v != "" {
 			byslot, err := parseLoads(v)
@@ -111,7 +117,7 @@ func balancePending(ctx context.Context, cs kubernetes.Interface, group string) 
 	if err != nil {
 		return false, err
 	}
-	plan, err := groupPlan(ctx, cs, group)
+	plan, err := planOf(ls)
 	if err != nil {
 		return false, err
 	}
