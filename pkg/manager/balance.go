@@ -36,8 +36,8 @@ const DefaultBalanceHalfLife = time.Minute
 // HalfLife), and writes the rates to its Lease at each renewal, in the
 // sharding.opkit.dev/load annotation: no write of its own. The planner,
 // the live replica of lowest identity, copies them into a plan in its
-// Lease (sharding.opkit.dev/plan), and every replica balances on that one
-// plan: it swaps slots between the busiest replica and lighter ones while
+// Lease (sharding.opkit.dev/plan) once they have been busy for a
+// HalfLife, and every replica balances on that one plan: it swaps slots between the busiest replica and lighter ones while
 // a swap lowers the busiest one's load by more than 1% of the mean load.
 // The planner renews the plan only while no slot moves and the busiest
 // replica has been more than 3% over the mean for a whole HalfLife, so

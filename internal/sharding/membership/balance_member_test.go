@@ -2,6 +2,8 @@ package membership_test
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,6 +122,57 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 	time.Sleep(14 * time.Second)
 	if n := l.releases(); n != moves {
 		t.Errorf("%d slots moved while the members took turns, each as busy as the other over a half-life", n-moves)
+	}
+	checkOverlap(t, &l)
+}
+
+// The first plan holds a half-life of work, not its first moments: the
+// first member serves its slots in turn (a burst's keys, as its queue
+// orders them), each for 0.4 s of a 3.2 s turn, while the second serves
+// all of its slots alike. Made once the rates have been busy for two of
+// the meter's floors (0.8 s), the plan read most of the first member's
+// slots as idle; made after the 4 s half-life, it holds every slot's
+// work.
+func TestMembersPlanOnAHalfLifeOfWork(t *testing.T) {
+	ns := env.Namespace(t)
+	var l ledger
+	opts := patient
+	opts.LoadHalfLife = 4 * time.Second
+	ms := startN(t, ns, 2, opts, &l)
+	settle(t, ms, 8, 8)
+	order := ms[0].Held()
+	const turn = 400 * time.Millisecond
+	start := time.Now()
+	work(t, ms, func(i, s int) time.Duration {
+		switch {
+		case i == 1:
+			return 25 * time.Millisecond
+		case slices.Index(order, s) == int(time.Since(start)/turn)%len(order):
+			return 200 * time.Millisecond
+		}
+		return 0
+	})
+	var plan string
+	eventually(t, "the planner's first plan", func() bool {
+		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m0", metav1.GetOptions{})
+		if err == nil {
+			plan = lease.Annotations[membership.AnnotationPlan]
+		}
+		return plan != ""
+	})
+	loads := map[string]string{}
+	for _, pair := range strings.Split(plan, ",") {
+		slot, load, _ := strings.Cut(pair, "=")
+		loads[slot] = load
+	}
+	var idle []int
+	for _, s := range order {
+		if w, err := strconv.ParseFloat(loads[strconv.Itoa(s)], 64); err != nil || w == 0 {
+			idle = append(idle, s)
+		}
+	}
+	if len(idle) > 0 {
+		t.Errorf("the first plan reads slots %v of %v as idle, which the first member served in turn: %s", idle, order, plan)
 	}
 	checkOverlap(t, &l)
 }

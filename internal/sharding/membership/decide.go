@@ -80,8 +80,9 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 // (AnnotationPlan), and, when this member is the planner, updates the
 // plan it writes next from loads (this member's view of every slot's
 // load): the plan is set when there is none, once the loads have been
-// busy for two of the meter's floors (the rates have settled, and every
-// member has reported them since), and renewed only while the slots
+// busy for a whole half-life (a rate read sooner holds too few of each
+// slot's reconciles, in the order the queue served them: a burst's
+// early keys, not its mix), and renewed only while the slots
 // rest (every slot claimed once, and the plan's assignment keeps them
 // all) and loads have found the busiest member more than
 // DefaultBalanceTrigger over the mean for a whole half-life. A burst
@@ -112,7 +113,7 @@ func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, mem
 	} else if m.busySince.IsZero() {
 		m.busySince = now
 	}
-	settled := !m.busySince.IsZero() && now.Sub(m.busySince) >= 2*m.meter.floor()
+	settled := !m.busySince.IsZero() && now.Sub(m.busySince) >= m.meter.halfLife
 	if planner == m.opts.Identity && settled {
 		resting := slices.Equal(balanced, cur)
 		uneven := m.uneven.lasted(Uneven(balanced, loads, DefaultBalanceTrigger), now) >= m.meter.halfLife
