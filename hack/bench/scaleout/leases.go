@@ -109,9 +109,10 @@ func planOf(ls []coordinationv1.Lease) ([]float64, error) {
 // of the assignment they claim, which they will carry out a renewal
 // later; or, on the loads each reports for the slots it claims
 // (membership.AnnotationLoad), which the planner plans on, they are busy
-// enough to balance (membership.MinBusy) and the busiest is more than
-// membership.DefaultBalanceTrigger over the mean, so the planner will
-// renew its plan.
+// enough to balance (membership.MinBusy) and either the planner has yet
+// to make its first plan (it waits for a half-life of busy loads) or the
+// busiest is more than membership.DefaultBalanceTrigger over the mean,
+// so the planner will renew its plan.
 func balancePending(ctx context.Context, cs kubernetes.Interface, group string) (bool, error) {
 	ls, err := groupLeases(ctx, cs, group)
 	if err != nil {
@@ -145,7 +146,7 @@ func balancePending(ctx context.Context, cs kubernetes.Interface, group string) 
 	if plan != nil && busy(plan, members) && !slices.Equal(membership.Balance(owner, plan, membership.DefaultBalanceTolerance), owner) {
 		return true, nil
 	}
-	return busy(loads, members) && membership.Uneven(owner, loads, membership.DefaultBalanceTrigger), nil
+	return busy(loads, members) && (plan == nil || membership.Uneven(owner, loads, membership.DefaultBalanceTrigger)), nil
 }
 
 // busy reports whether loads keep members busy enough to balance on

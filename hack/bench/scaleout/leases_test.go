@@ -17,20 +17,24 @@ import (
 // slots moved inside the timed phase. balancePending reads what the
 // planner reads, each replica's loads for the slots it claims, and the
 // plan the replicas have yet to carry out (6 slots once moved inside the
-// timed phase on a plan renewed as the warm-up's slots came to rest).
+// timed phase on a plan renewed as the warm-up's slots came to rest),
+// and, while the loads are busy, the planner's first plan, which waits
+// for a half-life of them.
 func TestBalancePending(t *testing.T) {
+	const even = "0=1,1=1,2=1,3=1" // a plan the claims carry out
 	for i, tc := range []struct {
 		name  string
 		loads [2]string // the loads of a, holding slots 0 and 1, and of b, holding the rest
 		plan  string    // a's plan
 		want  bool
 	}{
-		{"even", [2]string{"0=1,1=1", "2=1,3=1"}, "", false},
-		{"within the trigger", [2]string{"0=1,1=1.05", "2=1,3=1"}, "", false},
-		{"uneven", [2]string{"0=1,1=1.2", "2=1,3=1"}, "", true},
+		{"even", [2]string{"0=1,1=1", "2=1,3=1"}, even, false},
+		{"within the trigger", [2]string{"0=1,1=1.05", "2=1,3=1"}, even, false},
+		{"uneven", [2]string{"0=1,1=1.2", "2=1,3=1"}, even, true},
+		{"busy, before the first plan", [2]string{"0=1,1=1", "2=1,3=1"}, "", true},
 		{"too idle to balance", [2]string{"0=0.01,1=0.09", "2=0.01,3=0.01"}, "", false},
-		{"slots not reported", [2]string{"", "2=1,3=1"}, "", true},
-		{"a plan the claims carry out", [2]string{"0=1,1=1", "2=1,3=1"}, "0=1,1=1,2=1,3=1", false},
+		{"slots not reported", [2]string{"", "2=1,3=1"}, even, true},
+		{"a plan the claims carry out", [2]string{"0=1,1=1", "2=1,3=1"}, even, false},
 		{"a plan that swaps slots, not yet carried out", [2]string{"0=1,1=1", "2=1,3=1"}, "0=3,1=3,2=1,3=1", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
