@@ -37,8 +37,9 @@ const DefaultBalanceHalfLife = time.Minute
 // sharding.opkit.dev/load annotation: no write of its own. The planner,
 // the live replica of lowest identity, copies them into a plan in its
 // Lease (sharding.opkit.dev/plan) once they have been busy for a
-// HalfLife, and every replica balances on that one plan: it swaps slots between the busiest replica and lighter ones while
-// a swap lowers the busiest one's load by more than 1% of the mean load.
+// HalfLife, and every replica balances on that one plan: it swaps slots
+// between the busiest replica and lighter ones while a swap lowers the
+// busiest one's load by more than 1% of the mean load.
 // The planner renews the plan only while no slot moves and the busiest
 // replica has been more than 3% over the mean for a whole HalfLife, so
 // a burst that keeps every replica busy alike moves nothing, and one
