@@ -19,15 +19,10 @@ import (
 // each holds four of the heavy ones (8 slots each still), without a slot
 // held by two at once, and then stop moving.
 func TestMembersBalanceByLoad(t *testing.T) {
-	ns := env.Namespace(t)
-	var l ledger
-	opts := patient
 	// The work is steady, so any half-life reads it alike; a short one
 	// lets a plan made on rates not yet settled be renewed (after a
 	// half-life of unevenness) well within the test's wait.
-	opts.LoadHalfLife = 5 * time.Second
-	ms := startN(t, ns, 2, opts, &l)
-	settle(t, ms, 8, 8)
+	ns, l, ms := balancing(t, 5*time.Second)
 	heavy := ms[0].Held()
 	// The work: a second for a heavy slot, a tenth of one for another.
 	work(t, ms, func(_, s int) time.Duration {
@@ -75,7 +70,7 @@ func TestMembersBalanceByLoad(t *testing.T) {
 			t.Errorf("%s's Lease has a plan: %v; want one on m0's only", m.Identity(), ok)
 		}
 	}
-	checkOverlap(t, &l)
+	checkOverlap(t, l)
 }
 
 // Work that is even over a half-life but not over shorter spans (a
@@ -87,12 +82,7 @@ func TestMembersBalanceByLoad(t *testing.T) {
 // they have stayed uneven for a half-life (6 s). Without that wait, 115
 // slots moved.
 func TestMembersLetATurnTakingLoadBe(t *testing.T) {
-	ns := env.Namespace(t)
-	var l ledger
-	opts := patient
-	opts.LoadHalfLife = 6 * time.Second
-	ms := startN(t, ns, 2, opts, &l)
-	settle(t, ms, 8, 8)
+	ns, l, ms := balancing(t, 6*time.Second)
 	var turns atomic.Bool // on: the members take turns
 	start := time.Now()
 	work(t, ms, func(i, _ int) time.Duration {
@@ -123,7 +113,7 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 	if n := l.releases(); n != moves {
 		t.Errorf("%d slots moved while the members took turns, each as busy as the other over a half-life", n-moves)
 	}
-	checkOverlap(t, &l)
+	checkOverlap(t, l)
 }
 
 // The first plan holds a half-life of work, not its first moments: the
@@ -134,12 +124,7 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 // slots as idle; made after the 4 s half-life, it holds every slot's
 // work.
 func TestMembersPlanOnAHalfLifeOfWork(t *testing.T) {
-	ns := env.Namespace(t)
-	var l ledger
-	opts := patient
-	opts.LoadHalfLife = 4 * time.Second
-	ms := startN(t, ns, 2, opts, &l)
-	settle(t, ms, 8, 8)
+	ns, l, ms := balancing(t, 4*time.Second)
 	order := ms[0].Held()
 	const turn = 400 * time.Millisecond
 	start := time.Now()
@@ -174,7 +159,19 @@ func TestMembersPlanOnAHalfLifeOfWork(t *testing.T) {
 	if len(idle) > 0 {
 		t.Errorf("the first plan reads slots %v of %v as idle, which the first member served in turn: %s", idle, order, plan)
 	}
-	checkOverlap(t, &l)
+	checkOverlap(t, l)
+}
+
+// balancing starts two members that balance by load with halfLife, in a
+// namespace of their own, and waits until they hold 8 slots each.
+func balancing(t *testing.T, halfLife time.Duration) (string, *ledger, []*running) {
+	ns := env.Namespace(t)
+	l := &ledger{}
+	opts := patient
+	opts.LoadHalfLife = halfLife
+	ms := startN(t, ns, 2, opts, l)
+	settle(t, ms, 8, 8)
+	return ns, l, ms
 }
 
 // work has each member of ms, every 50 ms until the test ends, observe a
