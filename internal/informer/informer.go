@@ -213,7 +213,11 @@ func (i *Informer) transformObject(obj any) (any, error) {
 
 func (i *Informer) watchError(ctx context.Context, r *toolscache.Reflector, err error) {
 	if i.watchErr == nil { // set only before Run
-		toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		// A list or watch that fails as the informer stops was ended on
+		// purpose: client-go's handler would log it as an error.
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		}
 		return
 	}
 	i.watchErr(ctx, r, err)
