@@ -207,7 +207,7 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 			}
 			obj, err := list(ctx, opts)
 			r.c.reach.failed(ctx, err)
-			r.recordListWatch("list", ns, err)
+			r.recordListWatch(ctx, "list", ns, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -232,7 +232,7 @@ func (r *registration) instrument(lw *toolscache.ListWatch, ns string) *toolscac
 			}
 			w, err := watchFn(ctx, opts)
 			r.c.reach.failed(ctx, err)
-			r.recordListWatch("watch", ns, err)
+			r.recordListWatch(ctx, "watch", ns, err)
 			if err != nil {
 				return w, err
 			}
@@ -270,8 +270,14 @@ func (r *registration) applySelectors(opts *metav1.ListOptions) {
 }
 
 // recordListWatch keeps the latest list or watch error for Status, with a
-// message that says what to do about the common ones.
-func (r *registration) recordListWatch(verb, ns string, err error) {
+// message that says what to do about the common ones. A call that fails
+// once ctx, its informer's, is canceled is no failure: the informer is
+// stopping (its slots swapped out, its type removed, the cache stopped)
+// and ends its calls in flight on purpose.
+func (r *registration) recordListWatch(ctx context.Context, verb, ns string, err error) {
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		r.c.metrics.syncError(r, syncErrorClass(verb, err))
 	}

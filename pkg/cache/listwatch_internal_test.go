@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -42,10 +43,10 @@ func TestListWatchErrorNamedOnceBeforeAndAfterTheView(t *testing.T) {
 	r.mu.Unlock()
 	forbidden := apierrors.NewForbidden(resource.GroupResource(), "", errors.New("denied"))
 
-	r.recordListWatch("watch", "ns", forbidden)
+	r.recordListWatch(context.Background(), "watch", "ns", forbidden)
 	first := r.lastErr.Error()
 	r.view.Store(&view{resource: resource})
-	r.recordListWatch("watch", "ns", forbidden)
+	r.recordListWatch(context.Background(), "watch", "ns", forbidden)
 	if !strings.Contains(first, "watch configmaps in namespace ns") || r.lastErr.Error() != first {
 		t.Errorf("before the view: %q; after: %q; want both to name the watch of configmaps in namespace ns", first, r.lastErr)
 	}
