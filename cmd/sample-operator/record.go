@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -49,7 +50,14 @@ func (t recordingTracer) Start(ctx context.Context, name string, opts ...trace.S
 		}
 	}
 	key := ns + "/" + n
-	t.acts.Start(key)
+	// The span starts when the controller let the reconcile start (past
+	// a leader's fence), which a pause of the process may put well
+	// before this call.
+	at := cfg.Timestamp()
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.acts.Start(key, at)
 	return ctx, recordingSpan{acts: t.acts, key: key}
 }
 

@@ -28,8 +28,10 @@ func Open(path string) (*File, error) {
 // Close closes the file; nothing may be recorded after.
 func (f *File) Close() error { return f.f.Close() }
 
-// Start records that a reconcile of key (namespace/name) begins.
-func (f *File) Start(key string) { f.append("start", key) }
+// Start records that a reconcile of key (namespace/name) begins at at:
+// when the controller let it start, which may be a little before this
+// call.
+func (f *File) Start(key string, at time.Time) { f.appendAt("start", key, at) }
 
 // End records that the reconcile of key returned.
 func (f *File) End(key string) { f.append("end", key) }
@@ -42,8 +44,10 @@ func (f *File) Own(member string) { f.append("own", member) }
 // member.
 func (f *File) Disown(member string) { f.append("disown", member) }
 
-func (f *File) append(kind, what string) {
-	line := fmt.Sprintf("%s %d %s %d\n", kind, time.Now().UnixNano(), what, f.pid)
+func (f *File) append(kind, what string) { f.appendAt(kind, what, time.Now()) }
+
+func (f *File) appendAt(kind, what string, at time.Time) {
+	line := fmt.Sprintf("%s %d %s %d\n", kind, at.UnixNano(), what, f.pid)
 	if _, err := f.f.WriteString(line); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: --record-reconciles: %v\n", filepath.Base(os.Args[0]), err)
 	}

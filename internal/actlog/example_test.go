@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/opkit-dev/opkit/internal/actlog"
 )
@@ -26,7 +27,7 @@ func ExampleFile() {
 	})
 	client := &http.Client{Transport: f.Transport(wire)}
 
-	f.Start("ns/m")
+	f.Start("ns/m", time.Now())
 	for _, r := range []struct{ method, path string }{
 		{http.MethodGet, "/api/v1/namespaces/a/configmaps/m"},
 		{http.MethodPatch, "/api/v1/namespaces/a/configmaps/m"},

@@ -78,21 +78,30 @@ func (f *Fence) Lost() {
 // Check returns nil if the holder may act now, else an error wrapping
 // ErrFenced that says why.
 func (f *Fence) Check() error {
-	_, err := f.check()
+	_, err := f.check(f.now())
 	return err
 }
 
-func (f *Fence) check() (<-chan struct{}, error) {
+// CheckAt is Check as of now, a reading of time.Now (with its monotonic
+// clock) that the caller also uses to date what it is about to do: what
+// it records as done at now was allowed at now, however long the process
+// is paused between this call and the record.
+func (f *Fence) CheckAt(now time.Time) error {
+	_, err := f.check(now)
+	return err
+}
+
+func (f *Fence) check(now time.Time) (<-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
 	case f.renewed.IsZero() && !f.lost.IsZero():
 		return f.changed, fmt.Errorf("lease %s: %w: it was lost %v ago and not acquired since",
-			f.lease, ErrFenced, f.now().Sub(f.lost).Round(time.Millisecond))
+			f.lease, ErrFenced, now.Sub(f.lost).Round(time.Millisecond))
 	case f.renewed.IsZero():
 		return f.changed, fmt.Errorf("lease %s: %w: it was never acquired", f.lease, ErrFenced)
 	}
-	if age := f.now().Sub(f.renewed); age >= f.margin {
+	if age := now.Sub(f.renewed); age >= f.margin {
 		return f.changed, fmt.Errorf("lease %s: %w: last renewed %v ago, and a standby may take it over once more than the renew deadline (%v) has passed",
 			f.lease, ErrFenced, age.Round(time.Millisecond), f.margin)
 	}
@@ -107,7 +116,7 @@ func (f *Fence) Open() bool { return f.Check() == nil }
 // may acquire the lease again.
 func (f *Fence) Wait(ctx context.Context) error {
 	for {
-		changed, err := f.check()
+		changed, err := f.check(f.now())
 		if err == nil {
 			return nil
 		}

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"github.com/opkit-dev/opkit/internal/fence"
+	"github.com/opkit-dev/opkit/pkg/queue"
 )
 
 // fenced holds key, before its reconcile starts, while the context carries
@@ -32,4 +34,26 @@ func (c *Controller[K]) fenced(ctx, stop context.Context, key K) bool {
 	}
 	c.queue.Add(key)
 	return false
+}
+
+// stillLeads checks the fence once more, right before key's reconcile
+// would start: the gate, a wait for this replica's own writes, or a pause
+// of the whole process (a frozen leader) may have let it close since
+// fenced let key through. It returns the clock reading the check was made
+// at, which dates the reconcile's start (its span), so that a reconcile
+// dated after the fence closed never started; zero without a fence. A
+// closed fence queues key again, as a write the fence refused does (no
+// backoff, its priority and the time of its change kept), for fenced to
+// hold, and reports false.
+func (c *Controller[K]) stillLeads(ctx context.Context, key K, priority int, changed time.Time) (time.Time, bool) {
+	f := fence.FromContext(ctx)
+	if f == nil {
+		return time.Time{}, true
+	}
+	now := time.Now()
+	if f.CheckAt(now) == nil {
+		return now, true
+	}
+	c.queue.AddWithOpts(queue.AddOpts{Priority: priority, Changed: changed}, key)
+	return time.Time{}, false
 }

@@ -47,14 +47,17 @@ func newReconcileTracer[K comparable](tp trace.TracerProvider, name string) *rec
 
 // start starts the span of a reconcile of key whose change happened at
 // changed (zero if unknown), linked to the reconcile that queued it again
-// if one did.
-func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, changed time.Time) (context.Context, trace.Span) {
+// if one did. The span starts at at, if not zero, else now.
+func (t *reconcileTracer[K]) start(ctx context.Context, key K, id string, changed, at time.Time) (context.Context, trace.Span) {
 	attrs := append(keyAttributes(key), t.name, tracing.ReconcileIDKey.String(id))
 	if !changed.IsZero() {
 		attrs = append(attrs, tracing.EventChangedKey.String(changed.UTC().Format(time.RFC3339)),
 			tracing.EventLagKey.Float64(max(time.Since(changed), 0).Seconds()))
 	}
 	opts := []trace.SpanStartOption{trace.WithAttributes(attrs...)}
+	if !at.IsZero() {
+		opts = append(opts, trace.WithTimestamp(at))
+	}
 	t.mu.Lock()
 	by, ok := t.requeued[key]
 	delete(t.requeued, key)

@@ -45,9 +45,14 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, w *worker[K]) boo
 		done(true)
 		return true
 	}
+	at, ok := c.stillLeads(ctx, key, priority, changed)
+	if !ok {
+		done(true)
+		return true
+	}
 	c.metrics.ActiveWorkers.Inc()
 	defer c.metrics.ActiveWorkers.Dec()
-	done(c.handle(ctx, key, priority, changed, w.prepaid))
+	done(c.handle(ctx, key, priority, changed, at, w.prepaid))
 	return true
 }
 
@@ -56,8 +61,9 @@ func (c *Controller[K]) processNext(ctx, stop context.Context, w *worker[K]) boo
 // out with unless the Result sets one. changed is when the change that
 // queued key happened, if known; prepaid is the worker's pre-paid token,
 // if any, which the reconcile's first request may spend. It reports
-// whether key was queued again.
-func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed time.Time, prepaid *budget.Prepaid) bool {
+// whether key was queued again. admitted, if not zero, is when the
+// leadership fence let the reconcile start: its span starts then.
+func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed, admitted time.Time, prepaid *budget.Prepaid) bool {
 	rc := &reconcileContext{Context: ctx, id: newReconcileID(), recording: c.writes != nil, prepaid: prepaid}
 	log := c.log.WithValues(values(rc, key)...)
 	rc.logger = log
@@ -70,7 +76,7 @@ func (c *Controller[K]) handle(ctx context.Context, key K, priority int, changed
 	ctx = rc
 	var span trace.Span
 	if c.tracer != nil {
-		ctx, span = c.tracer.start(ctx, key, rc.id.String(), changed)
+		ctx, span = c.tracer.start(ctx, key, rc.id.String(), changed, admitted)
 	}
 
 	// One clock reading times the reconcile and dates its start for the

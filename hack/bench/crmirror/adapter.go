@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -81,7 +82,7 @@ var _ ctrl.Reconciler = recorded{}
 
 func (r recorded) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.Namespace + "/" + req.Name
-	r.acts.Start(key)
+	r.acts.Start(key, time.Now())
 	defer r.acts.End(key)
 	return r.r.Reconcile(ctx, req)
 }

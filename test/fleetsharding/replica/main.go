@@ -140,7 +140,7 @@ type copier struct {
 
 func (c copier) Reconcile(ctx context.Context, req fleet.Request) (reconcile.Result, error) {
 	key := req.Cluster + "/" + req.Namespace + "/" + req.Name
-	c.acts.Start(key)
+	c.acts.Start(key, time.Now())
 	defer c.acts.End(key)
 	if req.Name != "source" {
 		return reconcile.Done(), nil
