@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	imetrics "github.com/opkit-dev/opkit/internal/metrics"
@@ -150,5 +151,75 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Start did not return after renewals failed")
+	}
+}
+
+// A leader-only write that waits for a token of the API budget meets the
+// fence again once it has one: the lease may lapse during the wait, and
+// the write must not be sent then.
+func TestFencedWriteWaitingForTheBudgetIsRefused(t *testing.T) {
+	ns := env.Namespace(t)
+	p := &partition{}
+	cfg := rest.CopyConfig(env.Config())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { p.next = rt; return p })
+	opts := leaderOptions(ns, false)
+	// The fence closes 0.5-1 s after the renewals begin to fail.
+	opts.LeaderElection.LeaseDuration = 2 * time.Second
+	opts.LeaderElection.RenewDeadline = time.Second
+	opts.LeaderElection.RetryPeriod = 500 * time.Millisecond
+	opts.LeaderElection.Identity = "a"
+	opts.Health.BindAddress = "127.0.0.1:0"
+	opts.Cache.Namespaces = []string{ns}
+	// A token every 4 s, one at once: the second of two writes in a row
+	// waits for seconds.
+	opts.APIBudget = manager.APIBudgetOptions{QPS: 0.25, Burst: 1}
+	m, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderCtx := make(chan context.Context, 1)
+	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		leaderCtx <- ctx
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	start(t, m)
+	eventually(t, "a to be elected", func() bool { return elected(m) })
+	ctx := <-leaderCtx
+	// A clientset needs no discovery: each write is one request.
+	cs, err := kubernetes.NewForConfig(m.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := cs.CoreV1().ConfigMaps(ns)
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	}
+	if _, err := cms.Create(ctx, cm("first"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := cms.Create(ctx, cm("waits"), metav1.CreateOptions{})
+		waited <- err
+	}()
+	// It passes the fence, open for a second more at least, at once, and
+	// waits about 4 s for its token.
+	time.Sleep(200 * time.Millisecond)
+	p.cut.Store(true)
+	cut := time.Now()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, manager.ErrFenced) {
+			t.Errorf("a leader-only write that waited for the budget while the fence closed = %v, want ErrFenced", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting write did not return in 30 s")
+	}
+	t.Logf("the write returned %v after the renewals began to fail", time.Since(cut).Round(time.Millisecond))
+	if sent := p.sent(); len(sent) != 1 {
+		t.Errorf("writes sent: %v, want only the first ConfigMap's create", sent)
 	}
 }

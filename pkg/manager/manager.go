@@ -167,13 +167,16 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	m.config.Wrap(rm.Wrap)
 	m.leaseConfig = rest.CopyConfig(m.config)
 	m.traceRequests()
+	// A leader-only runnable's write is refused while its fence is
+	// closed: here, once it has its token, since the lease may lapse while
+	// it waits for one; and outermost, so that a write refused at once
+	// neither waits nor spends a token.
+	m.config.Wrap(fence.Transport)
 	// Outside the metrics and tracing, so that a request's wait for a
 	// token is not counted as the API server's latency.
 	if err := m.newBudget(); err != nil {
 		return nil, err
 	}
-	// Outermost, so that a refused write is neither sent nor counted: a
-	// leader-only runnable's write is refused while its fence is closed.
 	m.config.Wrap(fence.Transport)
 	if err := m.buildClients(); err != nil {
 		return nil, err
