@@ -66,7 +66,22 @@ const maxSwaps = 4
 // slot, any weight is negative or not a number, the weights add up to
 // zero, or fewer than two members own slots.
 func Balance(owner []string, weights []float64, tolerance float64) []string {
-	if len(weights) != len(owner) {
+	return BalanceFrom(owner, nil, weights, tolerance)
+}
+
+// BalanceFrom is Balance for an owner that moves slots away from current,
+// their holders now ("" where none or several: a slot that moves
+// whoever gets it), as Assign's result does when a member joins or
+// leaves: among the swaps that lower the busiest member's load by more
+// than the tolerance, it takes one that moves fewest slots beyond those
+// owner moves already, and the one that lowers the load most among
+// those. A member's death then spreads its slots by their loads, rather
+// than moving the survivors' own slots to even out where Assign put
+// them by count; every move is a gap in a slot's service. It stops where
+// Balance does, so its result is a fixed point as Balance's is. With
+// current nil, or owner itself, it is Balance.
+func BalanceFrom(owner, current []string, weights []float64, tolerance float64) []string {
+	if len(weights) != len(owner) || current != nil && len(current) != len(owner) {
 		return owner
 	}
 	total := 0.0
@@ -89,6 +104,7 @@ func Balance(owner []string, weights []float64, tolerance float64) []string {
 	}
 	out := slices.Clone(owner)
 	b := newBalancer(out, members, weights)
+	b.current = current
 	minGain := tolerance * total / float64(len(members))
 	for range maxSwaps * len(out) {
 		if !b.swapBusiest(minGain) {
@@ -101,10 +117,27 @@ func Balance(owner []string, weights []float64, tolerance float64) []string {
 // balancer is Balance's state: owner is changed in place.
 type balancer struct {
 	owner   []string
+	current []string // BalanceFrom's; nil for Balance
 	members []string
 	weights []float64
 	slots   [][]int // each member's slots, ascending
 	loads   []float64
+}
+
+// moves returns how many of the slots a and s move off current if a goes
+// to member x and s to member y; 0 without current.
+func (b *balancer) moves(a int, x string, s int, y string) int {
+	if b.current == nil {
+		return 0
+	}
+	n := 0
+	if b.current[a] != x {
+		n++
+	}
+	if b.current[s] != y {
+		n++
+	}
+	return n
 }
 
 func newBalancer(owner, members []string, weights []float64) *balancer {
@@ -123,8 +156,9 @@ func newBalancer(owner, members []string, weights []float64) *balancer {
 	return b
 }
 
-// swapBusiest makes the swap that lowers the busiest member's load most,
-// by more than minGain; false if there is none.
+// swapBusiest makes the swap that lowers the busiest member's load by
+// more than minGain, with the fewest moves off current that such a swap
+// adds, and the most among those; false if there is none.
 func (b *balancer) swapBusiest(minGain float64) bool {
 	order := make([]int, len(b.members))
 	for i := range order {
@@ -133,7 +167,7 @@ func (b *balancer) swapBusiest(minGain float64) bool {
 	// Busiest first; equal loads in identity order.
 	sort.SliceStable(order, func(x, y int) bool { return b.loads[order[x]] > b.loads[order[y]] })
 	h := order[0]
-	best, bh, bl, bother := 0.0, -1, -1, -1
+	best, added, bh, bl, bother := 0.0, 0, -1, -1, -1
 	for _, l := range order[1:] {
 		for ai, a := range b.slots[h] {
 			for bi, s := range b.slots[l] {
@@ -142,8 +176,12 @@ func (b *balancer) swapBusiest(minGain float64) bool {
 					continue
 				}
 				gain := b.loads[h] - max(b.loads[h]-d, b.loads[l]+d)
-				if gain > minGain && gain > best {
-					best, bh, bl, bother = gain, ai, bi, l
+				if gain <= minGain {
+					continue
+				}
+				add := b.moves(a, b.members[l], s, b.members[h]) - b.moves(a, b.members[h], s, b.members[l])
+				if bother < 0 || add < added || add == added && gain > best {
+					best, added, bh, bl, bother = gain, add, ai, bi, l
 				}
 			}
 		}

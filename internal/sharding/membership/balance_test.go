@@ -114,7 +114,7 @@ func TestBalanceSettlesMidMove(t *testing.T) {
 		cur := Assign(ms, 64, nil) // balanced by count: what runs before loads are known
 		rounds := 0
 		for ; rounds < 20; rounds++ {
-			target := Balance(Assign(ms, 64, cur), w, DefaultBalanceTolerance)
+			target := BalanceFrom(Assign(ms, 64, cur), cur, w, DefaultBalanceTolerance)
 			if moved(cur, target) == 0 {
 				break
 			}
@@ -134,6 +134,64 @@ func TestBalanceSettlesMidMove(t *testing.T) {
 		if rounds == 20 {
 			t.Fatalf("still moving after 20 rounds")
 		}
+	}
+}
+
+// After a member's death, BalanceFrom spreads the dead member's slots by
+// their loads and moves few of the survivors' own: each such move is a
+// gap in its slot's service beside the dead one's. Balance, which sees
+// only where Assign put the orphans by count, evens the loads by
+// swapping the survivors' slots too. Both leave the busiest survivor as
+// near the mean, and BalanceFrom's result is a fixed point.
+func TestBalanceAfterADeathMovesFewOfTheSurvivorsSlots(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	const draws = 200
+	for _, tc := range []struct {
+		name    string
+		weights func() []float64
+		most    float64 // BalanceFrom's mean moves of survivors' slots, at most
+	}{
+		{"uniform objects", func() []float64 { return poisson(r, 64, 1800) }, 0.5},
+		{"hot namespaces", func() []float64 { return zipf(r, 64, 100) }, 2.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var from, plain, busiestFrom, busiestPlain float64
+			for range draws {
+				ms, w := identities(r, 5), tc.weights()
+				cur := Balance(Assign(ms, 64, nil), w, DefaultBalanceTolerance)
+				dead := ms[r.Intn(len(ms))]
+				live := slices.DeleteFunc(slices.Clone(ms), func(m string) bool { return m == dead })
+				owner := Assign(live, 64, cur)
+				a, b := BalanceFrom(owner, cur, w, DefaultBalanceTolerance), Balance(owner, w, DefaultBalanceTolerance)
+				balanced(t, "after BalanceFrom", live, a)
+				if again := BalanceFrom(Assign(live, 64, a), a, w, DefaultBalanceTolerance); moved(a, again) != 0 {
+					t.Fatalf("BalanceFrom∘Assign of its own result moves %d slots", moved(a, again))
+				}
+				for s, o := range cur {
+					if o == dead {
+						continue
+					}
+					if a[s] != o {
+						from++
+					}
+					if b[s] != o {
+						plain++
+					}
+				}
+				_, x := loadsOf(live, a, w)
+				_, y := loadsOf(live, b, w)
+				busiestFrom, busiestPlain = max(busiestFrom, x), max(busiestPlain, y)
+			}
+			from, plain = from/draws, plain/draws
+			t.Logf("survivors' own slots moved, mean of %d deaths among 5: %.2f by BalanceFrom, %.2f by Balance; busiest survivor over the mean at most %.4f and %.4f",
+				draws, from, plain, busiestFrom, busiestPlain)
+			if from > tc.most || from >= plain {
+				t.Errorf("BalanceFrom moved %.2f of the survivors' slots a death, want at most %.1f and fewer than Balance's %.2f", from, tc.most, plain)
+			}
+			if busiestFrom > busiestPlain+0.01 {
+				t.Errorf("BalanceFrom leaves the busiest survivor at %.4f× the mean, Balance at %.4f×", busiestFrom, busiestPlain)
+			}
+		})
 	}
 }
 

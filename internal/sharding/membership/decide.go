@@ -106,7 +106,7 @@ func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, mem
 	}
 	balanced := owner
 	if plan != nil && busy(plan, len(members)) {
-		balanced = Balance(owner, plan, DefaultBalanceTolerance)
+		balanced = BalanceFrom(owner, cur, plan, DefaultBalanceTolerance)
 	}
 	if loads == nil || !busy(loads, len(members)) {
 		m.busySince = time.Time{}
