@@ -98,6 +98,9 @@ type options struct {
 	// warmup is how many times every object changes before the timed
 	// phase, for the replicas to measure their slots' loads.
 	warmup int
+	// verbosity is the replicas' klog -v: 1 logs the slots each gains and
+	// releases, for an investigation of a round's moves.
+	verbosity int
 	// skewed places the objects in namespaces of Zipf-like sizes, sharded
 	// by namespace (layout).
 	skewed bool
@@ -166,6 +169,7 @@ func parse(args []string, root string) (options, error) {
 	fs.DurationVar(&o.retry, "retry-period", 500*time.Millisecond, "the replicas' Options.Sharding.RetryPeriod")
 	fs.DurationVar(&o.balance, "balance-half-life", 0, "the replicas' Options.Sharding.Balance.HalfLife, such as 1m; 0 (the default, as the SDK's) balances the slots by count")
 	fs.IntVar(&o.warmup, "warmup", 1, "changes of every object before the throughput phase, for the replicas to measure their slots' loads and rebalance")
+	fs.IntVar(&o.verbosity, "replica-v", 0, "the replicas' log verbosity (klog -v); 1 logs every slot each replica gains and releases, in <bin>/bench/logs")
 	fs.BoolVar(&o.skewed, "skewed", false, "place the objects in 100 namespaces whose sizes fall off as 1/rank^0.8 (the largest 12%), sharded by namespace, instead of one namespace sharded by UID")
 	fs.BoolVar(&o.clientFilter, "client-side-filter", false, "the replicas never send shard selectors: each receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
 	capacity := fs.String("capacity", "", "replica counts, such as 1,2,3,4,5,6,7,8, whose capacity under the objective (p99 queue ≤ 1s, reconcile ≤ 5s) to measure instead of the throughput rounds")

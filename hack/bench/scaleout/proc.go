@@ -50,7 +50,8 @@ func startReplica(o options, bin, kubeconfig, group, dependency, logPath string)
 		"--max-concurrent-reconciles", strconv.Itoa(o.workers),
 		"--lease-duration", o.lease.String(), "--renew-deadline", o.renew.String(), "--retry-period", o.retry.String(),
 		"--balance-half-life", o.balance.String(), "--shard-by-namespace="+strconv.FormatBool(o.skewed),
-		"--client-side-filter="+strconv.FormatBool(o.clientFilter), "--pprof", "--mem-profile-rate="+strconv.Itoa(memProfileRate(o)))
+		"--client-side-filter="+strconv.FormatBool(o.clientFilter), "--pprof", "--mem-profile-rate="+strconv.Itoa(memProfileRate(o)),
+		"-v="+strconv.Itoa(o.verbosity))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opkit-dev/opkit/pkg/cache"
@@ -70,6 +71,7 @@ func main() {
 	flag.BoolVar(&f.clientFilter, "client-side-filter", false, "never send shard selectors: every replica receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
 	flag.BoolVar(&f.pprof, "pprof", false, "serve net/http/pprof beside /metrics")
 	flag.IntVar(&f.memProfileRate, "mem-profile-rate", 0, "runtime.MemProfileRate, bytes allocated per heap profile sample; 0 keeps Go's 512 KiB")
+	klog.InitFlags(nil) // -v: the manager logs through klog
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintf(os.Stderr, "operator: %v\n", err)
