@@ -45,7 +45,10 @@ const DefaultBalanceHalfLife = time.Minute
 // a burst that keeps every replica busy alike moves nothing, and one
 // shorter than HalfLife moves nothing while it lasts. Swaps keep each replica's count of
 // slots, and hand over as any move does: the old holder's reconciles of
-// the slot return before the new holder's start. A slot that moves keeps
+// the slot return before the new holder's start. When a replica joins or
+// leaves, the swaps prefer the slots that move anyway (a dead replica's,
+// a newcomer's share), so that a death moves few of the survivors' own
+// slots. A slot that moves keeps
 // the rate its old holder measured until its new holder's measure takes
 // over.
 //
