@@ -21,27 +21,39 @@ import (
 
 // partition fails the lease renewals sent through it while cut is set,
 // as a partition between the leader and the API server would, and counts
-// the other writes that reach it.
+// the other writes that reach it. Wrap a config with its wrap: every
+// transport built from the config gets a link of its own to the one
+// partition.
 type partition struct {
-	next   http.RoundTripper
 	cut    atomic.Bool
 	mu     sync.Mutex
 	writes []string // method and path of each write sent, leases aside
 }
 
-func (p *partition) RoundTrip(req *http.Request) (*http.Response, error) {
+func (p *partition) wrap(rt http.RoundTripper) http.RoundTripper {
+	return &partitioned{p: p, next: rt}
+}
+
+// partitioned is one transport through a partition.
+type partitioned struct {
+	p    *partition
+	next http.RoundTripper
+}
+
+func (l *partitioned) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := l.p
 	if strings.Contains(req.URL.Path, "/leases") {
 		if p.cut.Load() {
 			return nil, errors.New("partitioned")
 		}
-		return p.next.RoundTrip(req)
+		return l.next.RoundTrip(req)
 	}
 	if req.Method != http.MethodGet {
 		p.mu.Lock()
 		p.writes = append(p.writes, req.Method+" "+req.URL.Path)
 		p.mu.Unlock()
 	}
-	return p.next.RoundTrip(req)
+	return l.next.RoundTrip(req)
 }
 
 // startedAfter counts who's reconciles that started after t.
@@ -72,7 +84,7 @@ func TestLeaderFencedWhileRenewalsFail(t *testing.T) {
 	ns := env.Namespace(t)
 	p := &partition{}
 	cfg := rest.CopyConfig(env.Config())
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { p.next = rt; return p })
+	cfg.Wrap(p.wrap)
 	opts := leaderOptions(ns, false)
 	// A long renew loop: client-go gives up RenewDeadline after its first
 	// failed try, the fence RenewDeadline after the last success.
@@ -161,7 +173,7 @@ func TestFencedWriteWaitingForTheBudgetIsRefused(t *testing.T) {
 	ns := env.Namespace(t)
 	p := &partition{}
 	cfg := rest.CopyConfig(env.Config())
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { p.next = rt; return p })
+	cfg.Wrap(p.wrap)
 	opts := leaderOptions(ns, false)
 	// The fence closes 0.5-1 s after the renewals begin to fail.
 	opts.LeaderElection.LeaseDuration = 2 * time.Second

@@ -77,7 +77,7 @@ func TestLeaderRidesOutUnreachableAPIServer(t *testing.T) {
 	ns := env.Namespace(t)
 	p := &partition{}
 	cfg := rest.CopyConfig(env.Config())
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { p.next = rt; return p })
+	cfg.Wrap(p.wrap)
 	m, st, _, leaderCtx := leaderWithRunnable(t, ns, cfg)
 	eventually(t, "a to be elected", func() bool { return elected(m) })
 	if err := m.UncachedClient().Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}); err != nil {
