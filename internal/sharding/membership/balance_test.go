@@ -296,6 +296,47 @@ func TestMeterAndLoadAnnotation(t *testing.T) {
 	}
 }
 
+// A slot gained before any work, seeded with its previous holder's rate
+// of 0, does not start the meter's window: else a member that gained a
+// slot while the group formed, seconds before the work began, reads its
+// steady work low for half-lives, and the first plan moves slots to even
+// loads that are even. Seeded 5 s early, with a 3 s half-life, 3 s of
+// work read 0.58 of the truth. And a member that gains a slot as it
+// starts, seeded with the rate its previous holder measured, reads that
+// rate while the work goes on at it, not the seed and its own first
+// work both (here 1.56 times the rate half a second in, 1.27 a second
+// in).
+func TestMeterStartsWithTheWork(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	early, onTime, joiner := newMeter(3*time.Second), newMeter(3*time.Second), newMeter(3*time.Second)
+	early.seed(2, 0, t0)
+	joiner.seed(2, 2, t0.Add(5*time.Second))
+	read := func(m *meter, at time.Time) float64 {
+		t.Helper()
+		got, err := parseLoad(m.format([]int{2}, at), 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[2]
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 0.03*want }
+	var at time.Time
+	for i := range 60 {
+		at = t0.Add(5*time.Second + time.Duration(i+1)*50*time.Millisecond)
+		for _, m := range []*meter{early, onTime, joiner} {
+			m.observe(2, 100*time.Millisecond, at)
+		}
+		if i%10 == 9 {
+			if got := read(joiner, at); !near(got, 2) {
+				t.Errorf("%v after gaining a slot seeded at 2 workers, with work at 2 since: reads %v", at.Sub(t0)-5*time.Second, got)
+			}
+		}
+	}
+	if got, want := read(early, at), read(onTime, at); !near(got, want) {
+		t.Errorf("3 s of work after a seed of 0 five seconds before it reads %v workers; without the seed %v", got, want)
+	}
+}
+
 // Loads too small to be work (a resync's no-op reconciles) are not
 // balanced on: the mean member must keep a tenth of a worker busy.
 func TestBusyNeedsATenthOfAWorker(t *testing.T) {

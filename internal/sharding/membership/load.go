@@ -69,16 +69,24 @@ func parsePlan(v string, slots int) ([]float64, error) {
 // not there and move slots for them. It is safe for concurrent use.
 type meter struct {
 	halfLife time.Duration
-	since    time.Time // the first observation or seed; zero before
+	since    time.Time // the first work observed or seeded; zero before
 
-	mu   sync.Mutex
-	load map[int]decayed
+	mu    sync.Mutex
+	load  map[int]decayed
+	seeds map[int]seeded
 }
 
 // decayed is a load as of a time.
 type decayed struct {
 	v  float64
 	at time.Time
+}
+
+// seeded is a slot's rate as its previous holder measured it, when this
+// member gained it.
+type seeded struct {
+	rate float64
+	at   time.Time
 }
 
 // as returns d's load decayed to now.
@@ -90,25 +98,32 @@ func (d decayed) as(now time.Time, halfLife time.Duration) float64 {
 }
 
 func newMeter(halfLife time.Duration) *meter {
-	return &meter{halfLife: halfLife, load: map[int]decayed{}}
+	return &meter{halfLife: halfLife, load: map[int]decayed{}, seeds: map[int]seeded{}}
+}
+
+// span returns d's seconds decayed as work is: what steady work of one
+// worker, done over the last d, sums to now.
+func (m *meter) span(d time.Duration) float64 {
+	return m.halfLife.Seconds() / math.Ln2 * (1 - math.Exp2(-float64(max(d, 0))/float64(m.halfLife)))
 }
 
 // window returns the seconds of time since the meter's first observation
-// or seed, decayed as work is, at now: a rate is a decayed sum over it.
-// Counting from the first work, not from the member's start, steady work
-// reads the same on a member that started long before it and on one that
-// started with it. The window counts at least a second (or a tenth of the
-// half-life, if less), so that the first reconciles do not read as a
-// worker kept busy many times over, and no longer, so that a rate reads
-// true within a second of the work starting: a slot whose load was
-// reported and seeded while the rates still rose would look lighter
-// than it is. m.mu is held.
+// or seed of work, decayed as work is, at now: a rate is a decayed sum
+// over it. Counting from the first work, not from the member's start,
+// steady work reads the same on a member that started long before it
+// and on one that started with it; a slot gained before any work, seeded
+// with a rate of 0, does not start it. The window counts at least a
+// second (or a tenth of the half-life, if less), so that the first
+// reconciles do not read as a worker kept busy many times over, and no
+// longer, so that a rate reads true within a second of the work
+// starting: a slot whose load was reported and seeded while the rates
+// still rose would look lighter than it is. m.mu is held.
 func (m *meter) window(now time.Time) float64 {
 	d := m.floor()
 	if !m.since.IsZero() {
 		d = max(now.Sub(m.since), d)
 	}
-	return m.halfLife.Seconds() / math.Ln2 * (1 - math.Exp2(-float64(d)/float64(m.halfLife)))
+	return m.span(d)
 }
 
 // floor is the least time window counts: a second, or a tenth of the
@@ -127,14 +142,22 @@ func (m *meter) observe(slot int, took time.Duration, now time.Time) {
 
 // seed sets slot's rate, gained at now, to what its previous holder
 // measured, so that a moved slot does not look idle to the members while
-// its new holder builds up its own measure.
+// its new holder builds up its own measure. The seed stands for the work
+// of the window before now, which this member did not see: steady work
+// at that rate reads as that rate from now on, on a member that has
+// measured for long and on one that starts measuring now alike.
 func (m *meter) seed(slot int, rate float64, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.load, slot)
+	if rate <= 0 {
+		delete(m.seeds, slot)
+		return
+	}
 	if m.since.IsZero() {
 		m.since = now
 	}
-	m.load[slot] = decayed{v: rate * m.window(now), at: now}
+	m.seeds[slot] = seeded{rate: rate, at: now}
 }
 
 // keep drops the loads of slots not in held.
@@ -146,17 +169,27 @@ func (m *meter) keep(held []int) {
 			delete(m.load, s)
 		}
 	}
+	for s := range m.seeds {
+		if !slices.Contains(held, s) {
+			delete(m.seeds, s)
+		}
+	}
 }
 
-// format returns AnnotationLoad's value for held at now.
+// format returns AnnotationLoad's value for held at now. A seeded slot's
+// sum holds, beside the work observed since the seed, the seed's rate
+// over the rest of the window: the part of it before the seed.
 func (m *meter) format(held []int, now time.Time) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := m.window(now)
 	parts := make([]string, 0, len(held))
 	for _, s := range slices.Sorted(slices.Values(held)) {
-		v := m.load[s].as(now, m.halfLife) / w
-		parts = append(parts, strconv.Itoa(s)+"="+strconv.FormatFloat(v, 'g', 3, 64))
+		v := m.load[s].as(now, m.halfLife)
+		if sd, ok := m.seeds[s]; ok {
+			v += sd.rate * max(w-m.span(now.Sub(sd.at)), 0)
+		}
+		parts = append(parts, strconv.Itoa(s)+"="+strconv.FormatFloat(v/w, 'g', 3, 64))
 	}
 	return strings.Join(parts, ",")
 }
