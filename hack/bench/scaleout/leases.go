@@ -19,6 +19,56 @@ import (
 // claims returns, from the group's Leases, who claims each slot; a slot
 // claimed by two (mid-move) maps to "2".
 func claims(ctx context.Context, cs kubernetes.Interface, group string) (map[int]string, error) {
+	return claimsExcept(ctx, cs, group, "")
+}
+
+// claimedBy returns the slots the group's Lease named lease claims.
+func claimedBy(ctx context.Context, cs kubernetes.Interface, group, lease string) ([]int, error) {
+	all, err := claims(ctx, cs, group)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for s, l := range all {
+		if l == lease {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the Lease %s claims no slot", lease)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// waitClaimedElsewhere waits until each of slots is claimed by one Lease
+// of the group other than lease (a killed replica's, whose claims stay
+// until its Lease is collected), polling the Leases, and returns when
+// they first were.
+func waitClaimedElsewhere(ctx context.Context, cs kubernetes.Interface, group, lease string, slots []int, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		cur, err := claimsExcept(ctx, cs, group, lease)
+		left := 0
+		for _, s := range slots {
+			if o := cur[s]; o == "" || o == "2" {
+				left++
+			}
+		}
+		if err == nil && left == 0 {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("the survivors do not claim the %d slots of %s within %v (last: %d unclaimed or contested, %v)", len(slots), lease, timeout, left, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// claimsExcept is claims, leaving out the Lease named skip.
+func claimsExcept(ctx context.Context, cs kubernetes.Interface, group, skip string) (map[int]string, error) {
 	ls, err := cs.CoordinationV1().Leases(leaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: membership.LabelGroup + "=" + group})
 	if err != nil {
 		return nil, fmt.Errorf("list the Leases of group %s: %w", group, err)
@@ -26,7 +76,7 @@ func claims(ctx context.Context, cs kubernetes.Interface, group string) (map[int
 	out := map[int]string{}
 	for _, l := range ls.Items {
 		v := l.Annotations[membership.AnnotationClaims]
-		if v == "" {
+		if v == "" || l.Name == skip {
 			continue
 		}
 		for _, p := range strings.Split(v, ",") {

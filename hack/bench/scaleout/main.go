@@ -280,7 +280,7 @@ func bench(ctx context.Context, o options, root string, env *testenv.Environment
 func logRound(r roundResult) {
 	kill := ""
 	if r.Replicas > 1 {
-		kill = fmt.Sprintf(", slots taken over %.2fs and objects converged %.2fs after a kill", r.TakeoverSeconds, r.KillSeconds)
+		kill = fmt.Sprintf(", the killed replica's slots claimed %.2fs, every slot held %.2fs and objects converged %.2fs after a kill", r.DeadSlotsSeconds, r.TakeoverSeconds, r.KillSeconds)
 	}
 	logf("round %d, %d replicas: %d objects converged in %.2fs (%.1f/s; writes %.2fs), %d dependency calls (busiest replica %.3f: first call %.2fs in, %.1fms a call of which %.1fms reconciling and %.1fms a patch, last %.2fs before the end), machine %.0f%% busy, CPU s API server %.1f, replicas %.1f; heap after sync %s MiB, at end %s MiB, live after sync %s MiB, at end %s MiB%s",
 		r.Round, r.Replicas, r.Objects, r.Seconds, r.PerSecond, r.WriteSeconds, r.DependencyCalls, r.BusiestShare, r.HeadSeconds, r.CallMillis, r.ReconcileMillis, r.PatchMillis, r.TailSeconds, 100*r.CPU.MachineBusy, r.CPU.APIServerSeconds, r.CPU.ReplicaSeconds, mibs(r.HeapAfterSync), mibs(r.HeapAtEnd), mibs(r.LiveAfterSync), mibs(r.LiveAtEnd), kill)

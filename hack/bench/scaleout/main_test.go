@@ -45,8 +45,8 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("round of %d replicas: busiest share of the objects %v, want it in [1/%d, 1]", r.Replicas, r.ObjectShare, r.Replicas)
 		}
 	}
-	if runs[1].KillSeconds <= 0 || runs[1].TakeoverSeconds <= 0 {
-		t.Errorf("3 replicas: KillSeconds = %v, TakeoverSeconds = %v; want the times to converge and to take over after the kill", runs[1].KillSeconds, runs[1].TakeoverSeconds)
+	if r := runs[1]; r.KillSeconds <= 0 || r.TakeoverSeconds <= 0 || r.DeadSlotsSeconds <= 0 || r.DeadSlotsSeconds > r.KillSeconds {
+		t.Errorf("3 replicas: KillSeconds = %v, TakeoverSeconds = %v, DeadSlotsSeconds = %v; want the times to converge, to take over and to claim the killed replica's slots after the kill, the claims before convergence", r.KillSeconds, r.TakeoverSeconds, r.DeadSlotsSeconds)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "scaleout.md"))
 	if err != nil {

@@ -22,14 +22,15 @@ import (
 // replica is one operator process.
 type replica struct {
 	cmd                     *exec.Cmd
+	identity                string // in its shard group
 	metricsAddr, healthAddr string
 	log                     *os.File
 	killed                  bool
 }
 
-// startReplica starts the operator binary as a member of group, its
-// output in logPath.
-func startReplica(o options, bin, kubeconfig, group, dependency, logPath string) (*replica, error) {
+// startReplica starts the operator binary as member identity of group,
+// its output in logPath.
+func startReplica(o options, bin, kubeconfig, group, identity, dependency, logPath string) (*replica, error) {
 	m, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -46,7 +47,7 @@ func startReplica(o options, bin, kubeconfig, group, dependency, logPath string)
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", m, "--health-probe-bind-address", h,
-		"--dependency", dependency, "--group", group, "--lease-namespace", leaseNamespace,
+		"--dependency", dependency, "--group", group, "--identity", identity, "--lease-namespace", leaseNamespace,
 		"--max-concurrent-reconciles", strconv.Itoa(o.workers),
 		"--lease-duration", o.lease.String(), "--renew-deadline", o.renew.String(), "--retry-period", o.retry.String(),
 		"--balance-half-life", o.balance.String(), "--shard-by-namespace="+strconv.FormatBool(o.skewed),
@@ -57,7 +58,7 @@ func startReplica(o options, bin, kubeconfig, group, dependency, logPath string)
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	return &replica{cmd: cmd, metricsAddr: m, healthAddr: h, log: log}, nil
+	return &replica{cmd: cmd, identity: identity, metricsAddr: m, healthAddr: h, log: log}, nil
 }
 
 // freeAddr returns a loopback address for a replica's server to bind:

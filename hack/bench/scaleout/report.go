@@ -163,7 +163,14 @@ func newTable(o options, runs []roundResult) table {
 	row("heap in use per replica at end, MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.HeapAtEnd) }, true)
 	row("live heap per replica after sync (after a collection), MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.LiveAfterSync) }, true)
 	row("live heap per replica at end (after a collection), MiB", 1, heapTarget, func(r roundResult) []float64 { return mibSlice(r.LiveAtEnd) }, true)
-	row(fmt.Sprintf("seconds until the others hold the slots of 1 of %d killed", many), 2, fmt.Sprintf("≤ lease %v + 2s", o.lease),
+	row(fmt.Sprintf("seconds until the others claim the slots of 1 of %d killed", many), 2, fmt.Sprintf("≤ lease %v + 2s", o.lease),
+		func(r roundResult) []float64 {
+			if r.Replicas == 1 {
+				return nil
+			}
+			return optional(r.DeadSlotsSeconds)
+		}, false)
+	row("seconds until the others hold every slot", 2, fmt.Sprintf("≤ lease %v + 2s", o.lease),
 		func(r roundResult) []float64 {
 			if r.Replicas == 1 {
 				return nil

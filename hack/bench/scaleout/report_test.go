@@ -54,9 +54,9 @@ func testOptions() options {
 func TestTable(t *testing.T) {
 	runs := []roundResult{
 		{Round: 1, Replicas: 1, ObjectShare: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.5, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}, LiveAfterSync: []int64{8 << 20}, LiveAtEnd: []int64{8 << 20}, CallMillis: 56, ReconcileMillis: 55, PatchMillis: 3, HeadSeconds: 0.25},
-		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, BusiestShare: 0.36, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 3.5, ReplicaSeconds: 1.5}, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5, TakeoverSeconds: 4.5, ObjectShare: 0.36, PlanShare: 0.34, LiveAfterSync: []int64{3 << 20, 4 << 20, 4 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 60, ReconcileMillis: 59, PatchMillis: 6, TailSeconds: 0.5},
+		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, BusiestShare: 0.36, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 3.5, ReplicaSeconds: 1.5}, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5, TakeoverSeconds: 4.5, DeadSlotsSeconds: 4.4, ObjectShare: 0.36, PlanShare: 0.34, LiveAfterSync: []int64{3 << 20, 4 << 20, 4 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 60, ReconcileMillis: 59, PatchMillis: 6, TailSeconds: 0.5},
 		{Round: 2, Replicas: 1, ObjectShare: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.6, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}, LiveAfterSync: []int64{8 << 20}, LiveAtEnd: []int64{10 << 20}, CallMillis: 58, ReconcileMillis: 57, PatchMillis: 5, HeadSeconds: 0.25, TailSeconds: 0.5},
-		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7, ObjectShare: 0.34, PlanShare: 0.336, LiveAfterSync: []int64{3 << 20, 3 << 20, 3 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 62, ReconcileMillis: 61, PatchMillis: 8},
+		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7, DeadSlotsSeconds: 4.6, ObjectShare: 0.34, PlanShare: 0.336, LiveAfterSync: []int64{3 << 20, 3 << 20, 3 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 62, ReconcileMillis: 61, PatchMillis: 8},
 	}
 	got := newTable(testOptions(), runs)
 	want := [][]string{
@@ -83,7 +83,8 @@ func TestTable(t *testing.T) {
 		{"heap in use per replica at end, MiB", "12.0 (12.0–12.0)", "12.0 (12.0–12.0)", "1.00×", "≤ 0.43× (1/3 + 10%)"},
 		{"live heap per replica after sync (after a collection), MiB", "8.0 (8.0–8.0)", "3.0 (3.0–4.0)", "0.38×", "≤ 0.43× (1/3 + 10%)"},
 		{"live heap per replica at end (after a collection), MiB", "9.0 (8.0–10.0)", "4.0 (4.0–4.0)", "0.44×", "≤ 0.43× (1/3 + 10%)"},
-		{"seconds until the others hold the slots of 1 of 3 killed", "—", "4.60 (4.50–4.70)", "—", "≤ lease 4s + 2s"},
+		{"seconds until the others claim the slots of 1 of 3 killed", "—", "4.50 (4.40–4.60)", "—", "≤ lease 4s + 2s"},
+		{"seconds until the others hold every slot", "—", "4.60 (4.50–4.70)", "—", "≤ lease 4s + 2s"},
 		{"seconds to converge after SIGKILL of 1 of 3", "—", "5.50 (5.00–6.00)", "—", "lease 4s + the work left"},
 	}
 	if diff := cmp.Diff(want, got.rows); diff != "" {

@@ -73,9 +73,13 @@ type roundResult struct {
 	// PatchMillis its mean PATCH round trip, to the response headers.
 	ReconcileMillis, PatchMillis float64
 	// KillSeconds from the SIGKILL of one replica until every object was
-	// seen converged, and TakeoverSeconds until the others held every
-	// slot; rounds of more than one replica only.
-	KillSeconds, TakeoverSeconds float64 `json:",omitempty"`
+	// seen converged, TakeoverSeconds until the others held every slot,
+	// and DeadSlotsSeconds until the killed replica's slots were each
+	// claimed by one of the others alone (which holds it from that
+	// renewal's round on); rounds of more than one replica only. A swap
+	// of two survivors' own slots under way when they first hold every
+	// slot counts in TakeoverSeconds, not in DeadSlotsSeconds.
+	KillSeconds, TakeoverSeconds, DeadSlotsSeconds float64 `json:",omitempty"`
 	// BalanceMoves is how many slots changed hands during the warm-up:
 	// the swaps that balanced the slots by load.
 	BalanceMoves int `json:",omitempty"`
@@ -132,7 +136,7 @@ func (d *driver) stage(ctx context.Context, run string, n int) (*stage, error) {
 		return st, err
 	}
 	for i := range n {
-		r, err := startReplica(d.o, d.bin, d.kubeconfig, st.group, d.dep.url, filepath.Join(d.o.binDir, "logs", fmt.Sprintf("scaleout-%s-%d.log", run, i)))
+		r, err := startReplica(d.o, d.bin, d.kubeconfig, st.group, fmt.Sprintf("r%d", i), d.dep.url, filepath.Join(d.o.binDir, "logs", fmt.Sprintf("scaleout-%s-%d.log", run, i)))
 		if err != nil {
 			return st, err
 		}
@@ -311,23 +315,35 @@ func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs 
 }
 
 // kill changes every object once more and SIGKILLs victim once half of
-// those writes are done, then times until the survivors hold every slot
-// and until every object has converged.
+// those writes are done, then times until the survivors claim the
+// victim's slots, until they hold every slot and until every object has
+// converged.
 func (d *driver) kill(ctx context.Context, run string, prog *progress, rs []*replica, res *roundResult) error {
 	victim, survivors := rs[0], rs[1:]
+	group := "scaleout-" + run
+	victimLease := group + "-" + victim.identity
 	gen := d.o.warmup + d.o.changes + 1
 	var once sync.Once
 	var killedAt time.Time
 	var killErr error
-	takeover := make(chan error, 1)
+	takeover, claimed := make(chan error, 1), make(chan error, 1)
 	err := bump(ctx, d.cs, run, d.layout.of, d.o.objects, gen, func(written int) {
 		if written >= d.o.objects/2 {
 			once.Do(func() {
+				var dead []int
+				if dead, killErr = claimedBy(ctx, d.cs, group, victimLease); killErr != nil {
+					return
+				}
 				killedAt, killErr = time.Now(), victim.kill()
 				go func() {
 					at, err := waitHeld(ctx, survivors, slots, d.o.phaseTimeout)
 					res.TakeoverSeconds = at.Sub(killedAt).Seconds()
 					takeover <- err
+				}()
+				go func() {
+					at, err := waitClaimedElsewhere(ctx, d.cs, group, victimLease, dead, d.o.phaseTimeout)
+					res.DeadSlotsSeconds = at.Sub(killedAt).Seconds()
+					claimed <- err
 				}()
 			})
 		}
@@ -336,7 +352,7 @@ func (d *driver) kill(ctx context.Context, run string, prog *progress, rs []*rep
 		return err
 	}
 	end, err := prog.wait(ctx, d.o.objects, gen, d.o.phaseTimeout)
-	if err = errors.Join(err, <-takeover); err != nil {
+	if err = errors.Join(err, <-takeover, <-claimed); err != nil {
 		return fmt.Errorf("after the kill: %w", err)
 	}
 	res.KillSeconds = end.Sub(killedAt).Seconds()

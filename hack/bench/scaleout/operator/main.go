@@ -48,7 +48,7 @@ const (
 
 type flags struct {
 	kubeconfig, metricsAddr, healthAddr, dependency string
-	group, leaseNamespace                           string
+	group, leaseNamespace, identity                 string
 	workers, memProfileRate                         int
 	lease, renew, retry, balance                    time.Duration
 	byNamespace, clientFilter, pprof                bool
@@ -62,6 +62,7 @@ func main() {
 	flag.StringVar(&f.dependency, "dependency", "", "URL of the slow dependency each reconcile calls once")
 	flag.StringVar(&f.group, "group", "scaleout", "the replicas' shard group")
 	flag.StringVar(&f.leaseNamespace, "lease-namespace", "default", "namespace of the replicas' Leases")
+	flag.StringVar(&f.identity, "identity", "", "Options.Sharding.Identity: this replica's name in the group (its Lease is <group>-<identity>); empty for the manager's default")
 	flag.IntVar(&f.workers, "max-concurrent-reconciles", 2, "workers of the controller")
 	flag.DurationVar(&f.lease, "lease-duration", 4*time.Second, "Options.Sharding.LeaseDuration")
 	flag.DurationVar(&f.renew, "renew-deadline", 3*time.Second, "Options.Sharding.RenewDeadline")
@@ -96,7 +97,7 @@ func run(f flags) error {
 	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Cache: cache.Options{Sharding: cache.ShardingOptions{ServerFilter: filter}},
-		Sharding: manager.ShardingOptions{Enabled: true, Group: f.group, Namespace: f.leaseNamespace,
+		Sharding: manager.ShardingOptions{Enabled: true, Group: f.group, Namespace: f.leaseNamespace, Identity: f.identity,
 			LeaseDuration: f.lease, RenewDeadline: f.renew, RetryPeriod: f.retry,
 			Balance: manager.BalanceOptions{Enabled: f.balance > 0, HalfLife: f.balance}},
 		Metrics: manager.MetricsOptions{BindAddress: f.metricsAddr, Pprof: f.pprof},
