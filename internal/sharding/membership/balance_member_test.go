@@ -197,3 +197,76 @@ func work(t *testing.T, ms []*running, took func(i, s int) time.Duration) {
 	}()
 	t.Cleanup(func() { close(stop); <-worked })
 }
+
+// A member's departure moves each of its slots once, to where the loads
+// want it, and the survivors' own slots at most once: four members hold
+// four slots each, loaded so that each carries 6 (the leaver four slots
+// of 1.5, each other member one of 3 and three of 1). When the fourth
+// leaves, the count assignment gives its slots two, one and one to the
+// others (9, 7.5, 7.5), and balancing evens that by swapping them for
+// the survivors' slots of 1 (8 each). Every survivor balances from the
+// anchor, the assignment before the leave, so all aim at one target
+// from the round that sees the leave until the slots rest
+// (TestAChangeAimsAtOneTarget shows what views halfway through aim at
+// otherwise).
+func TestMembersMoveADepartedMembersSlotsOnce(t *testing.T) {
+	ns := env.Namespace(t)
+	l := &ledger{}
+	opts := patient
+	opts.LoadHalfLife = 3 * time.Second
+	ms := startN(t, ns, 4, opts, l)
+	settle(t, ms, 4, 4)
+	leaver, survivors := ms[3], ms[:3]
+	w := map[int]float64{}
+	own := map[int]bool{}
+	for _, s := range leaver.Held() {
+		w[s] = 1.5
+	}
+	for _, m := range survivors {
+		for i, s := range m.Held() {
+			w[s], own[s] = 1, true
+			if i == 0 {
+				w[s] = 3
+			}
+		}
+	}
+	work(t, ms, func(_, s int) time.Duration { return time.Duration(w[s] * float64(100*time.Millisecond)) })
+	moves := l.releases()
+	eventually(t, "the planner's first plan", func() bool {
+		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m0", metav1.GetOptions{})
+		return err == nil && lease.Annotations[membership.AnnotationPlan] != ""
+	})
+	for _, m := range ms {
+		rounds(t, m, 3)
+	}
+	if n := l.releases(); n != moves {
+		t.Fatalf("%d slots moved on the first plan; the loads were even", n-moves)
+	}
+	left := time.Now()
+	if err := leaver.stop(); err != nil {
+		t.Fatal(err)
+	}
+	load := func(m *running) (sum float64) {
+		for _, s := range m.Held() {
+			sum += w[s]
+		}
+		return sum
+	}
+	eventually(t, "the survivors to carry 8 each", func() bool {
+		return covered(survivors, 5, 6) && load(survivors[0]) == 8 && load(survivors[1]) == 8 && load(survivors[2]) == 8
+	})
+	for _, m := range survivors {
+		rounds(t, m, 3)
+	}
+	moved := l.released(leaver.Identity(), left)
+	seen := map[int]bool{}
+	for _, s := range moved {
+		if !own[s] || seen[s] {
+			t.Errorf("the survivors released slots %v after the leave: slot %d moved twice", moved, s)
+			break
+		}
+		seen[s] = true
+	}
+	t.Logf("the survivors released slots %v after the leave", moved)
+	checkOverlap(t, l)
+}

@@ -395,3 +395,98 @@ func TestPlanAnnotation(t *testing.T) {
 		}
 	}
 }
+
+// A change of members aims at one target in every view while it lands:
+// balanced from the anchor (the assignment before the change, the slots
+// of members gone blanked), each view halfway through a death or a join
+// gives the target of the change's first view. Balanced from each view's
+// claims instead, views halfway through aim elsewhere and move slots
+// that had just moved.
+func TestAChangeAimsAtOneTarget(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	t0 := time.Unix(1000, 0)
+	target := func(a *anchor, cur, live []string, w []float64, at time.Time) []string {
+		from := cur
+		if a != nil {
+			from = a.from(cur, live, at, time.Minute)
+		}
+		return BalanceFrom(Assign(live, 64, from), from, w, DefaultBalanceTolerance)
+	}
+	for _, change := range []string{"death", "join"} {
+		t.Run(change, func(t *testing.T) {
+			var views, astray, astrayPlain int
+			for range 100 {
+				ms, w := identities(r, 5), zipf(r, 64, 100)
+				before, live := ms[:4], ms[:4]
+				switch change {
+				case "death":
+					before = ms
+				case "join":
+					live = ms
+				}
+				rest := Balance(Assign(before, 64, nil), w, DefaultBalanceTolerance)
+				var a anchor
+				a.from(rest, before, t0, time.Minute)
+				a.settle(rest, rest)
+				cur := slices.Clone(rest)
+				for s, o := range cur {
+					if !slices.Contains(live, o) {
+						cur[s] = ""
+					}
+				}
+				want := target(&a, cur, live, w, t0)
+				// Land the moves in a random order, each in two steps:
+				// claimed by two or by none, then by its new holder.
+				var moving []int
+				for s := range want {
+					if want[s] != rest[s] {
+						moving = append(moving, s)
+					}
+				}
+				r.Shuffle(len(moving), func(i, j int) { moving[i], moving[j] = moving[j], moving[i] })
+				for _, s := range moving {
+					for _, step := range []string{"", want[s]} {
+						cur[s] = step
+						views++
+						if got := target(&a, cur, live, w, t0.Add(time.Second)); !slices.Equal(got, want) {
+							astray++
+						}
+						if got := target(nil, cur, live, w, t0); !slices.Equal(got, want) {
+							astrayPlain++
+						}
+					}
+				}
+				if !slices.Equal(cur, want) {
+					t.Fatalf("landed %v, want %v", cur, want)
+				}
+				a.settle(cur, target(&a, cur, live, w, t0.Add(2*time.Second)))
+				if !slices.Equal(a.owner, want) || !a.since.IsZero() {
+					t.Fatalf("after the change landed, the anchor is %v since %v; want the target, and no change under way", a.owner, a.since)
+				}
+			}
+			t.Logf("%s: of %d views halfway through, %d aim elsewhere balanced from the anchor, %d balanced from their claims", change, views, astray, astrayPlain)
+			if astray > 0 {
+				t.Errorf("%d views of %d halfway through a %s aim elsewhere than its first view", astray, views, change)
+			}
+		})
+	}
+}
+
+// A change that has not landed within the limit is given up: its views
+// may differ between members. From then on the claims are balanced
+// from, until they rest again.
+func TestAnAnchorIsGivenUp(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var a anchor
+	rest := []string{"a", "a", "b", "b", "c", "c"}
+	if got := a.from(rest, []string{"a", "b", "c"}, t0, time.Minute); !slices.Equal(got, rest) || a.owner == nil {
+		t.Fatalf("a first view with every slot claimed: from %v, anchor %v; want the claims, and them as the anchor", got, a.owner)
+	}
+	cur := []string{"a", "a", "b", "", "", ""}
+	if got := a.from(cur, []string{"a", "b"}, t0.Add(time.Second), time.Minute); !slices.Equal(got, []string{"a", "a", "b", "b", "", ""}) {
+		t.Errorf("c died: from %v, want the anchor with c's slots blanked", got)
+	}
+	if got := a.from(cur, []string{"a", "b"}, t0.Add(62*time.Second), time.Minute); !slices.Equal(got, cur) || a.owner != nil {
+		t.Errorf("61 s into the change: from %v, anchor %v; want the claims, and no anchor", got, a.owner)
+	}
+}

@@ -27,7 +27,11 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 		}
 	}
 	cur := m.current(claimedBy)
-	owner := Assign(members, m.opts.Slots, cur)
+	from := cur
+	if m.meter != nil {
+		from = m.anchor.from(cur, members, now, m.opts.LeaseDuration)
+	}
+	owner := Assign(members, m.opts.Slots, from)
 	var loads []float64
 	if m.meter != nil {
 		reports := map[string]map[int]float64{m.opts.Identity: m.writtenLoad}
@@ -35,7 +39,8 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 			reports[p.identity] = p.load
 		}
 		loads = weights(reports, cur, m.remembered)
-		owner = m.balance(owner, cur, loads, peers, members, now)
+		owner = m.balance(owner, from, cur, loads, peers, members, now)
+		m.anchor.settle(cur, owner)
 	}
 	mine := func(s int) bool { return !leaving && owner[s] == m.opts.Identity }
 
@@ -90,8 +95,9 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 // member's busiest slots early or late) moves nothing while it lasts;
 // what it leaves uneven once its work is in the rates moves a half-life
 // on. Each member balances on the plan as last written, which all of
-// them read alike a renewal later.
-func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, members []string, now time.Time) []string {
+// them read alike a renewal later. It balances from the holders in from
+// (see anchor.from); cur is the claims in this view.
+func (m *Member) balance(owner, from, cur []string, loads []float64, peers []peer, members []string, now time.Time) []string {
 	planner := slices.Min(members)
 	var plan []float64
 	if planner == m.opts.Identity {
@@ -106,7 +112,7 @@ func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, mem
 	}
 	balanced := owner
 	if plan != nil && busy(plan, len(members)) {
-		balanced = BalanceFrom(owner, cur, plan, DefaultBalanceTolerance)
+		balanced = BalanceFrom(owner, from, plan, DefaultBalanceTolerance)
 	}
 	if loads == nil || !busy(loads, len(members)) {
 		m.busySince = time.Time{}
@@ -125,6 +131,67 @@ func (m *Member) balance(owner, cur []string, loads []float64, peers []peer, mem
 		m.uneven = sustained{}
 	}
 	return balanced
+}
+
+// anchor is, with balancing by load, the assignment that a change of
+// members is assigned and balanced from until it has landed: the claims
+// as they last were with every slot claimed once and nothing left to
+// move. Balanced from the claims of each view instead, a change is aimed
+// anew as it lands: a dead member's slots that have landed count as in
+// place, the count assignment puts those still unclaimed elsewhere, and
+// balancing picks other swaps, moving slots that had just moved, and
+// survivors' own slots, within the takeover. From the anchor, every
+// round of the change, on every member, aims at one target.
+type anchor struct {
+	owner []string  // nil until a view with every slot claimed once
+	since time.Time // when this member saw the change begin; zero if none
+}
+
+// from returns what decide assigns and balances from: cur, except while
+// the members are not those holding the anchor's slots (a member died,
+// left or joined), when it is the anchor with the slots of members gone
+// blanked. A member's first view with every slot claimed once (a
+// joiner's: the group before it) becomes its anchor. A change that has
+// not landed within limit, on now, is given up (members whose anchors
+// differ, as a joiner's can when the group was mid-move, may aim at
+// different targets): from then on, cur, until the claims come to rest
+// again. A second change during the first blanks its slots too.
+func (a *anchor) from(cur, members []string, now time.Time, limit time.Duration) []string {
+	if a.owner == nil {
+		if !slices.Contains(cur, "") {
+			a.owner = slices.Clone(cur)
+		}
+		return cur
+	}
+	holders := slices.Compact(slices.Sorted(slices.Values(a.owner)))
+	live := slices.Sorted(slices.Values(members))
+	if slices.Equal(holders, live) {
+		a.since = time.Time{}
+		return cur
+	}
+	if a.since.IsZero() {
+		a.since = now
+	}
+	if now.Sub(a.since) > limit {
+		*a = anchor{}
+		return cur
+	}
+	out := slices.Clone(a.owner)
+	for s, o := range out {
+		if _, ok := slices.BinarySearch(live, o); !ok {
+			out[s] = ""
+		}
+	}
+	return out
+}
+
+// settle makes cur the anchor when it has landed where decide aims,
+// owner, with every slot claimed once: at rest, or at the end of a
+// change.
+func (a *anchor) settle(cur, owner []string) {
+	if !slices.Contains(cur, "") && slices.Equal(cur, owner) {
+		a.owner, a.since = slices.Clone(cur), time.Time{}
+	}
 }
 
 // sustained times how long a condition has held.

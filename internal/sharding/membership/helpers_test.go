@@ -98,6 +98,20 @@ func (l *ledger) releases() int {
 	return n
 }
 
+// released returns the slots whose release others than who began after
+// from, in order.
+func (l *ledger) released(who string, from time.Time) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int
+	for _, e := range l.events {
+		if e.kind == releasing && e.who != who && e.at.After(from) {
+			out = append(out, e.slot)
+		}
+	}
+	return out
+}
+
 // firstHeld returns when who first came to hold slot after t, or zero.
 func (l *ledger) firstHeld(who string, slot int, after time.Time) time.Time {
 	l.mu.Lock()

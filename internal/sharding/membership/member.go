@@ -55,7 +55,8 @@ type Member struct {
 	// this member is the planner, plan is the AnnotationPlan to write and
 	// writtenPlan the one last written; both nil otherwise. busySince is
 	// when the loads in view last became busy enough to balance on, and
-	// uneven how long they have left the plan's assignment uneven.
+	// uneven how long they have left the plan's assignment uneven;
+	// anchor what a change of members is balanced from.
 	meter       *meter
 	writtenLoad map[int]float64
 	remembered  map[int]float64
@@ -63,6 +64,7 @@ type Member struct {
 	writtenPlan []float64
 	busySince   time.Time
 	uneven      sustained
+	anchor      anchor
 
 	mu    sync.Mutex
 	stats Stats

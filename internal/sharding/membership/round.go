@@ -66,6 +66,7 @@ func (m *Member) fence(ctx context.Context, gap time.Duration) {
 	}
 	m.claims = maps.Clone(m.releasing)
 	clear(m.wanted)
+	m.anchor = anchor{}
 }
 
 // renew writes the claims to this member's Lease, creating it if needed.
