@@ -270,3 +270,39 @@ func TestMembersMoveADepartedMembersSlotsOnce(t *testing.T) {
 	t.Logf("the survivors released slots %v after the leave", moved)
 	checkOverlap(t, l)
 }
+
+// When the planner leaves, the member that plans next carries on its
+// plan rather than planning afresh from its own reading: the survivors
+// balance a takeover on the plan they already share. Without that, the
+// next planner wrote its own loads as the plan at its first renewal as
+// planner, and the others aimed at the old plan's target until they read
+// it.
+func TestTheNextPlannerCarriesOnThePlan(t *testing.T) {
+	ns := env.Namespace(t)
+	l := &ledger{}
+	opts := patient
+	opts.LoadHalfLife = 3 * time.Second
+	ms := startN(t, ns, 3, opts, l)
+	settle(t, ms, 5, 6)
+	work(t, ms, func(_, s int) time.Duration { return time.Duration(s+1) * 10 * time.Millisecond })
+	plan := func(id string) string {
+		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-"+id, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return lease.Annotations[membership.AnnotationPlan]
+	}
+	eventually(t, "the planner's first plan", func() bool { return plan("m0") != "" })
+	for _, m := range ms {
+		rounds(t, m, 3)
+	}
+	last := plan("m0")
+	if err := ms[0].stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "m1's plan", func() bool { return plan("m1") != "" })
+	if got := plan("m1"); got != last {
+		t.Errorf("m1, planning next, wrote the plan %s; want m0's last, %s", got, last)
+	}
+	checkOverlap(t, l)
+}

@@ -95,20 +95,31 @@ func (m *Member) decide(ctx context.Context, peers []peer, leaving bool) {
 // member's busiest slots early or late) moves nothing while it lasts;
 // what it leaves uneven once its work is in the rates moves a half-life
 // on. Each member balances on the plan as last written, which all of
-// them read alike a renewal later. It balances from the holders in from
-// (see anchor.from); cur is the claims in this view.
+// them read alike a renewal later. A member that becomes the planner
+// (the planner died, left, or a member of lower identity joined) carries
+// on the plan it last read, as do the others until its Lease holds it:
+// a new planner that planned afresh from its own view would have every
+// member aim elsewhere while a takeover lands. It balances from the
+// holders in from (see anchor.from); cur is the claims in this view.
 func (m *Member) balance(owner, from, cur []string, loads []float64, peers []peer, members []string, now time.Time) []string {
 	planner := slices.Min(members)
 	var plan []float64
+	for _, p := range peers {
+		if p.plan != nil && (p.identity == planner || plan == nil) {
+			plan = p.plan
+		}
+	}
+	if plan != nil {
+		m.heardPlan = plan
+	}
 	if planner == m.opts.Identity {
 		plan = m.writtenPlan
+		if plan == nil && m.plan == nil {
+			m.plan, plan = m.heardPlan, m.heardPlan
+		}
 	} else {
 		m.plan = nil
-		for _, p := range peers {
-			if p.identity == planner {
-				plan = p.plan
-			}
-		}
+		plan = m.heardPlan
 	}
 	balanced := owner
 	if plan != nil && busy(plan, len(members)) {

@@ -62,6 +62,7 @@ type Member struct {
 	remembered  map[int]float64
 	plan        []float64
 	writtenPlan []float64
+	heardPlan   []float64 // the plan last read from a peer's Lease
 	busySince   time.Time
 	uneven      sustained
 	anchor      anchor
