@@ -22,7 +22,7 @@ func TestMembersBalanceByLoad(t *testing.T) {
 	// The work is steady, so any half-life reads it alike; a short one
 	// lets a plan made on rates not yet settled be renewed (after a
 	// half-life of unevenness) well within the test's wait.
-	ns, l, ms := balancing(t, 5*time.Second)
+	ns, l, ms := balancing(t, 2, 5*time.Second)
 	heavy := ms[0].Held()
 	// The work: a second for a heavy slot, a tenth of one for another.
 	work(t, ms, func(_, s int) time.Duration {
@@ -82,7 +82,7 @@ func TestMembersBalanceByLoad(t *testing.T) {
 // they have stayed uneven for a half-life (6 s). Without that wait, 115
 // slots moved.
 func TestMembersLetATurnTakingLoadBe(t *testing.T) {
-	ns, l, ms := balancing(t, 6*time.Second)
+	ns, l, ms := balancing(t, 2, 6*time.Second)
 	var turns atomic.Bool // on: the members take turns
 	start := time.Now()
 	work(t, ms, func(i, _ int) time.Duration {
@@ -97,10 +97,7 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 	// The first plan, on the even load: made on rates that may not have
 	// settled (a peer's read a renewal late), it may swap a slot or two;
 	// then the slots rest.
-	eventually(t, "the planner's first plan", func() bool {
-		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m0", metav1.GetOptions{})
-		return err == nil && lease.Annotations[membership.AnnotationPlan] != ""
-	})
+	firstPlan(t, ns)
 	moves, since := l.releases(), time.Now()
 	eventually(t, "the slots to rest for a second", func() bool {
 		if n := l.releases(); n != moves || !covered(ms, 8, 8) {
@@ -124,7 +121,7 @@ func TestMembersLetATurnTakingLoadBe(t *testing.T) {
 // slots as idle; made after the 4 s half-life, it holds every slot's
 // work.
 func TestMembersPlanOnAHalfLifeOfWork(t *testing.T) {
-	ns, l, ms := balancing(t, 4*time.Second)
+	ns, l, ms := balancing(t, 2, 4*time.Second)
 	order := ms[0].Held()
 	const turn = 400 * time.Millisecond
 	start := time.Now()
@@ -137,14 +134,7 @@ func TestMembersPlanOnAHalfLifeOfWork(t *testing.T) {
 		}
 		return 0
 	})
-	var plan string
-	eventually(t, "the planner's first plan", func() bool {
-		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m0", metav1.GetOptions{})
-		if err == nil {
-			plan = lease.Annotations[membership.AnnotationPlan]
-		}
-		return plan != ""
-	})
+	plan := firstPlan(t, ns)
 	loads := map[string]string{}
 	for _, pair := range strings.Split(plan, ",") {
 		slot, load, _ := strings.Cut(pair, "=")
@@ -162,16 +152,38 @@ func TestMembersPlanOnAHalfLifeOfWork(t *testing.T) {
 	checkOverlap(t, l)
 }
 
-// balancing starts two members that balance by load with halfLife, in a
-// namespace of their own, and waits until they hold 8 slots each.
-func balancing(t *testing.T, halfLife time.Duration) (string, *ledger, []*running) {
+// balancing starts n members that balance by load with halfLife, in a
+// namespace of their own, and waits until the count assignment rests:
+// each holds its share of the 16 slots.
+func balancing(t *testing.T, n int, halfLife time.Duration) (string, *ledger, []*running) {
 	ns := env.Namespace(t)
 	l := &ledger{}
 	opts := patient
 	opts.LoadHalfLife = halfLife
-	ms := startN(t, ns, 2, opts, l)
-	settle(t, ms, 8, 8)
+	ms := startN(t, ns, n, opts, l)
+	settle(t, ms, 16/n, (16+n-1)/n)
 	return ns, l, ms
+}
+
+// planOf returns the plan in member id's Lease in ns: "" if it has none
+// or the Lease cannot be read.
+func planOf(t *testing.T, ns, id string) string {
+	lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-"+id, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return lease.Annotations[membership.AnnotationPlan]
+}
+
+// firstPlan waits for the planner's (m0's) first plan in ns and returns
+// it.
+func firstPlan(t *testing.T, ns string) string {
+	var plan string
+	eventually(t, "the planner's first plan", func() bool {
+		plan = planOf(t, ns, "m0")
+		return plan != ""
+	})
+	return plan
 }
 
 // work has each member of ms, every 50 ms until the test ends, observe a
@@ -210,12 +222,7 @@ func work(t *testing.T, ms []*running, took func(i, s int) time.Duration) {
 // (TestAChangeAimsAtOneTarget shows what views halfway through aim at
 // otherwise).
 func TestMembersMoveADepartedMembersSlotsOnce(t *testing.T) {
-	ns := env.Namespace(t)
-	l := &ledger{}
-	opts := patient
-	opts.LoadHalfLife = 3 * time.Second
-	ms := startN(t, ns, 4, opts, l)
-	settle(t, ms, 4, 4)
+	ns, l, ms := balancing(t, 4, 3*time.Second)
 	leaver, survivors := ms[3], ms[:3]
 	w := map[int]float64{}
 	own := map[int]bool{}
@@ -232,10 +239,7 @@ func TestMembersMoveADepartedMembersSlotsOnce(t *testing.T) {
 	}
 	work(t, ms, func(_, s int) time.Duration { return time.Duration(w[s] * float64(100*time.Millisecond)) })
 	moves := l.releases()
-	eventually(t, "the planner's first plan", func() bool {
-		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-m0", metav1.GetOptions{})
-		return err == nil && lease.Annotations[membership.AnnotationPlan] != ""
-	})
+	firstPlan(t, ns)
 	for _, m := range ms {
 		rounds(t, m, 3)
 	}
@@ -278,30 +282,18 @@ func TestMembersMoveADepartedMembersSlotsOnce(t *testing.T) {
 // planner, and the others aimed at the old plan's target until they read
 // it.
 func TestTheNextPlannerCarriesOnThePlan(t *testing.T) {
-	ns := env.Namespace(t)
-	l := &ledger{}
-	opts := patient
-	opts.LoadHalfLife = 3 * time.Second
-	ms := startN(t, ns, 3, opts, l)
-	settle(t, ms, 5, 6)
+	ns, l, ms := balancing(t, 3, 3*time.Second)
 	work(t, ms, func(_, s int) time.Duration { return time.Duration(s+1) * 10 * time.Millisecond })
-	plan := func(id string) string {
-		lease, err := env.Client().CoordinationV1().Leases(ns).Get(t.Context(), membership.DefaultGroup+"-"+id, metav1.GetOptions{})
-		if err != nil {
-			return ""
-		}
-		return lease.Annotations[membership.AnnotationPlan]
-	}
-	eventually(t, "the planner's first plan", func() bool { return plan("m0") != "" })
+	firstPlan(t, ns)
 	for _, m := range ms {
 		rounds(t, m, 3)
 	}
-	last := plan("m0")
+	last := planOf(t, ns, "m0")
 	if err := ms[0].stop(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "m1's plan", func() bool { return plan("m1") != "" })
-	if got := plan("m1"); got != last {
+	eventually(t, "m1's plan", func() bool { return planOf(t, ns, "m1") != "" })
+	if got := planOf(t, ns, "m1"); got != last {
 		t.Errorf("m1, planning next, wrote the plan %s; want m0's last, %s", got, last)
 	}
 	checkOverlap(t, l)
