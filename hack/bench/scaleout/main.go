@@ -101,6 +101,9 @@ type options struct {
 	// verbosity is the replicas' klog -v: 1 logs the slots each gains and
 	// releases, for an investigation of a round's moves.
 	verbosity int
+	// trace has each replica write a line per reconcile beside its log
+	// (tracePath), and the report give the timed phase's reconcile times.
+	trace bool
 	// skewed places the objects in namespaces of Zipf-like sizes, sharded
 	// by namespace (layout).
 	skewed bool
@@ -169,6 +172,7 @@ func parse(args []string, root string) (options, error) {
 	fs.DurationVar(&o.retry, "retry-period", 500*time.Millisecond, "the replicas' Options.Sharding.RetryPeriod")
 	fs.DurationVar(&o.balance, "balance-half-life", 0, "the replicas' Options.Sharding.Balance.HalfLife, such as 1m; 0 (the default, as the SDK's) balances the slots by count")
 	fs.IntVar(&o.warmup, "warmup", 1, "changes of every object before the throughput phase, for the replicas to measure their slots' loads and rebalance")
+	fs.BoolVar(&o.trace, "trace", false, "have each replica write a line per reconcile (its start in Unix ns, its duration in ns, its key) to its log's path with .trace added, and report how long the timed phase's reconciles took early and late in it")
 	fs.IntVar(&o.verbosity, "replica-v", 0, "the replicas' log verbosity (klog -v); 1 logs every slot each replica gains and releases, in <bin>/bench/logs")
 	fs.BoolVar(&o.skewed, "skewed", false, "place the objects in 100 namespaces whose sizes fall off as 1/rank^0.8 (the largest 12%), sharded by namespace, instead of one namespace sharded by UID")
 	fs.BoolVar(&o.clientFilter, "client-side-filter", false, "the replicas never send shard selectors: each receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")

@@ -53,6 +53,9 @@ func startReplica(o options, bin, kubeconfig, group, identity, dependency, logPa
 		"--balance-half-life", o.balance.String(), "--shard-by-namespace="+strconv.FormatBool(o.skewed),
 		"--client-side-filter="+strconv.FormatBool(o.clientFilter), "--pprof", "--mem-profile-rate="+strconv.Itoa(memProfileRate(o)),
 		"-v="+strconv.Itoa(o.verbosity))
+	if o.trace {
+		cmd.Args = append(cmd.Args, "--trace", tracePath(logPath))
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

@@ -155,6 +155,11 @@ func newTable(o options, runs []roundResult) table {
 	row("slots moved in the timed phase", 0, "", func(r roundResult) []float64 { return one(float64(r.PhaseMoves)) }, false)
 	row("busiest replica's share of the objects, after the warm-up", 3, "", func(r roundResult) []float64 { return optional(r.ObjectShare) }, false)
 	row("busiest replica's share of the plan's loads, after the warm-up", 3, "", func(r roundResult) []float64 { return optional(r.PlanShare) }, false)
+	row("the largest slot's load per object in the plan, over the mean", 2, "", func(r roundResult) []float64 { return optional(largestSlotRead(r)) }, false)
+	if o.trace {
+		row("ms a reconcile calling the dependency took, first fifth of the timed phase", 1, "", func(r roundResult) []float64 { return optional(r.EarlyMillis) }, true)
+		row("ms a reconcile calling the dependency took, last fifth of the timed phase", 1, "", func(r roundResult) []float64 { return optional(r.LateMillis) }, true)
+	}
 	row("machine CPU busy (both cores)", 2, "", func(r roundResult) []float64 { return one(r.CPU.MachineBusy) }, false)
 	row("API server CPU seconds", 1, "", func(r roundResult) []float64 { return one(r.CPU.APIServerSeconds) }, true)
 	row("replicas' CPU seconds (all)", 1, "", func(r roundResult) []float64 { return one(r.CPU.ReplicaSeconds) }, true)
@@ -237,4 +242,27 @@ func report(o options, runs []roundResult) error {
 	}
 	logf("wrote %s/scaleout.md and scaleout-runs.json", o.out)
 	return nil
+}
+
+// largestSlotRead returns how the plan r balanced on weighs the slot with
+// the most objects, per object, against the mean of all slots: 1 when
+// the plan reads it as the objects do (each object costs alike in this
+// benchmark), below 1 when it reads it light and the replica holding it
+// takes more than its share of the objects. 0 without a plan.
+func largestSlotRead(r roundResult) float64 {
+	if len(r.PlanLoads) == 0 || len(r.PlanLoads) != len(r.SlotObjects) {
+		return 0
+	}
+	largest, load, objects := 0, 0.0, 0.0
+	for s, n := range r.SlotObjects {
+		load += r.PlanLoads[s]
+		objects += n
+		if n > r.SlotObjects[largest] {
+			largest = s
+		}
+	}
+	if load == 0 || r.SlotObjects[largest] == 0 {
+		return 0
+	}
+	return (r.PlanLoads[largest] / load) / (r.SlotObjects[largest] / objects)
 }

@@ -56,7 +56,7 @@ func TestTable(t *testing.T) {
 		{Round: 1, Replicas: 1, ObjectShare: 1, PerSecond: 90, Seconds: 6.6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.5, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{10 << 20}, HeapAtEnd: []int64{12 << 20}, LiveAfterSync: []int64{8 << 20}, LiveAtEnd: []int64{8 << 20}, CallMillis: 56, ReconcileMillis: 55, PatchMillis: 3, HeadSeconds: 0.25},
 		{Round: 1, Replicas: 3, PerSecond: 270, Seconds: 2.2, DependencyCalls: 1100, BusiestShare: 0.36, CPU: cpuUse{MachineBusy: 0.9, APIServerSeconds: 3.5, ReplicaSeconds: 1.5}, HeapAfterSync: []int64{10 << 20, 11 << 20, 12 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 5, TakeoverSeconds: 4.5, DeadSlotsSeconds: 4.4, ObjectShare: 0.36, PlanShare: 0.34, LiveAfterSync: []int64{3 << 20, 4 << 20, 4 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 60, ReconcileMillis: 59, PatchMillis: 6, TailSeconds: 0.5},
 		{Round: 2, Replicas: 1, ObjectShare: 1, PerSecond: 100, Seconds: 6, DependencyCalls: 1000, BusiestShare: 1, CPU: cpuUse{MachineBusy: 0.6, APIServerSeconds: 3, ReplicaSeconds: 1}, HeapAfterSync: []int64{12 << 20}, HeapAtEnd: []int64{12 << 20}, LiveAfterSync: []int64{8 << 20}, LiveAtEnd: []int64{10 << 20}, CallMillis: 58, ReconcileMillis: 57, PatchMillis: 5, HeadSeconds: 0.25, TailSeconds: 0.5},
-		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7, DeadSlotsSeconds: 4.6, ObjectShare: 0.34, PlanShare: 0.336, LiveAfterSync: []int64{3 << 20, 3 << 20, 3 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 62, ReconcileMillis: 61, PatchMillis: 8},
+		{Round: 2, Replicas: 3, PerSecond: 290, Seconds: 2.1, DependencyCalls: 1200, BusiestShare: 0.34, CPU: cpuUse{MachineBusy: 1, APIServerSeconds: 4.5, ReplicaSeconds: 2.5}, HeapAfterSync: []int64{11 << 20, 11 << 20, 11 << 20}, HeapAtEnd: []int64{12 << 20, 12 << 20, 12 << 20}, KillSeconds: 6, TakeoverSeconds: 4.7, DeadSlotsSeconds: 4.6, ObjectShare: 0.34, PlanShare: 0.336, SlotObjects: []float64{10, 20, 10}, PlanLoads: []float64{1, 1, 1}, LiveAfterSync: []int64{3 << 20, 3 << 20, 3 << 20}, LiveAtEnd: []int64{4 << 20, 4 << 20, 4 << 20}, CallMillis: 62, ReconcileMillis: 61, PatchMillis: 8},
 	}
 	got := newTable(testOptions(), runs)
 	want := [][]string{
@@ -76,6 +76,7 @@ func TestTable(t *testing.T) {
 		{"slots moved in the timed phase", "0 (0–0)", "0 (0–0)", "—", ""},
 		{"busiest replica's share of the objects, after the warm-up", "1.000 (1.000–1.000)", "0.350 (0.340–0.360)", "—", ""},
 		{"busiest replica's share of the plan's loads, after the warm-up", "—", "0.338 (0.336–0.340)", "—", ""},
+		{"the largest slot's load per object in the plan, over the mean", "—", "0.67", "—", ""},
 		{"machine CPU busy (both cores)", "0.55 (0.50–0.60)", "0.95 (0.90–1.00)", "—", ""},
 		{"API server CPU seconds", "3.0 (3.0–3.0)", "4.0 (3.5–4.5)", "1.33×", ""},
 		{"replicas' CPU seconds (all)", "1.0 (1.0–1.0)", "2.0 (1.5–2.5)", "2.00×", ""},

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,10 @@ type roundResult struct {
 	// either end) during the throughput phase: balancing that the warm-up
 	// left to do, which the phase pays for.
 	PhaseMoves int `json:",omitempty"`
+	// EarlyMillis and LateMillis are, with -trace, the median duration
+	// of the first and the last fifth of the timed phase's reconciles
+	// that called the dependency, in the order they began.
+	EarlyMillis, LateMillis float64 `json:",omitempty"`
 	// SlotSyncMax is the longest a slot gained in the round waited, on
 	// any surviving replica, from being held to its keys being admitted
 	// (opkit_sharding_slot_sync_seconds, the bucket's upper bound): the
@@ -310,6 +315,20 @@ func (d *driver) throughput(ctx context.Context, run string, prog *progress, rs 
 		if patch.Count() > 0 {
 			res.PatchMillis = 1000 * patch.Mean()
 		}
+	}
+	if d.o.trace {
+		// Read last: a reconcile writes its line after its PATCH, which
+		// the watch may have seen first.
+		var all []traced
+		for _, r := range rs {
+			t, err := readTrace(tracePath(r.log.Name()), start, end, d.o.delay)
+			if err != nil {
+				return err
+			}
+			all = append(all, t...)
+		}
+		slices.SortFunc(all, func(a, b traced) int { return a.start.Compare(b.start) })
+		res.EarlyMillis, res.LateMillis = earlyLate(all)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,7 @@ type flags struct {
 	workers, memProfileRate                         int
 	lease, renew, retry, balance                    time.Duration
 	byNamespace, clientFilter, pprof                bool
+	trace                                           string
 }
 
 func main() {
@@ -72,6 +74,7 @@ func main() {
 	flag.BoolVar(&f.clientFilter, "client-side-filter", false, "never send shard selectors: every replica receives every ConfigMap and keeps its slots' (cache.ServerFilterOff)")
 	flag.BoolVar(&f.pprof, "pprof", false, "serve net/http/pprof beside /metrics")
 	flag.IntVar(&f.memProfileRate, "mem-profile-rate", 0, "runtime.MemProfileRate, bytes allocated per heap profile sample; 0 keeps Go's 512 KiB")
+	flag.StringVar(&f.trace, "trace", "", "a file to write one line per reconcile to: its start (Unix ns), its duration (ns) and its key")
 	klog.InitFlags(nil) // -v: the manager logs through klog
 	flag.Parse()
 	if err := run(f); err != nil {
@@ -108,6 +111,13 @@ func run(f flags) error {
 	}
 	r := &reconciler{client: mgr.UncachedClient(), dependency: f.dependency,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: f.workers}}}
+	if f.trace != "" {
+		// Unbuffered: a replica the benchmark SIGKILLs loses no line.
+		if r.trace, err = os.Create(f.trace); err != nil {
+			return err
+		}
+		defer r.trace.Close()
+	}
 	// A reconcile started before the renew deadline must end within
 	// LeaseDuration - RenewDeadline for the sharded mode's guarantee.
 	opts := controller.Options[reconcile.Request]{MaxConcurrentReconciles: f.workers, ReconcileTimeout: f.lease - f.renew}
@@ -129,9 +139,16 @@ type reconciler struct {
 	client     client.Client
 	http       *http.Client
 	dependency string
+	// trace, if not nil, gets a line per reconcile (--trace); mu orders
+	// the lines.
+	trace *os.File
+	mu    sync.Mutex
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if r.trace != nil {
+		defer r.traced(req, time.Now())
+	}
 	cm, err := r.configMaps.Get(req.Namespace, req.Name)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Done(), nil
@@ -156,6 +173,14 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Done(), fmt.Errorf("record generation %s of configmap %s: %w", gen, req, err)
 	}
 	return reconcile.Done(), nil
+}
+
+// traced writes a trace line for a reconcile of req begun at began.
+func (r *reconciler) traced(req reconcile.Request, began time.Time) {
+	took := time.Since(began)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.trace, "%d %d %s\n", began.UnixNano(), took.Nanoseconds(), req)
 }
 
 // call asks the slow dependency about req, once.
