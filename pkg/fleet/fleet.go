@@ -385,6 +385,11 @@ type Cluster struct {
 	// the member unreachable; a new one begins when it answers again.
 	reach       context.Context
 	unreachable context.CancelCauseFunc
+	// ending holds the cancel funcs of the member's reconciles in flight
+	// (onUnreachable), which setHealth calls before it ends reach: a
+	// reconcile's context has its cause by the time its requests, ended
+	// by reach, fail.
+	ending map[*context.CancelCauseFunc]struct{}
 }
 
 func (f *Fleet) newCluster(ctx context.Context, m Member) (_ *Cluster, err error) {

@@ -111,6 +111,28 @@ func (c *Cluster) reachable() (Health, context.Context) {
 	return c.health, c.reach
 }
 
+// onUnreachable has cancel called, with a cause wrapping ErrUnreachable,
+// once a probe finds the member unreachable, before the requests in
+// flight on it fail; it reports false, and registers nothing, if the last
+// probe did. Call the func it returns once cancel's reconcile ends.
+func (c *Cluster) onUnreachable(cancel context.CancelCauseFunc) (func(), bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reach.Err() != nil {
+		return nil, false
+	}
+	key := &cancel
+	if c.ending == nil {
+		c.ending = map[*context.CancelCauseFunc]struct{}{}
+	}
+	c.ending[key] = struct{}{}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.ending, key)
+	}, true
+}
+
 // setHealth records a probe's outcome, and reports whether it changed
 // the member's reachability.
 func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
@@ -123,7 +145,11 @@ func (c *Cluster) setHealth(err error, now time.Time) (changed bool) {
 		if reachable {
 			c.reach, c.unreachable = context.WithCancelCause(context.Background())
 		} else {
-			c.unreachable(fmt.Errorf("%w: %w", ErrUnreachable, err))
+			cause := fmt.Errorf("%w: %w", ErrUnreachable, err)
+			for cancel := range c.ending {
+				(*cancel)(cause)
+			}
+			c.unreachable(cause)
 		}
 	}
 	c.health.Reachable, c.health.Err = reachable, err

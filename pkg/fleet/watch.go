@@ -191,6 +191,8 @@ func ClusterFrom(ctx context.Context) *Cluster {
 // reconcile in flight when a probe finds its member unreachable has its
 // context ended with a cause wrapping ErrUnreachable, so that no worker
 // waits on a member that cannot answer while other members' keys queue.
+// The context ends before the reconcile's requests to the member fail: a
+// reconcile that sees its client's error finds the cause already set.
 //
 // In a sharded fleet, a request of a member another replica owns is
 // dropped the same way (the owner's Watches queue its keys), and one of a
@@ -207,7 +209,7 @@ func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[
 		if err != nil {
 			return reconcile.RequeueAfter(f.shard.retry), nil
 		}
-		h, reach := c.reachable()
+		h, _ := c.reachable()
 		switch {
 		case !h.Reachable:
 			return reconcile.RequeueAfter(f.opts.ProbeInterval), nil
@@ -228,8 +230,11 @@ func Reconciler(f *Fleet, r reconcile.Reconciler[Request]) reconcile.Reconciler[
 			cancel(fmt.Errorf("cluster %q: %w", c.name, ErrNotEngaged))
 		})
 		defer stop()
-		stopReach := context.AfterFunc(reach, func() { cancel(context.Cause(reach)) })
-		defer stopReach()
+		unwatch, ok := c.onUnreachable(cancel)
+		if !ok { // unreachable since the check above
+			return reconcile.RequeueAfter(f.opts.ProbeInterval), nil
+		}
+		defer unwatch()
 		return r.Reconcile(context.WithValue(ctx, clusterKey{}, c), req)
 	})
 }
