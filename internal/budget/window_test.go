@@ -138,19 +138,22 @@ func TestWindowWaitsInOrderAndCancels(t *testing.T) {
 		runtime.Gosched()
 	}
 	order := make(chan string, 2)
-	go func() {
+	// The two release after they report their turn: the check of what
+	// is left at the end waits for both.
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		r, _, _ := w.acquire(context.Background(), clock, false, false)
 		order <- "reconcile"
 		r()
-	}()
+	})
 	for w.waiting() < 2 {
 		runtime.Gosched()
 	}
-	go func() {
+	wg.Go(func() {
 		r, _, _ := w.acquire(context.Background(), clock, true, false)
 		order <- "lease"
 		r()
-	}()
+	})
 	for w.waiting() < 3 {
 		runtime.Gosched()
 	}
@@ -168,6 +171,7 @@ func TestWindowWaitsInOrderAndCancels(t *testing.T) {
 	for _, r := range releases[1:] {
 		r()
 	}
+	wg.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.inFlight != 0 || len(w.waiters) != 0 {
